@@ -1,0 +1,42 @@
+# Cricket for Python: developer targets. `make install` once, then the rest.
+PY      ?= python3
+VENV    := .venv
+VPY     := $(VENV)/bin/python
+PYTEST  := $(VPY) -m pytest
+SPECS   := rpc_spec/cricket.x
+BACKEND ?= sim
+
+.PHONY: install test test-gpu stubs lint bench demo clean
+
+$(VPY):
+	$(PY) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -m pip install -q -e '.[dev]'
+
+install: $(VPY)
+
+# The whole suite on the sim backend (what CI runs).
+test: $(VPY)
+	CRICKET_TEST_BACKEND=sim $(PYTEST) -q -m "not gpu" tests
+
+# The behaviour suite and the gpu-marked tests against the real cuda backend (GPU node).
+test-gpu:
+	CRICKET_TEST_BACKEND=cuda $(PY) -m pytest -q -p no:cacheprovider tests/behaviour tests/gpu
+
+# Regenerate every generated module from rpc_spec/.
+stubs: $(VPY)
+	$(VPY) -m cricket_xdr rpc_spec/portmap.x -o cricket_xdr/portmap_rpc.py
+	$(VPY) -m cricket_xdr rpc_spec/cricket.x -o rpc_spec/cricket_rpc.py
+
+lint: $(VPY)
+	$(VPY) -m ruff check .
+	$(VPY) -m ruff format --check . || true
+
+bench: $(VPY)
+	$(VPY) -m bench
+
+demo: $(VPY)
+	$(VPY) examples/demo.py --backend $(BACKEND)
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Checkpoint/restart of GPU state: on-disk format, writer, reader, verifier, restore."""

@@ -1,0 +1,1 @@
+"""cricket-server: executes remote CUDA driver/runtime calls on a GPU node."""

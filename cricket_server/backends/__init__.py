@@ -1,0 +1,1 @@
+"""Backends that execute CUDA work: `cuda` (cuda-python, the product) and `sim` (software)."""

@@ -1,0 +1,283 @@
+"""The interface every backend implements, and the error type backends raise.
+
+A backend executes CUDA work for the server. It knows nothing of RPC, sessions, handle IDs or
+ownership: the session layer (`cricket_server.session`) checks that a client may touch a
+pointer or handle before it calls the backend, and translates handle IDs into the backend's
+own objects (the `object`s below are opaque to everyone but the backend that made them).
+
+Failures are raised as `CudaError(code, message)`, `code` being the CUresult value local CUDA
+would give for the same mistake; the session layer turns that into the reply's CUresult.
+Anything a backend cannot do raises `CudaError(CUDA_ERROR_NOT_SUPPORTED, "<call>: ...")`.
+
+Streams: `None` means the legacy default stream; `PER_THREAD_STREAM` the per-thread default
+stream (the session has one thread, so both order the same way on the server).
+
+Memory (D4): client allocations come from `DeviceHeap`s (see `cricket_server.memory`) that
+sub-allocate chunks mapped at addresses the server chooses; a backend supplies the chunk
+backing (`ChunkBacking`): VMM (cuMemCreate/cuMemMap) on `cuda`, host RAM on `sim`.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+PER_THREAD_STREAM = "per-thread"
+
+# CUresult values the server itself needs (the full enum lives in the generated protocol).
+CUDA_SUCCESS = 0
+CUDA_ERROR_INVALID_VALUE = 1
+CUDA_ERROR_OUT_OF_MEMORY = 2
+CUDA_ERROR_NOT_INITIALIZED = 3
+CUDA_ERROR_INVALID_DEVICE = 101
+CUDA_ERROR_INVALID_IMAGE = 200
+CUDA_ERROR_INVALID_CONTEXT = 201
+CUDA_ERROR_INVALID_SOURCE = 300
+CUDA_ERROR_NOT_FOUND = 500
+CUDA_ERROR_NOT_READY = 600
+CUDA_ERROR_ILLEGAL_ADDRESS = 700
+CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701
+CUDA_ERROR_INVALID_HANDLE = 400
+CUDA_ERROR_NOT_SUPPORTED = 801
+CUDA_ERROR_UNKNOWN = 999
+
+
+class CudaError(Exception):
+    """A CUDA failure: `code` is the CUresult value, `message` names the call and the cause."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(f"{message} (CUresult {code})")
+        self.code = int(code)
+        self.message = message
+
+
+def not_supported(call: str, why: str = "not supported by this backend") -> CudaError:
+    return CudaError(CUDA_ERROR_NOT_SUPPORTED, f"{call}: {why}")
+
+
+class ChunkBacking(Protocol):
+    """Maps and unmaps physical memory under server-chosen device virtual addresses."""
+
+    granularity: int  # chunk sizes and addresses are multiples of this (2 MiB on an H200)
+
+    def map_chunk(self, addr: int, size: int) -> object:
+        """Back [addr, addr+size) with memory; return a token for `unmap_chunk`.
+
+        Raises CudaError(CUDA_ERROR_OUT_OF_MEMORY) when memory is short, and
+        CudaError(CUDA_ERROR_INVALID_VALUE) when that address cannot be had."""
+
+    def unmap_chunk(self, addr: int, size: int, token: object) -> None: ...
+
+
+@dataclass(frozen=True)
+class ParamInfo:
+    """One kernel parameter: byte offset and size in the packed argument buffer."""
+
+    offset: int
+    size: int
+
+
+@dataclass(frozen=True)
+class GlobalInfo:
+    address: int
+    size: int
+
+
+class BackendSession(abc.ABC):
+    """The device work of one client session. One server thread calls it at a time."""
+
+    # -- devices and contexts -------------------------------------------------------------
+    @abc.abstractmethod
+    def set_device(self, dev: int) -> None:
+        """Make `dev` the device the following calls work on (the session's current context)."""
+
+    @abc.abstractmethod
+    def synchronize(self) -> None:
+        """cuCtxSynchronize on the current device."""
+
+    @abc.abstractmethod
+    def get_limit(self, limit: int) -> int: ...
+
+    @abc.abstractmethod
+    def set_limit(self, limit: int, value: int) -> None: ...
+
+    @abc.abstractmethod
+    def stream_priority_range(self) -> tuple[int, int]:
+        """(least, greatest) as cuCtxGetStreamPriorityRange."""
+
+    # -- memory ---------------------------------------------------------------------------
+    @abc.abstractmethod
+    def chunk_backing(self, dev: int) -> ChunkBacking:
+        """The chunk backing for this session's heap on `dev`."""
+
+    @abc.abstractmethod
+    def memcpy_htod(self, dst: int, data: memoryview, stream: object | None) -> None: ...
+
+    @abc.abstractmethod
+    def memcpy_dtoh(self, src: int, size: int, stream: object | None) -> bytes | memoryview:
+        """Copy out; for an async stream the copy is ordered but the bytes are returned now,
+        after the stream has reached it (the server synchronizes that stream)."""
+
+    @abc.abstractmethod
+    def memcpy_dtod(self, dst: int, src: int, size: int, stream: object | None) -> None: ...
+
+    @abc.abstractmethod
+    def memset(self, dst: int, value: int, width: int, count: int, stream: object | None) -> None:
+        """cuMemsetD8/D16/D32(Async): `count` elements of `width` bytes (1, 2 or 4)."""
+
+    @abc.abstractmethod
+    def mem_get_info(self) -> tuple[int, int]:
+        """(free, total) bytes on the current device."""
+
+    # -- modules, libraries, functions ----------------------------------------------------
+    @abc.abstractmethod
+    def module_load(self, image: bytes, jit_options: dict[int, int]) -> object:
+        """cuModuleLoadData(Ex) / cuModuleLoadFatBinary: cubin, fatbin or PTX (NUL-terminated)."""
+
+    @abc.abstractmethod
+    def module_unload(self, module: object) -> None: ...
+
+    @abc.abstractmethod
+    def module_get_function(self, module: object, name: str) -> object: ...
+
+    @abc.abstractmethod
+    def module_get_global(self, module: object, name: str) -> GlobalInfo: ...
+
+    @abc.abstractmethod
+    def library_load(self, image: bytes, jit_options: dict[int, int]) -> object: ...
+
+    @abc.abstractmethod
+    def library_unload(self, library: object) -> None: ...
+
+    @abc.abstractmethod
+    def library_get_kernel(self, library: object, name: str) -> object: ...
+
+    @abc.abstractmethod
+    def kernel_get_function(self, kernel: object) -> object: ...
+
+    @abc.abstractmethod
+    def func_get_attribute(self, attrib: int, func: object) -> int: ...
+
+    @abc.abstractmethod
+    def func_set_attribute(self, func: object, attrib: int, value: int) -> None: ...
+
+    @abc.abstractmethod
+    def func_set_cache_config(self, func: object, config: int) -> None: ...
+
+    @abc.abstractmethod
+    def func_param_info(self, func: object) -> Sequence[ParamInfo]:
+        """Every parameter's (offset, size), in order (cuFuncGetParamInfo / EIATTR_KPARAM_INFO)."""
+
+    @abc.abstractmethod
+    def launch(
+        self,
+        func: object,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        shared_mem: int,
+        stream: object | None,
+        params: memoryview,
+        cooperative: bool = False,
+    ) -> None:
+        """Launch with the packed argument buffer (D5): parameter i is
+        params[info[i].offset : info[i].offset + info[i].size]."""
+
+    # -- streams and events ---------------------------------------------------------------
+    @abc.abstractmethod
+    def stream_create(self, flags: int, priority: int) -> object: ...
+
+    @abc.abstractmethod
+    def stream_destroy(self, stream: object) -> None: ...
+
+    @abc.abstractmethod
+    def stream_synchronize(self, stream: object | None) -> None: ...
+
+    @abc.abstractmethod
+    def stream_query(self, stream: object | None) -> bool:
+        """True when all work is done (CUDA_SUCCESS), False for CUDA_ERROR_NOT_READY."""
+
+    @abc.abstractmethod
+    def stream_wait_event(self, stream: object | None, event: object, flags: int) -> None: ...
+
+    @abc.abstractmethod
+    def event_create(self, flags: int) -> object: ...
+
+    @abc.abstractmethod
+    def event_destroy(self, event: object) -> None: ...
+
+    @abc.abstractmethod
+    def event_record(self, event: object, stream: object | None) -> None: ...
+
+    @abc.abstractmethod
+    def event_synchronize(self, event: object) -> None: ...
+
+    @abc.abstractmethod
+    def event_query(self, event: object) -> bool: ...
+
+    @abc.abstractmethod
+    def event_elapsed_time(self, start: object, end: object) -> float:
+        """Milliseconds, as cuEventElapsedTime."""
+
+    # -- occupancy ------------------------------------------------------------------------
+    @abc.abstractmethod
+    def occupancy_max_active_blocks(
+        self, func: object, block_size: int, dynamic_smem: int, flags: int
+    ) -> int: ...
+
+    @abc.abstractmethod
+    def occupancy_max_potential_block_size(
+        self, func: object, dynamic_smem: int, block_size_limit: int, flags: int
+    ) -> tuple[int, int]:
+        """(min_grid_size, block_size) as cuOccupancyMaxPotentialBlockSize with no callback."""
+
+    # -- lifetime -------------------------------------------------------------------------
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Free everything this session made (modules, streams, events); heaps are freed by
+        the session layer through `ChunkBacking.unmap_chunk` before this is called."""
+
+
+class Backend(abc.ABC):
+    """One per server process."""
+
+    name: str
+
+    @abc.abstractmethod
+    def driver_version(self) -> int: ...
+
+    @abc.abstractmethod
+    def runtime_version(self) -> int:
+        """The CUDA version the backend was built for (e.g. 13000)."""
+
+    @abc.abstractmethod
+    def device_count(self) -> int: ...
+
+    @abc.abstractmethod
+    def device_name(self, dev: int) -> str: ...
+
+    @abc.abstractmethod
+    def device_attribute(self, attrib: int, dev: int) -> int:
+        """Any CUdevice_attribute value; CUDA_ERROR_INVALID_VALUE for an unknown one."""
+
+    @abc.abstractmethod
+    def device_total_mem(self, dev: int) -> int: ...
+
+    @abc.abstractmethod
+    def device_uuid(self, dev: int) -> bytes:
+        """16 bytes."""
+
+    @abc.abstractmethod
+    def device_pci_bus_id(self, dev: int) -> str: ...
+
+    @abc.abstractmethod
+    def open_session(self) -> BackendSession: ...
+
+    def close(self) -> None:
+        """Release process-wide resources (address reservations)."""
+
+
+class MemoryKind(enum.IntEnum):
+    DEVICE = 2  # CU_MEMORYTYPE_DEVICE
