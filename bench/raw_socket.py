@@ -1,0 +1,134 @@
+"""Baseline: a raw Python socket 100-byte round trip and a one-stream bulk transfer.
+
+The echo peer runs in another process (`python -m bench.raw_socket serve ADDRESS_FILE`), as
+an RPC server would, so the baseline pays the same process switches as the RPC it is set
+against.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+MESSAGE = 100
+
+
+def _recv_exact(sock: socket.socket, view: memoryview) -> None:
+    got = 0
+    while got < len(view):
+        n = sock.recv_into(view[got:])
+        if n == 0:
+            raise ConnectionError("peer closed")
+        got += n
+
+
+def serve(address_file: str, unix_path: str | None = None) -> None:
+    """Echo every 100-byte message; for a message starting with b'B', sink a bulk payload."""
+    if unix_path:
+        lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        lsock.bind(unix_path)
+        where = f"unix:{unix_path}"
+    else:
+        lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        lsock.bind(("127.0.0.1", 0))
+        where = "%s:%d" % lsock.getsockname()
+    lsock.listen(4)
+    tmp = address_file + ".tmp"
+    Path(tmp).write_text(where + "\n")
+    os.replace(tmp, address_file)
+    while True:
+        conn, _ = lsock.accept()
+        if conn.family == socket.AF_INET:
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        buf = bytearray(MESSAGE)
+        view = memoryview(buf)
+        sink = bytearray(1 << 20)
+        try:
+            while True:
+                _recv_exact(conn, view)
+                if buf[0:1] == b"B":
+                    remaining = int.from_bytes(buf[1:9], "big")
+                    sview = memoryview(sink)
+                    while remaining:
+                        n = conn.recv_into(sview[: min(remaining, len(sink))])
+                        if n == 0:
+                            raise ConnectionError("peer closed")
+                        remaining -= n
+                conn.sendall(view)
+        except ConnectionError:
+            conn.close()
+
+
+@contextmanager
+def echo_peer(unix: bool = False):
+    """Start the echo peer in a subprocess; yield a connected client socket."""
+    with tempfile.TemporaryDirectory() as tmp:
+        address_file = os.path.join(tmp, "addr")
+        args = [sys.executable, "-m", "bench.raw_socket", "serve", address_file]
+        if unix:
+            args.append(os.path.join(tmp, "echo.sock"))
+        proc = subprocess.Popen(args)
+        try:
+            deadline = time.monotonic() + 10
+            while not os.path.exists(address_file):
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("echo peer did not start")
+                time.sleep(0.01)
+            where = Path(address_file).read_text().strip()
+            if where.startswith("unix:"):
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                sock.connect(where[5:])
+            else:
+                host, port = where.rsplit(":", 1)
+                sock = socket.create_connection((host, int(port)))
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            try:
+                yield sock
+            finally:
+                sock.close()
+        finally:
+            proc.kill()
+            proc.wait()
+
+
+def round_trip_fn(sock: socket.socket):
+    out = bytes(MESSAGE)
+    buf = bytearray(MESSAGE)
+    view = memoryview(buf)
+
+    def once() -> None:
+        sock.sendall(out)
+        _recv_exact(sock, view)
+
+    return once
+
+
+def stream_gbps(sock: socket.socket, nbytes: int) -> float:
+    """One-stream throughput: send nbytes after a header, wait for the echo of the header."""
+    payload = memoryview(bytearray(min(nbytes, 64 << 20)))
+    header = bytearray(MESSAGE)
+    header[0:1] = b"B"
+    header[1:9] = nbytes.to_bytes(8, "big")
+    ack = memoryview(bytearray(MESSAGE))
+    t0 = time.perf_counter()
+    sock.sendall(header)
+    left = nbytes
+    while left:
+        chunk = payload[: min(left, len(payload))]
+        sock.sendall(chunk)
+        left -= len(chunk)
+    _recv_exact(sock, ack)
+    return nbytes / (time.perf_counter() - t0) / 1e9
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 3 and sys.argv[1] == "serve":
+        serve(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None)
+    else:
+        sys.exit("usage: python -m bench.raw_socket serve ADDRESS_FILE [UNIX_PATH]")

@@ -1,0 +1,108 @@
+"""NULL-call round trip over TCP and a Unix socket, next to a raw socket 100-byte round trip.
+
+Our server runs in another process (`python -m bench.rpc_null serve ADDRESS_FILE [UNIX]`),
+as does the raw echo peer, so both sides pay the same process switches.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from bench.common import Row, median_latency_us
+from bench.raw_socket import echo_peer, round_trip_fn
+
+BENCH_PROG = 0x20C0FFFF
+BENCH_VERS = 1
+
+
+class _NullOnly:
+    """A program that serves only NULL (answered by the runtime for every program)."""
+
+    PROGRAM = BENCH_PROG
+    VERSION = BENCH_VERS
+    PROCEDURES: dict = {}
+
+
+def serve(address_file: str, unix_path: str | None) -> None:
+    from cricket_xdr.rpc.server import RpcServer
+
+    server = RpcServer([_NullOnly()])
+    if unix_path:
+        server.listen_unix(unix_path)
+        where = f"unix:{unix_path}"
+    else:
+        host, port = server.listen_tcp("127.0.0.1", 0)
+        where = f"{host}:{port}"
+    Path(address_file + ".tmp").write_text(where + "\n")
+    os.replace(address_file + ".tmp", address_file)
+    server.serve_forever()
+
+
+@contextmanager
+def rpc_peer(unix: bool):
+    from cricket_xdr.rpc.client import RpcClient
+
+    with tempfile.TemporaryDirectory() as tmp:
+        address_file = os.path.join(tmp, "addr")
+        args = [sys.executable, "-m", "bench.rpc_null", "serve", address_file]
+        if unix:
+            args.append(os.path.join(tmp, "rpc.sock"))
+        proc = subprocess.Popen(args)
+        try:
+            deadline = time.monotonic() + 10
+            while not os.path.exists(address_file):
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("rpc peer did not start")
+                time.sleep(0.01)
+            where = Path(address_file).read_text().strip()
+            if where.startswith("unix:"):
+                client = RpcClient(where)
+            else:
+                host, port = where.rsplit(":", 1)
+                client = RpcClient((host, int(port)))
+            try:
+                yield client
+            finally:
+                client.close()
+        finally:
+            proc.kill()
+            proc.wait()
+
+
+def run(iterations: int = 5000) -> list[Row]:
+    rows = []
+    for unix in (False, True):
+        transport = "unix socket" if unix else "TCP"
+        with echo_peer(unix=unix) as sock:
+            raw = median_latency_us(round_trip_fn(sock), iterations)
+        with rpc_peer(unix) as client:
+            ours = median_latency_us(lambda c=client: c.call(BENCH_PROG, BENCH_VERS, 0, b""), iterations)
+        with echo_peer(unix=unix) as sock:  # again, to see the drift between the two
+            raw2 = median_latency_us(round_trip_fn(sock), iterations)
+        base = min(raw["median_us"], raw2["median_us"])
+        rows.append(
+            Row(
+                name=f"rpc: NULL call round trip, {transport}",
+                value=ours["median_us"],
+                unit="us",
+                baseline_name=f"raw Python socket 100-byte round trip, {transport} (min of before/after)",
+                baseline=base,
+                ratio=ours["median_us"] / base,
+                target="<= 1.3",
+                extra={"ours": ours, "raw_before": raw, "raw_after": raw2},
+            )
+        )
+    return rows
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 3 and sys.argv[1] == "serve":
+        serve(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None)
+    else:
+        sys.exit("usage: python -m bench.rpc_null serve ADDRESS_FILE [UNIX_PATH]")
