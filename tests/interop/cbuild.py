@@ -65,6 +65,7 @@ def build(out_dir: Path) -> CPeers:
     out_dir.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(SPEC, out_dir / SPEC.name)
     for flag, output in RPCGEN_OUTPUTS.items():
+        (out_dir / output).unlink(missing_ok=True)  # rpcgen will not write over a file
         _run(["rpcgen", "-N", "-M", flag, "-o", output, SPEC.name], out_dir)
     cc = ["gcc", *CFLAGS, f"-I{out_dir}", f"-I{C_DIR}"]
     common = [str(out_dir / "alltypes_xdr.c"), str(C_DIR / "cases.c")]
