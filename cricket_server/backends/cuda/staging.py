@@ -1,0 +1,103 @@
+"""Reusable pinned host buffers for copies between client bytes and device memory.
+
+Copies from pinned memory run at full DMA speed and may be asynchronous; copies from pageable
+memory run at a fraction of it, and an asynchronous one would need its source kept unchanged
+until the stream reaches it. So host-to-device bytes are first copied into a pinned buffer,
+and an event recorded after the device copy marks when that buffer may be reused.
+
+Buffers are per context (their events are), grow on demand up to `limit` bytes in all, and
+are released by `close()`. A copy larger than `limit` is not staged (the caller copies from
+pageable memory and waits).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+
+from ..base import CUDA_ERROR_NOT_READY, CUDA_SUCCESS, CudaError
+from ._driver import call, driver, error_text
+
+__all__ = ["PinnedBuffer", "PinnedStager"]
+
+_MIN_BUFFER = 1 << 20
+
+
+@dataclass
+class PinnedBuffer:
+    address: int
+    capacity: int
+    event: object | None = None  # recorded after the last asynchronous copy that reads it
+    pending: bool = False
+
+    def view(self, size: int) -> memoryview:
+        """A writable view of the first `size` bytes."""
+        return memoryview((ctypes.c_ubyte * size).from_address(self.address)).cast("B")
+
+
+class PinnedStager:
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._buffers: list[PinnedBuffer] = []
+        self._total = 0
+
+    def fits(self, size: int) -> bool:
+        return 0 < size <= self.limit
+
+    def acquire(self, size: int) -> PinnedBuffer:
+        """A buffer of at least `size` (<= limit) bytes that no pending copy reads; the caller's context
+        must be current. Waits for a pending copy only when the pool is full."""
+        for buf in self._buffers:
+            if buf.capacity >= size and self._idle(buf):
+                return buf
+        capacity = min(max(_MIN_BUFFER, 1 << (size - 1).bit_length()), self.limit)
+        while self._total + capacity > self.limit and self._buffers:
+            self._free(self._evict_candidate())
+        return self._allocate(capacity)
+
+    def mark_pending(self, buf: PinnedBuffer, stream: object) -> None:
+        """Record that an asynchronous copy on `stream` reads `buf`."""
+        if buf.event is None:
+            flags = int(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING)
+            buf.event = call(driver.cuEventCreate, flags)
+        call(driver.cuEventRecord, buf.event, stream)
+        buf.pending = True
+
+    def close(self) -> None:
+        """Wait for pending copies, then free every buffer (the context must be current)."""
+        while self._buffers:
+            self._free(self._buffers[-1])
+
+    def _idle(self, buf: PinnedBuffer) -> bool:
+        if buf.pending:
+            (err,) = driver.cuEventQuery(buf.event)
+            if err == CUDA_ERROR_NOT_READY:
+                return False
+            if err != CUDA_SUCCESS:
+                code = int(err)
+                raise CudaError(code, f"cuEventQuery (staging buffer): {error_text(code)}")
+            buf.pending = False
+        return True
+
+    def _evict_candidate(self) -> PinnedBuffer:
+        idle = [b for b in self._buffers if not b.pending]
+        return min(idle or self._buffers, key=lambda b: b.capacity)
+
+    def _allocate(self, capacity: int) -> PinnedBuffer:
+        flags = driver.CU_MEMHOSTALLOC_PORTABLE
+        address = int(call(driver.cuMemHostAlloc, capacity, flags, what=f"{capacity} bytes"))
+        buf = PinnedBuffer(address, capacity)
+        self._buffers.append(buf)
+        self._total += capacity
+        return buf
+
+    def _free(self, buf: PinnedBuffer) -> None:
+        self._buffers.remove(buf)
+        self._total -= buf.capacity
+        try:
+            if buf.pending:
+                call(driver.cuEventSynchronize, buf.event)
+        finally:
+            if buf.event is not None:
+                call(driver.cuEventDestroy, buf.event)
+            call(driver.cuMemFreeHost, buf.address)
