@@ -1,0 +1,378 @@
+"""RPC client transport over TCP or Unix sockets, thread-safe, many calls in flight.
+
+Replies are read by a leader/follower scheme instead of a reader thread: a thread waiting for
+its reply when nobody is reading becomes the reader, reads until its own reply arrives and
+hands other threads' replies to them on the way; then it passes the role to a waiting thread.
+A synchronous call thus costs one send and one receive in the calling thread. A thread whose
+send would block, while nobody reads, reads replies meanwhile, so pipelined calls whose
+replies nobody has asked for yet cannot deadlock against the server.
+"""
+
+from __future__ import annotations
+
+import select
+import socket
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from .auth import ClientAuth
+from .connection import NEED_DATA, Args, ClientConnection, Reply
+from .errors import ConnectionLost, LocalRpcError, MessageDecodeError, RecordTooLarge, RpcTimeout
+from .record import DEFAULT_MAX_RECORD, MAX_FRAGMENT, Buffer, nbytes
+
+__all__ = ["RpcClient", "PendingCall", "Address", "connect_socket"]
+
+Address = tuple[str, int] | str
+_IOV_MAX = 1024
+_SCRATCH = 1 << 16
+_POLL_SLICE = 0.05  # seconds a blocked sender waits before checking whether it must read
+
+
+def connect_socket(address: Address, timeout: float | None) -> socket.socket:
+    """A connected stream socket: `(host, port)` over TCP (no Nagle) or `"unix:/path"`."""
+    if isinstance(address, str):
+        if not address.startswith("unix:"):
+            raise ValueError(f"address {address!r}: expected (host, port) or 'unix:/path'")
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(timeout)
+            sock.connect(address[5:])
+        except BaseException:
+            sock.close()
+            raise
+    else:
+        sock = socket.create_connection(tuple(address), timeout=timeout)  # type: ignore[arg-type]
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.settimeout(None)
+    return sock
+
+
+class PendingCall:
+    """A call sent and not yet answered; `result()` waits for its reply."""
+
+    __slots__ = ("_client", "xid", "prog", "vers", "proc", "_reply", "_error", "_done", "_waiter")
+
+    def __init__(self, client: RpcClient, xid: int, prog: int, vers: int, proc: int) -> None:
+        self._client = client
+        self.xid = xid
+        self.prog = prog
+        self.vers = vers
+        self.proc = proc
+        self._reply: Reply | None = None
+        self._error: BaseException | None = None
+        self._done = False
+        self._waiter: threading.Condition | None = None
+
+    def done(self) -> bool:
+        return self._done
+
+    def result(self, timeout: float | None = None) -> Buffer:
+        """The result body (bytes, or a memoryview for large results).
+
+        Raises a RemoteRpcError for an error reply, RpcTimeout when no reply comes within
+        `timeout` seconds (None: the client's default), ConnectionLost when the connection fails.
+        """
+        if not self._done:
+            self._client._wait(self, timeout)
+        if self._error is not None:
+            raise self._error
+        assert self._reply is not None
+        return self._reply.result()
+
+    def __repr__(self) -> str:
+        state = "done" if self._done else "pending"
+        return f"<PendingCall xid={self.xid:#x} program {self.prog:#x} version {self.vers} procedure {self.proc} {state}>"
+
+
+class RpcClient:
+    """An ONC RPC client on one connection.
+
+    `address`: `(host, port)` or `"unix:/path"`. `timeout`: default per-call timeout in seconds
+    (None waits forever). `auth`: credentials for every call (AUTH_NONE by default).
+    `max_record`: largest reply accepted. `max_fragment`: calls are split into fragments of at
+    most this many bytes.
+    """
+
+    def __init__(
+        self,
+        address: Address,
+        *,
+        timeout: float | None = None,
+        auth: ClientAuth | None = None,
+        max_record: int = DEFAULT_MAX_RECORD,
+        max_fragment: int = MAX_FRAGMENT,
+        connect_timeout: float | None = 30.0,
+    ) -> None:
+        self.address = address
+        self.timeout = timeout
+        self._sock = connect_socket(address, connect_timeout)
+        self._fd = self._sock.fileno()
+        self._conn = ClientConnection(auth=auth, max_record=max_record, max_fragment=max_fragment)
+        self._lock = threading.Lock()  # guards everything below and the connection's state
+        self._send_lock = threading.Lock()  # keeps each call's bytes together on the stream
+        self._pending: dict[int, PendingCall] = {}
+        self._followers: dict[PendingCall, None] = {}  # waiting threads, oldest first
+        self._reading = False
+        self._failed: BaseException | None = None
+        self._closed = False
+        self._scratch = bytearray(_SCRATCH)
+
+    # -- calling ---------------------------------------------------------------------------
+
+    def call(
+        self, prog: int, vers: int, proc: int, args: Args = b"", *, timeout: float | None = None
+    ) -> Buffer:
+        """Call and wait for the result body; see PendingCall.result for errors."""
+        return self.call_async(prog, vers, proc, args).result(timeout)
+
+    def call_async(self, prog: int, vers: int, proc: int, args: Args = b"") -> PendingCall:
+        """Send a call and return at once; its reply is awaited with `.result()`."""
+        with self._send_lock:
+            with self._lock:
+                if self._failed is not None:
+                    raise self._lost(prog, vers, proc)
+                xid, pieces = self._conn.send_call(prog, vers, proc, args)
+                pending = PendingCall(self, xid, prog, vers, proc)
+                self._pending[xid] = pending
+            try:
+                self._send(pieces)
+            except OSError as exc:
+                self._fail(ConnectionLost(f"{self._where()}: send failed: {exc}"))
+        return pending
+
+    def close(self) -> None:
+        """Close the connection; calls still in flight fail with ConnectionLost."""
+        self._fail(ConnectionLost(f"{self._where()}: client closed"))
+        with self._lock:
+            self._closed = True
+            if not self._reading:
+                self._sock.close()
+
+    def __enter__(self) -> RpcClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def in_flight(self) -> int:
+        """Calls sent and not yet answered, failed or timed out."""
+        return len(self._pending)
+
+    # -- sending ---------------------------------------------------------------------------
+
+    def _send(self, pieces: list[Buffer]) -> None:
+        sock = self._sock
+        if len(pieces) == 1:
+            data = pieces[0]
+            try:
+                sent = sock.send(data, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                sent = 0
+            if sent == nbytes(data):
+                return
+        else:
+            if len(pieces) <= _IOV_MAX:
+                try:
+                    sent = sock.sendmsg(pieces, (), socket.MSG_DONTWAIT)
+                except BlockingIOError:
+                    sent = 0
+            else:
+                sent = 0
+            if sent == sum(nbytes(p) for p in pieces):
+                return
+        self._send_slowly(_skip(pieces, sent))
+
+    def _send_slowly(self, pieces: list[memoryview]) -> None:
+        """Send what is left, reading replies meanwhile when nobody else does."""
+        sock = self._sock
+        while pieces:
+            with self._lock:
+                if self._failed is not None:
+                    raise ConnectionLost(f"{self._where()}: connection failed while sending")
+                reader = not self._reading
+                if reader:
+                    self._reading = True
+            try:
+                mask = select.POLLOUT | (select.POLLIN if reader else 0)
+                poller = select.poll()
+                poller.register(self._fd, mask)
+                events = 0
+                for _, ev in poller.poll(_POLL_SLICE * 1000):
+                    events |= ev
+                if reader and events & (select.POLLIN | select.POLLHUP | select.POLLERR):
+                    self._read_once()
+                if events & select.POLLOUT:
+                    try:
+                        sent = sock.sendmsg(pieces[:_IOV_MAX], (), socket.MSG_DONTWAIT)
+                    except BlockingIOError:
+                        sent = 0
+                    pieces = _skip(pieces, sent)
+            finally:
+                if reader:
+                    self._release_reader()
+
+    # -- receiving -------------------------------------------------------------------------
+
+    def _wait(self, call: PendingCall, timeout: float | None) -> None:
+        if timeout is None:
+            timeout = self.timeout
+        deadline = None if timeout is None else time.monotonic() + timeout
+        lock = self._lock
+        lock.acquire()
+        try:
+            while not call._done:
+                if not self._reading:
+                    self._reading = True
+                    lock.release()
+                    try:
+                        self._lead(call, deadline)
+                    finally:
+                        lock.acquire()
+                        self._release_reader_locked()
+                    if call._done:
+                        break
+                if deadline is None:
+                    remaining = None
+                else:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        self._time_out(call, timeout)
+                        return
+                if self._reading:
+                    if call._waiter is None:
+                        call._waiter = threading.Condition(lock)
+                    self._followers[call] = None
+                    call._waiter.wait(remaining)
+                    self._followers.pop(call, None)
+        finally:
+            lock.release()
+
+    def _time_out(self, call: PendingCall, timeout: float | None) -> None:
+        """Give up on `call` (lock held)."""
+        self._pending.pop(call.xid, None)
+        self._conn.forget(call.xid)
+        call._error = RpcTimeout(
+            f"program {call.prog:#x} version {call.vers} procedure {call.proc} (xid {call.xid:#x}): "
+            f"no reply within {timeout} s"
+        )
+        call._done = True
+
+    def _lead(self, call: PendingCall, deadline: float | None) -> None:
+        """Read replies until `call` is answered or the deadline passes (we are the reader)."""
+        while not call._done:
+            if deadline is not None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return
+                poller = select.poll()
+                poller.register(self._fd, select.POLLIN)
+                if not poller.poll(remaining * 1000):
+                    return
+            self._read_once()
+
+    def _read_once(self) -> None:
+        """One receive, then hand out every complete reply (we are the reader)."""
+        if self._failed is not None:
+            return
+        conn = self._conn
+        try:
+            view = conn.read_buffer()
+            if view is not None:
+                with view:
+                    n = self._sock.recv_into(view)
+                conn.advance(n)
+            else:
+                n = self._sock.recv_into(self._scratch)
+                if n:
+                    with memoryview(self._scratch) as scratch:
+                        conn.receive_data(scratch[:n])
+        except OSError as exc:
+            self._fail(ConnectionLost(f"{self._where()}: receive failed: {exc}"))
+            return
+        if n == 0:
+            self._fail(ConnectionLost(f"{self._where()}: server closed the connection"))
+            return
+        with self._lock:
+            pending = self._pending
+            try:
+                while True:
+                    event = conn.next_event()
+                    if event is NEED_DATA:
+                        return
+                    assert isinstance(event, Reply)
+                    call = pending.pop(event.xid, None)
+                    if call is None:
+                        continue
+                    call._reply = event
+                    call._done = True
+                    if call._waiter is not None:
+                        call._waiter.notify()
+            except (RecordTooLarge, MessageDecodeError) as exc:
+                failure: LocalRpcError = exc
+        self._fail(failure)
+
+    def _release_reader(self) -> None:
+        with self._lock:
+            self._release_reader_locked()
+
+    def _release_reader_locked(self) -> None:
+        self._reading = False
+        if self._closed:
+            self._sock.close()
+            return
+        for follower in self._followers:
+            assert follower._waiter is not None
+            follower._waiter.notify()
+            break
+
+    def _fail(self, exc: BaseException) -> None:
+        """Fail the connection: every call in flight gets `exc`."""
+        with self._lock:
+            if self._failed is not None:
+                return
+            self._failed = exc
+            self._conn.forget_all()
+            calls = list(self._pending.values())
+            self._pending.clear()
+            for call in calls:
+                call._error = exc
+                call._done = True
+                if call._waiter is not None:
+                    call._waiter.notify()
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def _lost(self, prog: int, vers: int, proc: int) -> ConnectionLost:
+        exc = ConnectionLost(
+            f"program {prog:#x} version {vers} procedure {proc}: connection to {self._where()} is gone"
+        )
+        exc.__cause__ = self._failed
+        return exc
+
+    def _where(self) -> str:
+        return (
+            self.address
+            if isinstance(self.address, str)
+            else f"{self.address[0]}:{self.address[1]}"
+        )
+
+    def __repr__(self) -> str:
+        return f"<RpcClient {self._where()} in flight {len(self._pending)}>"
+
+
+def _skip(pieces: Sequence[Any], sent: int) -> list[memoryview]:
+    """The pieces left after the first `sent` bytes went out."""
+    out: list[memoryview] = []
+    for piece in pieces:
+        view = memoryview(piece).cast("B")
+        if sent >= len(view):
+            sent -= len(view)
+            continue
+        out.append(view[sent:])
+        sent = 0
+    return out

@@ -1,0 +1,216 @@
+"""The sans-io RPC connection: bytes in, events out; calls and replies out as bytes.
+
+`ClientConnection` frames calls, reassembles reply records and matches them to calls by xid.
+`ServerConnection` reassembles call records and frames replies. Neither touches a socket:
+transports (`client`, `server`) feed them received bytes and send what they return.
+"""
+
+from __future__ import annotations
+
+import random
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .auth import AuthNone, ClientAuth
+from .errors import LocalRpcError, ReplyDecodeError
+from .message import (
+    NULL_AUTH,
+    CallMessage,
+    OpaqueAuth,
+    ReplyMessage,
+    decode_call,
+    decode_reply,
+    encode_accepted_error,
+    encode_auth_error,
+    encode_call_header,
+    encode_rpc_mismatch,
+    encode_success_header,
+    reply_xid,
+)
+from .record import (
+    DEFAULT_MAX_RECORD,
+    LAST_FRAGMENT,
+    MAX_FRAGMENT,
+    Buffer,
+    RecordReader,
+    frame,
+    nbytes,
+)
+
+__all__ = ["NEED_DATA", "Reply", "ClientConnection", "ServerConnection", "Args"]
+
+Args = Buffer | Sequence[Buffer]
+
+NEED_DATA = type("NEED_DATA", (), {"__repr__": lambda self: "NEED_DATA"})()
+"""Returned by next_event() when more bytes must be received first."""
+
+_MARK_CALL_NONE = struct.Struct(">11I")  # record mark + call header with AUTH_NONE
+
+
+@dataclass(slots=True)
+class Reply:
+    """A reply matched to the call it answers."""
+
+    xid: int
+    prog: int
+    vers: int
+    proc: int
+    message: ReplyMessage | None  # None when `error` is set
+    error: LocalRpcError | None = None
+
+    def result(self) -> Buffer:
+        """The result body, or raise the error the reply stands for."""
+        if self.error is not None:
+            raise self.error
+        msg = self.message
+        assert msg is not None
+        exc = msg.error(self.prog, self.vers, self.proc)
+        if exc is not None:
+            raise exc
+        return msg.body
+
+
+class _Connection:
+    def __init__(self, max_record: int, max_fragment: int) -> None:
+        self._reader = RecordReader(max_record)
+        self.max_fragment = max_fragment
+
+    @property
+    def max_record(self) -> int:
+        return self._reader.max_record
+
+    @property
+    def idle(self) -> bool:
+        """No partial record is buffered."""
+        return self._reader.idle
+
+    def receive_data(self, data: Buffer) -> None:
+        self._reader.receive_data(data)
+
+    def read_buffer(self) -> memoryview | None:
+        """See RecordReader.read_buffer (direct receive into a large record)."""
+        return self._reader.read_buffer()
+
+    def advance(self, n: int) -> None:
+        self._reader.advance(n)
+
+
+class ClientConnection(_Connection):
+    """Client side: `send_call()` gives the bytes of a call; `next_event()` gives Replies."""
+
+    def __init__(
+        self,
+        *,
+        auth: ClientAuth | None = None,
+        max_record: int = DEFAULT_MAX_RECORD,
+        max_fragment: int = MAX_FRAGMENT,
+        first_xid: int | None = None,
+    ) -> None:
+        super().__init__(max_record, max_fragment)
+        self.auth: ClientAuth = auth if auth is not None else AuthNone()
+        self._auth_none = isinstance(self.auth, AuthNone)
+        self._xid = random.getrandbits(32) if first_xid is None else first_xid & 0xFFFFFFFF
+        self._outstanding: dict[int, tuple[int, int, int]] = {}
+        self.dropped = 0  # replies that matched no outstanding call
+
+    @property
+    def outstanding(self) -> int:
+        return len(self._outstanding)
+
+    def send_call(
+        self, prog: int, vers: int, proc: int, args: Args = b""
+    ) -> tuple[int, list[Buffer]]:
+        """Frame a call: returns its xid and the pieces to send, in order."""
+        xid = self._xid
+        while xid in self._outstanding:
+            xid = (xid + 1) & 0xFFFFFFFF
+        self._xid = (xid + 1) & 0xFFFFFFFF
+        pieces: Sequence[Buffer] = args if isinstance(args, (list, tuple)) else (args,)  # type: ignore[assignment]
+        size = 0
+        for piece in pieces:
+            size += nbytes(piece)
+        if self._auth_none and size + 40 <= self.max_fragment:
+            head = _MARK_CALL_NONE.pack(
+                LAST_FRAGMENT | (size + 40), xid, 0, 2, prog, vers, proc, 0, 0, 0, 0
+            )
+            out: list[Buffer] = [head, *pieces] if size else [head]
+        else:
+            cred, verf = self.auth.credentials()
+            header = encode_call_header(xid, prog, vers, proc, cred, verf)
+            out = frame([header, *pieces], len(header) + size, self.max_fragment)
+        self._outstanding[xid] = (prog, vers, proc)
+        return xid, out
+
+    def forget(self, xid: int) -> None:
+        """Stop waiting for `xid` (timed out); its reply, if one comes, is dropped."""
+        self._outstanding.pop(xid, None)
+
+    def forget_all(self) -> list[int]:
+        """Drop every outstanding call (the connection failed); returns their xids."""
+        xids = list(self._outstanding)
+        self._outstanding.clear()
+        return xids
+
+    def next_event(self) -> Reply | object:
+        """The next Reply, or NEED_DATA.
+
+        Raises RecordTooLarge or ReplyDecodeError when the stream is broken (a record that is
+        not a reply at all); a malformed reply to a known xid becomes that call's error.
+        """
+        while True:
+            record = self._reader.next_record()
+            if record is None:
+                return NEED_DATA
+            xid = reply_xid(record)
+            if xid is None:
+                raise ReplyDecodeError(f"received a {len(record)}-byte record that is not a reply")
+            call = self._outstanding.pop(xid, None)
+            if call is None:
+                self.dropped += 1
+                continue
+            prog, vers, proc = call
+            try:
+                return Reply(xid, prog, vers, proc, decode_reply(record))
+            except ReplyDecodeError as exc:
+                return Reply(xid, prog, vers, proc, None, exc)
+
+
+class ServerConnection(_Connection):
+    """Server side: `next_event()` gives CallMessages; `reply_*()` give the bytes to send."""
+
+    def __init__(
+        self, *, max_record: int = DEFAULT_MAX_RECORD, max_fragment: int = MAX_FRAGMENT
+    ) -> None:
+        super().__init__(max_record, max_fragment)
+
+    def next_event(self) -> CallMessage | object:
+        """The next call, or NEED_DATA. Raises RecordTooLarge or CallDecodeError (drop the peer)."""
+        record = self._reader.next_record()
+        if record is None:
+            return NEED_DATA
+        return decode_call(record)
+
+    def _framed(self, head: bytes, body: Sequence[Buffer] = ()) -> list[Buffer]:
+        size = len(head)
+        for piece in body:
+            size += nbytes(piece)
+        if size <= self.max_fragment:
+            return [struct.pack(">I", LAST_FRAGMENT | size) + head, *body]
+        return frame([head, *body], size, self.max_fragment)
+
+    def reply_success(
+        self, xid: int, body: Sequence[Buffer] = (), verf: OpaqueAuth = NULL_AUTH
+    ) -> list[Buffer]:
+        return self._framed(encode_success_header(xid, verf), body)
+
+    def reply_error(
+        self, xid: int, accept_stat: int, *, low: int = 0, high: int = 0
+    ) -> list[Buffer]:
+        return self._framed(encode_accepted_error(xid, accept_stat, low=low, high=high))
+
+    def reply_rpc_mismatch(self, xid: int) -> list[Buffer]:
+        return self._framed(encode_rpc_mismatch(xid))
+
+    def reply_auth_error(self, xid: int, auth_stat: int) -> list[Buffer]:
+        return self._framed(encode_auth_error(xid, auth_stat))

@@ -1,0 +1,213 @@
+"""Server-side call dispatch, without I/O: a call in, the reply's pieces out.
+
+Services follow the generated `V_Server` shape: `PROGRAM`, `VERSION`, `PROCEDURES` mapping a
+procedure number to `Procedure(number, name, arg_codecs, result_codec)`; the handler is the
+service's method named `procedure.name`, called as `handler(ctx, *args)`.
+
+Order of checks (as RFC 5531 and libtirpc): RPC version, credentials, program, version,
+procedure, arguments, handler.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cricket_xdr.xdr import Decoder, Encoder, XdrError
+
+from .auth import Credential, Verifier, default_verifiers
+from .connection import ServerConnection
+from .errors import AuthError
+from .message import (
+    AUTH_REJECTEDCRED,
+    GARBAGE_ARGS,
+    PROC_UNAVAIL,
+    PROG_MISMATCH,
+    PROG_UNAVAIL,
+    RPC_VERSION,
+    SYSTEM_ERR,
+    CallMessage,
+)
+from .record import Buffer
+
+__all__ = ["ConnectionInfo", "CallContext", "Dispatcher"]
+
+log = logging.getLogger("cricket_xdr.rpc.server")
+
+
+class ConnectionInfo:
+    """The connection a call came on (`ctx.connection`).
+
+    `state` is free for services (per-client sessions); close callbacks run exactly once when
+    the connection ends, whatever the reason.
+    """
+
+    def __init__(
+        self, conn_id: int, peer: object, closer: Callable[[], None] = lambda: None
+    ) -> None:
+        self.id = conn_id
+        self.peer = peer
+        self.state: dict[str, Any] = {}
+        self._closer = closer
+        self._callbacks: list[Callable[[], object]] = []
+        self._lock = threading.Lock()
+        self._ended = False
+
+    def add_close_callback(self, fn: Callable[[], object]) -> None:
+        """Run `fn()` when the connection ends (at once if it already has)."""
+        with self._lock:
+            if not self._ended:
+                self._callbacks.append(fn)
+                return
+        _run_callback(fn, self)
+
+    def close(self) -> None:
+        """Ask the server to close this connection (after the current call's reply)."""
+        self._closer()
+
+    def run_close_callbacks(self) -> None:
+        """Run the close callbacks; only the first call does anything."""
+        with self._lock:
+            if self._ended:
+                return
+            self._ended = True
+            callbacks, self._callbacks = self._callbacks, []
+        for fn in callbacks:
+            _run_callback(fn, self)
+
+    def __repr__(self) -> str:
+        return f"<connection {self.id} from {self.peer!r}>"
+
+
+def _run_callback(fn: Callable[[], object], info: ConnectionInfo) -> None:
+    try:
+        fn()
+    except Exception:
+        log.exception("close callback %r of %r failed", fn, info)
+
+
+@dataclass(slots=True)
+class CallContext:
+    """What a handler gets as its first argument."""
+
+    xid: int
+    prog: int
+    vers: int
+    proc: int
+    cred: Credential
+    connection: ConnectionInfo
+
+
+class Dispatcher:
+    """Maps calls to services and turns their outcome into reply pieces."""
+
+    def __init__(
+        self, services: Iterable[Any], verifiers: Mapping[int, Verifier] | None = None
+    ) -> None:
+        self._services: dict[tuple[int, int], Any] = {}
+        versions: dict[int, list[int]] = {}
+        for service in services:
+            key = (int(service.PROGRAM), int(service.VERSION))
+            if key in self._services:
+                raise ValueError(f"program {key[0]:#x} version {key[1]} is served twice")
+            self._services[key] = service
+            versions.setdefault(key[0], []).append(key[1])
+        self._versions = {p: (min(v), max(v)) for p, v in versions.items()}
+        self.verifiers: dict[int, Verifier] = (
+            dict(verifiers) if verifiers is not None else default_verifiers()
+        )
+
+    @property
+    def programs(self) -> list[tuple[int, int]]:
+        """The (program, version) pairs served."""
+        return sorted(self._services)
+
+    def dispatch(
+        self, conn: ServerConnection, call: CallMessage, info: ConnectionInfo
+    ) -> list[Buffer]:
+        xid = call.xid
+        if call.rpcvers != RPC_VERSION:
+            return conn.reply_rpc_mismatch(xid)
+        cred = call.cred
+        verifier = self.verifiers.get(cred.flavor)
+        if verifier is None:
+            return conn.reply_auth_error(xid, AUTH_REJECTEDCRED)
+        try:
+            principal = verifier(cred, call.verf)
+        except AuthError as exc:
+            return conn.reply_auth_error(xid, exc.stat)
+        service = self._services.get((call.prog, call.vers))
+        if service is None:
+            span = self._versions.get(call.prog)
+            if span is None:
+                return conn.reply_error(xid, PROG_UNAVAIL)
+            return conn.reply_error(xid, PROG_MISMATCH, low=span[0], high=span[1])
+        if call.proc == 0:
+            if len(call.body):
+                return conn.reply_error(xid, GARBAGE_ARGS)
+            return conn.reply_success(xid)
+        procedure = service.PROCEDURES.get(call.proc)
+        if procedure is None:
+            return conn.reply_error(xid, PROC_UNAVAIL)
+        name = (
+            f"program {call.prog:#x} version {call.vers} procedure {call.proc} ({procedure.name})"
+        )
+        try:
+            args = self._decode_args(procedure.arg_codecs, call.body)
+        except XdrError as exc:
+            log.debug("%s: garbage arguments: %s", name, exc)
+            return conn.reply_error(xid, GARBAGE_ARGS)
+        except _TrailingBytes:
+            return conn.reply_error(xid, GARBAGE_ARGS)
+        except Exception:
+            log.exception("%s: argument decoder failed", name)
+            return conn.reply_error(xid, SYSTEM_ERR)
+        ctx = CallContext(
+            xid,
+            call.prog,
+            call.vers,
+            call.proc,
+            Credential(cred.flavor, cred.body, principal),
+            info,
+        )
+        try:
+            result = getattr(service, procedure.name)(ctx, *args)
+        except NotImplementedError:
+            return conn.reply_error(xid, PROC_UNAVAIL)
+        except Exception:
+            log.exception("%s: handler failed", name)
+            return conn.reply_error(xid, SYSTEM_ERR)
+        try:
+            body = _encode_result(procedure.result_codec, result)
+        except Exception:
+            log.exception("%s: result %r could not be encoded", name, result)
+            return conn.reply_error(xid, SYSTEM_ERR)
+        return conn.reply_success(xid, body)
+
+    @staticmethod
+    def _decode_args(codecs: Any, body: Buffer) -> list[Any]:
+        if not codecs:
+            if len(body):
+                raise _TrailingBytes
+            return []
+        if len(codecs) == 1:
+            return [codecs[0].decode(body)]
+        dec = Decoder(body)
+        args = [codec.unpack(dec) for codec in codecs]
+        dec.done()
+        return args
+
+
+class _TrailingBytes(Exception):
+    """Arguments sent to a procedure that takes none."""
+
+
+def _encode_result(codec: Any, value: Any) -> list[Buffer]:
+    if codec is None:
+        return []
+    enc = Encoder()
+    codec.pack(enc, value)
+    return [b for b in enc.buffers() if len(b)]

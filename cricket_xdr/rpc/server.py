@@ -1,0 +1,286 @@
+"""RPC server transport: listeners, one thread per connection, calls run in order.
+
+Each connection's thread reads records, dispatches its calls one after another (their order
+is the client's order, as CUDA streams need) and writes the replies. A connection that
+misbehaves (garbage, an oversized fragment header, a REPLY sent to us, a stall past the idle
+timeout) is closed alone; the others go on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import os
+import selectors
+import socket
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .auth import Verifier
+from .connection import NEED_DATA, ServerConnection
+from .dispatch import ConnectionInfo, Dispatcher
+from .errors import MessageDecodeError, RecordTooLarge
+from .message import CallMessage
+from .record import DEFAULT_MAX_RECORD, MAX_FRAGMENT, Buffer, nbytes
+
+__all__ = ["RpcServer"]
+
+log = logging.getLogger("cricket_xdr.rpc.server")
+_SCRATCH = 1 << 16
+_IOV_MAX = 1024
+
+
+class _Connection:
+    """One accepted connection and the thread serving it."""
+
+    def __init__(self, server: RpcServer, sock: socket.socket, peer: object, conn_id: int) -> None:
+        self.server = server
+        self.sock = sock
+        self.info = ConnectionInfo(conn_id, peer, self.request_close)
+        self.write_lock = threading.Lock()
+        self.close_requested = False
+        self.thread = threading.Thread(
+            target=self.serve, name=f"rpc-connection-{conn_id}", daemon=True
+        )
+
+    def request_close(self) -> None:
+        self.close_requested = True
+
+    def abort(self) -> None:
+        """Wake the thread from its receive; it then closes the connection."""
+        self.close_requested = True
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+
+    def serve(self) -> None:
+        server = self.server
+        sock = self.sock
+        conn = ServerConnection(max_record=server.max_record, max_fragment=server.max_fragment)
+        dispatch = server._dispatcher.dispatch
+        info = self.info
+        scratch = bytearray(_SCRATCH)
+        try:
+            while not self.close_requested:
+                view = conn.read_buffer()
+                if view is not None:
+                    with view:
+                        n = sock.recv_into(view)
+                    conn.advance(n)
+                else:
+                    n = sock.recv_into(scratch)
+                    if n:
+                        with memoryview(scratch) as data:
+                            conn.receive_data(data[:n])
+                if n == 0:
+                    if not conn.idle:
+                        log.info("%r: closed in the middle of a record", info)
+                    return
+                while not self.close_requested:
+                    call = conn.next_event()
+                    if call is NEED_DATA:
+                        break
+                    assert isinstance(call, CallMessage)
+                    self.send(dispatch(conn, call, info))
+        except TimeoutError:
+            log.info("%r: idle for %s s, closing", info, server.idle_timeout)
+        except (RecordTooLarge, MessageDecodeError) as exc:
+            log.warning("%r: %s; closing the connection", info, exc)
+        except OSError as exc:
+            if not self.close_requested:
+                log.info("%r: %s", info, exc)
+        except Exception:
+            log.exception("%r: connection failed", info)
+        finally:
+            with contextlib.suppress(OSError):
+                sock.close()
+            server._forget(self)
+            info.run_close_callbacks()
+
+    def send(self, pieces: list[Buffer]) -> None:
+        sock = self.sock
+        with self.write_lock:
+            if len(pieces) == 1:
+                sock.sendall(pieces[0])
+                return
+            total = sum(nbytes(p) for p in pieces)
+            sent = sock.sendmsg(pieces[:_IOV_MAX]) if len(pieces) <= _IOV_MAX else 0
+            if sent == total:
+                return
+            views = [memoryview(p).cast("B") for p in pieces]
+            while views:
+                while views and sent >= len(views[0]):
+                    sent -= len(views.pop(0))
+                if not views:
+                    return
+                if sent:
+                    views[0] = views[0][sent:]
+                sent = sock.sendmsg(views[:_IOV_MAX])
+
+
+class RpcServer:
+    """Serves `services` (generated `V_Server` subclasses) over TCP and Unix sockets.
+
+    `max_record`: largest call accepted (a bigger fragment header closes that connection).
+    `auth_verifiers`: flavor -> verifier (default: AUTH_NONE and AUTH_SYS); see `auth`.
+    `idle_timeout`: seconds a connection may stay silent (or stall inside a record).
+    """
+
+    def __init__(
+        self,
+        services: Iterable[Any],
+        *,
+        max_record: int = DEFAULT_MAX_RECORD,
+        auth_verifiers: Mapping[int, Verifier] | None = None,
+        idle_timeout: float | None = None,
+        max_fragment: int = MAX_FRAGMENT,
+    ) -> None:
+        self._dispatcher = Dispatcher(services, auth_verifiers)
+        self.max_record = max_record
+        self.max_fragment = max_fragment
+        self.idle_timeout = idle_timeout
+        self._lock = threading.Lock()
+        self._listeners: list[socket.socket] = []
+        self._unix_paths: list[str] = []
+        self._connections: dict[int, _Connection] = {}
+        self._ids = itertools.count(1)
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._stopping = False
+        self._serving = threading.Event()
+        self._accept_thread: threading.Thread | None = None
+        self._tcp_port: int | None = None
+        self._registered: list[tuple[str, int, int]] = []
+
+    # -- listening -------------------------------------------------------------------------
+
+    def listen_tcp(self, host: str = "127.0.0.1", port: int = 0) -> tuple[str, int]:
+        """Listen on TCP; port 0 picks a free port. Returns the bound (host, port)."""
+        sock = socket.create_server((host, port), reuse_port=False)
+        bound = sock.getsockname()
+        self._add_listener(sock)
+        if self._tcp_port is None:
+            self._tcp_port = bound[1]
+        return bound[0], bound[1]
+
+    def listen_unix(self, path: str) -> str:
+        """Listen on a Unix socket at `path` (a stale socket file there is replaced)."""
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.bind(path)
+            sock.listen()
+        except BaseException:
+            sock.close()
+            raise
+        self._unix_paths.append(path)
+        self._add_listener(sock)
+        return path
+
+    def _add_listener(self, sock: socket.socket) -> None:
+        sock.setblocking(False)
+        with self._lock:
+            self._listeners.append(sock)
+        self._wake()
+
+    def _wake(self) -> None:
+        with contextlib.suppress(OSError):
+            self._wake_w.send(b"x")
+
+    # -- serving ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Accept connections on a background thread."""
+        if self._accept_thread is not None:
+            raise RuntimeError("RpcServer.start: already started")
+        self._accept_thread = threading.Thread(
+            target=self.serve_forever, name="rpc-accept", daemon=True
+        )
+        self._accept_thread.start()
+        self._serving.wait()
+
+    def serve_forever(self) -> None:
+        """Accept connections until shutdown()."""
+        selector = selectors.DefaultSelector()
+        selector.register(self._wake_r, selectors.EVENT_READ)
+        watched: set[socket.socket] = set()
+        self._serving.set()
+        try:
+            while not self._stopping:
+                with self._lock:
+                    listeners = list(self._listeners)
+                for sock in listeners:
+                    if sock not in watched:
+                        selector.register(sock, selectors.EVENT_READ)
+                        watched.add(sock)
+                for key, _ in selector.select():
+                    sock = key.fileobj
+                    if sock is self._wake_r:
+                        with contextlib.suppress(OSError):
+                            self._wake_r.recv(64)
+                    else:
+                        self._accept(sock)  # type: ignore[arg-type]
+        finally:
+            selector.close()
+
+    def _accept(self, listener: socket.socket) -> None:
+        try:
+            sock, peer = listener.accept()
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            log.warning("accept on %s failed: %s", listener.getsockname(), exc)
+            return
+        sock.setblocking(True)
+        if sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.idle_timeout is not None:
+            sock.settimeout(self.idle_timeout)
+        conn = _Connection(self, sock, peer or listener.getsockname(), next(self._ids))
+        with self._lock:
+            if self._stopping:
+                sock.close()
+                return
+            self._connections[conn.info.id] = conn
+        conn.thread.start()
+
+    def _forget(self, conn: _Connection) -> None:
+        with self._lock:
+            self._connections.pop(conn.info.id, None)
+
+    @property
+    def connection_count(self) -> int:
+        with self._lock:
+            return len(self._connections)
+
+    def shutdown(self) -> None:
+        """Close listeners and connections, wait for their threads, run close callbacks."""
+        with self._lock:
+            self._stopping = True
+            listeners, self._listeners = self._listeners, []
+            connections = list(self._connections.values())
+        self._wake()
+        if (
+            self._accept_thread is not None
+            and self._accept_thread is not threading.current_thread()
+        ):
+            self._accept_thread.join()
+        for sock in listeners:
+            sock.close()
+        for path in self._unix_paths:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+        for conn in connections:
+            conn.abort()
+        for conn in connections:
+            if conn.thread is not threading.current_thread():
+                conn.thread.join()
+        self._wake_r.close()
+        self._wake_w.close()
+
+    def __enter__(self) -> RpcServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
