@@ -1,0 +1,45 @@
+"""Runtime pieces of generated RPC stubs: procedure descriptions and pending results."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from cricket_xdr.xdr import Codec
+
+__all__ = ["Pending", "Procedure"]
+
+
+@dataclass(frozen=True)
+class Procedure:
+    """One procedure of a program version, as a server dispatches it.
+
+    ``name`` is the method of the generated ``V_Server`` class that serves it.
+    """
+
+    number: int
+    name: str
+    arg_codecs: tuple[Codec, ...]
+    result_codec: Codec
+
+
+class Pending:
+    """A call in flight whose reply body is decoded when the result is asked for."""
+
+    __slots__ = ("_call", "_decode")
+
+    def __init__(self, call: Any, decode: Callable[[Any], Any]) -> None:
+        self._call = call
+        self._decode = decode
+
+    def result(self, timeout: float | None = None) -> Any:
+        """Wait for the reply (RPC errors propagate) and return the decoded result."""
+        return self._decode(self._call.result(timeout=timeout))
+
+    def done(self) -> bool:
+        """Whether the reply has arrived (or the call failed)."""
+        return bool(self._call.done())
+
+    def __repr__(self) -> str:
+        return f"<Pending {self._call!r}>"
