@@ -252,7 +252,13 @@ def test_malformed_replies_raise_reply_decode_error(record):
 def test_call_and_success_reply_over_link(chunk):
     pair = LinkPair(chunk=chunk)
     xid, call = pair.call(3, [b"ab", b"cd"])
-    assert (call.xid, call.prog, call.vers, call.proc, bytes(call.body)) == (xid, PROG, VERS, 3, b"abcd")
+    assert (call.xid, call.prog, call.vers, call.proc, bytes(call.body)) == (
+        xid,
+        PROG,
+        VERS,
+        3,
+        b"abcd",
+    )
     (reply,) = pair.reply(pair.server.reply_success(xid, [b"RESULT!!"]))
     assert (reply.xid, reply.proc, bytes(reply.result())) == (xid, 3, b"RESULT!!")
     assert pair.client.outstanding == 0
