@@ -1,0 +1,159 @@
+"""Streams and events of the sim device, with CUDA's ordering rules.
+
+Each stream is a FIFO worked off by its own thread. A work item may also wait for items of
+other streams (its dependencies, fixed when it is issued):
+
+- an item on the legacy default stream waits for everything issued before it on every
+  blocking stream, and every item on a blocking stream waits for everything issued before
+  it on the legacy stream (CU_STREAM_NON_BLOCKING streams take part in neither);
+- cuStreamWaitEvent adds an item that waits for the event's last record;
+- an event record is an item that stamps the host time when the stream reaches it.
+
+A failing item (a kernel that touched unmapped memory) makes the error sticky for the
+context, as on a GPU: later items are skipped and synchronizing calls raise it.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable
+
+from cricket_server.backends.base import CUDA_ERROR_UNKNOWN, CudaError
+
+CU_STREAM_NON_BLOCKING = 0x1
+CU_EVENT_BLOCKING_SYNC = 0x1
+CU_EVENT_DISABLE_TIMING = 0x2
+CU_EVENT_INTERPROCESS = 0x4
+
+
+class Work:
+    """One queued operation: runs `fn` once every dependency is done."""
+
+    __slots__ = ("deps", "done", "fn")
+
+    def __init__(self, fn: Callable[[], None], deps: list[Work]) -> None:
+        self.fn = fn
+        self.deps = deps
+        self.done = threading.Event()
+
+
+class Context:
+    """What all streams of one device context share: the sticky error and the stream list."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.error: CudaError | None = None
+        self.streams: list[SimStream] = []
+        self.cancelled = threading.Event()  # set on close: long-running kernels may stop
+        self.lock = threading.Lock()
+
+    def fail(self, error: CudaError) -> None:
+        with self.lock:
+            if self.error is None:
+                self.error = error
+
+    def check(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+
+class SimStream:
+    """A FIFO of work items executed in order by a worker thread."""
+
+    def __init__(self, context: Context, flags: int, priority: int, legacy: bool = False) -> None:
+        self.context = context
+        self.flags = flags
+        self.priority = priority
+        self.legacy = legacy
+        self.tail: Work | None = None
+        self._queue: queue.SimpleQueue[Work | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(
+            target=self._run, name=f"sim-stream-{context.name}", daemon=True
+        )
+        self._thread.start()
+        context.streams.append(self)
+
+    @property
+    def blocking(self) -> bool:
+        return not self.legacy and not self.flags & CU_STREAM_NON_BLOCKING
+
+    def submit(self, fn: Callable[[], None], extra_deps: list[Work] | None = None) -> Work:
+        """Queue `fn` behind everything CUDA orders it after; return its work item."""
+        deps = list(extra_deps or ())
+        if self.legacy:
+            deps += [s.tail for s in self.context.streams if s.blocking and s.tail is not None]
+        elif self.blocking:
+            deps += [
+                s.tail for s in self.context.streams if s.legacy and s.tail is not None
+            ]
+        work = Work(fn, [d for d in deps if not d.done.is_set()])
+        self.tail = work
+        self._queue.put(work)
+        return work
+
+    def idle(self) -> bool:
+        return self.tail is None or self.tail.done.is_set()
+
+    def wait(self) -> None:
+        if self.tail is not None:
+            self.tail.done.wait()
+
+    def close(self) -> None:
+        """Stop the worker once the queued work is done (cuStreamDestroy does not wait)."""
+        if self in self.context.streams:
+            self.context.streams.remove(self)
+        self._queue.put(None)
+
+    def join(self) -> None:
+        self._thread.join()
+
+    def _run(self) -> None:
+        while (work := self._queue.get()) is not None:
+            for dep in work.deps:
+                dep.done.wait()
+            if self.context.error is None:
+                try:
+                    work.fn()
+                except CudaError as exc:
+                    self.context.fail(exc)
+                except Exception as exc:  # a bug in a host kernel: report, keep the worker
+                    self.context.fail(
+                        CudaError(CUDA_ERROR_UNKNOWN, f"sim: {type(exc).__name__}: {exc}")
+                    )
+            work.done.set()
+
+
+class SimEvent:
+    """An event: the work item of its last record and the host time stamped there."""
+
+    def __init__(self, flags: int) -> None:
+        self.flags = flags
+        self.record: Work | None = None
+        self._stamp: dict[str, float] = {}
+
+    @property
+    def timing(self) -> bool:
+        return not self.flags & CU_EVENT_DISABLE_TIMING
+
+    @property
+    def time(self) -> float | None:
+        """perf_counter() seconds when the stream reached the last record, or None."""
+        return self._stamp.get("t")
+
+    def record_on(self, stream: SimStream) -> None:
+        stamp: dict[str, float] = {}
+
+        def stamp_time() -> None:
+            stamp["t"] = time.perf_counter()
+
+        self._stamp = stamp
+        self.record = stream.submit(stamp_time)
+
+    def done(self) -> bool:
+        return self.record is None or self.record.done.is_set()
+
+    def wait(self) -> None:
+        if self.record is not None:
+            self.record.done.wait()
