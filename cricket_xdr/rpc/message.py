@@ -135,7 +135,7 @@ class CallMessage:
     proc: int
     cred: OpaqueAuth
     verf: OpaqueAuth
-    body: memoryview | bytes
+    body: bytes | bytearray | memoryview
 
 
 def decode_call(record: bytes | bytearray | memoryview) -> CallMessage:
@@ -205,7 +205,7 @@ class ReplyMessage:
     reply_stat: int = MSG_ACCEPTED
     accept_stat: int = SUCCESS
     verf: OpaqueAuth = NULL_AUTH
-    body: memoryview | bytes = b""
+    body: bytes | bytearray | memoryview = b""
     reject_stat: int = 0
     low: int = 0
     high: int = 0

@@ -129,9 +129,9 @@ class RecordReader:
                     self._failed = RecordTooLarge(size, self.max_record)
                     raise self._failed
                 if self._record is None and last and len(buf) >= 4 + length:
-                    record = bytes(buf[4 : 4 + length])
+                    whole = bytes(buf[4 : 4 + length])
                     del buf[: 4 + length]
-                    return record
+                    return whole
                 del buf[:4]
                 if self._record is None:
                     self._record = bytearray(length)

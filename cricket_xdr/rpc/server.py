@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .auth import Verifier
+from .client import Address
 from .connection import NEED_DATA, ServerConnection
 from .dispatch import ConnectionInfo, Dispatcher
 from .errors import MessageDecodeError, RecordTooLarge
@@ -150,7 +151,9 @@ class RpcServer:
         self._serving = threading.Event()
         self._accept_thread: threading.Thread | None = None
         self._tcp_port: int | None = None
-        self._registered: list[tuple[str, int, int]] = []
+        self._registered: list[tuple[int, int]] = []
+        self._portmap: Address | None = None
+        self._portmap_host = "127.0.0.1"
 
     # -- listening -------------------------------------------------------------------------
 
@@ -215,12 +218,11 @@ class RpcServer:
                         selector.register(sock, selectors.EVENT_READ)
                         watched.add(sock)
                 for key, _ in selector.select():
-                    sock = key.fileobj
-                    if sock is self._wake_r:
+                    if key.fileobj is self._wake_r:
                         with contextlib.suppress(OSError):
                             self._wake_r.recv(64)
                     else:
-                        self._accept(sock)  # type: ignore[arg-type]
+                        self._accept(key.fileobj)  # type: ignore[arg-type]
         finally:
             selector.close()
 
@@ -257,6 +259,8 @@ class RpcServer:
     def shutdown(self) -> None:
         """Close listeners and connections, wait for their threads, run close callbacks."""
         with self._lock:
+            if self._stopping:
+                return
             self._stopping = True
             listeners, self._listeners = self._listeners, []
             connections = list(self._connections.values())
@@ -278,6 +282,53 @@ class RpcServer:
                 conn.thread.join()
         self._wake_r.close()
         self._wake_w.close()
+        if self._registered:
+            try:
+                self.unregister()
+            except Exception as exc:
+                log.warning("could not unregister from the port mapper: %s", exc)
+
+    # -- port mapper -----------------------------------------------------------------------
+
+    def register(self, host: str = "127.0.0.1", *, portmap: Address | None = None) -> None:
+        """Register every served program and version on TCP with the port mapper.
+
+        `portmap`: the port mapper's address; by default this host's (see
+        `PortmapClient.local`, `host` being used when it has no Unix socket).
+        """
+        from cricket_xdr.portmap import PortmapClient
+
+        if self._tcp_port is None:
+            raise RuntimeError("RpcServer.register: listen_tcp() first, nothing to register")
+        pm = PortmapClient(portmap) if portmap is not None else PortmapClient.local(host)
+        with pm:
+            for prog, vers in self._dispatcher.programs:
+                pm.unset(prog, vers)
+                if not pm.set(prog, vers, self._tcp_port):
+                    raise RuntimeError(
+                        f"port mapper refused program {prog:#x} version {vers} on tcp port "
+                        f"{self._tcp_port}"
+                    )
+                self._registered.append((prog, vers))
+        self._portmap = portmap
+        self._portmap_host = host
+
+    def unregister(self) -> None:
+        """Remove what register() registered."""
+        from cricket_xdr.portmap import PortmapClient
+
+        if not self._registered:
+            return
+        portmap = self._portmap
+        pm = (
+            PortmapClient(portmap)
+            if portmap is not None
+            else PortmapClient.local(self._portmap_host)
+        )
+        with pm:
+            while self._registered:
+                prog, vers = self._registered.pop()
+                pm.unset(prog, vers)
 
     def __enter__(self) -> RpcServer:
         return self
