@@ -1,0 +1,317 @@
+"""One client session with cricket-server: HELLO, pipelined calls, GOODBYE.
+
+`Connection(address)` opens an ONC RPC connection (`"host:port"` or `"unix:/path"`, default from
+REMOTE_GPU_ADDRESS), says HELLO and keeps what the server answered (session id and token,
+versions, the device address range). The `driver` module calls through `sync()` and `post()`:
+
+- `post(proc, *args)`: a procedure marked "pipelined" in rpc_spec/cricket.x goes out without
+  waiting; its reply is kept (D6).
+- `sync(proc, *args) -> (err, reply)`: a synchronizing call. After its reply, the replies of
+  earlier pipelined calls (already arrived, the server answers a connection's calls in order)
+  are collected; the first failure among them is returned in place of this call's CUresult
+  when this call itself succeeded, as CUDA reports asynchronous errors.
+
+The process-wide default connection is what `cricket_client.driver` uses; `active()` makes
+another connection the one used by the current thread inside a `with` block.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import re
+import socket
+import sys
+import threading
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from cricket_xdr.rpc.client import RpcClient
+
+from .errors import HelloRefused, NotConnectedError, error_name
+
+__all__ = [
+    "Connection",
+    "ServerInfo",
+    "parse_address",
+    "pipelined_procedures",
+    "connect",
+    "get_connection",
+    "ADDRESS_ENV",
+]
+
+ADDRESS_ENV = "REMOTE_GPU_ADDRESS"
+_MAX_PENDING = 4096
+
+_PIPELINED_LINE = re.compile(r"^\s*\w+\s+(\w+)\s*\(.*\)\s*=\s*\d+\s*;\s*/\*.*\bpipelined\b.*\*/")
+
+
+def pipelined_procedures(spec: str | None = None) -> frozenset[str]:
+    """Names of the procedures marked `pipelined` in rpc_spec/cricket.x."""
+    if spec is None:
+        spec = resources.files("rpc_spec").joinpath("cricket.x").read_text()
+    return frozenset(m.group(1) for line in spec.splitlines() if (m := _PIPELINED_LINE.match(line)))
+
+
+PIPELINED = pipelined_procedures()
+
+
+def parse_address(address: str) -> tuple[str, int] | str:
+    """`"host:port"`, `"[v6addr]:port"` or `"unix:/path"` as RpcClient takes it."""
+    if address.startswith("unix:"):
+        return address
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise ValueError(f"server address {address!r}: expected 'host:port' or 'unix:/path'")
+    return host.strip("[]"), int(port)
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """What the server said in HELLO."""
+
+    protocol_version: int
+    server_version: str
+    backend: str
+    driver_version: int
+    runtime_version: int
+    session_id: int
+    session_token: bytes
+    va_base: int
+    va_size: int
+
+
+def _err_of(reply: Any) -> int:
+    return reply if isinstance(reply, int) else int(reply.err)
+
+
+class Connection:
+    """A session on cricket-server; see the module docstring."""
+
+    def __init__(
+        self,
+        address: str | None = None,
+        *,
+        timeout: float | None = None,
+        client_name: str | None = None,
+    ) -> None:
+        from rpc_spec import cricket_rpc as proto
+
+        address = address or os.environ.get(ADDRESS_ENV)
+        if not address:
+            raise NotConnectedError(
+                f"no cricket-server address: pass one to cricket_client.connect() "
+                f"or set {ADDRESS_ENV}=host:port"
+            )
+        self.address = address
+        self.proto = proto
+        self._rpc = RpcClient(parse_address(address), timeout=timeout)
+        self._stub = proto.CRICKET_V1_Client(self._rpc)
+        self._lock = threading.Lock()
+        self._pending: deque[tuple[str, Any]] = deque()
+        self._deferred_error = 0
+        self._deferred_exception: BaseException | None = None
+        self._local_message: str | None = None
+        self._param_info: dict[int, tuple[tuple[int, int], ...]] = {}
+        self.closed = False
+        name = client_name or f"{os.path.basename(sys.argv[0]) or 'python'}@{socket.gethostname()}"
+        try:
+            reply = self._stub.HELLO(
+                proto.hello_args(
+                    protocol_version=proto.CRICKET_PROTOCOL_VERSION,
+                    session_token=b"",
+                    client_name=name[:1024],
+                )
+            )
+            if reply.err != 0:
+                raise HelloRefused(f"{address}: HELLO refused with {error_name(reply.err)}")
+        except BaseException:
+            self._rpc.close()
+            raise
+        ok = reply.value
+        self.info = ServerInfo(
+            protocol_version=ok.protocol_version,
+            server_version=ok.server_version,
+            backend=ok.backend,
+            driver_version=ok.driver_version,
+            runtime_version=ok.runtime_version,
+            session_id=ok.session_id,
+            session_token=bytes(ok.session_token),
+            va_base=ok.va_base,
+            va_size=ok.va_size,
+        )
+
+    # -- calls -----------------------------------------------------------------------------
+
+    def sync(self, proc: str, *args: Any) -> tuple[int, Any]:
+        """A synchronizing call: (CUresult, reply), with pending asynchronous errors folded in."""
+        self._local_message = None
+        reply = getattr(self._stub, proc)(*args)
+        err = _err_of(reply)
+        deferred = self._collect(block=False)
+        if err == 0 and deferred:
+            err = deferred
+        return err, reply
+
+    def sync_many(self, proc: str, calls: list[tuple[Any, ...]]) -> tuple[int, list[Any]]:
+        """The same synchronizing procedure with several argument tuples, pipelined; the first
+        failure (or a pending asynchronous one) is the CUresult."""
+        self._local_message = None
+        method = getattr(self._stub, proc + "_async")
+        pendings = [method(*args) for args in calls]
+        replies = [p.result() for p in pendings]
+        err = next((e for e in map(_err_of, replies) if e), 0)
+        deferred = self._collect(block=False)
+        if err == 0 and deferred:
+            err = deferred
+        return err, replies
+
+    def post(self, proc: str, *args: Any) -> None:
+        """Send a pipelined call without waiting for its reply."""
+        if proc not in PIPELINED:
+            raise ValueError(f"{proc} is not marked pipelined in cricket.x")
+        self._local_message = None
+        pending = getattr(self._stub, proc + "_async")(*args)
+        with self._lock:
+            self._pending.append((proc, pending))
+            too_many = len(self._pending) > _MAX_PENDING
+        if too_many:
+            self._collect(block=True, keep=_MAX_PENDING // 2)
+
+    def _collect(self, *, block: bool, keep: int = 0) -> int:
+        """Take finished pipelined replies (all but `keep` of them when blocking); return the
+        first unreported failure and forget it. An RPC failure among them is raised."""
+        with self._lock:
+            while len(self._pending) > keep:
+                proc, pending = self._pending[0]
+                if not block and not pending.done():
+                    break
+                self._pending.popleft()
+                try:
+                    err = _err_of(pending.result())
+                except Exception as exc:  # an RPC-level failure of a pipelined call
+                    if self._deferred_exception is None:
+                        self._deferred_exception = exc
+                    continue
+                if err and not self._deferred_error:
+                    self._deferred_error = err
+            if self._deferred_exception is not None:
+                exc, self._deferred_exception = self._deferred_exception, None
+                raise exc
+            err, self._deferred_error = self._deferred_error, 0
+            return err
+
+    def drain(self) -> int:
+        """Wait for every pipelined reply; return the first unreported failure (0 if none)."""
+        return self._collect(block=True)
+
+    @property
+    def pending_count(self) -> int:
+        return len(self._pending)
+
+    # -- state the driver module keeps per session -----------------------------------------
+
+    def is_device_address(self, addr: int) -> bool:
+        """Whether `addr` lies in the server's device address range (unified addressing)."""
+        return self.info.va_base <= addr < self.info.va_base + self.info.va_size
+
+    def param_layout(self, func: int) -> tuple[int, tuple[tuple[int, int], ...]]:
+        """(CUresult, ((offset, size), ...)) of a function, fetched once and cached."""
+        layout = self._param_info.get(func)
+        if layout is not None:
+            return 0, layout
+        self._local_message = None
+        reply = self._stub.CU_FUNC_GET_PARAM_INFO(func)
+        if reply.err:
+            return int(reply.err), ()
+        layout = tuple((int(p.offset), int(p.size)) for p in reply.value)
+        self._param_info[func] = layout
+        return 0, layout
+
+    def set_local_error(self, message: str) -> None:
+        """Remember why a call failed without reaching the server."""
+        self._local_message = message
+
+    def last_error_message(self) -> str:
+        """Why the last failed call failed: a local reason, else the server's message."""
+        if self._local_message is not None:
+            return self._local_message
+        return str(self._stub.GET_ERROR_MESSAGE())
+
+    # -- lifetime --------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Say GOODBYE (the server frees the session's resources) and close the connection."""
+        global _default
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            with contextlib.suppress(Exception):
+                self._collect(block=True)
+            with contextlib.suppress(Exception):
+                self._stub.GOODBYE()
+        finally:
+            self._rpc.close()
+            with _default_lock:
+                if _default is self:
+                    _default = None
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[Connection]:
+        """Within the block, this thread's driver calls go to this connection."""
+        previous = getattr(_thread, "connection", None)
+        _thread.connection = self
+        try:
+            yield self
+        finally:
+            _thread.connection = previous
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"session {self.info.session_id}"
+        return f"<cricket_client.Connection {self.address} backend={self.info.backend} {state}>"
+
+
+_default: Connection | None = None
+_default_lock = threading.Lock()
+_thread = threading.local()
+
+
+def connect(address: str | None = None, *, make_default: bool = True, **kwargs: Any) -> Connection:
+    """Open a session; it becomes the default connection of `cricket_client.driver` unless
+    `make_default` is False."""
+    global _default
+    conn = Connection(address, **kwargs)
+    if make_default:
+        with _default_lock:
+            _default = conn
+    return conn
+
+
+def get_connection() -> Connection:
+    """This thread's active connection, else the default one (connected on first use)."""
+    global _default
+    conn = getattr(_thread, "connection", None)
+    if conn is not None:
+        return conn
+    with _default_lock:
+        if _default is None or _default.closed:
+            _default = Connection()
+        return _default
+
+
+@atexit.register
+def _close_default() -> None:
+    if _default is not None:
+        with contextlib.suppress(Exception):
+            _default.close()

@@ -1,0 +1,927 @@
+"""`cuda.bindings.driver` over the network: the same names, arguments and return tuples.
+
+Use it in place of cuda-python's module: `from cricket_client import driver as cuda`. Every
+function returns a tuple whose first element is the CUresult, as cuda-python's do; calls run on
+the session of `cricket_client.get_connection()` (the default connection, opened from
+REMOTE_GPU_ADDRESS on first use). Launches, asynchronous copies and memsets, event records and
+stream waits are pipelined: their errors come back from the next synchronizing call (D6).
+cuGetErrorName and cuGetErrorString answer locally. Any other name of cuda.bindings.driver
+raises NotSupportedRemotely (an AttributeError) naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from . import _enums
+from ._enums import *  # noqa: F403  (the enums and constants of cuda.bindings.driver)
+from ._enums import (
+    CU_STREAM_LEGACY,
+    CU_STREAM_PER_THREAD,
+    DRIVER_NAMES,
+    CUjit_option,
+    CUlibraryOption,
+    CUpointer_attribute,
+    CUresult,
+)
+from ._types import (
+    CUcontext,
+    CUdevice,
+    CUdeviceptr,
+    CUevent,
+    CUfunction,
+    CUkernel,
+    CUlibrary,
+    CUmodule,
+    CUstream,
+    CUuuid,
+    as_int,
+)
+from .connection import Connection, get_connection
+from .errors import NotSupportedRemotely, error_string, to_result
+from .host_buffers import HostBufferError, read_host, write_host
+from .kernel_args import LaunchArgumentError, pack_kernel_params
+from .modules import ImageError, image_bytes
+
+_SUCCESS = CUresult.CUDA_SUCCESS
+_INVALID_VALUE = CUresult.CUDA_ERROR_INVALID_VALUE
+_NOT_SUPPORTED = CUresult.CUDA_ERROR_NOT_SUPPORTED
+
+# Copies larger than this travel as several calls (bounded records and memory on both sides).
+COPY_CHUNK = 64 << 20
+_WIRE_PER_THREAD = 2  # STREAM_PER_THREAD in cricket.x
+
+
+def _conn() -> Connection:
+    return get_connection()
+
+
+def _fail(conn: Connection | None, code: int, message: str, outputs: int) -> tuple[Any, ...]:
+    if conn is not None:
+        conn.set_local_error(message)
+    return (to_result(code),) + (None,) * outputs
+
+
+def _out(err: int, *values: Any) -> tuple[Any, ...]:
+    """cuda-python's return shape: (CUresult, outputs...) with None outputs on failure."""
+    if err:
+        return (to_result(err),) + (None,) * len(values)
+    return (_SUCCESS, *values)
+
+
+def _stream(h: Any) -> int:
+    """A stream argument as the wire handle: 0 legacy default, 2 per-thread default."""
+    value = as_int(h)
+    if value in (0, CU_STREAM_LEGACY):
+        return 0
+    if value == CU_STREAM_PER_THREAD:
+        return _WIRE_PER_THREAD
+    return value
+
+
+def _name(name: Any) -> str:
+    if isinstance(name, bytes | bytearray):
+        return bytes(name).split(b"\0", 1)[0].decode()
+    return str(name)
+
+
+def _padded(text: str, length: int) -> bytes:
+    raw = text.encode()[: max(length - 1, 0)]
+    return raw + b"\0" * (length - len(raw))
+
+
+# -- errors (local) -------------------------------------------------------------------------
+
+
+def cuGetErrorName(error: Any) -> tuple[Any, bytes | None]:  # noqa: N802
+    try:
+        return (_SUCCESS, CUresult(int(error)).name.encode())
+    except ValueError:
+        return (_INVALID_VALUE, None)
+
+
+def cuGetErrorString(error: Any) -> tuple[Any, bytes | None]:  # noqa: N802
+    text = error_string(int(error))
+    if text is None:
+        return (_INVALID_VALUE, None)
+    return (_SUCCESS, text.encode())
+
+
+# -- initialization, devices ----------------------------------------------------------------
+
+
+def cuInit(Flags: int) -> tuple[Any]:  # noqa: N802, N803
+    err, _ = _conn().sync("CU_INIT", int(Flags))
+    return _out(err)
+
+
+def cuDriverGetVersion() -> tuple[Any, int | None]:  # noqa: N802
+    err, r = _conn().sync("CU_DRIVER_GET_VERSION")
+    return _out(err, r.value if not err else None)
+
+
+def cuDeviceGetCount() -> tuple[Any, int | None]:  # noqa: N802
+    err, r = _conn().sync("CU_DEVICE_GET_COUNT")
+    return _out(err, r.value if not err else None)
+
+
+def cuDeviceGet(ordinal: int) -> tuple[Any, CUdevice | None]:  # noqa: N802
+    err, r = _conn().sync("CU_DEVICE_GET", int(ordinal))
+    return _out(err, CUdevice(r.value) if not err else None)
+
+
+def cuDeviceGetName(length: int, dev: Any) -> tuple[Any, bytes | None]:  # noqa: N802
+    err, r = _conn().sync("CU_DEVICE_GET_NAME", as_int(dev))
+    return _out(err, _padded(r.value, int(length)) if not err else None)
+
+
+def cuDeviceGetAttribute(attrib: Any, dev: Any) -> tuple[Any, int | None]:  # noqa: N802
+    err, r = _conn().sync("CU_DEVICE_GET_ATTRIBUTE", int(attrib), as_int(dev))
+    return _out(err, r.value if not err else None)
+
+
+def cuDeviceTotalMem(dev: Any) -> tuple[Any, int | None]:  # noqa: N802
+    err, r = _conn().sync("CU_DEVICE_TOTAL_MEM", as_int(dev))
+    return _out(err, r.value if not err else None)
+
+
+def cuDeviceGetUuid(dev: Any) -> tuple[Any, CUuuid | None]:  # noqa: N802
+    err, r = _conn().sync("CU_DEVICE_GET_UUID", as_int(dev))
+    return _out(err, CUuuid(bytes(r.value)) if not err else None)
+
+
+def cuDeviceGetPCIBusId(length: int, dev: Any) -> tuple[Any, bytes | None]:  # noqa: N802
+    err, r = _conn().sync("CU_DEVICE_GET_PCI_BUS_ID", as_int(dev))
+    return _out(err, _padded(r.value, int(length)) if not err else None)
+
+
+# -- contexts -------------------------------------------------------------------------------
+
+
+def cuDevicePrimaryCtxRetain(dev: Any) -> tuple[Any, CUcontext | None]:  # noqa: N802
+    err, r = _conn().sync("CU_DEVICE_PRIMARY_CTX_RETAIN", as_int(dev))
+    return _out(err, CUcontext(r.value) if not err else None)
+
+
+def cuDevicePrimaryCtxRelease(dev: Any) -> tuple[Any]:  # noqa: N802
+    return _out(_conn().sync("CU_DEVICE_PRIMARY_CTX_RELEASE", as_int(dev))[0])
+
+
+def cuDevicePrimaryCtxReset(dev: Any) -> tuple[Any]:  # noqa: N802
+    return _out(_conn().sync("CU_DEVICE_PRIMARY_CTX_RESET", as_int(dev))[0])
+
+
+def cuDevicePrimaryCtxGetState(dev: Any) -> tuple[Any, int | None, int | None]:  # noqa: N802
+    err, r = _conn().sync("CU_DEVICE_PRIMARY_CTX_GET_STATE", as_int(dev))
+    if err:
+        return _out(err, None, None)
+    return _out(err, r.value.flags, r.value.active)
+
+
+def cuDevicePrimaryCtxSetFlags(dev: Any, flags: int) -> tuple[Any]:  # noqa: N802
+    return _out(_conn().sync("CU_DEVICE_PRIMARY_CTX_SET_FLAGS", as_int(dev), int(flags))[0])
+
+
+def cuCtxCreate(ctxCreateParams: Any, flags: int, dev: Any) -> tuple[Any, CUcontext | None]:  # noqa: N802, N803
+    conn = _conn()
+    if ctxCreateParams is not None:
+        return _fail(
+            conn,
+            _NOT_SUPPORTED,
+            "cuCtxCreate: ctxCreateParams (execution affinity, CIG) is not supported remotely; "
+            "pass None",
+            1,
+        )
+    err, r = conn.sync("CU_CTX_CREATE", int(flags), as_int(dev))
+    return _out(err, CUcontext(r.value) if not err else None)
+
+
+def cuCtxDestroy(ctx: Any) -> tuple[Any]:  # noqa: N802
+    return _out(_conn().sync("CU_CTX_DESTROY", as_int(ctx))[0])
+
+
+def cuCtxSetCurrent(ctx: Any) -> tuple[Any]:  # noqa: N802
+    return _out(_conn().sync("CU_CTX_SET_CURRENT", as_int(ctx))[0])
+
+
+def cuCtxGetCurrent() -> tuple[Any, CUcontext | None]:  # noqa: N802
+    err, r = _conn().sync("CU_CTX_GET_CURRENT")
+    return _out(err, CUcontext(r.value) if not err else None)
+
+
+def cuCtxPushCurrent(ctx: Any) -> tuple[Any]:  # noqa: N802
+    return _out(_conn().sync("CU_CTX_PUSH_CURRENT", as_int(ctx))[0])
+
+
+def cuCtxPopCurrent() -> tuple[Any, CUcontext | None]:  # noqa: N802
+    err, r = _conn().sync("CU_CTX_POP_CURRENT")
+    return _out(err, CUcontext(r.value) if not err else None)
+
+
+def cuCtxSynchronize() -> tuple[Any]:  # noqa: N802
+    return _out(_conn().sync("CU_CTX_SYNCHRONIZE")[0])
+
+
+def cuCtxGetDevice() -> tuple[Any, CUdevice | None]:  # noqa: N802
+    err, r = _conn().sync("CU_CTX_GET_DEVICE")
+    return _out(err, CUdevice(r.value) if not err else None)
+
+
+def cuCtxGetLimit(limit: Any) -> tuple[Any, int | None]:  # noqa: N802
+    err, r = _conn().sync("CU_CTX_GET_LIMIT", int(limit))
+    return _out(err, r.value if not err else None)
+
+
+def cuCtxSetLimit(limit: Any, value: int) -> tuple[Any]:  # noqa: N802
+    return _out(_conn().sync("CU_CTX_SET_LIMIT", int(limit), int(value))[0])
+
+
+def cuCtxGetStreamPriorityRange() -> tuple[Any, int | None, int | None]:  # noqa: N802
+    err, r = _conn().sync("CU_CTX_GET_STREAM_PRIORITY_RANGE")
+    if err:
+        return _out(err, None, None)
+    return _out(err, r.value.first, r.value.second)
+
+
+# -- memory ---------------------------------------------------------------------------------
+
+
+def cuMemAlloc(bytesize: int) -> tuple[Any, CUdeviceptr | None]:  # noqa: N802
+    err, r = _conn().sync("CU_MEM_ALLOC", int(bytesize))
+    return _out(err, CUdeviceptr(r.value) if not err else None)
+
+
+def cuMemAllocPitch(  # noqa: N802
+    WidthInBytes: int, Height: int, ElementSizeBytes: int  # noqa: N803
+) -> tuple[Any, CUdeviceptr | None, int | None]:
+    err, r = _conn().sync(
+        "CU_MEM_ALLOC_PITCH", int(WidthInBytes), int(Height), int(ElementSizeBytes)
+    )
+    if err:
+        return _out(err, None, None)
+    return _out(err, CUdeviceptr(r.value.ptr), r.value.pitch)
+
+
+def cuMemFree(dptr: Any) -> tuple[Any]:  # noqa: N802
+    return _out(_conn().sync("CU_MEM_FREE", as_int(dptr))[0])
+
+
+def cuMemGetInfo() -> tuple[Any, int | None, int | None]:  # noqa: N802
+    err, r = _conn().sync("CU_MEM_GET_INFO")
+    if err:
+        return _out(err, None, None)
+    return _out(err, r.value.free, r.value.total)
+
+
+def cuMemGetAddressRange(dptr: Any) -> tuple[Any, CUdeviceptr | None, int | None]:  # noqa: N802
+    err, r = _conn().sync("CU_MEM_GET_ADDRESS_RANGE", as_int(dptr))
+    if err:
+        return _out(err, None, None)
+    return _out(err, CUdeviceptr(r.value.base), r.value.size)
+
+
+def _chunks(n: int) -> list[tuple[int, int]]:
+    return [(off, min(COPY_CHUNK, n - off)) for off in range(0, n, COPY_CHUNK)]
+
+
+def _htod(call: str, dst: int, src: Any, n: int, stream: int | None) -> tuple[Any]:
+    conn = _conn()
+    try:
+        data = read_host(src, n, f"{call}: srcHost")
+    except HostBufferError as exc:
+        raise TypeError(str(exc)) from None
+    if stream is None:
+        if n <= COPY_CHUNK:
+            return _out(conn.sync("CU_MEMCPY_HTOD", dst, data)[0])
+        err, _ = conn.sync_many(
+            "CU_MEMCPY_HTOD", [(dst + off, data[off : off + m]) for off, m in _chunks(n)]
+        )
+        return _out(err)
+    # Pipelined: the caller may reuse its buffer at once, so the bytes are taken now.
+    for off, m in _chunks(n) or [(0, 0)]:
+        conn.post("CU_MEMCPY_HTOD_ASYNC", dst + off, bytes(data[off : off + m]), stream)
+    return (_SUCCESS,)
+
+
+def _dtoh(call: str, dst: Any, src: int, n: int, stream: int | None) -> tuple[Any]:
+    conn = _conn()
+    chunks = _chunks(n) or [(0, 0)]
+    if stream is None:
+        err, replies = conn.sync_many("CU_MEMCPY_DTOH", [(src + off, m) for off, m in chunks])
+    else:
+        err, replies = conn.sync_many(
+            "CU_MEMCPY_DTOH_ASYNC", [(src + off, m, stream) for off, m in chunks]
+        )
+    if err:
+        return _out(err)
+    try:
+        for (off, _m), reply in zip(chunks, replies, strict=True):
+            write_host(dst, reply.value, f"{call}: dstHost", off)
+    except HostBufferError as exc:
+        raise TypeError(str(exc)) from None
+    return (_SUCCESS,)
+
+
+def cuMemcpyHtoD(dstDevice: Any, srcHost: Any, ByteCount: int) -> tuple[Any]:  # noqa: N802, N803
+    return _htod("cuMemcpyHtoD", as_int(dstDevice), srcHost, int(ByteCount), None)
+
+
+def cuMemcpyHtoDAsync(dstDevice: Any, srcHost: Any, ByteCount: int, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
+    return _htod("cuMemcpyHtoDAsync", as_int(dstDevice), srcHost, int(ByteCount), _stream(hStream))
+
+
+def cuMemcpyDtoH(dstHost: Any, srcDevice: Any, ByteCount: int) -> tuple[Any]:  # noqa: N802, N803
+    return _dtoh("cuMemcpyDtoH", dstHost, as_int(srcDevice), int(ByteCount), None)
+
+
+def cuMemcpyDtoHAsync(dstHost: Any, srcDevice: Any, ByteCount: int, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
+    return _dtoh("cuMemcpyDtoHAsync", dstHost, as_int(srcDevice), int(ByteCount), _stream(hStream))
+
+
+def cuMemcpyDtoD(dstDevice: Any, srcDevice: Any, ByteCount: int) -> tuple[Any]:  # noqa: N802, N803
+    return _out(
+        _conn().sync("CU_MEMCPY_DTOD", as_int(dstDevice), as_int(srcDevice), int(ByteCount))[0]
+    )
+
+
+def cuMemcpyDtoDAsync(dstDevice: Any, srcDevice: Any, ByteCount: int, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
+    _conn().post(
+        "CU_MEMCPY_DTOD_ASYNC",
+        as_int(dstDevice),
+        as_int(srcDevice),
+        int(ByteCount),
+        _stream(hStream),
+    )
+    return (_SUCCESS,)
+
+
+def _memcpy(call: str, dst: Any, src: Any, n: int, stream: int | None) -> tuple[Any]:
+    """Unified addressing: an address in the server's device range is device memory."""
+    conn = _conn()
+    dst_dev = not _is_buffer(dst) and conn.is_device_address(as_int(dst))
+    src_dev = not _is_buffer(src) and conn.is_device_address(as_int(src))
+    if dst_dev and src_dev:
+        if stream is None:
+            return cuMemcpyDtoD(dst, src, n)
+        return cuMemcpyDtoDAsync(dst, src, n, stream)
+    if dst_dev:
+        return _htod(call, as_int(dst), _host(src), n, stream)
+    if src_dev:
+        return _dtoh(call, _host(dst), as_int(src), n, stream)
+    # host to host: done here, after the stream's earlier work when asked for one
+    if stream is not None:
+        err = conn.sync("CU_STREAM_SYNCHRONIZE", stream)[0]
+        if err:
+            return _out(err)
+    try:
+        write_host(_host(dst), read_host(_host(src), n, f"{call}: src"), f"{call}: dst")
+    except HostBufferError as exc:
+        raise TypeError(str(exc)) from None
+    return (_SUCCESS,)
+
+
+def _is_buffer(obj: Any) -> bool:
+    if isinstance(obj, int) or hasattr(obj, "getPtr"):
+        return False
+    try:
+        memoryview(obj)
+    except TypeError:
+        return False
+    return True
+
+
+def _host(obj: Any) -> Any:
+    return obj if _is_buffer(obj) else as_int(obj)
+
+
+def cuMemcpy(dst: Any, src: Any, ByteCount: int) -> tuple[Any]:  # noqa: N802, N803
+    return _memcpy("cuMemcpy", dst, src, int(ByteCount), None)
+
+
+def cuMemcpyAsync(dst: Any, src: Any, ByteCount: int, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
+    return _memcpy("cuMemcpyAsync", dst, src, int(ByteCount), _stream(hStream))
+
+
+def _memset(dst: Any, value: int, width: int, n: int, stream: Any = None, *, asynchronous: bool) -> tuple[Any]:
+    mask = (1 << (8 * width)) - 1
+    if asynchronous:
+        _conn().post("CU_MEMSET_ASYNC", as_int(dst), int(value) & mask, width, int(n), _stream(stream))
+        return (_SUCCESS,)
+    return _out(_conn().sync("CU_MEMSET", as_int(dst), int(value) & mask, width, int(n))[0])
+
+
+def cuMemsetD8(dstDevice: Any, uc: int, N: int) -> tuple[Any]:  # noqa: N802, N803
+    return _memset(dstDevice, uc, 1, N, asynchronous=False)
+
+
+def cuMemsetD16(dstDevice: Any, us: int, N: int) -> tuple[Any]:  # noqa: N802, N803
+    return _memset(dstDevice, us, 2, N, asynchronous=False)
+
+
+def cuMemsetD32(dstDevice: Any, ui: int, N: int) -> tuple[Any]:  # noqa: N802, N803
+    return _memset(dstDevice, ui, 4, N, asynchronous=False)
+
+
+def cuMemsetD8Async(dstDevice: Any, uc: int, N: int, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
+    return _memset(dstDevice, uc, 1, N, hStream, asynchronous=True)
+
+
+def cuMemsetD16Async(dstDevice: Any, us: int, N: int, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
+    return _memset(dstDevice, us, 2, N, hStream, asynchronous=True)
+
+
+def cuMemsetD32Async(dstDevice: Any, ui: int, N: int, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
+    return _memset(dstDevice, ui, 4, N, hStream, asynchronous=True)
+
+
+def cuMemAllocAsync(bytesize: int, hStream: Any) -> tuple[Any, CUdeviceptr | None]:  # noqa: N802
+    err, r = _conn().sync("CU_MEM_ALLOC_ASYNC", int(bytesize), _stream(hStream))
+    return _out(err, CUdeviceptr(r.value) if not err else None)
+
+
+def cuMemFreeAsync(dptr: Any, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
+    _conn().post("CU_MEM_FREE_ASYNC", as_int(dptr), _stream(hStream))
+    return (_SUCCESS,)
+
+
+_PTR_BOOL_ATTRS = {
+    CUpointer_attribute.CU_POINTER_ATTRIBUTE_SYNC_MEMOPS,
+    CUpointer_attribute.CU_POINTER_ATTRIBUTE_IS_MANAGED,
+    CUpointer_attribute.CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE,
+    CUpointer_attribute.CU_POINTER_ATTRIBUTE_MAPPED,
+}
+_PTR_DEVPTR_ATTRS = {
+    CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
+    CUpointer_attribute.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+    CUpointer_attribute.CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR,
+}
+
+
+def _pointer_value(attribute: int, value: int) -> Any:
+    if attribute == CUpointer_attribute.CU_POINTER_ATTRIBUTE_CONTEXT:
+        return CUcontext(value)
+    if attribute in _PTR_DEVPTR_ATTRS:
+        return CUdeviceptr(value)
+    if attribute in _PTR_BOOL_ATTRS:
+        return bool(value)
+    if attribute == CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+        return value - (1 << 64) if value >= 1 << 63 else value
+    return value
+
+
+def cuPointerGetAttribute(attribute: Any, ptr: Any) -> tuple[Any, Any]:  # noqa: N802
+    err, r = _conn().sync("CU_POINTER_GET_ATTRIBUTES", [int(attribute)], as_int(ptr))
+    if err:
+        return _out(err, None)
+    item = r.value[0]
+    if item.err:
+        return _out(item.err, None)
+    return (_SUCCESS, _pointer_value(int(attribute), item.value))
+
+
+def cuPointerGetAttributes(  # noqa: N802
+    numAttributes: int, attributes: Sequence[Any] | None, ptr: Any  # noqa: N803
+) -> tuple[Any, list[Any] | None]:
+    attrs = [int(a) for a in (attributes or [])][: int(numAttributes)]
+    if len(attrs) != int(numAttributes):
+        raise RuntimeError(f"List is too small: {len(attrs)} < {int(numAttributes)}")
+    err, r = _conn().sync("CU_POINTER_GET_ATTRIBUTES", attrs, as_int(ptr))
+    if err:
+        return _out(err, None)
+    # Attributes the pointer does not have read as 0/None, as the driver leaves them.
+    return (_SUCCESS, [_pointer_value(v.attribute, v.value) if not v.err else None for v in r.value])
+
+
+# -- modules, libraries, functions ----------------------------------------------------------
+
+_LOG_BUFFERS = {
+    CUjit_option.CU_JIT_INFO_LOG_BUFFER: "info",
+    CUjit_option.CU_JIT_ERROR_LOG_BUFFER: "error",
+}
+_LOG_SIZES = {
+    CUjit_option.CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES: "info",
+    CUjit_option.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES: "error",
+}
+_UNSUPPORTED_JIT = {
+    CUjit_option.CU_JIT_GLOBAL_SYMBOL_NAMES,
+    CUjit_option.CU_JIT_GLOBAL_SYMBOL_ADDRESSES,
+    CUjit_option.CU_JIT_GLOBAL_SYMBOL_COUNT,
+    CUjit_option.CU_JIT_REFERENCED_KERNEL_NAMES,
+    CUjit_option.CU_JIT_REFERENCED_VARIABLE_NAMES,
+}
+
+
+class _JitOptions:
+    """JIT options as (option, integer value) pairs for the wire, plus the caller's log
+    buffers, filled from the reply's logs."""
+
+    def __init__(self, call: str, options: Sequence[Any], values: Sequence[Any]) -> None:
+        self.wire: list[tuple[int, int]] = []
+        self.buffers: dict[str, Any] = {}
+        self.sizes: dict[str, int] = {}
+        if len(options) != len(values):
+            raise RuntimeError(f"{call}: {len(options)} options but {len(values)} values")
+        for opt, val in zip(options, values, strict=True):
+            opt = int(opt)
+            if opt in _UNSUPPORTED_JIT:
+                raise NotImplementedError(
+                    f"{call}: JIT option {CUjit_option(opt).name} is not supported remotely"
+                )
+            if opt in _LOG_BUFFERS:
+                self.buffers[_LOG_BUFFERS[opt]] = val
+                self.wire.append((opt, 0))
+                continue
+            if opt in _LOG_SIZES:
+                self.sizes[_LOG_SIZES[opt]] = int(val)
+            if opt == CUjit_option.CU_JIT_WALL_TIME:
+                self.wire.append((opt, 0))
+                continue
+            self.wire.append((opt, as_int(getattr(val, "value", val))))
+
+    def fill(self, which: str, text: str) -> None:
+        buf = self.buffers.get(which)
+        if buf is None:
+            return
+        size = self.sizes.get(which, 0)
+        if size <= 0:
+            return
+        raw = text.encode()[: size - 1] + b"\0"
+        write_host(buf, raw, f"JIT {which} log buffer")
+
+
+def _option_list(conn: Connection, pairs: list[tuple[int, int]]) -> list[Any]:
+    return [conn.proto.option_value(option=o, value=v) for o, v in pairs]
+
+
+def _load_reply(conn: Connection, err: int, r: Any, jit: _JitOptions | None, kind: type) -> tuple[Any, Any]:
+    if err:
+        if jit is not None and r is not None and not isinstance(r, int) and r.err:
+            jit.fill("error", r.value or "")
+        return _out(err, None)
+    if jit is not None:
+        jit.fill("info", r.value.info_log)
+        jit.fill("error", r.value.error_log)
+    return (_SUCCESS, kind(r.value.handle))
+
+
+def _image(conn: Connection, call: str, image: Any) -> bytes | memoryview | None:
+    try:
+        return image_bytes(image)
+    except ImageError as exc:
+        conn.set_local_error(f"{call}: {exc}")
+        return None
+
+
+def cuModuleLoadData(image: Any) -> tuple[Any, CUmodule | None]:  # noqa: N802
+    return cuModuleLoadDataEx(image, 0, None, None)
+
+
+def cuModuleLoadDataEx(  # noqa: N802
+    image: Any, numOptions: int, options: Sequence[Any] | None, optionValues: Sequence[Any] | None  # noqa: N803
+) -> tuple[Any, CUmodule | None]:
+    conn = _conn()
+    n = int(numOptions)
+    jit = _JitOptions("cuModuleLoadDataEx", list(options or [])[:n], list(optionValues or [])[:n])
+    data = _image(conn, "cuModuleLoadDataEx", image)
+    if data is None:
+        return (_INVALID_VALUE, None)
+    err, r = conn.sync("CU_MODULE_LOAD_DATA", data, _option_list(conn, jit.wire))
+    return _load_reply(conn, err, r, jit, CUmodule)
+
+
+def cuModuleLoadFatBinary(fatCubin: Any) -> tuple[Any, CUmodule | None]:  # noqa: N802, N803
+    conn = _conn()
+    data = _image(conn, "cuModuleLoadFatBinary", fatCubin)
+    if data is None:
+        return (_INVALID_VALUE, None)
+    err, r = conn.sync("CU_MODULE_LOAD_FAT_BINARY", data)
+    return _load_reply(conn, err, r, None, CUmodule)
+
+
+def cuModuleUnload(hmod: Any) -> tuple[Any]:  # noqa: N802
+    return _out(_conn().sync("CU_MODULE_UNLOAD", as_int(hmod))[0])
+
+
+def cuModuleGetFunction(hmod: Any, name: Any) -> tuple[Any, CUfunction | None]:  # noqa: N802
+    err, r = _conn().sync("CU_MODULE_GET_FUNCTION", as_int(hmod), _name(name))
+    return _out(err, CUfunction(r.value) if not err else None)
+
+
+def cuModuleGetGlobal(hmod: Any, name: Any) -> tuple[Any, CUdeviceptr | None, int | None]:  # noqa: N802
+    err, r = _conn().sync("CU_MODULE_GET_GLOBAL", as_int(hmod), _name(name))
+    if err:
+        return _out(err, None, None)
+    return (_SUCCESS, CUdeviceptr(r.value.ptr), r.value.size)
+
+
+def cuLibraryLoadData(  # noqa: N802
+    code: Any,
+    jitOptions: Sequence[Any] | None,  # noqa: N803
+    jitOptionsValues: Sequence[Any] | None,  # noqa: N803
+    numJitOptions: int,  # noqa: N803
+    libraryOptions: Sequence[Any] | None,  # noqa: N803
+    libraryOptionValues: Sequence[Any] | None,  # noqa: N803
+    numLibraryOptions: int,  # noqa: N803
+) -> tuple[Any, CUlibrary | None]:
+    conn = _conn()
+    nj, nl = int(numJitOptions), int(numLibraryOptions)
+    jit = _JitOptions("cuLibraryLoadData", list(jitOptions or [])[:nj], list(jitOptionsValues or [])[:nj])
+    lib_opts = list(libraryOptions or [])[:nl]
+    lib_vals = list(libraryOptionValues or [])[:nl]
+    lib_pairs = []
+    for opt, val in zip(lib_opts, lib_vals, strict=True):
+        if int(opt) == CUlibraryOption.CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE:
+            raise NotImplementedError(
+                "cuLibraryLoadData: CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE is not "
+                "supported remotely"
+            )
+        lib_pairs.append((int(opt), as_int(getattr(val, "value", val))))
+    data = _image(conn, "cuLibraryLoadData", code)
+    if data is None:
+        return (_INVALID_VALUE, None)
+    err, r = conn.sync(
+        "CU_LIBRARY_LOAD_DATA", data, _option_list(conn, jit.wire), _option_list(conn, lib_pairs)
+    )
+    return _load_reply(conn, err, r, jit, CUlibrary)
+
+
+def cuLibraryUnload(library: Any) -> tuple[Any]:  # noqa: N802
+    return _out(_conn().sync("CU_LIBRARY_UNLOAD", as_int(library))[0])
+
+
+def cuLibraryGetKernel(library: Any, name: Any) -> tuple[Any, CUkernel | None]:  # noqa: N802
+    err, r = _conn().sync("CU_LIBRARY_GET_KERNEL", as_int(library), _name(name))
+    return _out(err, CUkernel(r.value) if not err else None)
+
+
+def cuKernelGetFunction(kernel: Any) -> tuple[Any, CUfunction | None]:  # noqa: N802
+    err, r = _conn().sync("CU_KERNEL_GET_FUNCTION", as_int(kernel))
+    return _out(err, CUfunction(r.value) if not err else None)
+
+
+def _function_id(conn: Connection, f: Any) -> tuple[int, int]:
+    """(CUresult, function handle) for a CUfunction, or a CUkernel (in the current context)."""
+    if isinstance(f, CUkernel):
+        err, r = conn.sync("CU_KERNEL_GET_FUNCTION", f.value)
+        return (err, 0) if err else (0, int(r.value))
+    return 0, as_int(f)
+
+
+def cuFuncGetAttribute(attrib: Any, hfunc: Any) -> tuple[Any, int | None]:  # noqa: N802
+    err, r = _conn().sync("CU_FUNC_GET_ATTRIBUTE", int(attrib), as_int(hfunc))
+    return _out(err, r.value if not err else None)
+
+
+def cuFuncSetAttribute(hfunc: Any, attrib: Any, value: int) -> tuple[Any]:  # noqa: N802
+    return _out(_conn().sync("CU_FUNC_SET_ATTRIBUTE", as_int(hfunc), int(attrib), int(value))[0])
+
+
+def cuFuncSetCacheConfig(hfunc: Any, config: Any) -> tuple[Any]:  # noqa: N802
+    return _out(_conn().sync("CU_FUNC_SET_CACHE_CONFIG", as_int(hfunc), int(config))[0])
+
+
+def cuFuncGetParamInfo(func: Any, paramIndex: int) -> tuple[Any, int | None, int | None]:  # noqa: N802, N803
+    conn = _conn()
+    err, layout = conn.param_layout(as_int(func))
+    if err:
+        return _out(err, None, None)
+    index = int(paramIndex)
+    if not 0 <= index < len(layout):
+        return _fail(
+            conn,
+            _INVALID_VALUE,
+            f"cuFuncGetParamInfo: function {as_int(func):#x} has {len(layout)} parameters, "
+            f"index {index} asked for",
+            2,
+        )
+    offset, size = layout[index]
+    return (_SUCCESS, offset, size)
+
+
+# -- launches -------------------------------------------------------------------------------
+
+
+def _launch(
+    call: str,
+    proc: str,
+    f: Any,
+    grid: tuple[int, int, int],
+    block: tuple[int, int, int],
+    shared: int,
+    stream: Any,
+    kernel_params: Any,
+    extra: Any,
+) -> tuple[Any]:
+    conn = _conn()
+    err, func = _function_id(conn, f)
+    if err:
+        return _out(err)
+    err, layout = conn.param_layout(func)
+    if err:
+        return _out(err)
+    try:
+        params = pack_kernel_params(f"{call}: function {func:#x}", layout, kernel_params, extra)
+    except LaunchArgumentError as exc:
+        return _fail(conn, _INVALID_VALUE, str(exc), 0)
+    args = conn.proto.launch_args(
+        function=func,
+        grid_x=int(grid[0]),
+        grid_y=int(grid[1]),
+        grid_z=int(grid[2]),
+        block_x=int(block[0]),
+        block_y=int(block[1]),
+        block_z=int(block[2]),
+        shared_mem_bytes=int(shared),
+        stream=_stream(stream),
+        params=params,
+    )
+    conn.post(proc, args)
+    return (_SUCCESS,)
+
+
+def cuLaunchKernel(  # noqa: N802
+    f: Any,
+    gridDimX: int,  # noqa: N803
+    gridDimY: int,  # noqa: N803
+    gridDimZ: int,  # noqa: N803
+    blockDimX: int,  # noqa: N803
+    blockDimY: int,  # noqa: N803
+    blockDimZ: int,  # noqa: N803
+    sharedMemBytes: int,  # noqa: N803
+    hStream: Any,  # noqa: N803
+    kernelParams: Any,  # noqa: N803
+    extra: Any,
+) -> tuple[Any]:
+    return _launch(
+        "cuLaunchKernel",
+        "CU_LAUNCH_KERNEL",
+        f,
+        (gridDimX, gridDimY, gridDimZ),
+        (blockDimX, blockDimY, blockDimZ),
+        sharedMemBytes,
+        hStream,
+        kernelParams,
+        extra,
+    )
+
+
+def cuLaunchCooperativeKernel(  # noqa: N802
+    f: Any,
+    gridDimX: int,  # noqa: N803
+    gridDimY: int,  # noqa: N803
+    gridDimZ: int,  # noqa: N803
+    blockDimX: int,  # noqa: N803
+    blockDimY: int,  # noqa: N803
+    blockDimZ: int,  # noqa: N803
+    sharedMemBytes: int,  # noqa: N803
+    hStream: Any,  # noqa: N803
+    kernelParams: Any,  # noqa: N803
+) -> tuple[Any]:
+    return _launch(
+        "cuLaunchCooperativeKernel",
+        "CU_LAUNCH_COOPERATIVE_KERNEL",
+        f,
+        (gridDimX, gridDimY, gridDimZ),
+        (blockDimX, blockDimY, blockDimZ),
+        sharedMemBytes,
+        hStream,
+        kernelParams,
+        None,
+    )
+
+
+# -- streams and events ---------------------------------------------------------------------
+
+
+def cuStreamCreate(Flags: int) -> tuple[Any, CUstream | None]:  # noqa: N802, N803
+    err, r = _conn().sync("CU_STREAM_CREATE", int(Flags))
+    return _out(err, CUstream(r.value) if not err else None)
+
+
+def cuStreamCreateWithPriority(flags: int, priority: int) -> tuple[Any, CUstream | None]:  # noqa: N802
+    err, r = _conn().sync("CU_STREAM_CREATE_WITH_PRIORITY", int(flags), int(priority))
+    return _out(err, CUstream(r.value) if not err else None)
+
+
+def cuStreamDestroy(hStream: Any) -> tuple[Any]:  # noqa: N802, N803
+    return _out(_conn().sync("CU_STREAM_DESTROY", _stream(hStream))[0])
+
+
+def cuStreamSynchronize(hStream: Any) -> tuple[Any]:  # noqa: N802, N803
+    return _out(_conn().sync("CU_STREAM_SYNCHRONIZE", _stream(hStream))[0])
+
+
+def cuStreamQuery(hStream: Any) -> tuple[Any]:  # noqa: N802, N803
+    return _out(_conn().sync("CU_STREAM_QUERY", _stream(hStream))[0])
+
+
+def cuStreamWaitEvent(hStream: Any, hEvent: Any, Flags: int) -> tuple[Any]:  # noqa: N802, N803
+    _conn().post("CU_STREAM_WAIT_EVENT", _stream(hStream), as_int(hEvent), int(Flags))
+    return (_SUCCESS,)
+
+
+def cuEventCreate(Flags: int) -> tuple[Any, CUevent | None]:  # noqa: N802, N803
+    err, r = _conn().sync("CU_EVENT_CREATE", int(Flags))
+    return _out(err, CUevent(r.value) if not err else None)
+
+
+def cuEventDestroy(hEvent: Any) -> tuple[Any]:  # noqa: N802, N803
+    return _out(_conn().sync("CU_EVENT_DESTROY", as_int(hEvent))[0])
+
+
+def cuEventRecord(hEvent: Any, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
+    _conn().post("CU_EVENT_RECORD", as_int(hEvent), _stream(hStream))
+    return (_SUCCESS,)
+
+
+def cuEventSynchronize(hEvent: Any) -> tuple[Any]:  # noqa: N802, N803
+    return _out(_conn().sync("CU_EVENT_SYNCHRONIZE", as_int(hEvent))[0])
+
+
+def cuEventQuery(hEvent: Any) -> tuple[Any]:  # noqa: N802, N803
+    return _out(_conn().sync("CU_EVENT_QUERY", as_int(hEvent))[0])
+
+
+def cuEventElapsedTime(hStart: Any, hEnd: Any) -> tuple[Any, float | None]:  # noqa: N802, N803
+    err, r = _conn().sync("CU_EVENT_ELAPSED_TIME", as_int(hStart), as_int(hEnd))
+    return _out(err, float(r.value) if not err else None)
+
+
+# -- occupancy ------------------------------------------------------------------------------
+
+
+def cuOccupancyMaxActiveBlocksPerMultiprocessor(  # noqa: N802
+    func: Any, blockSize: int, dynamicSMemSize: int  # noqa: N803
+) -> tuple[Any, int | None]:
+    return cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(func, blockSize, dynamicSMemSize, 0)
+
+
+def cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(  # noqa: N802
+    func: Any, blockSize: int, dynamicSMemSize: int, flags: int  # noqa: N803
+) -> tuple[Any, int | None]:
+    err, r = _conn().sync(
+        "CU_OCCUPANCY_MAX_ACTIVE_BLOCKS_PER_MULTIPROCESSOR",
+        as_int(func),
+        int(blockSize),
+        int(dynamicSMemSize),
+        int(flags),
+    )
+    return _out(err, r.value if not err else None)
+
+
+def cuOccupancyMaxPotentialBlockSize(  # noqa: N802
+    func: Any, blockSizeToDynamicSMemSize: Any, dynamicSMemSize: int, blockSizeLimit: int  # noqa: N803
+) -> tuple[Any, int | None, int | None]:
+    conn = _conn()
+    if blockSizeToDynamicSMemSize not in (None, 0):
+        return _fail(
+            conn,
+            _NOT_SUPPORTED,
+            "cuOccupancyMaxPotentialBlockSize: blockSizeToDynamicSMemSize callbacks are not "
+            "supported remotely; pass None and a fixed dynamicSMemSize",
+            2,
+        )
+    err, r = conn.sync(
+        "CU_OCCUPANCY_MAX_POTENTIAL_BLOCK_SIZE",
+        as_int(func),
+        int(dynamicSMemSize),
+        int(blockSizeLimit),
+        0,
+    )
+    if err:
+        return _out(err, None, None)
+    return (_SUCCESS, r.value.first, r.value.second)
+
+
+# -- everything else ------------------------------------------------------------------------
+
+SUPPORTED = frozenset(
+    name for name, value in list(globals().items()) if name.startswith("cu") and callable(value)
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in DRIVER_NAMES:
+        raise NotSupportedRemotely(
+            f"cricket_client.driver.{name}: cuda.bindings.driver.{name} is not supported "
+            f"remotely by Cricket (supported: the {len(SUPPORTED)} functions in "
+            f"cricket_client.driver.SUPPORTED)"
+        )
+    raise AttributeError(f"module 'cricket_client.driver' has no attribute {name!r}")
+
+
+__all__ = sorted(SUPPORTED) + list(_enums.__all__) + [  # noqa: PLE0605
+    "CUcontext",
+    "CUdevice",
+    "CUdeviceptr",
+    "CUevent",
+    "CUfunction",
+    "CUkernel",
+    "CUlibrary",
+    "CUmodule",
+    "CUstream",
+    "CUuuid",
+    "SUPPORTED",
+    "COPY_CHUNK",
+]
