@@ -262,7 +262,7 @@ class _Scalar(Codec):
         def pack(enc: Encoder, value: Any) -> None:
             try:
                 enc.buf += spack(value)
-            except (struct.error, TypeError) as e:
+            except (struct.error, TypeError, OverflowError) as e:
                 raise XdrEncodeError(f"{name}: cannot encode {value!r}: {e}") from None
 
         def unpack(dec: Decoder) -> Any:
@@ -537,7 +537,7 @@ class _Array(Codec):
                     if to_wire is not None:
                         value = [to_wire(v) for v in value]
                     enc.buf += struct.pack(f">{n}{fmt}", *value)
-                except (struct.error, TypeError, KeyError) as e:
+                except (struct.error, TypeError, KeyError, OverflowError) as e:
                     raise XdrEncodeError(f"{what}: cannot encode an item: {e!r}") from None
 
             def unpack_items(dec: Decoder, n: int) -> list[Any]:
