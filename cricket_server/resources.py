@@ -1,0 +1,226 @@
+"""Handle tables: the 64-bit IDs a session hands to its client, and what they stand for.
+
+A handle's top byte names its kind, the 56 bits below are a process-wide counter, so a value is
+never issued twice within a server process and a handle of one kind never passes for another:
+
+    | bits 63..56 | bits 55..0                     |
+    | kind tag    | counter (1, 2, ... never reused) |
+
+Stream handles 0 (legacy default stream) and 2 (per-thread default stream) are reserved by the
+protocol; every issued handle has a non-zero kind tag, so neither can be issued.
+
+`HandleRegistry` is process-wide (issues values, remembers which session owns each live one, for
+log lines); `HandleTable` is one session's view: it resolves a handle to its record or raises
+`CudaError(CUDA_ERROR_INVALID_HANDLE)` (`CUDA_ERROR_INVALID_CONTEXT` for contexts) and logs the
+offending value with the session and, when another session owns it, that session.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+import logging
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from cricket_server.backends.base import (
+    CUDA_ERROR_INVALID_CONTEXT,
+    CUDA_ERROR_INVALID_HANDLE,
+    CudaError,
+    ParamInfo,
+)
+
+log = logging.getLogger("cricket_server.resources")
+
+KIND_SHIFT = 56
+COUNTER_MASK = (1 << KIND_SHIFT) - 1
+
+
+class HandleKind(enum.IntEnum):
+    CONTEXT = 0x01
+    MODULE = 0x02
+    FUNCTION = 0x03
+    LIBRARY = 0x04
+    KERNEL = 0x05
+    STREAM = 0x06
+    EVENT = 0x07
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+def kind_of(handle: int) -> HandleKind | None:
+    """The kind tagged into `handle`, or None when the tag names no kind."""
+    try:
+        return HandleKind(handle >> KIND_SHIFT)
+    except ValueError:
+        return None
+
+
+# -- records: what a handle stands for --------------------------------------------------------
+
+
+@dataclass
+class Record:
+    """Base of every handle's record; `ctx` is the context handle it was made in."""
+
+    handle: int
+    ctx: int
+
+
+@dataclass
+class ContextRecord(Record):
+    dev: int
+    flags: int
+    primary: bool
+    retain_count: int = 0  # primary contexts only
+
+    @property
+    def active(self) -> bool:
+        return not self.primary or self.retain_count > 0
+
+
+@dataclass
+class ModuleRecord(Record):
+    obj: object
+    image: bytes  # kept for checkpoints
+    jit_options: dict[int, int]
+    globals: dict[str, tuple[int, int]] = field(default_factory=dict)  # name -> (addr, size)
+    functions: dict[str, int] = field(default_factory=dict)  # name -> function handle
+
+
+@dataclass
+class LibraryRecord(Record):
+    obj: object
+    image: bytes
+    jit_options: dict[int, int]
+    library_options: dict[int, int]
+    kernels: dict[str, int] = field(default_factory=dict)  # name -> kernel handle
+
+
+@dataclass
+class KernelRecord(Record):
+    obj: object
+    library: int
+    name: str
+    function: int | None = None  # the function handle cuKernelGetFunction gave
+
+
+@dataclass
+class FunctionRecord(Record):
+    obj: object
+    name: str
+    parent: int  # module or kernel handle
+    params: tuple[ParamInfo, ...] | None = None  # cached parameter layout
+
+    def params_size(self) -> int:
+        """Bytes a launch's argument buffer must hold: the end of the last parameter."""
+        assert self.params is not None
+        return max((p.offset + p.size for p in self.params), default=0)
+
+
+@dataclass
+class StreamRecord(Record):
+    obj: object
+    flags: int
+    priority: int
+
+
+@dataclass
+class EventRecord(Record):
+    obj: object
+    flags: int
+
+
+R = TypeVar("R", bound=Record)
+
+
+# -- handle issue and lookup ------------------------------------------------------------------
+
+
+class HandleRegistry:
+    """Issues handle values process-wide and remembers the owning session of each live one."""
+
+    def __init__(self) -> None:
+        self._counter = itertools.count(1)
+        self._owners: dict[int, int] = {}
+        self._lock = threading.Lock()
+
+    def issue(self, kind: HandleKind, owner: int) -> int:
+        with self._lock:
+            handle = (int(kind) << KIND_SHIFT) | (next(self._counter) & COUNTER_MASK)
+            self._owners[handle] = owner
+            return handle
+
+    def retire(self, handle: int) -> None:
+        with self._lock:
+            self._owners.pop(handle, None)
+
+    def owner_of(self, handle: int) -> int | None:
+        with self._lock:
+            return self._owners.get(handle)
+
+
+class HandleTable:
+    """The handles one session owns."""
+
+    def __init__(self, registry: HandleRegistry, session_id: int) -> None:
+        self._registry = registry
+        self._session_id = session_id
+        self._records: dict[int, Record] = {}
+
+    def add(self, kind: HandleKind, make: type[R], /, **fields: object) -> R:
+        """Issue a handle of `kind` and store `make(handle=..., **fields)` under it."""
+        handle = self._registry.issue(kind, self._session_id)
+        record = make(handle=handle, **fields)
+        self._records[handle] = record
+        return record
+
+    def get(self, call: str, kind: HandleKind, handle: int, expect: type[R]) -> R:
+        """The record of `handle`, which must be a live `kind` handle of this session."""
+        record = self._records.get(handle)
+        if record is not None and kind_of(handle) is kind and isinstance(record, expect):
+            return record
+        raise self._refuse(call, kind, handle)
+
+    def remove(self, handle: int) -> None:
+        if self._records.pop(handle, None) is not None:
+            self._registry.retire(handle)
+
+    def __contains__(self, handle: int) -> bool:
+        return handle in self._records
+
+    def of_kind(self, kind: HandleKind) -> list[Record]:
+        return [r for h, r in self._records.items() if kind_of(h) is kind]
+
+    def made_in(self, ctx: int) -> Iterator[Record]:
+        """Every record tagged with context `ctx` (the context's own record excluded)."""
+        return (r for r in list(self._records.values()) if r.ctx == ctx and r.handle != ctx)
+
+    def records(self) -> list[Record]:
+        return list(self._records.values())
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def _refuse(self, call: str, kind: HandleKind, handle: int) -> CudaError:
+        code = (
+            CUDA_ERROR_INVALID_CONTEXT if kind is HandleKind.CONTEXT else CUDA_ERROR_INVALID_HANDLE
+        )
+        actual = kind_of(handle)
+        owner = self._registry.owner_of(handle)
+        if owner is not None and owner != self._session_id:
+            why = f"{kind.label} handle {handle:#x} belongs to session {owner:#x}"
+        elif actual is not None and actual is not kind:
+            article = "an" if actual.label[0] in "aeiou" else "a"
+            why = (
+                f"handle {handle:#x} is {article} {actual.label} handle, not a {kind.label} handle"
+            )
+        else:
+            why = f"{kind.label} handle {handle:#x} is unknown or already destroyed"
+        message = f"{call}: {why}"
+        log.warning("session %#x: %s", self._session_id, message)
+        return CudaError(code, message)

@@ -1,0 +1,1003 @@
+"""The session layer: one `Session` per client connection, and the `SessionManager` of them all.
+
+A session is what a client owns on the server: virtual contexts (a context stack and a primary
+context per device, with CUDA's semantics), handles (`cricket_server.resources`), device memory
+(one `DeviceHeap` per device over the process-wide `AddressArena`) and the ranges of its
+modules' globals. Every call checks that the client touches only what it owns before it goes
+to the backend; a failure is raised as `CudaError` with a message that names the call and the
+value, which the service returns as the reply's CUresult and keeps for GET_ERROR_MESSAGE.
+
+Methods raise `CudaError`; they are called by one thread at a time (hold `Session.lock`).
+`close()` frees everything exactly once, whoever calls it first (GOODBYE, a dropped
+connection, server shutdown).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import secrets
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from cricket_server.backends.base import (
+    CUDA_ERROR_INVALID_CONTEXT,
+    CUDA_ERROR_INVALID_DEVICE,
+    CUDA_ERROR_INVALID_VALUE,
+    CUDA_ERROR_NOT_INITIALIZED,
+    CUDA_ERROR_NOT_SUPPORTED,
+    CUDA_SUCCESS,
+    PER_THREAD_STREAM,
+    Backend,
+    BackendSession,
+    CudaError,
+    ParamInfo,
+)
+from cricket_server.memory import AddressArena, DeviceHeap
+from cricket_server.resources import (
+    ContextRecord,
+    EventRecord,
+    FunctionRecord,
+    HandleKind,
+    HandleRegistry,
+    HandleTable,
+    KernelRecord,
+    LibraryRecord,
+    ModuleRecord,
+    Record,
+    StreamRecord,
+    kind_of,
+)
+
+log = logging.getLogger("cricket_server.session")
+
+PROTOCOL_VERSION = 1
+STREAM_LEGACY = 0
+STREAM_PER_THREAD = 2
+PITCH_ALIGNMENT = 512  # cuMemAllocPitch pitches are multiples of this on recent GPUs
+NO_CONTEXT = 0
+
+# CUpointer_attribute values
+PA_CONTEXT = 1
+PA_MEMORY_TYPE = 2
+PA_DEVICE_POINTER = 3
+PA_HOST_POINTER = 4
+PA_P2P_TOKENS = 5
+PA_SYNC_MEMOPS = 6
+PA_BUFFER_ID = 7
+PA_IS_MANAGED = 8
+PA_DEVICE_ORDINAL = 9
+PA_IS_LEGACY_CUDA_IPC_CAPABLE = 10
+PA_RANGE_START_ADDR = 11
+PA_RANGE_SIZE = 12
+PA_MAPPED = 13
+PA_ALLOWED_HANDLE_TYPES = 14
+PA_IS_GPU_DIRECT_RDMA_CAPABLE = 15
+PA_ACCESS_FLAGS = 16
+PA_MEMPOOL_HANDLE = 17
+PA_MAPPING_SIZE = 18
+PA_MAPPING_BASE_ADDR = 19
+PA_MEMORY_BLOCK_ID = 20
+CU_MEMORYTYPE_DEVICE = 2
+ACCESS_FLAG_READWRITE = 3
+
+HeapFactory = Callable[[int, BackendSession], DeviceHeap]
+
+
+def negotiate_version(client_version: int) -> int:
+    """The protocol version both sides speak: min(client, ours); a client below 1 is refused."""
+    if client_version < 1:
+        raise CudaError(
+            CUDA_ERROR_NOT_SUPPORTED,
+            f"HELLO: client protocol version {client_version} is not supported "
+            f"(this server speaks 1..{PROTOCOL_VERSION})",
+        )
+    return min(client_version, PROTOCOL_VERSION)
+
+
+@dataclass
+class Allocation:
+    """One cuMemAlloc(Pitch/Async) of a session."""
+
+    ptr: int
+    size: int
+    dev: int
+    ctx: int
+    buffer_id: int
+
+
+@dataclass(frozen=True)
+class Span:
+    """The owned range a pointer lies in: an allocation or a module global."""
+
+    base: int
+    size: int
+    dev: int
+    ctx: int
+    buffer_id: int
+
+
+@dataclass
+class FreeSummary:
+    """What closing a session (or destroying a context) freed, for the log."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    bytes: int = 0
+    errors: int = 0
+
+    def add(self, what: str, n: int = 1) -> None:
+        self.counts[what] = self.counts.get(what, 0) + n
+
+    def __str__(self) -> str:
+        parts = [f"{n} {what}" for what, n in self.counts.items() if n]
+        text = ", ".join(parts) if parts else "nothing"
+        if self.bytes:
+            text += f" ({self.bytes} bytes of device memory)"
+        if self.errors:
+            text += f"; {self.errors} backend errors while freeing (logged)"
+        return text
+
+
+def _default_heap_factory(arena: AddressArena) -> HeapFactory:
+    def make(dev: int, bsession: BackendSession) -> DeviceHeap:
+        return DeviceHeap(arena, bsession.chunk_backing(dev))
+
+    return make
+
+
+class SessionManager:
+    """Every live session of the server process, over one backend and one address arena."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        arena: AddressArena,
+        *,
+        server_version: str = "0.1.0",
+        heap_factory: HeapFactory | None = None,
+    ) -> None:
+        self.backend = backend
+        self.arena = arena
+        self.server_version = server_version
+        self.registry = HandleRegistry()
+        self._heap_factory = heap_factory or _default_heap_factory(arena)
+        self._buffer_ids = itertools.count(1)
+        self._sessions: dict[int, Session] = {}
+        self._lock = threading.Lock()
+
+    def open(self, peer: str, client_name: str) -> Session:
+        bsession = self.backend.open_session()
+        with self._lock:
+            session_id = secrets.randbits(64)
+            while session_id == 0 or session_id in self._sessions:
+                session_id = secrets.randbits(64)
+            session = Session(self, session_id, bsession, peer, client_name)
+            self._sessions[session_id] = session
+        log.info(
+            "session %#x start: peer %s, client %r, backend %s",
+            session_id,
+            peer,
+            client_name,
+            self.backend.name,
+        )
+        return session
+
+    def sessions(self) -> list[Session]:
+        with self._lock:
+            return list(self._sessions.values())
+
+    def next_buffer_id(self) -> int:
+        with self._lock:
+            return next(self._buffer_ids)
+
+    def new_heap(self, dev: int, bsession: BackendSession) -> DeviceHeap:
+        return self._heap_factory(dev, bsession)
+
+    def forget(self, session: Session) -> None:
+        with self._lock:
+            self._sessions.pop(session.id, None)
+
+    def close_all(self, reason: str = "server shutdown") -> None:
+        for session in self.sessions():
+            session.close(reason)
+
+
+class Session:
+    """The state of one client: contexts, handles, memory. See the module docstring."""
+
+    def __init__(
+        self,
+        manager: SessionManager,
+        session_id: int,
+        bsession: BackendSession,
+        peer: str,
+        client_name: str,
+    ) -> None:
+        self.manager = manager
+        self.backend = manager.backend
+        self.bsession = bsession
+        self.id = session_id
+        self.token = secrets.token_bytes(32)
+        self.peer = peer
+        self.client_name = client_name
+        self.lock = threading.RLock()
+        self.last_error = ""
+        self.closed = False
+        self.initialized = False
+        self.handles = HandleTable(manager.registry, session_id)
+        self._stack: list[int] = []  # context handles, top last
+        self._primary: dict[int, int] = {}  # dev -> primary context handle
+        self._heaps: dict[int, DeviceHeap] = {}
+        self._allocs: dict[int, Allocation] = {}
+        self._backend_dev: int | None = None
+
+    # -- errors -----------------------------------------------------------------------------
+    def _refuse(self, code: int, message: str, *, warn: bool = False) -> CudaError:
+        if warn:
+            log.warning("session %#x: %s", self.id, message)
+        return CudaError(code, message)
+
+    # -- initialization and devices ---------------------------------------------------------
+    def init(self, flags: int) -> None:
+        if flags != 0:
+            raise self._refuse(CUDA_ERROR_INVALID_VALUE, f"cuInit: flags must be 0, got {flags}")
+        self.initialized = True
+
+    def require_init(self, call: str) -> None:
+        if not self.initialized:
+            raise CudaError(CUDA_ERROR_NOT_INITIALIZED, f"{call}: cuInit has not been called")
+
+    def driver_version(self) -> int:
+        return self.backend.driver_version()
+
+    def device_count(self) -> int:
+        self.require_init("cuDeviceGetCount")
+        return self.backend.device_count()
+
+    def device(self, call: str, dev: int) -> int:
+        """Check that `dev` is a device ordinal of the server (after cuInit)."""
+        self.require_init(call)
+        count = self.backend.device_count()
+        if not 0 <= dev < count:
+            raise self._refuse(
+                CUDA_ERROR_INVALID_DEVICE,
+                f"{call}: device {dev} does not exist (the server has {count})",
+            )
+        return dev
+
+    # -- contexts ---------------------------------------------------------------------------
+    def _ctx(self, call: str, handle: int) -> ContextRecord:
+        return self.handles.get(call, HandleKind.CONTEXT, handle, ContextRecord)
+
+    def current(self, call: str) -> ContextRecord:
+        """The current context, which must exist and be active."""
+        self.require_init(call)
+        if not self._stack:
+            raise CudaError(CUDA_ERROR_INVALID_CONTEXT, f"{call}: no current context")
+        ctx = self._ctx(call, self._stack[-1])
+        if not ctx.active:
+            raise CudaError(
+                CUDA_ERROR_INVALID_CONTEXT,
+                f"{call}: the current context {ctx.handle:#x} (primary context of device "
+                f"{ctx.dev}) has been released",
+            )
+        return ctx
+
+    def _sync_device(self) -> None:
+        """Tell the backend when the current context's device changes."""
+        if not self._stack:
+            return
+        ctx = self.handles.get("set_device", HandleKind.CONTEXT, self._stack[-1], ContextRecord)
+        if ctx.dev != self._backend_dev:
+            self.bsession.set_device(ctx.dev)
+            self._backend_dev = ctx.dev
+
+    @contextmanager
+    def _on_device(self, dev: int) -> Iterator[None]:
+        """Run the body with the backend on `dev`, then go back to the current context's."""
+        if dev != self._backend_dev:
+            self.bsession.set_device(dev)
+            self._backend_dev = dev
+        try:
+            yield
+        finally:
+            if self._stack and self._stack[-1] in self.handles:
+                self._sync_device()
+
+    def _primary_record(self, call: str, dev: int) -> ContextRecord:
+        """The primary context of `dev` in this session, made (unretained) on first use."""
+        dev = self.device(call, dev)
+        handle = self._primary.get(dev)
+        if handle is None:
+            ctx = self.handles.add(
+                HandleKind.CONTEXT, ContextRecord, ctx=NO_CONTEXT, dev=dev, flags=0, primary=True
+            )
+            ctx.ctx = ctx.handle
+            handle = self._primary[dev] = ctx.handle
+        return self._ctx(call, handle)
+
+    def primary_ctx_retain(self, dev: int) -> int:
+        ctx = self._primary_record("cuDevicePrimaryCtxRetain", dev)
+        ctx.retain_count += 1
+        return ctx.handle
+
+    def primary_ctx_release(self, dev: int) -> None:
+        call = "cuDevicePrimaryCtxRelease"
+        ctx = self._primary_record(call, dev)
+        if ctx.retain_count == 0:
+            raise CudaError(
+                CUDA_ERROR_INVALID_CONTEXT,
+                f"{call}: the primary context of device {dev} is not retained",
+            )
+        ctx.retain_count -= 1
+        if ctx.retain_count == 0:
+            summary = self._free_made_in(ctx)
+            log.debug(
+                "session %#x: primary context of device %d released: freed %s",
+                self.id,
+                dev,
+                summary,
+            )
+
+    def primary_ctx_reset(self, dev: int) -> None:
+        """Free what the primary context owns and reset its flags; the retain count stays."""
+        ctx = self._primary_record("cuDevicePrimaryCtxReset", dev)
+        summary = self._free_made_in(ctx)
+        ctx.flags = 0
+        log.debug(
+            "session %#x: primary context of device %d reset: freed %s", self.id, dev, summary
+        )
+
+    def primary_ctx_get_state(self, dev: int) -> tuple[int, bool]:
+        ctx = self._primary_record("cuDevicePrimaryCtxGetState", dev)
+        return ctx.flags, ctx.retain_count > 0
+
+    def primary_ctx_set_flags(self, dev: int, flags: int) -> None:
+        call = "cuDevicePrimaryCtxSetFlags"
+        ctx = self._primary_record(call, dev)
+        if flags < 0 or flags & ~0x1F:
+            raise self._refuse(CUDA_ERROR_INVALID_VALUE, f"{call}: invalid flags {flags:#x}")
+        ctx.flags = flags
+
+    def ctx_create(self, flags: int, dev: int) -> int:
+        dev = self.device("cuCtxCreate", dev)
+        ctx = self.handles.add(
+            HandleKind.CONTEXT, ContextRecord, ctx=NO_CONTEXT, dev=dev, flags=flags, primary=False
+        )
+        ctx.ctx = ctx.handle
+        self._stack.append(ctx.handle)
+        self._sync_device()
+        return ctx.handle
+
+    def ctx_destroy(self, handle: int) -> None:
+        call = "cuCtxDestroy"
+        self.require_init(call)
+        ctx = self._ctx(call, handle)
+        if ctx.primary:
+            raise self._refuse(
+                CUDA_ERROR_INVALID_CONTEXT,
+                f"{call}: {handle:#x} is the primary context of device {ctx.dev}; "
+                "use cuDevicePrimaryCtxRelease",
+            )
+        summary = self._free_made_in(ctx)
+        self._stack = [h for h in self._stack if h != handle]
+        self.handles.remove(handle)
+        self._sync_device()
+        log.debug("session %#x: context %#x destroyed: freed %s", self.id, handle, summary)
+
+    def ctx_set_current(self, handle: int) -> None:
+        call = "cuCtxSetCurrent"
+        self.require_init(call)
+        if handle == NO_CONTEXT:
+            if self._stack:
+                self._stack.pop()
+            self._sync_device()
+            return
+        self._ctx(call, handle)
+        if self._stack:
+            self._stack[-1] = handle
+        else:
+            self._stack.append(handle)
+        self._sync_device()
+
+    def ctx_get_current(self) -> int:
+        self.require_init("cuCtxGetCurrent")
+        return self._stack[-1] if self._stack else NO_CONTEXT
+
+    def ctx_push_current(self, handle: int) -> None:
+        call = "cuCtxPushCurrent"
+        self.require_init(call)
+        self._ctx(call, handle)
+        self._stack.append(handle)
+        self._sync_device()
+
+    def ctx_pop_current(self) -> int:
+        call = "cuCtxPopCurrent"
+        self.require_init(call)
+        if not self._stack:
+            raise CudaError(CUDA_ERROR_INVALID_CONTEXT, f"{call}: the context stack is empty")
+        handle = self._stack.pop()
+        self._sync_device()
+        return handle
+
+    def ctx_synchronize(self) -> None:
+        self.current("cuCtxSynchronize")
+        self.bsession.synchronize()
+
+    def ctx_get_device(self) -> int:
+        return self.current("cuCtxGetDevice").dev
+
+    def ctx_get_limit(self, limit: int) -> int:
+        self.current("cuCtxGetLimit")
+        return self.bsession.get_limit(limit)
+
+    def ctx_set_limit(self, limit: int, value: int) -> None:
+        self.current("cuCtxSetLimit")
+        self.bsession.set_limit(limit, value)
+
+    def ctx_stream_priority_range(self) -> tuple[int, int]:
+        self.current("cuCtxGetStreamPriorityRange")
+        return self.bsession.stream_priority_range()
+
+    # -- pointers ---------------------------------------------------------------------------
+    def _heap(self, dev: int) -> DeviceHeap:
+        heap = self._heaps.get(dev)
+        if heap is None:
+            heap = self._heaps[dev] = self.manager.new_heap(dev, self.bsession)
+        return heap
+
+    def find(self, addr: int) -> Span | None:
+        """The owned range containing `addr`: an allocation or a module global."""
+        for dev, heap in self._heaps.items():
+            found = heap.find(addr)
+            if found is not None:
+                base, size = found
+                alloc = self._allocs.get(base)
+                if alloc is not None:
+                    return Span(base, size, alloc.dev, alloc.ctx, alloc.buffer_id)
+                return Span(base, size, dev, NO_CONTEXT, 0)
+        for record in self.handles.of_kind(HandleKind.MODULE):
+            assert isinstance(record, ModuleRecord)
+            for gaddr, gsize in record.globals.values():
+                if gaddr <= addr < gaddr + max(gsize, 1):
+                    ctx = self.handles.get("find", HandleKind.CONTEXT, record.ctx, ContextRecord)
+                    return Span(gaddr, gsize, ctx.dev, record.ctx, 0)
+        return None
+
+    def span(self, call: str, addr: int, size: int) -> Span:
+        """Check that [addr, addr+size) lies inside one range this session owns."""
+        found = self.find(addr)
+        if found is None:
+            raise self._refuse(
+                CUDA_ERROR_INVALID_VALUE,
+                f"{call}: {addr:#x} is not inside any allocation of this session",
+                warn=True,
+            )
+        if addr + size > found.base + found.size:
+            raise self._refuse(
+                CUDA_ERROR_INVALID_VALUE,
+                f"{call}: [{addr:#x}, {addr + size:#x}) runs past the end of the allocation "
+                f"[{found.base:#x}, {found.base + found.size:#x})",
+                warn=True,
+            )
+        return found
+
+    # -- memory -----------------------------------------------------------------------------
+    def _alloc(self, call: str, size: int, align: int = 256) -> int:
+        ctx = self.current(call)
+        if size <= 0:
+            raise self._refuse(CUDA_ERROR_INVALID_VALUE, f"{call}: size must be > 0, got {size}")
+        ptr = self._heap(ctx.dev).alloc(size, align)
+        self._allocs[ptr] = Allocation(
+            ptr, size, ctx.dev, ctx.handle, self.manager.next_buffer_id()
+        )
+        return ptr
+
+    def mem_alloc(self, size: int) -> int:
+        return self._alloc("cuMemAlloc", size)
+
+    def mem_alloc_pitch(self, width: int, height: int, element_size: int) -> tuple[int, int]:
+        call = "cuMemAllocPitch"
+        self.current(call)
+        if element_size not in (4, 8, 16):
+            raise self._refuse(
+                CUDA_ERROR_INVALID_VALUE,
+                f"{call}: element size must be 4, 8 or 16, got {element_size}",
+            )
+        if width <= 0 or height <= 0:
+            raise self._refuse(
+                CUDA_ERROR_INVALID_VALUE, f"{call}: width {width} and height {height} must be > 0"
+            )
+        pitch = -(-width // PITCH_ALIGNMENT) * PITCH_ALIGNMENT
+        return self._alloc(call, pitch * height, PITCH_ALIGNMENT), pitch
+
+    def _free(self, call: str, ptr: int) -> int:
+        alloc = self._allocs.get(ptr)
+        if alloc is None:
+            found = self.find(ptr)
+            why = (
+                f"is inside the allocation at {found.base:#x}, not its start"
+                if found
+                else "is not an allocation of this session (or was freed)"
+            )
+            raise self._refuse(CUDA_ERROR_INVALID_VALUE, f"{call}: {ptr:#x} {why}", warn=True)
+        size = self._heaps[alloc.dev].free(ptr)
+        del self._allocs[ptr]
+        return size
+
+    def mem_free(self, ptr: int) -> None:
+        call = "cuMemFree"
+        self.require_init(call)
+        alloc = self._allocs.get(ptr)
+        if alloc is not None:
+            with self._on_device(alloc.dev):
+                self.bsession.synchronize()  # cuMemFree waits for the work that may use it
+        self._free(call, ptr)
+
+    def mem_alloc_async(self, size: int, stream: int) -> int:
+        self._stream("cuMemAllocAsync", stream)
+        return self._alloc("cuMemAllocAsync", size)
+
+    def mem_free_async(self, ptr: int, stream: int) -> None:
+        call = "cuMemFreeAsync"
+        self.current(call)
+        obj = self._stream(call, stream)
+        if ptr not in self._allocs:
+            self._free(call, ptr)  # raises the error that names it
+        self.bsession.stream_synchronize(obj)  # the stream's prior work may still use it
+        self._free(call, ptr)
+
+    def mem_get_info(self) -> tuple[int, int]:
+        self.current("cuMemGetInfo")
+        return self.bsession.mem_get_info()
+
+    def mem_get_address_range(self, ptr: int) -> tuple[int, int]:
+        call = "cuMemGetAddressRange"
+        self.require_init(call)
+        found = self.span(call, ptr, 0)
+        return found.base, found.size
+
+    def memcpy_htod(self, dst: int, data: memoryview, stream: int | None = None) -> None:
+        call = "cuMemcpyHtoD" if stream is None else "cuMemcpyHtoDAsync"
+        self.current(call)
+        obj = self._stream(call, stream or STREAM_LEGACY)
+        if len(data):
+            self.span(call, dst, len(data))
+            self.bsession.memcpy_htod(dst, data, obj)
+
+    def memcpy_dtoh(self, src: int, size: int, stream: int | None = None) -> bytes | memoryview:
+        call = "cuMemcpyDtoH" if stream is None else "cuMemcpyDtoHAsync"
+        self.current(call)
+        obj = self._stream(call, stream or STREAM_LEGACY)
+        if size == 0:
+            return b""
+        self.span(call, src, size)
+        return self.bsession.memcpy_dtoh(src, size, obj)
+
+    def memcpy_dtod(self, dst: int, src: int, size: int, stream: int | None = None) -> None:
+        call = "cuMemcpyDtoD" if stream is None else "cuMemcpyDtoDAsync"
+        self.current(call)
+        obj = self._stream(call, stream or STREAM_LEGACY)
+        if size:
+            self.span(call, src, size)
+            self.span(call, dst, size)
+            self.bsession.memcpy_dtod(dst, src, size, obj)
+
+    def memset(
+        self, dst: int, value: int, width: int, count: int, stream: int | None = None
+    ) -> None:
+        call = f"cuMemsetD{width * 8}" + ("" if stream is None else "Async")
+        self.current(call)
+        obj = self._stream(call, stream or STREAM_LEGACY)
+        if width not in (1, 2, 4):
+            raise self._refuse(
+                CUDA_ERROR_INVALID_VALUE, f"cuMemset: element width must be 1, 2 or 4, got {width}"
+            )
+        if dst % width:
+            raise self._refuse(
+                CUDA_ERROR_INVALID_VALUE, f"{call}: {dst:#x} is not {width}-byte aligned"
+            )
+        if count:
+            self.span(call, dst, width * count)
+            self.bsession.memset(dst, value & ((1 << (8 * width)) - 1), width, count, obj)
+
+    def pointer_attributes(self, attributes: Sequence[int], ptr: int) -> list[tuple[int, int, int]]:
+        """(attribute, err, value) per attribute, as cuPointerGetAttributes: a pointer this
+        session does not own gets zeros (CUDA's answer for a non-CUDA pointer)."""
+        self.require_init("cuPointerGetAttributes")
+        found = self.find(ptr)
+        return [(a, *self._pointer_attribute(a, ptr, found)) for a in attributes]
+
+    def _pointer_attribute(self, attr: int, ptr: int, found: Span | None) -> tuple[int, int]:
+        if attr in (
+            PA_P2P_TOKENS,
+            PA_MEMPOOL_HANDLE,
+            PA_MAPPING_SIZE,
+            PA_MAPPING_BASE_ADDR,
+            PA_MEMORY_BLOCK_ID,
+        ):
+            return CUDA_ERROR_NOT_SUPPORTED, 0
+        if not PA_CONTEXT <= attr <= PA_MEMORY_BLOCK_ID:
+            return CUDA_ERROR_INVALID_VALUE, 0
+        if found is None:
+            return CUDA_SUCCESS, 0
+        values = {
+            PA_CONTEXT: found.ctx,
+            PA_MEMORY_TYPE: CU_MEMORYTYPE_DEVICE,
+            PA_DEVICE_POINTER: ptr,
+            PA_SYNC_MEMOPS: 0,
+            PA_BUFFER_ID: found.buffer_id,
+            PA_IS_MANAGED: 0,
+            PA_DEVICE_ORDINAL: found.dev,
+            PA_IS_LEGACY_CUDA_IPC_CAPABLE: 0,
+            PA_RANGE_START_ADDR: found.base,
+            PA_RANGE_SIZE: found.size,
+            PA_MAPPED: 1,
+            PA_ALLOWED_HANDLE_TYPES: 0,
+            PA_IS_GPU_DIRECT_RDMA_CAPABLE: 0,
+            PA_ACCESS_FLAGS: ACCESS_FLAG_READWRITE,
+        }
+        if attr not in values:  # PA_HOST_POINTER: device memory has none
+            return CUDA_ERROR_INVALID_VALUE, 0
+        return CUDA_SUCCESS, values[attr]
+
+    # -- modules, libraries, functions ------------------------------------------------------
+    def module_load(
+        self, image: bytes, jit_options: dict[int, int], call: str = "cuModuleLoadData"
+    ) -> int:
+        ctx = self.current(call)
+        obj = self.bsession.module_load(image, jit_options)
+        record = self.handles.add(
+            HandleKind.MODULE,
+            ModuleRecord,
+            ctx=ctx.handle,
+            obj=obj,
+            image=bytes(image),
+            jit_options=dict(jit_options),
+        )
+        return record.handle
+
+    def _module(self, call: str, handle: int) -> ModuleRecord:
+        return self.handles.get(call, HandleKind.MODULE, handle, ModuleRecord)
+
+    def module_unload(self, handle: int) -> None:
+        call = "cuModuleUnload"
+        self.require_init(call)
+        record = self._module(call, handle)
+        self.bsession.module_unload(record.obj)
+        self._forget_module(record)
+
+    def _forget_module(self, record: ModuleRecord) -> None:
+        for fh in record.functions.values():
+            self.handles.remove(fh)
+        self.handles.remove(record.handle)
+
+    def module_get_function(self, handle: int, name: str) -> int:
+        call = "cuModuleGetFunction"
+        self.require_init(call)
+        record = self._module(call, handle)
+        if name not in record.functions:
+            obj = self.bsession.module_get_function(record.obj, name)
+            fn = self.handles.add(
+                HandleKind.FUNCTION,
+                FunctionRecord,
+                ctx=record.ctx,
+                obj=obj,
+                name=name,
+                parent=record.handle,
+            )
+            record.functions[name] = fn.handle
+        return record.functions[name]
+
+    def module_get_global(self, handle: int, name: str) -> tuple[int, int]:
+        call = "cuModuleGetGlobal"
+        self.require_init(call)
+        record = self._module(call, handle)
+        info = self.bsession.module_get_global(record.obj, name)
+        record.globals[name] = (info.address, info.size)
+        return info.address, info.size
+
+    def library_load(
+        self, image: bytes, jit_options: dict[int, int], library_options: dict[int, int]
+    ) -> int:
+        call = "cuLibraryLoadData"
+        self.require_init(call)
+        ctx = self._stack[-1] if self._stack else NO_CONTEXT  # libraries are context-free
+        obj = self.bsession.library_load(image, jit_options)
+        record = self.handles.add(
+            HandleKind.LIBRARY,
+            LibraryRecord,
+            ctx=ctx,
+            obj=obj,
+            image=bytes(image),
+            jit_options=dict(jit_options),
+            library_options=dict(library_options),
+        )
+        return record.handle
+
+    def _library(self, call: str, handle: int) -> LibraryRecord:
+        return self.handles.get(call, HandleKind.LIBRARY, handle, LibraryRecord)
+
+    def library_unload(self, handle: int) -> None:
+        call = "cuLibraryUnload"
+        self.require_init(call)
+        record = self._library(call, handle)
+        self.bsession.library_unload(record.obj)
+        self._forget_library(record)
+
+    def _forget_library(self, record: LibraryRecord) -> None:
+        for kh in record.kernels.values():
+            kernel = self.handles.get("unload", HandleKind.KERNEL, kh, KernelRecord)
+            if kernel.function is not None:
+                self.handles.remove(kernel.function)
+            self.handles.remove(kh)
+        self.handles.remove(record.handle)
+
+    def library_get_kernel(self, handle: int, name: str) -> int:
+        call = "cuLibraryGetKernel"
+        self.require_init(call)
+        record = self._library(call, handle)
+        if name not in record.kernels:
+            obj = self.bsession.library_get_kernel(record.obj, name)
+            kernel = self.handles.add(
+                HandleKind.KERNEL, KernelRecord, ctx=record.ctx, obj=obj, library=handle, name=name
+            )
+            record.kernels[name] = kernel.handle
+        return record.kernels[name]
+
+    def kernel_get_function(self, handle: int) -> int:
+        call = "cuKernelGetFunction"
+        self.current(call)
+        kernel = self.handles.get(call, HandleKind.KERNEL, handle, KernelRecord)
+        if kernel.function is None:
+            obj = self.bsession.kernel_get_function(kernel.obj)
+            fn = self.handles.add(
+                HandleKind.FUNCTION,
+                FunctionRecord,
+                ctx=kernel.ctx,
+                obj=obj,
+                name=kernel.name,
+                parent=handle,
+            )
+            kernel.function = fn.handle
+        return kernel.function
+
+    def function(self, call: str, handle: int) -> FunctionRecord:
+        """A function handle, or a library kernel handle (CUDA accepts a CUkernel as CUfunction)."""
+        self.require_init(call)
+        if handle in self.handles and kind_of(handle) is HandleKind.KERNEL:
+            handle = self.kernel_get_function(handle)
+        return self.handles.get(call, HandleKind.FUNCTION, handle, FunctionRecord)
+
+    def func_get_attribute(self, attrib: int, handle: int) -> int:
+        call = "cuFuncGetAttribute"
+        return self.bsession.func_get_attribute(attrib, self.function(call, handle).obj)
+
+    def func_set_attribute(self, handle: int, attrib: int, value: int) -> None:
+        call = "cuFuncSetAttribute"
+        self.bsession.func_set_attribute(self.function(call, handle).obj, attrib, value)
+
+    def func_set_cache_config(self, handle: int, config: int) -> None:
+        call = "cuFuncSetCacheConfig"
+        self.bsession.func_set_cache_config(self.function(call, handle).obj, config)
+
+    def func_param_info(self, handle: int) -> tuple[ParamInfo, ...]:
+        fn = self.function("cuFuncGetParamInfo", handle)
+        if fn.params is None:
+            fn.params = tuple(self.bsession.func_param_info(fn.obj))
+        return fn.params
+
+    def launch(
+        self,
+        handle: int,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        shared_mem: int,
+        stream: int,
+        params: memoryview,
+        cooperative: bool = False,
+    ) -> None:
+        call = "cuLaunchCooperativeKernel" if cooperative else "cuLaunchKernel"
+        self.current(call)
+        fn = self.function(call, handle)
+        obj = self._stream(call, stream)
+        if fn.params is None:
+            fn.params = tuple(self.bsession.func_param_info(fn.obj))
+        need = fn.params_size()
+        if len(params) < need:
+            raise self._refuse(
+                CUDA_ERROR_INVALID_VALUE,
+                f"{call}: function {handle:#x} ({fn.name}) takes {need} bytes of parameters, "
+                f"got {len(params)}",
+            )
+        self.bsession.launch(fn.obj, grid, block, shared_mem, obj, params, cooperative)
+
+    # -- streams and events -----------------------------------------------------------------
+    def _stream(self, call: str, handle: int) -> object | None:
+        if handle == STREAM_LEGACY:
+            return None
+        if handle == STREAM_PER_THREAD:
+            return PER_THREAD_STREAM
+        return self.handles.get(call, HandleKind.STREAM, handle, StreamRecord).obj
+
+    def stream_create(self, flags: int, priority: int = 0) -> int:
+        call = "cuStreamCreate"
+        ctx = self.current(call)
+        obj = self.bsession.stream_create(flags, priority)
+        record = self.handles.add(
+            HandleKind.STREAM, StreamRecord, ctx=ctx.handle, obj=obj, flags=flags, priority=priority
+        )
+        return record.handle
+
+    def stream_destroy(self, handle: int) -> None:
+        call = "cuStreamDestroy"
+        self.require_init(call)
+        record = self.handles.get(call, HandleKind.STREAM, handle, StreamRecord)
+        self.bsession.stream_destroy(record.obj)
+        self.handles.remove(handle)
+
+    def stream_synchronize(self, handle: int) -> None:
+        call = "cuStreamSynchronize"
+        self.current(call)
+        self.bsession.stream_synchronize(self._stream(call, handle))
+
+    def stream_query(self, handle: int) -> bool:
+        call = "cuStreamQuery"
+        self.current(call)
+        return self.bsession.stream_query(self._stream(call, handle))
+
+    def stream_wait_event(self, stream: int, event: int, flags: int) -> None:
+        call = "cuStreamWaitEvent"
+        self.current(call)
+        obj = self._stream(call, stream)
+        self.bsession.stream_wait_event(obj, self._event(call, event).obj, flags)
+
+    def _event(self, call: str, handle: int) -> EventRecord:
+        return self.handles.get(call, HandleKind.EVENT, handle, EventRecord)
+
+    def event_create(self, flags: int) -> int:
+        ctx = self.current("cuEventCreate")
+        obj = self.bsession.event_create(flags)
+        return self.handles.add(
+            HandleKind.EVENT, EventRecord, ctx=ctx.handle, obj=obj, flags=flags
+        ).handle
+
+    def event_destroy(self, handle: int) -> None:
+        call = "cuEventDestroy"
+        self.require_init(call)
+        self.bsession.event_destroy(self._event(call, handle).obj)
+        self.handles.remove(handle)
+
+    def event_record(self, event: int, stream: int) -> None:
+        call = "cuEventRecord"
+        self.current(call)
+        record = self._event(call, event)
+        self.bsession.event_record(record.obj, self._stream(call, stream))
+
+    def event_synchronize(self, handle: int) -> None:
+        call = "cuEventSynchronize"
+        self.require_init(call)
+        self.bsession.event_synchronize(self._event(call, handle).obj)
+
+    def event_query(self, handle: int) -> bool:
+        call = "cuEventQuery"
+        self.require_init(call)
+        return self.bsession.event_query(self._event(call, handle).obj)
+
+    def event_elapsed_time(self, start: int, end: int) -> float:
+        call = "cuEventElapsedTime"
+        self.require_init(call)
+        return self.bsession.event_elapsed_time(
+            self._event(call, start).obj, self._event(call, end).obj
+        )
+
+    # -- occupancy --------------------------------------------------------------------------
+    def occupancy_max_active_blocks(
+        self, handle: int, block_size: int, smem: int, flags: int
+    ) -> int:
+        call = "cuOccupancyMaxActiveBlocksPerMultiprocessor"
+        self.current(call)
+        fn = self.function(call, handle)
+        return self.bsession.occupancy_max_active_blocks(fn.obj, block_size, smem, flags)
+
+    def occupancy_max_potential_block_size(
+        self, handle: int, smem: int, block_size_limit: int, flags: int
+    ) -> tuple[int, int]:
+        call = "cuOccupancyMaxPotentialBlockSize"
+        self.current(call)
+        fn = self.function(call, handle)
+        return self.bsession.occupancy_max_potential_block_size(
+            fn.obj, smem, block_size_limit, flags
+        )
+
+    # -- freeing ----------------------------------------------------------------------------
+    def _free_made_in(self, ctx: ContextRecord) -> FreeSummary:
+        """Free everything made in context `ctx` (its handle stays)."""
+        summary = FreeSummary()
+        try:
+            with self._on_device(ctx.dev):
+                self._free_records(list(self.handles.made_in(ctx.handle)), summary)
+                for alloc in [a for a in self._allocs.values() if a.ctx == ctx.handle]:
+                    self._release(summary, "allocations", lambda a=alloc: self._free("free", a.ptr))
+        except Exception:  # the backend could not even switch devices
+            log.exception("session %#x: freeing the resources of context %#x", self.id, ctx.handle)
+            summary.errors += 1
+        return summary
+
+    def _free_records(self, records: list[Record], summary: FreeSummary) -> None:
+        """Destroy handles in dependency order: streams and events, then modules and libraries."""
+        order = (EventRecord, StreamRecord, ModuleRecord, LibraryRecord)
+        for kind in order:
+            for record in records:
+                if not isinstance(record, kind) or record.handle not in self.handles:
+                    continue
+                if isinstance(record, EventRecord):
+                    self._release(
+                        summary, "events", lambda r=record: self.bsession.event_destroy(r.obj)
+                    )
+                    self.handles.remove(record.handle)
+                elif isinstance(record, StreamRecord):
+                    self._release(
+                        summary, "streams", lambda r=record: self.bsession.stream_destroy(r.obj)
+                    )
+                    self.handles.remove(record.handle)
+                elif isinstance(record, ModuleRecord):
+                    self._release(
+                        summary, "modules", lambda r=record: self.bsession.module_unload(r.obj)
+                    )
+                    self._forget_module(record)
+                elif isinstance(record, LibraryRecord):
+                    self._release(
+                        summary, "libraries", lambda r=record: self.bsession.library_unload(r.obj)
+                    )
+                    self._forget_library(record)
+
+    def _release(self, summary: FreeSummary, what: str, free: Callable[[], object]) -> None:
+        try:
+            freed = free()
+            if what == "allocations" and isinstance(freed, int):
+                summary.bytes += freed
+        except Exception:
+            summary.errors += 1
+            log.exception("session %#x: freeing one of its %s", self.id, what)
+        summary.add(what)
+
+    def close(self, reason: str) -> FreeSummary | None:
+        """Free everything the session owns; only the first call does anything."""
+        with self.lock:
+            if self.closed:
+                return None
+            self.closed = True
+            summary = self._free_everything()
+        self.manager.forget(self)
+        log.info("session %#x end (%s): peer %s, freed %s", self.id, reason, self.peer, summary)
+        return summary
+
+    def _free_everything(self) -> FreeSummary:
+        summary = FreeSummary()
+        records = self.handles.records()
+        self._free_records([r for r in records if not isinstance(r, ContextRecord)], summary)
+        summary.add("allocations", len(self._allocs))
+        summary.bytes += sum(a.size for a in self._allocs.values())
+        for dev, heap in self._heaps.items():
+            try:
+                heap.release_all()
+            except Exception:
+                summary.errors += 1
+                log.exception("session %#x: releasing its memory on device %d", self.id, dev)
+        self._allocs.clear()
+        self._heaps.clear()
+        contexts = [r for r in records if isinstance(r, ContextRecord)]
+        summary.add("contexts", len(contexts))
+        for ctx in contexts:
+            self.handles.remove(ctx.handle)
+        self._stack.clear()
+        self._primary.clear()
+        try:
+            self.bsession.close()
+        except Exception:
+            summary.errors += 1
+            log.exception("session %#x: closing its backend session", self.id)
+        return summary
