@@ -231,7 +231,7 @@ class RpcClient:
                         self._lead(call, deadline)
                     finally:
                         lock.acquire()
-                        self._release_reader_locked()
+                        self._reading = False
                     if call._done:
                         break
                 if deadline is None:
@@ -240,14 +240,18 @@ class RpcClient:
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         self._time_out(call, timeout)
-                        return
+                        break
                 if self._reading:
                     if call._waiter is None:
                         call._waiter = threading.Condition(lock)
                     self._followers[call] = None
-                    call._waiter.wait(remaining)
-                    self._followers.pop(call, None)
+                    try:
+                        call._waiter.wait(remaining)
+                    finally:
+                        del self._followers[call]
         finally:
+            if not self._reading:
+                self._reader_gone_locked()
             lock.release()
 
     def _time_out(self, call: PendingCall, timeout: float | None) -> None:
@@ -316,17 +320,19 @@ class RpcClient:
 
     def _release_reader(self) -> None:
         with self._lock:
-            self._release_reader_locked()
+            self._reading = False
+            self._reader_gone_locked()
 
-    def _release_reader_locked(self) -> None:
-        self._reading = False
+    def _reader_gone_locked(self) -> None:
+        """Nobody reads now: close a closed client's socket, or wake a waiter to read."""
         if self._closed:
             self._sock.close()
             return
         for follower in self._followers:
-            assert follower._waiter is not None
-            follower._waiter.notify()
-            break
+            if not follower._done:
+                assert follower._waiter is not None
+                follower._waiter.notify()
+                return
 
     def _fail(self, exc: BaseException) -> None:
         """Fail the connection: every call in flight gets `exc`."""

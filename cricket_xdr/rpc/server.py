@@ -47,7 +47,11 @@ class _Connection:
         )
 
     def request_close(self) -> None:
-        self.close_requested = True
+        """Close after the reply being sent (from a handler), or at once (other threads)."""
+        if threading.current_thread() is self.thread:
+            self.close_requested = True
+        else:
+            self.abort()
 
     def abort(self) -> None:
         """Wake the thread from its receive; it then closes the connection."""

@@ -59,6 +59,7 @@ class TestService:
 
     def __init__(self) -> None:
         self.closed: list[int] = []
+        self.connections: list = []
 
     def ECHO(self, ctx, data):
         return data
@@ -82,6 +83,7 @@ class TestService:
     def APPEND(self, ctx, value):
         seen = ctx.connection.state.setdefault("seen", [])
         if not seen:
+            self.connections.append(ctx.connection)
             ctx.connection.add_close_callback(lambda: self.closed.append(ctx.connection.id))
         seen.append(value)
         return len(seen)
@@ -383,6 +385,44 @@ def test_connection_closed_by_server_fails_pending_calls(client):
         after.result()
     with pytest.raises(ConnectionLost, match="procedure 0"):
         client.call(PROG, 1, 0)
+
+
+def test_mixed_timeouts_from_many_threads_all_finish(client):
+    """Readers time out and hand over the reading role; no waiter is left without a reader."""
+    outcomes: list[str] = []
+
+    def worker(seed: int) -> None:
+        rng = random.Random(seed)
+        for _ in range(40):
+            ms = rng.choice([0, 0, 1, 3])
+            timeout = rng.choice([None, 0.001, 0.002, 10])
+            try:
+                client.call(PROG, 1, 5, xdr_u_int.encode(ms), timeout=timeout)
+                outcomes.append("ok")
+            except RpcTimeout:
+                outcomes.append("timeout")
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads)
+    assert len(outcomes) == 8 * 40
+    assert client.in_flight == 0
+    assert add(client, 1, 2) == 3
+
+
+def test_server_side_close_from_another_thread(client, service):
+    client.call(PROG, 1, 7, xdr_int.encode(1))
+    (connection,) = service.connections
+    connection.close()
+    with pytest.raises(ConnectionLost):
+        client.call(PROG, 1, 0)
+    deadline = time.monotonic() + 10
+    while connection.id not in service.closed and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert service.closed == [connection.id]
 
 
 def test_close_fails_calls_in_flight(server):
