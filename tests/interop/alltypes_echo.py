@@ -38,64 +38,67 @@ def echo_services(m: ModuleType) -> tuple[Any, Any]:
     """Instances of V_Server subclasses for both versions that echo and remember what came.
 
     `received` holds (procedure name, value) in arrival order: the value echoed, the
-    struct built from ECHO_MANY's arguments, SINK's argument, None for PING and PING2.
+    struct built from ECHO_MANY's arguments, SINK's argument, None for PING and PING2;
+    `credentials` holds (procedure name, ctx.cred) in the same order.
     """
 
     class Recorder:
         def __init__(self) -> None:
             super().__init__()
             self.received: list[tuple[str, Any]] = []
+            self.credentials: list[tuple[str, Any]] = []
 
-        def _echo(self, procedure: str, value: Any) -> Any:
+        def _echo(self, ctx: Any, procedure: str, value: Any) -> Any:
             self.received.append((procedure, value))
+            self.credentials.append((procedure, ctx.cred))
             return value
 
     class EchoV1(Recorder, m.ALLTYPES_V1_Server):  # type: ignore[misc,name-defined]
         def PING(self, ctx: Any) -> None:
-            self._echo("PING", None)
+            self._echo(ctx, "PING", None)
 
         def SINK(self, ctx: Any, value: Any) -> None:
-            self._echo("SINK", value)
+            self._echo(ctx, "SINK", value)
 
         def ECHO_MANY(self, ctx: Any, i: int, n: str, uh: int, l: Any, c: int, d: float) -> Any:  # noqa: E741
-            return self._echo("ECHO_MANY", m.many(i=i, n=n, uh=uh, l=l, c=c, d=d))
+            return self._echo(ctx, "ECHO_MANY", m.many(i=i, n=n, uh=uh, l=l, c=c, d=d))
 
         def ECHO_SCALARS(self, ctx: Any, value: Any) -> Any:
-            return self._echo("ECHO_SCALARS", value)
+            return self._echo(ctx, "ECHO_SCALARS", value)
 
         def ECHO_ARRAYS(self, ctx: Any, value: Any) -> Any:
-            return self._echo("ECHO_ARRAYS", value)
+            return self._echo(ctx, "ECHO_ARRAYS", value)
 
         def ECHO_OPTIONALS(self, ctx: Any, value: Any) -> Any:
-            return self._echo("ECHO_OPTIONALS", value)
+            return self._echo(ctx, "ECHO_OPTIONALS", value)
 
         def ECHO_CHAIN(self, ctx: Any, value: Any) -> Any:
-            return self._echo("ECHO_CHAIN", value)
+            return self._echo(ctx, "ECHO_CHAIN", value)
 
         def ECHO_BY_INT(self, ctx: Any, value: Any) -> Any:
-            return self._echo("ECHO_BY_INT", value)
+            return self._echo(ctx, "ECHO_BY_INT", value)
 
         def ECHO_BY_UNSIGNED(self, ctx: Any, value: Any) -> Any:
-            return self._echo("ECHO_BY_UNSIGNED", value)
+            return self._echo(ctx, "ECHO_BY_UNSIGNED", value)
 
         def ECHO_BY_ENUM(self, ctx: Any, value: Any) -> Any:
-            return self._echo("ECHO_BY_ENUM", value)
+            return self._echo(ctx, "ECHO_BY_ENUM", value)
 
         def ECHO_BY_BOOL(self, ctx: Any, value: Any) -> Any:
-            return self._echo("ECHO_BY_BOOL", value)
+            return self._echo(ctx, "ECHO_BY_BOOL", value)
 
         def ECHO_TEXT(self, ctx: Any, value: Any) -> Any:
-            return self._echo("ECHO_TEXT", value)
+            return self._echo(ctx, "ECHO_TEXT", value)
 
         def ECHO_HYPER(self, ctx: Any, value: Any) -> Any:
-            return self._echo("ECHO_HYPER", value)
+            return self._echo(ctx, "ECHO_HYPER", value)
 
     class EchoV2(Recorder, m.ALLTYPES_V2_Server):  # type: ignore[misc,name-defined]
         def PING2(self, ctx: Any) -> None:
-            self._echo("PING2", None)
+            self._echo(ctx, "PING2", None)
 
         def ECHO_EVERYTHING(self, ctx: Any, value: Any) -> Any:
-            return self._echo("ECHO_EVERYTHING", value)
+            return self._echo(ctx, "ECHO_EVERYTHING", value)
 
     return EchoV1(), EchoV2()
 

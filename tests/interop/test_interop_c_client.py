@@ -13,6 +13,8 @@ from alltypes_cases import CASE_NAMES, Case, differences
 from alltypes_echo import ECHO_PROCEDURE, PyServer
 from cbuild import CPeers
 
+from cricket_xdr.rpc.message import AUTH_SYS
+
 pytestmark = pytest.mark.interop
 
 CLIENT_TIMEOUT_S = 120
@@ -52,3 +54,25 @@ def test_c_client_sinks_a_value(
 ) -> None:
     run_c_client(c_peers, py_server.port, "sink")
     assert differences(py_server.last("SINK"), cases["scalars_max"].value) == []
+
+
+def test_c_client_auth_sys_credentials_reach_the_handler(
+    c_peers: CPeers, py_server: PyServer, cases: dict[str, Case]
+) -> None:
+    """libtirpc's authunix_create() credentials, as c/client.c -s sends them."""
+    proc = subprocess.run(
+        [str(c_peers.client), "-s", str(py_server.port), "ping", "scalars_max"],
+        capture_output=True,
+        text=True,
+        timeout=CLIENT_TIMEOUT_S,
+    )
+    assert (proc.returncode, proc.stdout) == (0, "ping ok\nscalars_max ok\n"), proc.stderr
+    cred = dict(py_server.v1.credentials)["PING"]
+    assert cred.flavor == AUTH_SYS
+    params = cred.principal
+    assert (params.machinename, params.uid, params.gid, params.gids) == (
+        "interop-host",
+        4242,
+        777,
+        (1, 2, 3),
+    )

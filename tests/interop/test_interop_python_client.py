@@ -11,7 +11,9 @@ from alltypes_cases import CASE_NAMES, Case, differences
 from alltypes_echo import call_echo
 
 from cricket_xdr.rpc import errors
+from cricket_xdr.rpc.auth import AuthSys, AuthSysParams
 from cricket_xdr.rpc.client import RpcClient
+from cricket_xdr.rpc.message import AUTH_TOOWEAK
 
 pytestmark = pytest.mark.interop
 
@@ -80,3 +82,33 @@ def test_unknown_program_is_prog_unavail(alltypes: ModuleType, rpc: RpcClient) -
 def test_truncated_arguments_are_garbage_args(alltypes: ModuleType, rpc: RpcClient) -> None:
     with pytest.raises(errors.GarbageArgs):
         rpc.call(alltypes.ALLTYPES_PROG, alltypes.ALLTYPES_V1, alltypes.ECHO_SCALARS, b"\0\0\0")
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        AuthSysParams("py-host", 1000, 100, (5, 6)),
+        AuthSysParams("m" * 255, 2**32 - 2, 2**32 - 2, tuple(range(16)), stamp=2**32 - 1),
+    ],
+    ids=["small", "largest"],
+)
+def test_c_server_accepts_our_auth_sys(
+    params: AuthSysParams, alltypes: ModuleType, c_server: int, cases: dict[str, Case]
+) -> None:
+    """libtirpc's svcauth_unix parses our AUTH_SYS body (it answers AUTH_BADCRED if not)."""
+    with RpcClient(("127.0.0.1", c_server), timeout=60, auth=AuthSys(params)) as rpc:
+        v1 = alltypes.ALLTYPES_V1_Client(rpc)
+        assert v1.PING() is None
+        value = cases["scalars_min"].value
+        assert differences(v1.ECHO_SCALARS(value), value) == []
+
+
+def test_c_server_reads_our_auth_sys_machine_name(alltypes: ModuleType, c_server: int) -> None:
+    """c/server.c denies PING to AUTH_SYS machine "reject-me" with AUTH_TOOWEAK."""
+    auth = AuthSys(AuthSysParams("reject-me", 1000, 100))
+    with (
+        RpcClient(("127.0.0.1", c_server), timeout=60, auth=auth) as rpc,
+        pytest.raises(errors.AuthError) as caught,
+    ):
+        alltypes.ALLTYPES_V1_Client(rpc).PING()
+    assert caught.value.stat == AUTH_TOOWEAK

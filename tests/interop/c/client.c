@@ -1,11 +1,13 @@
 /* An rpcgen (-N -M) client of alltypes.x on libtirpc.
  *
- *   client PORT [CASE...]
+ *   client [-s] PORT [CASE...]
  *
  * Connects to 127.0.0.1:PORT (no rpcbind), calls the echo procedure of each case
  * of cases.c (all of them when none is named; "ping", "ping2" and "sink" call the
  * void procedures) and prints "<case> ok" when the reply equals what was sent,
  * else "<case> MISMATCH: why". Exits 1 if any case failed.
+ * -s: send AUTH_SYS credentials (machine AUTH_MACHINE, uid AUTH_UID, gid AUTH_GID,
+ * groups AUTH_GIDS) instead of AUTH_NONE.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -15,7 +17,12 @@
 
 #include "cases.h"
 
-static CLIENT *connect_version(unsigned short port, unsigned long version)
+#define AUTH_MACHINE "interop-host"
+#define AUTH_UID 4242
+#define AUTH_GID 777
+static gid_t AUTH_GIDS[] = {1, 2, 3};
+
+static CLIENT *connect_version(unsigned short port, unsigned long version, int auth_sys)
 {
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(port)};
     int sock = RPC_ANYSOCK;
@@ -25,6 +32,14 @@ static CLIENT *connect_version(unsigned short port, unsigned long version)
     if (!clnt) {
         clnt_pcreateerror("alltypes client: clnttcp_create 127.0.0.1");
         exit(2);
+    }
+    if (auth_sys) {
+        auth_destroy(clnt->cl_auth);
+        clnt->cl_auth = authunix_create(AUTH_MACHINE, AUTH_UID, AUTH_GID, 3, AUTH_GIDS);
+        if (!clnt->cl_auth) {
+            fprintf(stderr, "alltypes client: authunix_create failed\n");
+            exit(2);
+        }
     }
     return clnt;
 }
@@ -122,13 +137,18 @@ int main(int argc, char **argv)
     size_t n = cases_build(&cases);
     CLIENT *v1, *v2;
     int failed = 0;
+    int auth_sys = argc > 1 && strcmp(argv[1], "-s") == 0;
 
+    if (auth_sys) {
+        argv++;
+        argc--;
+    }
     if (argc < 2) {
-        fprintf(stderr, "usage: %s PORT [CASE...]\n", argv[0]);
+        fprintf(stderr, "usage: %s [-s] PORT [CASE...]\n", argv[0]);
         return 2;
     }
-    v1 = connect_version((unsigned short)atoi(argv[1]), ALLTYPES_V1);
-    v2 = connect_version((unsigned short)atoi(argv[1]), ALLTYPES_V2);
+    v1 = connect_version((unsigned short)atoi(argv[1]), ALLTYPES_V1, auth_sys);
+    v2 = connect_version((unsigned short)atoi(argv[1]), ALLTYPES_V2, auth_sys);
     if (argc == 2) {
         for (size_t i = 0; i < 3; i++)
             failed |= report(void_cases[i], run_void(void_cases[i], cases, n, v1, v2));

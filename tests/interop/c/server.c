@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -26,9 +27,20 @@ int alltypes_prog_2_freeresult(SVCXPRT *transp, xdrproc_t xdr_result, caddr_t re
     return alltypes_prog_1_freeresult(transp, xdr_result, result);
 }
 
+/* Denies (AUTH_TOOWEAK) an AUTH_SYS caller whose machine name is REJECTED_MACHINE:
+ * proof that libtirpc decoded the caller's AUTH_SYS body. */
+#define REJECTED_MACHINE "reject-me"
+
 bool_t ping_1_svc(void *result, struct svc_req *req)
 {
-    (void)result, (void)req;
+    (void)result;
+    if (req->rq_cred.oa_flavor == AUTH_SYS) {
+        const struct authunix_parms *cred = (const struct authunix_parms *)req->rq_clntcred;
+        if (strcmp(cred->aup_machname, REJECTED_MACHINE) == 0) {
+            svcerr_auth(req->rq_xprt, AUTH_TOOWEAK);
+            return FALSE; /* the error is the reply */
+        }
+    }
     return TRUE;
 }
 
