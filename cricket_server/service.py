@@ -1,0 +1,551 @@
+"""`CricketService`: the CRICKET_V1 procedures of rpc_spec/cricket.x, served by sessions.
+
+Each connection gets its session from HELLO (kept in `ctx.connection.state`); every CUDA
+procedure delegates to it. A `CudaError` becomes the reply's CUresult (a failed result is the
+union's default arm); any other exception is logged and answered CUDA_ERROR_UNKNOWN, so no
+backend failure takes down the server or the connection. The text of the last failure is
+kept for GET_ERROR_MESSAGE.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from cricket_server.backends.base import (
+    CUDA_ERROR_INVALID_VALUE,
+    CUDA_ERROR_NOT_INITIALIZED,
+    CUDA_ERROR_NOT_READY,
+    CUDA_ERROR_UNKNOWN,
+    CUDA_SUCCESS,
+    CudaError,
+)
+from cricket_server.session import Session, SessionManager, negotiate_version
+from rpc_spec import cricket_rpc as proto
+
+log = logging.getLogger("cricket_server.service")
+
+T = TypeVar("T")
+STATE_KEY = "cricket"
+
+
+@dataclass
+class ConnectionState:
+    """What the service keeps per connection."""
+
+    session: Session | None = None
+    last_error: str = ""  # failures before HELLO
+
+
+def format_peer(peer: object) -> str:
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        host, port = peer[0], peer[1]
+        return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+    return str(peer) if peer else "unix"
+
+
+def _truncate(text: str, limit: int = proto.MAX_NAME) -> str:
+    data = text.encode()
+    return text if len(data) <= limit else data[: limit - 3].decode(errors="ignore") + "..."
+
+
+def _options(options: list[Any]) -> dict[int, int]:
+    return {int(o.option): int(o.value) for o in options}
+
+
+class CricketService(proto.CRICKET_V1_Server):
+    """Serves CRICKET_V1 over the sessions of one `SessionManager`."""
+
+    def __init__(self, manager: SessionManager) -> None:
+        self.manager = manager
+
+    # -- plumbing ---------------------------------------------------------------------------
+    @staticmethod
+    def _state(ctx: Any) -> ConnectionState:
+        state = ctx.connection.state.get(STATE_KEY)
+        if state is None:
+            state = ctx.connection.state[STATE_KEY] = ConnectionState()
+        return state
+
+    def _run(self, ctx: Any, call: str, fn: Callable[[Session], T]) -> tuple[int, T | None]:
+        """Run `fn` on the connection's session; (CUresult, value or None)."""
+        state = self._state(ctx)
+        session = state.session
+        if session is None or session.closed:
+            state.last_error = f"{call}: no session on this connection (call HELLO first)"
+            return CUDA_ERROR_NOT_INITIALIZED, None
+        with session.lock:
+            try:
+                return CUDA_SUCCESS, fn(session)
+            except CudaError as e:
+                session.last_error = e.message
+                log.debug("session %#x: %s -> %d: %s", session.id, call, e.code, e.message)
+                return e.code, None
+            except Exception as e:
+                session.last_error = f"{call}: server error: {type(e).__name__}: {e}"
+                log.exception("session %#x: %s failed in the backend", session.id, call)
+                return CUDA_ERROR_UNKNOWN, None
+
+    def _status(self, ctx: Any, call: str, fn: Callable[[Session], object]) -> int:
+        return self._run(ctx, call, fn)[0]
+
+    def _result(
+        self, cls: Callable[[int, Any], T], ctx: Any, call: str, fn: Callable[[Session], Any]
+    ) -> T:
+        code, value = self._run(ctx, call, fn)
+        return cls(code, value if code == CUDA_SUCCESS else None)
+
+    def _ready(self, ctx: Any, call: str, fn: Callable[[Session], bool]) -> int:
+        code, done = self._run(ctx, call, fn)
+        if code == CUDA_SUCCESS and not done:
+            return CUDA_ERROR_NOT_READY
+        return code
+
+    # -- session ----------------------------------------------------------------------------
+    def HELLO(self, ctx: Any, args: proto.hello_args) -> proto.hello_result:
+        state = self._state(ctx)
+        token = bytes(args.session_token)
+        try:
+            version = negotiate_version(args.protocol_version)
+            session = state.session
+            if session is not None and not session.closed:
+                if token != session.token:
+                    raise CudaError(
+                        CUDA_ERROR_INVALID_VALUE,
+                        f"HELLO: this connection already has session {session.id:#x}",
+                    )
+            elif token:
+                raise CudaError(
+                    CUDA_ERROR_INVALID_VALUE,
+                    "HELLO: no live session has that token (a session ends with its connection)",
+                )
+            else:
+                session = self.manager.open(format_peer(ctx.connection.peer), args.client_name)
+                state.session = session
+                ctx.connection.add_close_callback(lambda s=session: s.close("connection closed"))
+            backend = self.manager.backend
+            ok = proto.hello_ok(
+                protocol_version=version,
+                server_version=self.manager.server_version,
+                backend=backend.name,
+                driver_version=backend.driver_version(),
+                runtime_version=backend.runtime_version(),
+                session_id=session.id,
+                session_token=session.token,
+                va_base=self.manager.arena.base,
+                va_size=self.manager.arena.size,
+            )
+            return proto.hello_result(CUDA_SUCCESS, ok)
+        except CudaError as e:
+            state.last_error = e.message
+            log.warning("HELLO from %s refused: %s", format_peer(ctx.connection.peer), e.message)
+            return proto.hello_result(e.code, None)
+
+    def GOODBYE(self, ctx: Any) -> int:
+        state = self._state(ctx)
+        if state.session is not None:
+            state.session.close("goodbye")
+            state.session = None
+        return CUDA_SUCCESS
+
+    def GET_ERROR_MESSAGE(self, ctx: Any) -> str:
+        state = self._state(ctx)
+        session = state.session
+        return _truncate(session.last_error if session is not None else state.last_error)
+
+    # -- devices ----------------------------------------------------------------------------
+    def CU_INIT(self, ctx: Any, flags: int) -> int:
+        return self._status(ctx, "cuInit", lambda s: s.init(flags))
+
+    def CU_DRIVER_GET_VERSION(self, ctx: Any) -> proto.int_result:
+        return self._result(
+            proto.int_result, ctx, "cuDriverGetVersion", lambda s: s.driver_version()
+        )
+
+    def CU_DEVICE_GET_COUNT(self, ctx: Any) -> proto.int_result:
+        return self._result(proto.int_result, ctx, "cuDeviceGetCount", lambda s: s.device_count())
+
+    def CU_DEVICE_GET(self, ctx: Any, ordinal: int) -> proto.int_result:
+        return self._result(
+            proto.int_result, ctx, "cuDeviceGet", lambda s: s.device("cuDeviceGet", ordinal)
+        )
+
+    def CU_DEVICE_GET_NAME(self, ctx: Any, dev: int) -> proto.str_result:
+        call = "cuDeviceGetName"
+        return self._result(
+            proto.str_result, ctx, call, lambda s: s.backend.device_name(s.device(call, dev))
+        )
+
+    def CU_DEVICE_GET_ATTRIBUTE(self, ctx: Any, attrib: int, dev: int) -> proto.int_result:
+        call = "cuDeviceGetAttribute"
+        return self._result(
+            proto.int_result,
+            ctx,
+            call,
+            lambda s: s.backend.device_attribute(attrib, s.device(call, dev)),
+        )
+
+    def CU_DEVICE_TOTAL_MEM(self, ctx: Any, dev: int) -> proto.u64_result:
+        call = "cuDeviceTotalMem"
+        return self._result(
+            proto.u64_result, ctx, call, lambda s: s.backend.device_total_mem(s.device(call, dev))
+        )
+
+    def CU_DEVICE_GET_UUID(self, ctx: Any, dev: int) -> proto.uuid_result:
+        call = "cuDeviceGetUuid"
+        return self._result(
+            proto.uuid_result,
+            ctx,
+            call,
+            lambda s: bytes(s.backend.device_uuid(s.device(call, dev))),
+        )
+
+    def CU_DEVICE_GET_PCI_BUS_ID(self, ctx: Any, dev: int) -> proto.str_result:
+        call = "cuDeviceGetPCIBusId"
+        return self._result(
+            proto.str_result, ctx, call, lambda s: s.backend.device_pci_bus_id(s.device(call, dev))
+        )
+
+    # -- contexts ---------------------------------------------------------------------------
+    def CU_DEVICE_PRIMARY_CTX_RETAIN(self, ctx: Any, dev: int) -> proto.handle_result:
+        return self._result(
+            proto.handle_result,
+            ctx,
+            "cuDevicePrimaryCtxRetain",
+            lambda s: s.primary_ctx_retain(dev),
+        )
+
+    def CU_DEVICE_PRIMARY_CTX_RELEASE(self, ctx: Any, dev: int) -> int:
+        return self._status(ctx, "cuDevicePrimaryCtxRelease", lambda s: s.primary_ctx_release(dev))
+
+    def CU_DEVICE_PRIMARY_CTX_RESET(self, ctx: Any, dev: int) -> int:
+        return self._status(ctx, "cuDevicePrimaryCtxReset", lambda s: s.primary_ctx_reset(dev))
+
+    def CU_DEVICE_PRIMARY_CTX_GET_STATE(self, ctx: Any, dev: int) -> proto.ctx_state_result:
+        def state(s: Session) -> proto.ctx_state:
+            flags, active = s.primary_ctx_get_state(dev)
+            return proto.ctx_state(flags=flags, active=int(active))
+
+        return self._result(proto.ctx_state_result, ctx, "cuDevicePrimaryCtxGetState", state)
+
+    def CU_DEVICE_PRIMARY_CTX_SET_FLAGS(self, ctx: Any, dev: int, flags: int) -> int:
+        return self._status(
+            ctx, "cuDevicePrimaryCtxSetFlags", lambda s: s.primary_ctx_set_flags(dev, flags)
+        )
+
+    def CU_CTX_CREATE(self, ctx: Any, flags: int, dev: int) -> proto.handle_result:
+        return self._result(
+            proto.handle_result, ctx, "cuCtxCreate", lambda s: s.ctx_create(flags, dev)
+        )
+
+    def CU_CTX_DESTROY(self, ctx: Any, handle: int) -> int:
+        return self._status(ctx, "cuCtxDestroy", lambda s: s.ctx_destroy(handle))
+
+    def CU_CTX_SET_CURRENT(self, ctx: Any, handle: int) -> int:
+        return self._status(ctx, "cuCtxSetCurrent", lambda s: s.ctx_set_current(handle))
+
+    def CU_CTX_GET_CURRENT(self, ctx: Any) -> proto.handle_result:
+        return self._result(
+            proto.handle_result, ctx, "cuCtxGetCurrent", lambda s: s.ctx_get_current()
+        )
+
+    def CU_CTX_PUSH_CURRENT(self, ctx: Any, handle: int) -> int:
+        return self._status(ctx, "cuCtxPushCurrent", lambda s: s.ctx_push_current(handle))
+
+    def CU_CTX_POP_CURRENT(self, ctx: Any) -> proto.handle_result:
+        return self._result(
+            proto.handle_result, ctx, "cuCtxPopCurrent", lambda s: s.ctx_pop_current()
+        )
+
+    def CU_CTX_SYNCHRONIZE(self, ctx: Any) -> int:
+        return self._status(ctx, "cuCtxSynchronize", lambda s: s.ctx_synchronize())
+
+    def CU_CTX_GET_DEVICE(self, ctx: Any) -> proto.int_result:
+        return self._result(proto.int_result, ctx, "cuCtxGetDevice", lambda s: s.ctx_get_device())
+
+    def CU_CTX_GET_LIMIT(self, ctx: Any, limit: int) -> proto.u64_result:
+        return self._result(
+            proto.u64_result, ctx, "cuCtxGetLimit", lambda s: s.ctx_get_limit(limit)
+        )
+
+    def CU_CTX_SET_LIMIT(self, ctx: Any, limit: int, value: int) -> int:
+        return self._status(ctx, "cuCtxSetLimit", lambda s: s.ctx_set_limit(limit, value))
+
+    def CU_CTX_GET_STREAM_PRIORITY_RANGE(self, ctx: Any) -> proto.int_pair_result:
+        def pair(s: Session) -> proto.int_pair:
+            least, greatest = s.ctx_stream_priority_range()
+            return proto.int_pair(first=least, second=greatest)
+
+        return self._result(proto.int_pair_result, ctx, "cuCtxGetStreamPriorityRange", pair)
+
+    # -- memory -----------------------------------------------------------------------------
+    def CU_MEM_ALLOC(self, ctx: Any, size: int) -> proto.ptr_result:
+        return self._result(proto.ptr_result, ctx, "cuMemAlloc", lambda s: s.mem_alloc(size))
+
+    def CU_MEM_ALLOC_PITCH(
+        self, ctx: Any, width: int, height: int, element_size: int
+    ) -> proto.pitch_result:
+        def alloc(s: Session) -> proto.pitch_alloc:
+            ptr, pitch = s.mem_alloc_pitch(width, height, element_size)
+            return proto.pitch_alloc(ptr=ptr, pitch=pitch)
+
+        return self._result(proto.pitch_result, ctx, "cuMemAllocPitch", alloc)
+
+    def CU_MEM_FREE(self, ctx: Any, ptr: int) -> int:
+        return self._status(ctx, "cuMemFree", lambda s: s.mem_free(ptr))
+
+    def CU_MEM_GET_INFO(self, ctx: Any) -> proto.mem_info_result:
+        def info(s: Session) -> proto.mem_info:
+            free, total = s.mem_get_info()
+            return proto.mem_info(free=free, total=total)
+
+        return self._result(proto.mem_info_result, ctx, "cuMemGetInfo", info)
+
+    def CU_MEM_GET_ADDRESS_RANGE(self, ctx: Any, ptr: int) -> proto.mem_range_result:
+        def span(s: Session) -> proto.mem_range:
+            base, size = s.mem_get_address_range(ptr)
+            return proto.mem_range(base=base, size=size)
+
+        return self._result(proto.mem_range_result, ctx, "cuMemGetAddressRange", span)
+
+    def CU_MEMCPY_HTOD(self, ctx: Any, dst: int, data: Any) -> int:
+        return self._status(ctx, "cuMemcpyHtoD", lambda s: s.memcpy_htod(dst, memoryview(data)))
+
+    def CU_MEMCPY_DTOH(self, ctx: Any, src: int, size: int) -> proto.mem_result:
+        return self._result(
+            proto.mem_result, ctx, "cuMemcpyDtoH", lambda s: s.memcpy_dtoh(src, size)
+        )
+
+    def CU_MEMCPY_DTOD(self, ctx: Any, dst: int, src: int, size: int) -> int:
+        return self._status(ctx, "cuMemcpyDtoD", lambda s: s.memcpy_dtod(dst, src, size))
+
+    def CU_MEMCPY_HTOD_ASYNC(self, ctx: Any, dst: int, data: Any, stream: int) -> int:
+        return self._status(
+            ctx, "cuMemcpyHtoDAsync", lambda s: s.memcpy_htod(dst, memoryview(data), stream)
+        )
+
+    def CU_MEMCPY_DTOH_ASYNC(self, ctx: Any, src: int, size: int, stream: int) -> proto.mem_result:
+        return self._result(
+            proto.mem_result, ctx, "cuMemcpyDtoHAsync", lambda s: s.memcpy_dtoh(src, size, stream)
+        )
+
+    def CU_MEMCPY_DTOD_ASYNC(self, ctx: Any, dst: int, src: int, size: int, stream: int) -> int:
+        return self._status(
+            ctx, "cuMemcpyDtoDAsync", lambda s: s.memcpy_dtod(dst, src, size, stream)
+        )
+
+    def CU_MEMSET(self, ctx: Any, dst: int, value: int, width: int, count: int) -> int:
+        return self._status(ctx, "cuMemset", lambda s: s.memset(dst, value, width, count))
+
+    def CU_MEMSET_ASYNC(
+        self, ctx: Any, dst: int, value: int, width: int, count: int, stream: int
+    ) -> int:
+        return self._status(
+            ctx, "cuMemsetAsync", lambda s: s.memset(dst, value, width, count, stream)
+        )
+
+    def CU_MEM_ALLOC_ASYNC(self, ctx: Any, size: int, stream: int) -> proto.ptr_result:
+        return self._result(
+            proto.ptr_result, ctx, "cuMemAllocAsync", lambda s: s.mem_alloc_async(size, stream)
+        )
+
+    def CU_MEM_FREE_ASYNC(self, ctx: Any, ptr: int, stream: int) -> int:
+        return self._status(ctx, "cuMemFreeAsync", lambda s: s.mem_free_async(ptr, stream))
+
+    def CU_POINTER_GET_ATTRIBUTES(
+        self, ctx: Any, attributes: list[int], ptr: int
+    ) -> proto.pointer_attributes_result:
+        def values(s: Session) -> list[proto.pointer_attribute_value]:
+            return [
+                proto.pointer_attribute_value(attribute=a, err=e, value=v)
+                for a, e, v in s.pointer_attributes(attributes, ptr)
+            ]
+
+        return self._result(proto.pointer_attributes_result, ctx, "cuPointerGetAttributes", values)
+
+    # -- modules, libraries, functions ------------------------------------------------------
+    def _load(self, ctx: Any, call: str, fn: Callable[[Session], int]) -> proto.module_load_result:
+        code, handle = self._run(ctx, call, fn)
+        if code != CUDA_SUCCESS:
+            return proto.module_load_result(code, _truncate(self.GET_ERROR_MESSAGE(ctx), 1 << 16))
+        loaded = proto.module_loaded(handle=handle, info_log="", error_log="")
+        return proto.module_load_result(CUDA_SUCCESS, loaded)
+
+    def CU_MODULE_LOAD_DATA(
+        self, ctx: Any, image: Any, options: list[Any]
+    ) -> proto.module_load_result:
+        call = "cuModuleLoadData"
+        return self._load(ctx, call, lambda s: s.module_load(bytes(image), _options(options), call))
+
+    def CU_MODULE_LOAD_FAT_BINARY(self, ctx: Any, image: Any) -> proto.module_load_result:
+        call = "cuModuleLoadFatBinary"
+        return self._load(ctx, call, lambda s: s.module_load(bytes(image), {}, call))
+
+    def CU_MODULE_UNLOAD(self, ctx: Any, module: int) -> int:
+        return self._status(ctx, "cuModuleUnload", lambda s: s.module_unload(module))
+
+    def CU_MODULE_GET_FUNCTION(self, ctx: Any, module: int, name: str) -> proto.handle_result:
+        return self._result(
+            proto.handle_result,
+            ctx,
+            "cuModuleGetFunction",
+            lambda s: s.module_get_function(module, name),
+        )
+
+    def CU_MODULE_GET_GLOBAL(self, ctx: Any, module: int, name: str) -> proto.global_result:
+        def found(s: Session) -> proto.global_info:
+            ptr, size = s.module_get_global(module, name)
+            return proto.global_info(ptr=ptr, size=size)
+
+        return self._result(proto.global_result, ctx, "cuModuleGetGlobal", found)
+
+    def CU_LIBRARY_LOAD_DATA(
+        self, ctx: Any, image: Any, jit_options: list[Any], library_options: list[Any]
+    ) -> proto.module_load_result:
+        return self._load(
+            ctx,
+            "cuLibraryLoadData",
+            lambda s: s.library_load(
+                bytes(image), _options(jit_options), _options(library_options)
+            ),
+        )
+
+    def CU_LIBRARY_UNLOAD(self, ctx: Any, library: int) -> int:
+        return self._status(ctx, "cuLibraryUnload", lambda s: s.library_unload(library))
+
+    def CU_LIBRARY_GET_KERNEL(self, ctx: Any, library: int, name: str) -> proto.handle_result:
+        return self._result(
+            proto.handle_result,
+            ctx,
+            "cuLibraryGetKernel",
+            lambda s: s.library_get_kernel(library, name),
+        )
+
+    def CU_KERNEL_GET_FUNCTION(self, ctx: Any, kernel: int) -> proto.handle_result:
+        return self._result(
+            proto.handle_result, ctx, "cuKernelGetFunction", lambda s: s.kernel_get_function(kernel)
+        )
+
+    def CU_FUNC_GET_ATTRIBUTE(self, ctx: Any, attrib: int, func: int) -> proto.int_result:
+        return self._result(
+            proto.int_result,
+            ctx,
+            "cuFuncGetAttribute",
+            lambda s: s.func_get_attribute(attrib, func),
+        )
+
+    def CU_FUNC_SET_ATTRIBUTE(self, ctx: Any, func: int, attrib: int, value: int) -> int:
+        return self._status(
+            ctx, "cuFuncSetAttribute", lambda s: s.func_set_attribute(func, attrib, value)
+        )
+
+    def CU_FUNC_SET_CACHE_CONFIG(self, ctx: Any, func: int, config: int) -> int:
+        return self._status(
+            ctx, "cuFuncSetCacheConfig", lambda s: s.func_set_cache_config(func, config)
+        )
+
+    def CU_FUNC_GET_PARAM_INFO(self, ctx: Any, func: int) -> proto.param_info_result:
+        def params(s: Session) -> list[proto.param_info]:
+            return [proto.param_info(offset=p.offset, size=p.size) for p in s.func_param_info(func)]
+
+        return self._result(proto.param_info_result, ctx, "cuFuncGetParamInfo", params)
+
+    # -- launches ---------------------------------------------------------------------------
+    def _launch(self, ctx: Any, args: proto.launch_args, cooperative: bool) -> int:
+        call = "cuLaunchCooperativeKernel" if cooperative else "cuLaunchKernel"
+        return self._status(
+            ctx,
+            call,
+            lambda s: s.launch(
+                args.function,
+                (args.grid_x, args.grid_y, args.grid_z),
+                (args.block_x, args.block_y, args.block_z),
+                args.shared_mem_bytes,
+                args.stream,
+                memoryview(args.params),
+                cooperative,
+            ),
+        )
+
+    def CU_LAUNCH_KERNEL(self, ctx: Any, args: proto.launch_args) -> int:
+        return self._launch(ctx, args, cooperative=False)
+
+    def CU_LAUNCH_COOPERATIVE_KERNEL(self, ctx: Any, args: proto.launch_args) -> int:
+        return self._launch(ctx, args, cooperative=True)
+
+    # -- streams and events -----------------------------------------------------------------
+    def CU_STREAM_CREATE(self, ctx: Any, flags: int) -> proto.handle_result:
+        return self._result(
+            proto.handle_result, ctx, "cuStreamCreate", lambda s: s.stream_create(flags)
+        )
+
+    def CU_STREAM_CREATE_WITH_PRIORITY(
+        self, ctx: Any, flags: int, priority: int
+    ) -> proto.handle_result:
+        return self._result(
+            proto.handle_result,
+            ctx,
+            "cuStreamCreateWithPriority",
+            lambda s: s.stream_create(flags, priority),
+        )
+
+    def CU_STREAM_DESTROY(self, ctx: Any, stream: int) -> int:
+        return self._status(ctx, "cuStreamDestroy", lambda s: s.stream_destroy(stream))
+
+    def CU_STREAM_SYNCHRONIZE(self, ctx: Any, stream: int) -> int:
+        return self._status(ctx, "cuStreamSynchronize", lambda s: s.stream_synchronize(stream))
+
+    def CU_STREAM_QUERY(self, ctx: Any, stream: int) -> int:
+        return self._ready(ctx, "cuStreamQuery", lambda s: s.stream_query(stream))
+
+    def CU_STREAM_WAIT_EVENT(self, ctx: Any, stream: int, event: int, flags: int) -> int:
+        return self._status(
+            ctx, "cuStreamWaitEvent", lambda s: s.stream_wait_event(stream, event, flags)
+        )
+
+    def CU_EVENT_CREATE(self, ctx: Any, flags: int) -> proto.handle_result:
+        return self._result(
+            proto.handle_result, ctx, "cuEventCreate", lambda s: s.event_create(flags)
+        )
+
+    def CU_EVENT_DESTROY(self, ctx: Any, event: int) -> int:
+        return self._status(ctx, "cuEventDestroy", lambda s: s.event_destroy(event))
+
+    def CU_EVENT_RECORD(self, ctx: Any, event: int, stream: int) -> int:
+        return self._status(ctx, "cuEventRecord", lambda s: s.event_record(event, stream))
+
+    def CU_EVENT_SYNCHRONIZE(self, ctx: Any, event: int) -> int:
+        return self._status(ctx, "cuEventSynchronize", lambda s: s.event_synchronize(event))
+
+    def CU_EVENT_QUERY(self, ctx: Any, event: int) -> int:
+        return self._ready(ctx, "cuEventQuery", lambda s: s.event_query(event))
+
+    def CU_EVENT_ELAPSED_TIME(self, ctx: Any, start: int, end: int) -> proto.float_result:
+        return self._result(
+            proto.float_result,
+            ctx,
+            "cuEventElapsedTime",
+            lambda s: s.event_elapsed_time(start, end),
+        )
+
+    # -- occupancy --------------------------------------------------------------------------
+    def CU_OCCUPANCY_MAX_ACTIVE_BLOCKS_PER_MULTIPROCESSOR(
+        self, ctx: Any, func: int, block_size: int, smem: int, flags: int
+    ) -> proto.int_result:
+        return self._result(
+            proto.int_result,
+            ctx,
+            "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+            lambda s: s.occupancy_max_active_blocks(func, block_size, smem, flags),
+        )
+
+    def CU_OCCUPANCY_MAX_POTENTIAL_BLOCK_SIZE(
+        self, ctx: Any, func: int, smem: int, block_size_limit: int, flags: int
+    ) -> proto.int_pair_result:
+        def pair(s: Session) -> proto.int_pair:
+            grid, block = s.occupancy_max_potential_block_size(func, smem, block_size_limit, flags)
+            return proto.int_pair(first=grid, second=block)
+
+        return self._result(proto.int_pair_result, ctx, "cuOccupancyMaxPotentialBlockSize", pair)
