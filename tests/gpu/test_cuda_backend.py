@@ -9,6 +9,7 @@ import struct
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -63,7 +64,10 @@ def test_default_base_is_honoured_in_a_fresh_process(backend: CudaBackend) -> No
         "import json; from cricket_server.backends.cuda import CudaBackend; b = CudaBackend(); "
         "print(json.dumps(b.address_space())); b.close()"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     base, size, granularity = json.loads(out.stdout.strip().splitlines()[-1])
     assert (base, size) == (DEFAULT_RESERVE_BASE, 1 << 40)

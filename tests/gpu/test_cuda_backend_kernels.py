@@ -76,7 +76,7 @@ def test_launch_with_packed_arguments(
     axpy = session.module_get_function(module, "axpy_pair")
     args = bytearray(48)
     struct.pack_into("<QQf", args, 0, out, src, 2.0)
-    struct.pack_into("<id", args, 24, 3, 0.5)  # Pair{a=3, b=0.5}
+    struct.pack_into("<i4xd", args, 24, 3, 0.5)  # Pair{a=3, b=0.5}: b at offset 8
     struct.pack_into("<b", args, 40, -2)
     struct.pack_into("<i", args, 44, N)
     session.launch(axpy, ((N + 127) // 128, 1, 1), (128, 1, 1), 0, None, memoryview(args))

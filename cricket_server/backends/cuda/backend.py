@@ -49,21 +49,19 @@ class CudaBackend(Backend):
         self._staging_limit = staging_limit
         self._granularity: dict[int, int] = {}
         self._primary: Any = None
-        alignment = max(self.granularity(dev) for dev in range(self._count))
-        self.reservation = self._reserve(reserve_base, reserve_size, alignment, require_base)
-
-    def _reserve(
-        self, base: int, size: int, alignment: int, require_base: bool
-    ) -> AddressReservation:
         try:
-            return AddressReservation.reserve(base, size, alignment, require_base=require_base)
+            self.reservation = self._reserve(reserve_base, reserve_size, require_base)
         except CudaError as exc:
             if exc.code != CUDA_ERROR_INVALID_CONTEXT:
                 raise
-        # This driver wants a context for reservations: use device 0's primary context.
-        self._primary = call(driver.cuDevicePrimaryCtxRetain, self.device_handle(0))
-        call(driver.cuCtxSetCurrent, self._primary)
-        forget_current()
+            # This driver wants a context for VMM queries: use device 0's primary context.
+            self._primary = call(driver.cuDevicePrimaryCtxRetain, self.device_handle(0))
+            call(driver.cuCtxSetCurrent, self._primary)
+            forget_current()
+            self.reservation = self._reserve(reserve_base, reserve_size, require_base)
+
+    def _reserve(self, base: int, size: int, require_base: bool) -> AddressReservation:
+        alignment = max(self.granularity(dev) for dev in range(self._count))
         return AddressReservation.reserve(base, size, alignment, require_base=require_base)
 
     # -- what the session layer needs for its AddressArena -------------------------------

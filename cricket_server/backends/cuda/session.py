@@ -38,11 +38,7 @@ _ELF_MAGIC = b"\x7fELF"
 _FATBIN_MAGIC = b"\x50\xed\x55\xba"  # 0xBA55ED50, little-endian
 _LEGACY = driver.CUstream(driver.CU_STREAM_LEGACY)
 _PER_THREAD = driver.CUstream(driver.CU_STREAM_PER_THREAD)
-_MEMSET_FUNCS: dict[int, tuple[Any, Any]] = {
-    1: (driver.cuMemsetD8, driver.cuMemsetD8Async),
-    2: (driver.cuMemsetD16, driver.cuMemsetD16Async),
-    4: (driver.cuMemsetD32, driver.cuMemsetD32Async),
-}
+_MEMSET_CALLS = {1: "cuMemsetD8", 2: "cuMemsetD16", 4: "cuMemsetD32"}  # and ...Async
 
 
 def _handle_key(obj: object) -> int:
@@ -203,19 +199,18 @@ class CudaSession(BackendSession):
             call(driver.cuMemcpyDtoDAsync, d, s, size, self._stream(stream))
 
     def memset(self, dst: int, value: int, width: int, count: int, stream: object | None) -> None:
-        funcs = _MEMSET_FUNCS.get(width)
-        if funcs is None:
+        name = _MEMSET_CALLS.get(width)
+        if name is None:
             raise CudaError(
                 CUDA_ERROR_INVALID_VALUE, f"cuMemset: element width {width} is not 1, 2 or 4"
             )
         self._state()
-        sync_fn, async_fn = funcs
         ptr = driver.CUdeviceptr(dst)
         value &= (1 << (8 * width)) - 1
         if stream is None:
-            call(sync_fn, ptr, value, count)
+            call(getattr(driver, name), ptr, value, count)
         else:
-            call(async_fn, ptr, value, count, self._stream(stream))
+            call(getattr(driver, name + "Async"), ptr, value, count, self._stream(stream))
 
     def mem_get_info(self) -> tuple[int, int]:
         self._state()

@@ -51,6 +51,10 @@ class PinnedStager:
             if buf.capacity >= size and self._idle(buf):
                 return buf
         capacity = min(max(_MIN_BUFFER, 1 << (size - 1).bit_length()), self.limit)
+        if self._total + capacity > self.limit:
+            busy = [b for b in self._buffers if b.capacity >= size]
+            if busy:  # the pool is full: wait for a copy that reads a large enough buffer
+                return self._wait(min(busy, key=lambda b: b.capacity))
         while self._total + capacity > self.limit and self._buffers:
             self._free(self._evict_candidate())
         return self._allocate(capacity)
@@ -78,6 +82,11 @@ class PinnedStager:
                 raise CudaError(code, f"cuEventQuery (staging buffer): {error_text(code)}")
             buf.pending = False
         return True
+
+    def _wait(self, buf: PinnedBuffer) -> PinnedBuffer:
+        call(driver.cuEventSynchronize, buf.event, what="staging buffer")
+        buf.pending = False
+        return buf
 
     def _evict_candidate(self) -> PinnedBuffer:
         idle = [b for b in self._buffers if not b.pending]
