@@ -56,7 +56,19 @@ CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE = 720
 STREAM_PRIORITY_RANGE = (0, -5)  # (least, greatest)
 
 # CUlimit -> default; the first seven can be set
-_LIMIT_DEFAULTS = {0: 1024, 1: 1 << 20, 2: 8 << 20, 3: 2, 4: 2048, 5: 64, 6: 0, 7: 0, 8: 0, 9: 0, 10: 0}
+_LIMIT_DEFAULTS = {
+    0: 1024,
+    1: 1 << 20,
+    2: 8 << 20,
+    3: 2,
+    4: 2048,
+    5: 64,
+    6: 0,
+    7: 0,
+    8: 0,
+    9: 0,
+    10: 0,
+}
 _SETTABLE_LIMITS = range(7)
 
 # CUfunction_attribute numbers
@@ -213,7 +225,7 @@ class SimSession(BackendSession):
     def _drain(self) -> None:
         """Wait for all queued work of every device, errors or not."""
         for state in self._states.values():
-            for stream in list(state.context.streams):
+            for stream in state.context.live():
                 stream.wait()
 
     # -- devices and contexts -----------------------------------------------------------------
@@ -223,7 +235,7 @@ class SimSession(BackendSession):
 
     def synchronize(self) -> None:
         state = self._state()
-        for stream in list(state.context.streams):
+        for stream in state.context.live():
             stream.wait()
         state.context.check()
 
@@ -259,7 +271,9 @@ class SimSession(BackendSession):
         target.context.check()
         size = memoryview(data).nbytes
         self.memory.check(dst, size, f"{call}: destination")
-        payload = data if stream is None else bytes(data)  # async copies outlive the caller's buffer
+        payload = (
+            data if stream is None else bytes(data)
+        )  # async copies outlive the caller's buffer
         work = target.submit(lambda: self.memory.write(dst, payload, what=call))
         if stream is None:
             work.done.wait()
@@ -291,7 +305,9 @@ class SimSession(BackendSession):
         call = f"cuMemsetD{8 * width}"
         dtype = {1: np.uint8, 2: np.uint16, 4: np.uint32}.get(width)
         if dtype is None:
-            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"cuMemset: element width {width} is not 1, 2 or 4")
+            raise CudaError(
+                CUDA_ERROR_INVALID_VALUE, f"cuMemset: element width {width} is not 1, 2 or 4"
+            )
         if dst % width:
             raise CudaError(
                 CUDA_ERROR_INVALID_VALUE, f"{call}: {dst:#x} is not {width}-byte aligned"
@@ -381,7 +397,9 @@ class SimSession(BackendSession):
 
     def library_unload(self, library: object) -> None:
         if not isinstance(library, SimLibrary):
-            raise CudaError(CUDA_ERROR_INVALID_HANDLE, f"cuLibraryUnload: {library!r} is not a library")
+            raise CudaError(
+                CUDA_ERROR_INVALID_HANDLE, f"cuLibraryUnload: {library!r} is not a library"
+            )
         self.module_unload(library.module)
 
     def library_get_kernel(self, library: object, name: str) -> object:
@@ -395,7 +413,9 @@ class SimSession(BackendSession):
 
     def kernel_get_function(self, kernel: object) -> object:
         if not isinstance(kernel, SimKernel):
-            raise CudaError(CUDA_ERROR_INVALID_HANDLE, f"cuKernelGetFunction: {kernel!r} is not a kernel")
+            raise CudaError(
+                CUDA_ERROR_INVALID_HANDLE, f"cuKernelGetFunction: {kernel!r} is not a kernel"
+            )
         return self._function(kernel.function, "cuKernelGetFunction")
 
     def func_get_attribute(self, attrib: int, func: object) -> int:
@@ -445,7 +465,9 @@ class SimSession(BackendSession):
     def func_set_cache_config(self, func: object, config: int) -> None:
         fn = self._function(func, "cuFuncSetCacheConfig")
         if not 0 <= config <= 3:
-            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"cuFuncSetCacheConfig: config {config} is not 0..3")
+            raise CudaError(
+                CUDA_ERROR_INVALID_VALUE, f"cuFuncSetCacheConfig: config {config} is not 0..3"
+            )
         fn.cache_config = config
 
     def func_param_info(self, func: object) -> Sequence[ParamInfo]:
@@ -475,7 +497,8 @@ class SimSession(BackendSession):
         host = find_kernel(name)
         if host is None:
             raise CudaError(
-                CUDA_ERROR_NOT_SUPPORTED, f"{call}: sim has no host implementation of kernel {name!r}"
+                CUDA_ERROR_NOT_SUPPORTED,
+                f"{call}: sim has no host implementation of kernel {name!r}",
             )
         raw = bytes(params)
         need = max((p.offset + p.size for p in fn.info.params), default=0)
@@ -503,12 +526,17 @@ class SimSession(BackendSession):
         name = fn.info.name
         if len(grid) != 3 or len(block) != 3 or min(*grid, *block) <= 0:
             raise CudaError(
-                CUDA_ERROR_INVALID_VALUE, f"{call}: kernel {name!r}: grid {grid} / block {block} has a zero"
+                CUDA_ERROR_INVALID_VALUE,
+                f"{call}: kernel {name!r}: grid {grid} / block {block} has a zero",
             )
-        for dims, most, what in ((grid, dv.MAX_GRID_DIM, "grid"), (block, dv.MAX_BLOCK_DIM, "block")):
+        for dims, most, what in (
+            (grid, dv.MAX_GRID_DIM, "grid"),
+            (block, dv.MAX_BLOCK_DIM, "block"),
+        ):
             if any(d > m for d, m in zip(dims, most, strict=True)):
                 raise CudaError(
-                    CUDA_ERROR_INVALID_VALUE, f"{call}: kernel {name!r}: {what} {dims} exceeds {most}"
+                    CUDA_ERROR_INVALID_VALUE,
+                    f"{call}: kernel {name!r}: {what} {dims} exceeds {most}",
                 )
         threads = block[0] * block[1] * block[2]
         if threads > self._max_threads(fn.info):
@@ -525,7 +553,9 @@ class SimSession(BackendSession):
                 f"at most {max_dynamic}",
             )
         if call == "cuLaunchCooperativeKernel":
-            per_sm = dv.max_active_blocks(threads, fn.info.num_regs, fn.info.shared_bytes + shared_mem)
+            per_sm = dv.max_active_blocks(
+                threads, fn.info.num_regs, fn.info.shared_bytes + shared_mem
+            )
             blocks = grid[0] * grid[1] * grid[2]
             if blocks > per_sm * dv.SM_COUNT:
                 raise CudaError(
@@ -547,7 +577,9 @@ class SimSession(BackendSession):
     def stream_destroy(self, stream: object) -> None:
         target = self._stream(stream, "cuStreamDestroy")
         if stream is None or stream == PER_THREAD_STREAM:
-            raise CudaError(CUDA_ERROR_INVALID_HANDLE, "cuStreamDestroy: a default stream cannot be destroyed")
+            raise CudaError(
+                CUDA_ERROR_INVALID_HANDLE, "cuStreamDestroy: a default stream cannot be destroyed"
+            )
         self._streams.discard(target)
         target.close()
 
@@ -565,7 +597,9 @@ class SimSession(BackendSession):
         target = self._stream(stream, "cuStreamWaitEvent")
         ev = self._event(event, "cuStreamWaitEvent")
         if flags & ~0x1:
-            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"cuStreamWaitEvent: unknown flags {flags:#x}")
+            raise CudaError(
+                CUDA_ERROR_INVALID_VALUE, f"cuStreamWaitEvent: unknown flags {flags:#x}"
+            )
         if ev.record is not None and not ev.record.done.is_set():
             target.submit(lambda: None, [ev.record])
 
@@ -604,13 +638,18 @@ class SimSession(BackendSession):
         for ev, which in ((first, "start"), (last, "end")):
             if not ev.timing:
                 raise CudaError(
-                    CUDA_ERROR_INVALID_HANDLE, f"{call}: the {which} event was created with CU_EVENT_DISABLE_TIMING"
+                    CUDA_ERROR_INVALID_HANDLE,
+                    f"{call}: the {which} event was created with CU_EVENT_DISABLE_TIMING",
                 )
             if ev.record is None:
-                raise CudaError(CUDA_ERROR_INVALID_HANDLE, f"{call}: the {which} event was never recorded")
+                raise CudaError(
+                    CUDA_ERROR_INVALID_HANDLE, f"{call}: the {which} event was never recorded"
+                )
         for ev, which in ((first, "start"), (last, "end")):
             if not ev.done():
-                raise CudaError(CUDA_ERROR_NOT_READY, f"{call}: the {which} event has not completed")
+                raise CudaError(
+                    CUDA_ERROR_NOT_READY, f"{call}: the {which} event has not completed"
+                )
         self._state().context.check()
         if first.time is None or last.time is None:
             raise CudaError(CUDA_ERROR_INVALID_HANDLE, f"{call}: an event record was skipped")
@@ -623,7 +662,9 @@ class SimSession(BackendSession):
         fn = self._function(func, "cuOccupancyMaxActiveBlocksPerMultiprocessor")
         if block_size > self._max_threads(fn.info):
             return 0
-        return dv.max_active_blocks(block_size, fn.info.num_regs, fn.info.shared_bytes + dynamic_smem)
+        return dv.max_active_blocks(
+            block_size, fn.info.num_regs, fn.info.shared_bytes + dynamic_smem
+        )
 
     def occupancy_max_potential_block_size(
         self, func: object, dynamic_smem: int, block_size_limit: int, flags: int
@@ -643,7 +684,7 @@ class SimSession(BackendSession):
         self._closed = True
         for state in self._states.values():
             state.context.cancelled.set()
-        streams = [s for state in self._states.values() for s in state.context.streams]
+        streams = [s for state in self._states.values() for s in state.context.live()]
         for stream in streams:
             stream.close()
         for stream in streams:
@@ -654,7 +695,6 @@ class SimSession(BackendSession):
         for state in self._states.values():
             if state.module_heap is not None:
                 state.module_heap.release_all()
-        self.memory.unmap_all()
+        self.memory.close()
         self._states.clear()
         self._streams.clear()
-

@@ -350,7 +350,8 @@ def _param_layout(kernel: str, decl: str) -> tuple[int, int]:
     types = [w[1:] for w in words if w.startswith(".") and w[1:] in _PTX_TYPE_SIZE]
     if not words or words[0] != ".param" or not types:
         raise CudaError(
-            CUDA_ERROR_INVALID_PTX, f"cuModuleLoadData: kernel {kernel!r}: cannot read parameter {decl!r}"
+            CUDA_ERROR_INVALID_PTX,
+            f"cuModuleLoadData: kernel {kernel!r}: cannot read parameter {decl!r}",
         )
     elem = _PTX_TYPE_SIZE[types[0]]
     count = 1
@@ -387,7 +388,9 @@ def _ptx_global(decl: str, init_text: str | None) -> GlobalVar | None:
     size = elem * count
     init = bytearray(size)
     if init_text:
-        values = re.findall(r"0[fF][0-9a-fA-F]{8}|0[dD][0-9a-fA-F]{16}|[-+]?\w+(?:\.\w*)?", init_text[1:])
+        values = re.findall(
+            r"0[fF][0-9a-fA-F]{8}|0[dD][0-9a-fA-F]{16}|[-+]?\w+(?:\.\w*)?", init_text[1:]
+        )
         step = _PTX_TYPE_SIZE[type_name]
         for i, value in enumerate(values[: size // step]):
             init[i * step : (i + 1) * step] = _ptx_constant(value, type_name, step)

@@ -40,6 +40,7 @@ class SimMemory:
 
     def __init__(self) -> None:
         self._index: tuple[list[int], list[_Chunk]] = ([], [])
+        self.closed = False
 
     # -- mapping (session thread) -----------------------------------------------------------
     def map(self, base: int, size: int, device: SimDevice) -> _Chunk:
@@ -55,6 +56,8 @@ class SimMemory:
         return chunk
 
     def unmap(self, base: int) -> None:
+        if self.closed:
+            return  # the session is gone and took every chunk with it
         starts, chunks = self._index
         i = bisect.bisect_left(starts, base)
         if i == len(starts) or starts[i] != base:
@@ -63,12 +66,16 @@ class SimMemory:
         self._index = (starts[:i] + starts[i + 1 :], chunks[:i] + chunks[i + 1 :])
         chunk.device.refund(chunk.end - chunk.base)
 
-    def unmap_all(self) -> None:
+    def close(self) -> None:
+        """Unmap everything; later unmaps of the session's heaps are no-ops."""
         for base in list(self._index[0]):
             self.unmap(base)
+        self.closed = True
 
     # -- access (any thread) ------------------------------------------------------------------
-    def span(self, addr: int, size: int, code: int = CUDA_ERROR_INVALID_VALUE, what: str = "access") -> np.ndarray:
+    def span(
+        self, addr: int, size: int, code: int = CUDA_ERROR_INVALID_VALUE, what: str = "access"
+    ) -> np.ndarray:
         """A writable uint8 view of [addr, addr+size); raises `code` unless it is all mapped."""
         starts, chunks = self._index
         i = bisect.bisect_right(starts, addr) - 1
@@ -98,11 +105,19 @@ class SimMemory:
         joined.flags.writeable = False
         return joined
 
-    def read(self, addr: int, size: int, code: int = CUDA_ERROR_INVALID_VALUE, what: str = "read") -> bytes:
+    def read(
+        self, addr: int, size: int, code: int = CUDA_ERROR_INVALID_VALUE, what: str = "read"
+    ) -> bytes:
         return self.span(addr, size, code, what).tobytes()
 
-    def write(self, addr: int, data, code: int = CUDA_ERROR_INVALID_VALUE, what: str = "write") -> None:
-        src = np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data.view(np.uint8).reshape(-1)
+    def write(
+        self, addr: int, data, code: int = CUDA_ERROR_INVALID_VALUE, what: str = "write"
+    ) -> None:
+        src = (
+            np.frombuffer(data, dtype=np.uint8)
+            if not isinstance(data, np.ndarray)
+            else data.view(np.uint8).reshape(-1)
+        )
         view = self.span(addr, src.size, code, what)
         if view.flags.writeable:
             view[:] = src
@@ -128,7 +143,9 @@ class SimChunkBacking:
 
     granularity = GRANULARITY
 
-    def __init__(self, memory: SimMemory, device: SimDevice, before_unmap: Callable[[], None]) -> None:
+    def __init__(
+        self, memory: SimMemory, device: SimDevice, before_unmap: Callable[[], None]
+    ) -> None:
         self.memory = memory
         self.device = device
         self._before_unmap = before_unmap
@@ -155,7 +172,9 @@ class KernelMemory:
             raise CudaError(
                 716, f"{self._what}: misaligned {dtype} access at {addr:#x}"
             )  # CUDA_ERROR_MISALIGNED_ADDRESS
-        view = self._memory.span(addr, count * dtype.itemsize, CUDA_ERROR_ILLEGAL_ADDRESS, self._what)
+        view = self._memory.span(
+            addr, count * dtype.itemsize, CUDA_ERROR_ILLEGAL_ADDRESS, self._what
+        )
         if not view.flags.writeable:
             raise CudaError(
                 CUDA_ERROR_ILLEGAL_ADDRESS,

@@ -54,6 +54,11 @@ class Context:
             if self.error is None:
                 self.error = error
 
+    def live(self) -> list[SimStream]:
+        """The streams whose workers still run (destroyed ones until their work is done)."""
+        with self.lock:
+            return list(self.streams)
+
     def check(self) -> None:
         if self.error is not None:
             raise self.error
@@ -73,7 +78,8 @@ class SimStream:
             target=self._run, name=f"sim-stream-{context.name}", daemon=True
         )
         self._thread.start()
-        context.streams.append(self)
+        with context.lock:
+            context.streams.append(self)
 
     @property
     def blocking(self) -> bool:
@@ -83,11 +89,9 @@ class SimStream:
         """Queue `fn` behind everything CUDA orders it after; return its work item."""
         deps = list(extra_deps or ())
         if self.legacy:
-            deps += [s.tail for s in self.context.streams if s.blocking and s.tail is not None]
+            deps += [s.tail for s in self.context.live() if s.blocking and s.tail is not None]
         elif self.blocking:
-            deps += [
-                s.tail for s in self.context.streams if s.legacy and s.tail is not None
-            ]
+            deps += [s.tail for s in self.context.live() if s.legacy and s.tail is not None]
         work = Work(fn, [d for d in deps if not d.done.is_set()])
         self.tail = work
         self._queue.put(work)
@@ -101,9 +105,10 @@ class SimStream:
             self.tail.done.wait()
 
     def close(self) -> None:
-        """Stop the worker once the queued work is done (cuStreamDestroy does not wait)."""
-        if self in self.context.streams:
-            self.context.streams.remove(self)
+        """Stop the worker once the queued work is done (cuStreamDestroy does not wait).
+
+        The stream stays in the context's list until then, so cuCtxSynchronize and the
+        legacy stream still wait for its queued work."""
         self._queue.put(None)
 
     def join(self) -> None:
@@ -123,6 +128,8 @@ class SimStream:
                         CudaError(CUDA_ERROR_UNKNOWN, f"sim: {type(exc).__name__}: {exc}")
                     )
             work.done.set()
+        with self.context.lock:
+            self.context.streams.remove(self)
 
 
 class SimEvent:
