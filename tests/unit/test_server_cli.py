@@ -1,0 +1,222 @@
+"""`python -m cricket_server` end to end on the sim backend, through the generated client stubs.
+
+Each test starts its own server on a free loopback port (`--listen 127.0.0.1:0`, address read
+from `--ready-file`) and stops it; nothing outlives the test.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+import pytest
+
+from cricket_server.cli import parse_address, parse_size
+from cricket_xdr.rpc.client import RpcClient
+from rpc_spec import cricket_rpc as proto
+
+CUDA_ERROR_INVALID_VALUE = 1
+CUDA_ERROR_NOT_INITIALIZED = 3
+CUDA_ERROR_INVALID_HANDLE = 400
+STARTUP_LIMIT = 60.0  # seconds a server (or a client child) may take to come up
+
+
+@dataclass
+class Server:
+    process: subprocess.Popen[str]
+    address: str  # as the ready file says
+    log_path: Path
+
+    def client(self) -> tuple[RpcClient, proto.CRICKET_V1_Client]:
+        if self.address.startswith("unix:"):
+            rpc = RpcClient(self.address, timeout=30)
+        else:
+            host, port = self.address.rsplit(":", 1)
+            rpc = RpcClient((host, int(port)), timeout=30)
+        return rpc, proto.CRICKET_V1_Client(rpc)
+
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        try:
+            return self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise
+
+
+def start_server(tmp_path: Path, *listen_args: str) -> Server:
+    ready = tmp_path / "ready"
+    log_path = tmp_path / "server.log"
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "cricket_server", *listen_args, "--backend", "sim",
+             "--sim-memory", "1G", "--ready-file", str(ready), "--log-level", "debug"],
+            stdout=log, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+    deadline = time.monotonic() + STARTUP_LIMIT
+    while not ready.exists():
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            process.wait()
+            pytest.fail(f"cricket-server did not come up:\n{log_path.read_text()}")
+        time.sleep(0.05)
+    return Server(process, ready.read_text().strip(), log_path)
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    srv = start_server(tmp_path, "--listen", "127.0.0.1:0")
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+def ready_client(c: proto.CRICKET_V1_Client, name: str = "test") -> proto.hello_ok:
+    hello = c.HELLO(proto.hello_args(1, b"", name))
+    assert hello.err == 0
+    assert c.CU_INIT(0) == 0
+    ctx = c.CU_DEVICE_PRIMARY_CTX_RETAIN(0)
+    assert ctx.err == 0
+    assert c.CU_CTX_SET_CURRENT(ctx.value) == 0
+    return hello.value
+
+
+def test_hello_alloc_copy_round_trip(server: Server) -> None:
+    rpc, c = server.client()
+    with rpc:
+        assert c.CU_MEM_ALLOC(64).err == CUDA_ERROR_NOT_INITIALIZED  # before HELLO
+        ok = ready_client(c)
+        assert ok.backend == "sim" and ok.protocol_version == 1 and len(ok.session_token) == 32
+        ptr = c.CU_MEM_ALLOC(1 << 20)
+        assert ptr.err == 0 and ok.va_base <= ptr.value < ok.va_base + ok.va_size
+        payload = os.urandom(1 << 20)
+        assert c.CU_MEMCPY_HTOD(ptr.value, payload) == 0
+        assert bytes(c.CU_MEMCPY_DTOH(ptr.value, 1 << 20).value) == payload
+        assert c.CU_MEMCPY_DTOH(ptr.value + 100, 1 << 20).err == CUDA_ERROR_INVALID_VALUE
+        assert "runs past the end" in c.GET_ERROR_MESSAGE()
+        assert c.CU_MEM_FREE(ptr.value) == 0
+        assert c.GOODBYE() == 0
+    assert f"session {ok.session_id:#x} end (goodbye)" in server.log()
+
+
+def test_two_clients_are_isolated(server: Server) -> None:
+    rpc_a, a = server.client()
+    rpc_b, b = server.client()
+    with rpc_a, rpc_b:
+        ready_client(a, "a")
+        ready_client(b, "b")
+        ptr = a.CU_MEM_ALLOC(4096).value
+        assert a.CU_MEMCPY_HTOD(ptr, b"only a may read this") == 0
+        stream = a.CU_STREAM_CREATE(0).value
+        assert b.CU_MEMCPY_DTOH(ptr, 20).err == CUDA_ERROR_INVALID_VALUE
+        assert b.CU_MEMCPY_HTOD(ptr, b"overwritten by b....") == CUDA_ERROR_INVALID_VALUE
+        assert b.CU_MEM_FREE(ptr) == CUDA_ERROR_INVALID_VALUE
+        assert b.CU_STREAM_SYNCHRONIZE(stream) == CUDA_ERROR_INVALID_HANDLE
+        assert "belongs to session" in b.GET_ERROR_MESSAGE()
+        assert bytes(a.CU_MEMCPY_DTOH(ptr, 20).value) == b"only a may read this"
+        assert a.CU_STREAM_SYNCHRONIZE(stream) == 0
+
+
+CHILD = textwrap.dedent(
+    """
+    import sys, time
+    from cricket_xdr.rpc.client import RpcClient
+    from rpc_spec import cricket_rpc as proto
+    host, port = sys.argv[1].rsplit(":", 1)
+    c = proto.CRICKET_V1_Client(RpcClient((host, int(port))))
+    assert c.HELLO(proto.hello_args(1, b"", "doomed")).err == 0
+    assert c.CU_INIT(0) == 0
+    assert c.CU_CTX_CREATE(0, 0).err == 0
+    for _ in range(4):
+        assert c.CU_MEM_ALLOC(16 << 20).err == 0
+    assert c.CU_STREAM_CREATE(0).err == 0
+    print("allocated", flush=True)
+    time.sleep(600)
+    """
+)
+
+
+def test_killed_client_has_its_memory_freed(server: Server) -> None:
+    rpc, c = server.client()
+    with rpc:
+        ready_client(c, "observer")
+        before = c.CU_MEM_GET_INFO().value.free
+        child = subprocess.Popen(
+            [sys.executable, "-c", CHILD, server.address], stdout=subprocess.PIPE, text=True
+        )
+        try:
+            assert child.stdout is not None
+            assert child.stdout.readline().strip() == "allocated"
+            during = c.CU_MEM_GET_INFO().value.free
+            assert during <= before - (64 << 20)
+        finally:
+            child.kill()
+            child.wait()
+        deadline = time.monotonic() + STARTUP_LIMIT
+        while c.CU_MEM_GET_INFO().value.free != before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert c.CU_MEM_GET_INFO().value.free == before
+    assert "end (connection closed)" in server.log()
+    assert "4 allocations" in server.log()
+
+
+def test_sigterm_frees_sessions_and_exits_zero(tmp_path: Path) -> None:
+    srv = start_server(tmp_path, "--listen", "127.0.0.1:0")
+    rpc, c = srv.client()
+    with rpc:
+        ok = ready_client(c)
+        assert c.CU_MEM_ALLOC(1000).err == 0
+        assert srv.stop(signal.SIGTERM) == 0
+    text = srv.log()
+    assert f"session {ok.session_id:#x} end" in text and "1 allocations" in text
+    assert not (tmp_path / "ready").exists()
+
+
+def test_unix_socket(tmp_path: Path) -> None:
+    path = tmp_path / "cricket.sock"
+    srv = start_server(tmp_path, "--unix", str(path))
+    try:
+        assert srv.address == f"unix:{path}"
+        rpc, c = srv.client()
+        with rpc:
+            ready_client(c)
+            assert c.CU_DEVICE_GET_COUNT().value >= 1
+    finally:
+        assert srv.stop(signal.SIGINT) == 0
+    assert not path.exists()
+
+
+def test_address_and_size_parsing() -> None:
+    assert parse_address("127.0.0.1:0") == ("127.0.0.1", 0)
+    assert parse_address("[::1]:28463") == ("::1", 28463)
+    assert parse_size("512M") == 512 << 20
+    assert parse_size("8GiB") == 8 << 30
+    assert parse_size("4096") == 4096
+    for bad in ("localhost", ":80", "host:port", "h:70000"):
+        with pytest.raises(click.BadParameter):
+            parse_address(bad)
+    with pytest.raises(click.BadParameter):
+        parse_size("lots")
+
+
+def test_bad_backend_is_a_usage_error(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "cricket_server", "--backend", "tpu"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "tpu" in result.stderr
