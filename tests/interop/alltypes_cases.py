@@ -84,6 +84,7 @@ def build_cases(m: ModuleType) -> dict[str, Case]:
         fixed_blob=b"hello", var_blob=b"\x01\x02\x03", any_blob=b"\xab", short_text="ab",
         long_text="café", colors=[c.GREEN, c.BLUE], flags=[False],
     )  # fmt: skip
+    # 170 KB: libtirpc sends it as several record fragments (64 KiB each)
     arrays_large = m.arrays(
         fixed_ints=[1, 2, 3],
         big=[(i * 0x0101010101010101) & UHYPER_MAX for i in range(1000)],
