@@ -1,0 +1,120 @@
+"""The behaviour suite: cuda-python driver programs run through cricket_client.
+
+A cricket-server subprocess is started once for the session on a free loopback port, with the
+backend named by CRICKET_TEST_BACKEND (default `sim`; `cuda` on the GPU machine), and stopped at
+the end. Every test gets its own connection (a session on the server) with the primary context
+of device 0 current, so tests cannot see each other's resources. Expected values come from the
+device itself (cuDeviceTotalMem, ...), never from one backend's constants.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import cricket_client
+from cricket_client import driver as cuda
+
+ROOT = Path(__file__).resolve().parents[2]
+KERNELS = ROOT / "tests" / "kernels"
+BACKEND = os.environ.get("CRICKET_TEST_BACKEND", "sim")
+SUCCESS = cuda.CUresult.CUDA_SUCCESS
+
+
+def check(result: tuple[Any, ...]) -> Any:
+    """The outputs of a driver call that must succeed (None, one value or a tuple)."""
+    err, *values = result
+    assert err == SUCCESS, f"{err!r}: {cricket_client.last_error_message()}"
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+@pytest.fixture(scope="session")
+def server_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    ready = tmp_path_factory.mktemp("server") / "ready"
+    log = ready.with_name("server.log")
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cricket_server", "--listen", "127.0.0.1:0",
+             "--backend", BACKEND, "--ready-file", str(ready)],
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists():
+            if proc.poll() is not None:
+                pytest.fail(f"cricket-server exited with {proc.returncode}:\n{log.read_text()}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"cricket-server did not get ready in 60 s:\n{log.read_text()}")
+            time.sleep(0.05)
+        yield ready.read_text().strip()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def open_session(address: str, *, make_default: bool) -> cricket_client.Connection:
+    """A connection with cuInit done and device 0's primary context current."""
+    conn = cricket_client.connect(address, make_default=make_default)
+    with conn.active():
+        check(cuda.cuInit(0))
+        dev = check(cuda.cuDeviceGet(0))
+        ctx = check(cuda.cuDevicePrimaryCtxRetain(dev))
+        check(cuda.cuCtxSetCurrent(ctx))
+    return conn
+
+
+@pytest.fixture
+def session(server_address: str) -> Iterator[cricket_client.Connection]:
+    """This test's session, the default connection of cricket_client.driver."""
+    conn = open_session(server_address, make_default=True)
+    yield conn
+    conn.close()
+
+
+@pytest.fixture
+def other_session(server_address: str) -> Iterator[cricket_client.Connection]:
+    """A second client at the same time (use it inside `with other_session.active():`)."""
+    conn = open_session(server_address, make_default=False)
+    yield conn
+    conn.close()
+
+
+@pytest.fixture
+def kernels(session: cricket_client.Connection) -> Any:
+    """The nvcc-built test kernels (tests/kernels/test_kernels.cu), loaded from the cubin."""
+    return check(cuda.cuModuleLoadData((KERNELS / "test_kernels.sm_90.cubin").read_bytes()))
+
+
+def nvrtc_cubin(source: str, name: str) -> bytes:
+    """Compile CUDA C++ to an sm_90 cubin with NVRTC (test side only; the client has none)."""
+    nvrtc = pytest.importorskip("cuda.bindings.nvrtc")
+    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
+    assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS
+    opts = [b"--gpu-architecture=sm_90"]
+    (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+        log = b" " * size
+        nvrtc.nvrtcGetProgramLog(prog, log)
+        pytest.fail(f"NVRTC failed for {name}: {log.decode(errors='replace')}")
+    _, size = nvrtc.nvrtcGetCUBINSize(prog)
+    cubin = b" " * size
+    (err,) = nvrtc.nvrtcGetCUBIN(prog, cubin)
+    assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS
+    nvrtc.nvrtcDestroyProgram(prog)
+    return cubin
