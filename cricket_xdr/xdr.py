@@ -715,6 +715,22 @@ class Optional(Codec):
         return pack, unpack
 
 
+def _shape(codec: Codec, seen: frozenset[int]) -> Any:
+    """A scalar codec, or (dataclass, [(attr, shape)]) for a struct made only of scalars
+    (at any depth), or None: what can be fused into one struct.Struct."""
+    if codec.fmt is not None:
+        return codec
+    if not isinstance(codec, Struct) or codec.cls is None or id(codec) in seen:
+        return None
+    subs = []
+    for attr, sub in codec.fields:
+        shape = _shape(sub, seen | {id(codec)})
+        if shape is None:
+            return None
+        subs.append((attr, shape))
+    return codec.cls, subs
+
+
 def _compile(name: str, source: str, env: dict[str, Any]) -> Callable[..., Any]:
     code = compile(source, f"<xdr {name}>", "exec")
     exec(code, env)  # noqa: S102 - source built here from declared field names only
@@ -773,15 +789,36 @@ class Struct(Codec):
             "diagnose": self._diagnose,
         }
         fields = self.fields[:count]
-        # Group fields: runs of scalars become one struct.Struct.
+        # Group fields: runs of scalars (and of structs made only of scalars, flattened)
+        # become one struct.Struct.
+        shapes = [_shape(codec, frozenset({id(self)})) for _, codec in fields]
         groups: list[tuple[str, list[int]]] = []
-        for i, (_, codec) in enumerate(fields):
-            if codec.fmt is not None and groups and groups[-1][0] == "run":
+        for i, shape in enumerate(shapes):
+            if shape is not None and groups and groups[-1][0] == "run":
                 groups[-1][1].append(i)
             else:
-                groups.append(("run" if codec.fmt is not None else "one", [i]))
+                groups.append(("run" if shape is not None else "one", [i]))
         p = ["def pack(enc, v):", "    try:"]
         u = ["def unpack(dec):", "    try:"]
+        fexpr: list[str] = []
+        leaves: list[tuple[str, Codec]] = []  # (value expression on pack, scalar codec)
+
+        def walk_pack(shape: Any, path: str) -> None:
+            if isinstance(shape, Codec):
+                leaves.append((path, shape))
+            else:
+                for attr, sub in shape[1]:
+                    walk_pack(sub, f"{path}.{attr}")
+
+        def walk_unpack(shape: Any, run: list[tuple[str, Codec]]) -> str:
+            if isinstance(shape, Codec):
+                var = f"a{len(fexpr)}_{len(run)}"
+                run.append((var, shape))
+                return var
+            env[f"C{len(env)}"] = shape[0]
+            cname = f"C{len(env) - 1}"
+            return f"{cname}({', '.join(walk_unpack(sub, run) for _, sub in shape[1])})"
+
         for g, (gkind, idxs) in enumerate(groups):
             if gkind == "one":
                 i = idxs[0]
@@ -789,35 +826,38 @@ class Struct(Codec):
                 env[f"u{i}"] = fields[i][1].unpacker()
                 p.append(f"        p{i}(enc, v.{fields[i][0]})")
                 u.append(f"        f{i} = u{i}(dec)")
+                fexpr.append(f"f{i}")
                 continue
-            fmt = ">" + "".join(fields[i][1].fmt or "" for i in idxs)
-            st = struct.Struct(fmt)
+            leaves.clear()
+            for i in idxs:
+                walk_pack(shapes[i], f"v.{fields[i][0]}")
+            st = struct.Struct(">" + "".join(c.fmt or "" for _, c in leaves))
             env[f"S{g}"], env[f"U{g}"], env[f"N{g}"] = st.pack, st.unpack_from, st.size
             args = []
-            for i in idxs:
-                codec = fields[i][1]
+            for k, (path, codec) in enumerate(leaves):
                 if codec.kind == "bool":
-                    args.append(f"(1 if v.{fields[i][0]} else 0)")
+                    args.append(f"(1 if {path} else 0)")
                 elif codec.kind == "enum":
-                    env[f"m{i}"] = codec.members  # type: ignore[attr-defined]
-                    args.append(f"m{i}[v.{fields[i][0]}]")
+                    env[f"m{g}_{k}"] = codec.members  # type: ignore[attr-defined]
+                    args.append(f"m{g}_{k}[{path}]")
                 else:
-                    args.append(f"v.{fields[i][0]}")
+                    args.append(path)
             p.append(f"        enc.buf += S{g}({', '.join(args)})")
-            targets = "".join(f"f{i}, " for i in idxs)
+            run: list[tuple[str, Codec]] = []
+            exprs = [walk_unpack(shapes[i], run) for i in idxs]
             u.append("        pos = dec.pos")
-            u.append(f"        {targets}= U{g}(dec.mv, pos)")
+            u.append(f"        {''.join(f'{var}, ' for var, _ in run)}= U{g}(dec.mv, pos)")
             u.append(f"        dec.pos = pos + N{g}")
-            for i in idxs:
-                codec = fields[i][1]
+            for k, (var, codec) in enumerate(run):
                 if codec.kind == "bool":
-                    u.append(f"        if f{i} > 1: raise XdrDecodeError("
-                             f"'struct {name}: bool field {fields[i][0]} is %d' % f{i})")
-                    u.append(f"        f{i} = f{i} == 1")
+                    u.append(f"        if {var} > 1: raise XdrDecodeError("
+                             f"'struct {name}: a bool is %d, neither 0 nor 1' % {var})")
+                    u.append(f"        {var} = {var} == 1")
                 elif codec.kind == "enum":
-                    env[f"m{i}"] = codec.members  # type: ignore[attr-defined]
-                    u.append(f"        f{i} = m{i}[f{i}]")
-        values = [f"f{i}" for i in range(count)] + ["None"] * (len(self.fields) - count)
+                    env[f"m{g}_{k}"] = codec.members  # type: ignore[attr-defined]
+                    u.append(f"        {var} = m{g}_{k}[{var}]")
+            fexpr.extend(exprs)
+        values = fexpr + ["None"] * (len(self.fields) - count)
         p += [
             "    except XdrError:",
             "        raise",
@@ -848,7 +888,7 @@ class Struct(Codec):
             "    except struct_error:",
             "        raise wrong_size(data) from None",
         ] + u[-3:]
-        env = dict(env, W0=struct.Struct(">" + "".join(c.fmt or "" for _, c in self.fields)).unpack)
+        env = dict(env, W0=env["S0"].__self__.unpack)
         size = env["N0"]
         name = self.name
 

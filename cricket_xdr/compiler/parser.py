@@ -21,7 +21,7 @@ _TERMINAL_WORDS = {"IDENT": "identifier", "NUMBER": "number", "$END": "end of fi
 @functools.cache
 def _parser() -> lark.Lark:
     grammar = resources.files("cricket_xdr.compiler").joinpath("grammar.lark").read_text()
-    return lark.Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=False)
+    return lark.Lark(grammar, parser="lalr", lexer="basic", maybe_placeholders=False)
 
 
 def _pos(item: Token) -> ir.Pos:
@@ -178,6 +178,16 @@ def _describe(name: str, parser: lark.Lark) -> str:
     return name.lower()
 
 
+def _accepted_after(prefix: str) -> set[str]:
+    """The terminals the parser accepts after ``prefix`` (empty if that cannot be told)."""
+    try:
+        ip = _parser().parse_interactive(prefix)
+        ip.exhaust_lexer()
+        return {t for t in ip.accepts() if t != "$END"}
+    except lark.exceptions.LarkError:
+        return set()
+
+
 def _syntax_error(path: str, source: str, err: lark.exceptions.LarkError) -> XdrgenError:
     parser = _parser()
     lines = source.splitlines()
@@ -193,7 +203,7 @@ def _syntax_error(path: str, source: str, err: lark.exceptions.LarkError) -> Xdr
         expected = set(err.accepts or err.expected)
     elif isinstance(err, lark.exceptions.UnexpectedCharacters):
         text = f"'{source[err.pos_in_stream]}'"
-        expected = set(err.allowed or ())
+        expected = _accepted_after(source[: err.pos_in_stream]) or set(err.allowed or ())
     elif isinstance(err, lark.exceptions.UnexpectedEOF):
         text = "end of file"
         expected = set(err.expected)

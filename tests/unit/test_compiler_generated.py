@@ -298,3 +298,19 @@ def test_server_stub_describes_procedures(gen: ModuleType) -> None:
             return 3
 
     assert Service().COUNT(None) == 3
+
+
+@pytest.mark.parametrize("source", sorted(CORPUS.glob("*.x")), ids=lambda p: p.stem)
+def test_corpus_file_round_trips_and_survives_fuzzing(source: Path, tmp_path: Path) -> None:
+    name = f"corpus_{source.stem}_under_test"
+    try:
+        module = load_generated(source, tmp_path, name)
+        codecs = named_codecs(module)
+        for codec_name, codec in codecs.items():
+            try:
+                round_trip(codec)()
+                mutate_and_decode(codec)()
+            except Exception as e:
+                raise AssertionError(f"{source.name}: {codec_name}: {e}") from e
+    finally:
+        sys.modules.pop(name, None)
