@@ -35,8 +35,8 @@ def in_ci() -> bool:
 def missing_peer(what: str) -> NoReturn:
     """Skips outside CI; fails in CI, where .ci/run should have installed it."""
     if in_ci():
-        pytest.fail(f"{what} is missing in CI: .ci/run must install it", pytrace=False)
-    pytest.skip(f"{what} is not installed")
+        pytest.fail(f"missing in CI (.ci/run must install it): {what}", pytrace=False)
+    pytest.skip(f"not installed: {what}")
 
 
 def find_tool(name: str) -> str | None:

@@ -5,6 +5,8 @@
  *                       xdr routine and prints "<case> ok" when the whole buffer
  *                       decodes to the case's value, else "<case> MISMATCH: why";
  *                       exits 1 if any line did not match.
+ *   codec decode TYPE   reads hex lines, decodes each as TYPE (a type of the cases)
+ *                       and prints "accepted" or "rejected" for each.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,12 +100,44 @@ static int check_lines(void)
     return failed;
 }
 
+static int decode_lines(const char *type)
+{
+    struct xcase *cases;
+    size_t n = cases_build(&cases);
+    const struct xcase *c = NULL;
+    static char line[1 << 20];
+    for (size_t i = 0; i < n && !c; i++)
+        if (strcmp(cases[i].type, type) == 0)
+            c = &cases[i];
+    if (!c) {
+        fprintf(stderr, "codec decode: no case of type %s\n", type);
+        return 2;
+    }
+    while (fgets(line, sizeof line, stdin)) {
+        char *data;
+        unsigned len;
+        XDR x;
+        void *decoded = calloc(1, c->size);
+        line[strcspn(line, "\n")] = '\0';
+        if (hex_decode(line, &data, &len) != 0) {
+            fprintf(stderr, "codec decode: bad hex\n");
+            return 2;
+        }
+        xdrmem_create(&x, data, len, XDR_DECODE);
+        printf("%s\n", c->xdr(&x, decoded) && xdr_getpos(&x) == len ? "accepted" : "rejected");
+        xdr_destroy(&x);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "encode") == 0)
         return encode_all();
     if (argc == 2 && strcmp(argv[1], "check") == 0)
         return check_lines();
-    fprintf(stderr, "usage: %s encode|check\n", argv[0]);
+    if (argc == 3 && strcmp(argv[1], "decode") == 0)
+        return decode_lines(argv[2]);
+    fprintf(stderr, "usage: %s encode|check|decode TYPE\n", argv[0]);
     return 2;
 }
