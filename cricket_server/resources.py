@@ -23,7 +23,7 @@ import logging
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from cricket_server.backends.base import (
     CUDA_ERROR_INVALID_CONTEXT,
@@ -172,7 +172,7 @@ class HandleTable:
         self._session_id = session_id
         self._records: dict[int, Record] = {}
 
-    def add(self, kind: HandleKind, make: type[R], /, **fields: object) -> R:
+    def add(self, kind: HandleKind, make: type[R], /, **fields: Any) -> R:
         """Issue a handle of `kind` and store `make(handle=..., **fields)` under it."""
         handle = self._registry.issue(kind, self._session_id)
         record = make(handle=handle, **fields)

@@ -370,6 +370,7 @@ class CricketService(proto.CRICKET_V1_Server):
         code, handle = self._run(ctx, call, fn)
         if code != CUDA_SUCCESS:
             return proto.module_load_result(code, _truncate(self.GET_ERROR_MESSAGE(ctx), 1 << 16))
+        assert handle is not None
         loaded = proto.module_loaded(handle=handle, info_log="", error_log="")
         return proto.module_load_result(CUDA_SUCCESS, loaded)
 

@@ -28,14 +28,13 @@ from cricket_server.backends.base import (
     CUDA_ERROR_INVALID_VALUE,
     CUDA_ERROR_NOT_INITIALIZED,
     CUDA_ERROR_NOT_SUPPORTED,
-    CUDA_SUCCESS,
     PER_THREAD_STREAM,
     Backend,
     BackendSession,
     CudaError,
     ParamInfo,
 )
-from cricket_server.memory import AddressArena, DeviceHeap
+from cricket_server.memory import ALLOC_ALIGNMENT, AddressArena, DeviceHeap
 from cricket_server.resources import (
     ContextRecord,
     EventRecord,
@@ -50,6 +49,7 @@ from cricket_server.resources import (
     StreamRecord,
     kind_of,
 )
+from cricket_server.session_memory import SessionMemory, Span
 
 log = logging.getLogger("cricket_server.session")
 
@@ -58,30 +58,6 @@ STREAM_LEGACY = 0
 STREAM_PER_THREAD = 2
 PITCH_ALIGNMENT = 512  # cuMemAllocPitch pitches are multiples of this on recent GPUs
 NO_CONTEXT = 0
-
-# CUpointer_attribute values
-PA_CONTEXT = 1
-PA_MEMORY_TYPE = 2
-PA_DEVICE_POINTER = 3
-PA_HOST_POINTER = 4
-PA_P2P_TOKENS = 5
-PA_SYNC_MEMOPS = 6
-PA_BUFFER_ID = 7
-PA_IS_MANAGED = 8
-PA_DEVICE_ORDINAL = 9
-PA_IS_LEGACY_CUDA_IPC_CAPABLE = 10
-PA_RANGE_START_ADDR = 11
-PA_RANGE_SIZE = 12
-PA_MAPPED = 13
-PA_ALLOWED_HANDLE_TYPES = 14
-PA_IS_GPU_DIRECT_RDMA_CAPABLE = 15
-PA_ACCESS_FLAGS = 16
-PA_MEMPOOL_HANDLE = 17
-PA_MAPPING_SIZE = 18
-PA_MAPPING_BASE_ADDR = 19
-PA_MEMORY_BLOCK_ID = 20
-CU_MEMORYTYPE_DEVICE = 2
-ACCESS_FLAG_READWRITE = 3
 
 HeapFactory = Callable[[int, BackendSession], DeviceHeap]
 
@@ -95,28 +71,6 @@ def negotiate_version(client_version: int) -> int:
             f"(this server speaks 1..{PROTOCOL_VERSION})",
         )
     return min(client_version, PROTOCOL_VERSION)
-
-
-@dataclass
-class Allocation:
-    """One cuMemAlloc(Pitch/Async) of a session."""
-
-    ptr: int
-    size: int
-    dev: int
-    ctx: int
-    buffer_id: int
-
-
-@dataclass(frozen=True)
-class Span:
-    """The owned range a pointer lies in: an allocation or a module global."""
-
-    base: int
-    size: int
-    dev: int
-    ctx: int
-    buffer_id: int
 
 
 @dataclass
@@ -229,20 +183,18 @@ class Session:
         self.handles = HandleTable(manager.registry, session_id)
         self._stack: list[int] = []  # context handles, top last
         self._primary: dict[int, int] = {}  # dev -> primary context handle
-        self._heaps: dict[int, DeviceHeap] = {}
-        self._allocs: dict[int, Allocation] = {}
+        self.memory = SessionMemory(
+            session_id,
+            lambda dev: manager.new_heap(dev, bsession),
+            manager.next_buffer_id,
+            self._global_spans,
+        )
         self._backend_dev: int | None = None
-
-    # -- errors -----------------------------------------------------------------------------
-    def _refuse(self, code: int, message: str, *, warn: bool = False) -> CudaError:
-        if warn:
-            log.warning("session %#x: %s", self.id, message)
-        return CudaError(code, message)
 
     # -- initialization and devices ---------------------------------------------------------
     def init(self, flags: int) -> None:
         if flags != 0:
-            raise self._refuse(CUDA_ERROR_INVALID_VALUE, f"cuInit: flags must be 0, got {flags}")
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"cuInit: flags must be 0, got {flags}")
         self.initialized = True
 
     def require_init(self, call: str) -> None:
@@ -261,7 +213,7 @@ class Session:
         self.require_init(call)
         count = self.backend.device_count()
         if not 0 <= dev < count:
-            raise self._refuse(
+            raise CudaError(
                 CUDA_ERROR_INVALID_DEVICE,
                 f"{call}: device {dev} does not exist (the server has {count})",
             )
@@ -358,7 +310,7 @@ class Session:
         call = "cuDevicePrimaryCtxSetFlags"
         ctx = self._primary_record(call, dev)
         if flags < 0 or flags & ~0x1F:
-            raise self._refuse(CUDA_ERROR_INVALID_VALUE, f"{call}: invalid flags {flags:#x}")
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{call}: invalid flags {flags:#x}")
         ctx.flags = flags
 
     def ctx_create(self, flags: int, dev: int) -> int:
@@ -376,7 +328,7 @@ class Session:
         self.require_init(call)
         ctx = self._ctx(call, handle)
         if ctx.primary:
-            raise self._refuse(
+            raise CudaError(
                 CUDA_ERROR_INVALID_CONTEXT,
                 f"{call}: {handle:#x} is the primary context of device {ctx.dev}; "
                 "use cuDevicePrimaryCtxRelease",
@@ -441,59 +393,21 @@ class Session:
         self.current("cuCtxGetStreamPriorityRange")
         return self.bsession.stream_priority_range()
 
-    # -- pointers ---------------------------------------------------------------------------
-    def _heap(self, dev: int) -> DeviceHeap:
-        heap = self._heaps.get(dev)
-        if heap is None:
-            heap = self._heaps[dev] = self.manager.new_heap(dev, self.bsession)
-        return heap
-
+    # -- memory -----------------------------------------------------------------------------
     def find(self, addr: int) -> Span | None:
         """The owned range containing `addr`: an allocation or a module global."""
-        for dev, heap in self._heaps.items():
-            found = heap.find(addr)
-            if found is not None:
-                base, size = found
-                alloc = self._allocs.get(base)
-                if alloc is not None:
-                    return Span(base, size, alloc.dev, alloc.ctx, alloc.buffer_id)
-                return Span(base, size, dev, NO_CONTEXT, 0)
+        return self.memory.find(addr)
+
+    def _global_spans(self) -> Iterator[Span]:
         for record in self.handles.of_kind(HandleKind.MODULE):
             assert isinstance(record, ModuleRecord)
-            for gaddr, gsize in record.globals.values():
-                if gaddr <= addr < gaddr + max(gsize, 1):
-                    ctx = self.handles.get("find", HandleKind.CONTEXT, record.ctx, ContextRecord)
-                    return Span(gaddr, gsize, ctx.dev, record.ctx, 0)
-        return None
+            ctx = self.handles.get("find", HandleKind.CONTEXT, record.ctx, ContextRecord)
+            for addr, size in record.globals.values():
+                yield Span(addr, size, ctx.dev, record.ctx, 0)
 
-    def span(self, call: str, addr: int, size: int) -> Span:
-        """Check that [addr, addr+size) lies inside one range this session owns."""
-        found = self.find(addr)
-        if found is None:
-            raise self._refuse(
-                CUDA_ERROR_INVALID_VALUE,
-                f"{call}: {addr:#x} is not inside any allocation of this session",
-                warn=True,
-            )
-        if addr + size > found.base + found.size:
-            raise self._refuse(
-                CUDA_ERROR_INVALID_VALUE,
-                f"{call}: [{addr:#x}, {addr + size:#x}) runs past the end of the allocation "
-                f"[{found.base:#x}, {found.base + found.size:#x})",
-                warn=True,
-            )
-        return found
-
-    # -- memory -----------------------------------------------------------------------------
-    def _alloc(self, call: str, size: int, align: int = 256) -> int:
+    def _alloc(self, call: str, size: int, align: int = ALLOC_ALIGNMENT) -> int:
         ctx = self.current(call)
-        if size <= 0:
-            raise self._refuse(CUDA_ERROR_INVALID_VALUE, f"{call}: size must be > 0, got {size}")
-        ptr = self._heap(ctx.dev).alloc(size, align)
-        self._allocs[ptr] = Allocation(
-            ptr, size, ctx.dev, ctx.handle, self.manager.next_buffer_id()
-        )
-        return ptr
+        return self.memory.alloc(call, size, ctx.dev, ctx.handle, align)
 
     def mem_alloc(self, size: int) -> int:
         return self._alloc("cuMemAlloc", size)
@@ -502,52 +416,39 @@ class Session:
         call = "cuMemAllocPitch"
         self.current(call)
         if element_size not in (4, 8, 16):
-            raise self._refuse(
+            raise CudaError(
                 CUDA_ERROR_INVALID_VALUE,
                 f"{call}: element size must be 4, 8 or 16, got {element_size}",
             )
         if width <= 0 or height <= 0:
-            raise self._refuse(
+            raise CudaError(
                 CUDA_ERROR_INVALID_VALUE, f"{call}: width {width} and height {height} must be > 0"
             )
         pitch = -(-width // PITCH_ALIGNMENT) * PITCH_ALIGNMENT
         return self._alloc(call, pitch * height, PITCH_ALIGNMENT), pitch
 
-    def _free(self, call: str, ptr: int) -> int:
-        alloc = self._allocs.get(ptr)
-        if alloc is None:
-            found = self.find(ptr)
-            why = (
-                f"is inside the allocation at {found.base:#x}, not its start"
-                if found
-                else "is not an allocation of this session (or was freed)"
-            )
-            raise self._refuse(CUDA_ERROR_INVALID_VALUE, f"{call}: {ptr:#x} {why}", warn=True)
-        size = self._heaps[alloc.dev].free(ptr)
-        del self._allocs[ptr]
-        return size
-
     def mem_free(self, ptr: int) -> None:
         call = "cuMemFree"
         self.require_init(call)
-        alloc = self._allocs.get(ptr)
+        alloc = self.memory.allocation(ptr)
         if alloc is not None:
             with self._on_device(alloc.dev):
                 self.bsession.synchronize()  # cuMemFree waits for the work that may use it
-        self._free(call, ptr)
+        self.memory.free(call, ptr)
 
     def mem_alloc_async(self, size: int, stream: int) -> int:
         self._stream("cuMemAllocAsync", stream)
         return self._alloc("cuMemAllocAsync", size)
 
     def mem_free_async(self, ptr: int, stream: int) -> None:
+        """Free after the stream's prior work (which may still use the memory) is done."""
         call = "cuMemFreeAsync"
         self.current(call)
         obj = self._stream(call, stream)
-        if ptr not in self._allocs:
-            self._free(call, ptr)  # raises the error that names it
-        self.bsession.stream_synchronize(obj)  # the stream's prior work may still use it
-        self._free(call, ptr)
+        if self.memory.allocation(ptr) is None:
+            self.memory.free(call, ptr)  # raises the error that names it
+        self.bsession.stream_synchronize(obj)
+        self.memory.free(call, ptr)
 
     def mem_get_info(self) -> tuple[int, int]:
         self.current("cuMemGetInfo")
@@ -556,7 +457,7 @@ class Session:
     def mem_get_address_range(self, ptr: int) -> tuple[int, int]:
         call = "cuMemGetAddressRange"
         self.require_init(call)
-        found = self.span(call, ptr, 0)
+        found = self.memory.span(call, ptr, 0)
         return found.base, found.size
 
     def memcpy_htod(self, dst: int, data: memoryview, stream: int | None = None) -> None:
@@ -564,7 +465,7 @@ class Session:
         self.current(call)
         obj = self._stream(call, stream or STREAM_LEGACY)
         if len(data):
-            self.span(call, dst, len(data))
+            self.memory.span(call, dst, len(data))
             self.bsession.memcpy_htod(dst, data, obj)
 
     def memcpy_dtoh(self, src: int, size: int, stream: int | None = None) -> bytes | memoryview:
@@ -573,7 +474,7 @@ class Session:
         obj = self._stream(call, stream or STREAM_LEGACY)
         if size == 0:
             return b""
-        self.span(call, src, size)
+        self.memory.span(call, src, size)
         return self.bsession.memcpy_dtoh(src, size, obj)
 
     def memcpy_dtod(self, dst: int, src: int, size: int, stream: int | None = None) -> None:
@@ -581,8 +482,8 @@ class Session:
         self.current(call)
         obj = self._stream(call, stream or STREAM_LEGACY)
         if size:
-            self.span(call, src, size)
-            self.span(call, dst, size)
+            self.memory.span(call, src, size)
+            self.memory.span(call, dst, size)
             self.bsession.memcpy_dtod(dst, src, size, obj)
 
     def memset(
@@ -592,56 +493,20 @@ class Session:
         self.current(call)
         obj = self._stream(call, stream or STREAM_LEGACY)
         if width not in (1, 2, 4):
-            raise self._refuse(
+            raise CudaError(
                 CUDA_ERROR_INVALID_VALUE, f"cuMemset: element width must be 1, 2 or 4, got {width}"
             )
         if dst % width:
-            raise self._refuse(
+            raise CudaError(
                 CUDA_ERROR_INVALID_VALUE, f"{call}: {dst:#x} is not {width}-byte aligned"
             )
         if count:
-            self.span(call, dst, width * count)
+            self.memory.span(call, dst, width * count)
             self.bsession.memset(dst, value & ((1 << (8 * width)) - 1), width, count, obj)
 
     def pointer_attributes(self, attributes: Sequence[int], ptr: int) -> list[tuple[int, int, int]]:
-        """(attribute, err, value) per attribute, as cuPointerGetAttributes: a pointer this
-        session does not own gets zeros (CUDA's answer for a non-CUDA pointer)."""
         self.require_init("cuPointerGetAttributes")
-        found = self.find(ptr)
-        return [(a, *self._pointer_attribute(a, ptr, found)) for a in attributes]
-
-    def _pointer_attribute(self, attr: int, ptr: int, found: Span | None) -> tuple[int, int]:
-        if attr in (
-            PA_P2P_TOKENS,
-            PA_MEMPOOL_HANDLE,
-            PA_MAPPING_SIZE,
-            PA_MAPPING_BASE_ADDR,
-            PA_MEMORY_BLOCK_ID,
-        ):
-            return CUDA_ERROR_NOT_SUPPORTED, 0
-        if not PA_CONTEXT <= attr <= PA_MEMORY_BLOCK_ID:
-            return CUDA_ERROR_INVALID_VALUE, 0
-        if found is None:
-            return CUDA_SUCCESS, 0
-        values = {
-            PA_CONTEXT: found.ctx,
-            PA_MEMORY_TYPE: CU_MEMORYTYPE_DEVICE,
-            PA_DEVICE_POINTER: ptr,
-            PA_SYNC_MEMOPS: 0,
-            PA_BUFFER_ID: found.buffer_id,
-            PA_IS_MANAGED: 0,
-            PA_DEVICE_ORDINAL: found.dev,
-            PA_IS_LEGACY_CUDA_IPC_CAPABLE: 0,
-            PA_RANGE_START_ADDR: found.base,
-            PA_RANGE_SIZE: found.size,
-            PA_MAPPED: 1,
-            PA_ALLOWED_HANDLE_TYPES: 0,
-            PA_IS_GPU_DIRECT_RDMA_CAPABLE: 0,
-            PA_ACCESS_FLAGS: ACCESS_FLAG_READWRITE,
-        }
-        if attr not in values:  # PA_HOST_POINTER: device memory has none
-            return CUDA_ERROR_INVALID_VALUE, 0
-        return CUDA_SUCCESS, values[attr]
+        return self.memory.pointer_attributes(attributes, ptr)
 
     # -- modules, libraries, functions ------------------------------------------------------
     def module_load(
@@ -807,7 +672,7 @@ class Session:
             fn.params = tuple(self.bsession.func_param_info(fn.obj))
         need = fn.params_size()
         if len(params) < need:
-            raise self._refuse(
+            raise CudaError(
                 CUDA_ERROR_INVALID_VALUE,
                 f"{call}: function {handle:#x} ({fn.name}) takes {need} bytes of parameters, "
                 f"got {len(params)}",
@@ -919,50 +784,46 @@ class Session:
         try:
             with self._on_device(ctx.dev):
                 self._free_records(list(self.handles.made_in(ctx.handle)), summary)
-                for alloc in [a for a in self._allocs.values() if a.ctx == ctx.handle]:
-                    self._release(summary, "allocations", lambda a=alloc: self._free("free", a.ptr))
+                for alloc in self.memory.made_in(ctx.handle):
+                    summary.bytes += (
+                        self._release(summary, "allocations", self.memory.free, "free", alloc.ptr)
+                        or 0
+                    )
         except Exception:  # the backend could not even switch devices
             log.exception("session %#x: freeing the resources of context %#x", self.id, ctx.handle)
             summary.errors += 1
         return summary
 
     def _free_records(self, records: list[Record], summary: FreeSummary) -> None:
-        """Destroy handles in dependency order: streams and events, then modules and libraries."""
-        order = (EventRecord, StreamRecord, ModuleRecord, LibraryRecord)
-        for kind in order:
-            for record in records:
-                if not isinstance(record, kind) or record.handle not in self.handles:
-                    continue
-                if isinstance(record, EventRecord):
-                    self._release(
-                        summary, "events", lambda r=record: self.bsession.event_destroy(r.obj)
-                    )
-                    self.handles.remove(record.handle)
-                elif isinstance(record, StreamRecord):
-                    self._release(
-                        summary, "streams", lambda r=record: self.bsession.stream_destroy(r.obj)
-                    )
-                    self.handles.remove(record.handle)
-                elif isinstance(record, ModuleRecord):
-                    self._release(
-                        summary, "modules", lambda r=record: self.bsession.module_unload(r.obj)
-                    )
-                    self._forget_module(record)
-                elif isinstance(record, LibraryRecord):
-                    self._release(
-                        summary, "libraries", lambda r=record: self.bsession.library_unload(r.obj)
-                    )
-                    self._forget_library(record)
+        """Destroy handles in dependency order: events and streams, then modules and libraries."""
+        for record in sorted(records, key=_free_order):
+            if record.handle not in self.handles:
+                continue  # went with its module or library
+            if isinstance(record, EventRecord):
+                self._release(summary, "events", self.bsession.event_destroy, record.obj)
+                self.handles.remove(record.handle)
+            elif isinstance(record, StreamRecord):
+                self._release(summary, "streams", self.bsession.stream_destroy, record.obj)
+                self.handles.remove(record.handle)
+            elif isinstance(record, ModuleRecord):
+                self._release(summary, "modules", self.bsession.module_unload, record.obj)
+                self._forget_module(record)
+            elif isinstance(record, LibraryRecord):
+                self._release(summary, "libraries", self.bsession.library_unload, record.obj)
+                self._forget_library(record)
 
-    def _release(self, summary: FreeSummary, what: str, free: Callable[[], object]) -> None:
+    def _release(
+        self, summary: FreeSummary, what: str, free: Callable[..., object], *args: object
+    ) -> int | None:
+        """Call `free(*args)`, counting it under `what`; log and count a failure, go on."""
+        summary.add(what)
         try:
-            freed = free()
-            if what == "allocations" and isinstance(freed, int):
-                summary.bytes += freed
+            freed = free(*args)
         except Exception:
             summary.errors += 1
             log.exception("session %#x: freeing one of its %s", self.id, what)
-        summary.add(what)
+            return None
+        return freed if isinstance(freed, int) else None
 
     def close(self, reason: str) -> FreeSummary | None:
         """Free everything the session owns; only the first call does anything."""
@@ -979,16 +840,10 @@ class Session:
         summary = FreeSummary()
         records = self.handles.records()
         self._free_records([r for r in records if not isinstance(r, ContextRecord)], summary)
-        summary.add("allocations", len(self._allocs))
-        summary.bytes += sum(a.size for a in self._allocs.values())
-        for dev, heap in self._heaps.items():
-            try:
-                heap.release_all()
-            except Exception:
-                summary.errors += 1
-                log.exception("session %#x: releasing its memory on device %d", self.id, dev)
-        self._allocs.clear()
-        self._heaps.clear()
+        count, size, errors = self.memory.release_all()
+        summary.add("allocations", count)
+        summary.bytes += size
+        summary.errors += errors
         contexts = [r for r in records if isinstance(r, ContextRecord)]
         summary.add("contexts", len(contexts))
         for ctx in contexts:
@@ -1001,3 +856,13 @@ class Session:
             summary.errors += 1
             log.exception("session %#x: closing its backend session", self.id)
         return summary
+
+
+_FREE_ORDER = (EventRecord, StreamRecord, ModuleRecord, LibraryRecord)
+
+
+def _free_order(record: Record) -> int:
+    for i, kind in enumerate(_FREE_ORDER):
+        if isinstance(record, kind):
+            return i
+    return len(_FREE_ORDER)

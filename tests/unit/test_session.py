@@ -18,7 +18,8 @@ from cricket_server.backends.base import (
     CudaError,
 )
 from cricket_server.resources import HandleKind, kind_of
-from cricket_server.session import (
+from cricket_server.session import Session, SessionManager, negotiate_version
+from cricket_server.session_memory import (
     PA_BUFFER_ID,
     PA_CONTEXT,
     PA_DEVICE_ORDINAL,
@@ -26,9 +27,6 @@ from cricket_server.session import (
     PA_MEMORY_TYPE,
     PA_RANGE_SIZE,
     PA_RANGE_START_ADDR,
-    Session,
-    SessionManager,
-    negotiate_version,
 )
 
 MODULE = b"MOD fake cubin"
