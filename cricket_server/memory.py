@@ -191,7 +191,8 @@ class DeviceHeap:
                 return self._record(chunk.base, size, chunk.size, chunk)
             addr = self._take_free(span, align)
             if addr is None:
-                chunk = self._map(self.arena.take(self.chunk_size), self.chunk_size, small=True)
+                base = self.arena.take(self.chunk_size, self.chunk_size)
+                chunk = self._map(base, self.chunk_size, small=True)
                 self._add_free(chunk.base, chunk.size)
                 addr = self._take_free(span, align)
                 assert addr is not None
@@ -209,7 +210,7 @@ class DeviceHeap:
         with self._lock:
             chunk = self._chunk_at(ptr)
             if chunk is None and span <= self.chunk_size // 2:
-                base = align_down(ptr, self.arena.granularity)
+                base = align_down(ptr, self.chunk_size)  # small chunks are chunk-aligned
                 if ptr + span <= base + self.chunk_size:
                     chunk = self._map_claimed(base, self.chunk_size, small=True)
                     self._add_free(chunk.base, chunk.size)
@@ -336,8 +337,9 @@ class DeviceHeap:
 
     # -- free space within small chunks ----------------------------------------------------
     def _take_free(self, span: int, align: int) -> int | None:
-        i = bisect.bisect_left(self._free_by_size, (span, 0))
-        for size, start in self._free_by_size[i:]:
+        free = self._free_by_size
+        for i in range(bisect.bisect_left(free, (span, 0)), len(free)):
+            size, start = free[i]
             addr = align_up(start, align)
             if addr + span <= start + size:
                 self._remove_free(start, size)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import threading
 
 import pytest
 
@@ -206,3 +207,52 @@ def test_random_alloc_free_keeps_allocations_disjoint(heap: DeviceHeap, backing)
     for ptr in list(live):
         heap.free(ptr)
     assert backing.mapped == {}
+
+
+class FailingBacking(RecordingBacking):
+    def map_chunk(self, addr: int, size: int) -> object:
+        raise CudaError(CUDA_ERROR_OUT_OF_MEMORY, "no memory left")
+
+
+def test_failed_map_returns_the_range(arena: AddressArena) -> None:
+    heap = DeviceHeap(arena, FailingBacking())
+    for size in (100, 8 * MiB):
+        with pytest.raises(CudaError) as err:
+            heap.alloc(size)
+        assert err.value.code == CUDA_ERROR_OUT_OF_MEMORY
+    assert arena.free_bytes() == arena.size
+    assert heap.allocations() == [] and heap.used() == 0
+
+
+def test_arena_is_thread_safe(arena: AddressArena) -> None:
+    taken: list[int] = []
+
+    def take_many() -> None:
+        for _ in range(200):
+            taken.append(arena.take(GRAN))
+
+    threads = [threading.Thread(target=take_many) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(taken)) == 800
+    for addr in taken:
+        arena.give(addr, GRAN)
+    assert arena.free_bytes() == arena.size
+
+
+def test_small_chunks_are_chunk_aligned_with_a_finer_granularity() -> None:
+    class FineBacking(RecordingBacking):
+        granularity = 64 * 1024
+
+    fine = AddressArena(BASE, 1 << 32, 64 * 1024)
+    fine.take(64 * 1024)  # the next free address is not 2 MiB aligned
+    heap = DeviceHeap(fine, FineBacking())
+    ptr = heap.alloc(1000)
+    assert ptr % heap.chunk_size == 0
+    heap.release_all()
+    restored = DeviceHeap(fine, FineBacking())
+    restored.alloc_at(ptr + 4096, 100)
+    restored.alloc_at(ptr, 1000)
+    assert restored.allocations() == [(ptr, 1000), (ptr + 4096, 100)]

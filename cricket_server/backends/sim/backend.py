@@ -45,7 +45,7 @@ from cricket_server.backends.sim.streams import (
 )
 from cricket_server.memory import AddressArena, DeviceHeap
 
-CLIENT_VA_BASE = 0x7F0000000000
+CLIENT_VA_BASE = 0x600000000000  # the cuda backend's default reservation base
 CLIENT_VA_SIZE = 0xF000000000  # 960 GiB for client allocations
 MODULE_VA_BASE = CLIENT_VA_BASE + CLIENT_VA_SIZE
 MODULE_VA_SIZE = 0x1000000000  # 64 GiB for module globals
@@ -510,7 +510,11 @@ class SimSession(BackendSession):
             )
         args = KernelArgs([raw[p.offset : p.offset + p.size] for p in fn.info.params])
         spec = Launch(
-            tuple(grid), tuple(block), shared_mem, dict(fn.module.globals), target.context.cancelled
+            (grid[0], grid[1], grid[2]),
+            (block[0], block[1], block[2]),
+            shared_mem,
+            dict(fn.module.globals),
+            target.context.cancelled,
         )
         accessor = KernelMemory(self.memory, name)
         target.submit(lambda: host(spec, args, accessor))

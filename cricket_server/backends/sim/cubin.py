@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import SymbolTableSection
 
 from cricket_server.backends.base import (
     CUDA_ERROR_INVALID_IMAGE,
@@ -122,7 +123,7 @@ def _read_cubin(elf: ELFFile, device_arch: int) -> ModuleImage:
             f"cuModuleLoadData: cubin is for sm_{arch}, the device is sm_{device_arch}",
         )
     symtab = elf.get_section_by_name(".symtab")
-    symbols = list(symtab.iter_symbols()) if symtab is not None else []
+    symbols = list(symtab.iter_symbols()) if isinstance(symtab, SymbolTableSection) else []
     sections = {s.name: s for s in elf.iter_sections()}
     per_symbol = _global_info(sections.get(".nv.info"))
 
