@@ -145,7 +145,7 @@ def main(
 
     the_backend = make_backend(backend, sim_memory=sim_bytes)
     try:
-        arena = AddressArena(*the_backend.address_space())  # type: ignore[attr-defined]
+        arena = AddressArena(*the_backend.address_space())
         manager = SessionManager(the_backend, arena, server_version=server_version())
         server = RpcServer([CricketService(manager)])
         try:

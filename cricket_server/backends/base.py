@@ -275,7 +275,11 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def open_session(self) -> BackendSession: ...
 
-    def close(self) -> None:
+    @abc.abstractmethod
+    def address_space(self) -> tuple[int, int, int]:
+        """(base, size, granularity) of the device VA range client allocations come from."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
         """Release process-wide resources (address reservations)."""
 
 

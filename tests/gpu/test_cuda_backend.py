@@ -22,7 +22,11 @@ from cricket_server.backends.base import (
     CudaError,
 )
 from cricket_server.backends.cuda import CudaBackend
-from cricket_server.backends.cuda.vmm import DEFAULT_RESERVE_BASE, AddressReservation
+from cricket_server.backends.cuda.vmm import (
+    DEFAULT_RESERVE_BASE,
+    DEFAULT_RESERVE_SIZE,
+    AddressReservation,
+)
 
 if TYPE_CHECKING:
     from conftest import ChunkMapper
@@ -70,7 +74,7 @@ def test_default_base_is_honoured_in_a_fresh_process(backend: CudaBackend) -> No
     )
     assert out.returncode == 0, out.stderr
     base, size, granularity = json.loads(out.stdout.strip().splitlines()[-1])
-    assert (base, size) == (DEFAULT_RESERVE_BASE, 1 << 40)
+    assert (base, size) == (DEFAULT_RESERVE_BASE, DEFAULT_RESERVE_SIZE)
     assert granularity == 2 * MiB
 
 

@@ -288,6 +288,9 @@ class FakeBackend(Backend):
     def device_pci_bus_id(self, dev: int) -> str:
         return f"0000:{dev:02x}:00.0"
 
+    def address_space(self) -> tuple[int, int, int]:
+        return ARENA_BASE, ARENA_SIZE, GRANULARITY
+
     def open_session(self) -> FakeSession:
         session = FakeSession(self)
         self.sessions.append(session)

@@ -26,8 +26,12 @@ __all__ = [
     "allocation_granularity",
 ]
 
-DEFAULT_RESERVE_BASE = 0x7F0000000000  # honoured on the H200 machine in a fresh process
-DEFAULT_RESERVE_SIZE = 1 << 40  # 1 TiB
+# Measured on the H200 machine (driver 580): 1 TiB reservations fail with OUT_OF_MEMORY;
+# bases near 0x7f.. collide with host mappings and are honoured only sometimes (64 and 256 GiB
+# yes, 128 and 512 GiB no); 256 GiB at 0x600000000000 was honoured. 256 GiB exceeds the
+# device memory (141 GB), so every client allocation fits.
+DEFAULT_RESERVE_BASE = 0x600000000000
+DEFAULT_RESERVE_SIZE = 1 << 38  # 256 GiB
 
 
 def _allocation_prop(dev: int) -> driver.CUmemAllocationProp:
