@@ -132,7 +132,10 @@ class Decoder:
     __slots__ = ("mv", "pos")
 
     def __init__(self, data: Any) -> None:
-        mv = memoryview(data)
+        try:
+            mv = memoryview(data)
+        except TypeError:
+            raise XdrDecodeError(f"expected a bytes-like object, got {type(data).__name__}") from None
         if mv.format != "B" or mv.ndim != 1:
             mv = mv.cast("B") if mv.c_contiguous else memoryview(mv.tobytes())
         self.mv = mv
@@ -567,7 +570,10 @@ class _Array(Codec):
                 epack(enc, v)
 
         def unpack_items_loop(dec: Decoder, n: int) -> list[Any]:
-            return [eunpack(dec) for _ in range(n)]
+            try:
+                return [eunpack(dec) for _ in range(n)]
+            except RecursionError:
+                raise XdrDecodeError(f"{what}: data nested too deeply") from None
 
         return pack_items_loop, unpack_items_loop
 
@@ -885,7 +891,7 @@ class Struct(Codec):
         pe = ["def encode(v):", "    try:", p[2].replace("enc.buf += ", "return ")] + p[3:]
         ue = ["def decode(data):", "    try:", u[3].replace("U0(dec.mv, pos)", "W0(data)")]
         ue += u[5:-5] + [
-            "    except struct_error:",
+            "    except (struct_error, TypeError):",
             "        raise wrong_size(data) from None",
         ] + u[-3:]
         env = dict(env, W0=env["S0"].__self__.unpack)
