@@ -107,7 +107,8 @@ def echo_services(m: ModuleType) -> tuple[Any, Any]:
 class PyServer:
     """Our RpcServer serving the echo services of both versions."""
 
-    port: int
+    port: int  # on 127.0.0.1
+    unix_path: str
     v1: Any
     v2: Any
 

@@ -24,6 +24,9 @@ from alltypes_cases import Case, build_cases
 from alltypes_echo import PyServer, echo_services
 from cbuild import SPEC, CPeers, build, missing_tools
 
+from cricket_xdr.rpc.client import Address
+from cricket_xdr.rpc.server import RpcServer
+
 RPCBIND_PORT = 111
 STARTUP_DEADLINE_S = 10.0
 
@@ -102,36 +105,51 @@ def cases(alltypes: ModuleType) -> dict[str, Case]:
     return build_cases(alltypes)
 
 
-@pytest.fixture(scope="session")
-def c_server(c_peers: CPeers) -> Iterator[int]:
-    """The rpcgen C server on 127.0.0.1; yields its port."""
+def start_c_server(c_peers: CPeers, where: str) -> tuple[subprocess.Popen[str], int]:
+    """Starts the rpcgen C server (c/server.c) on `where`; returns it and its TCP port."""
     proc = subprocess.Popen(
-        [str(c_peers.server)],
+        [str(c_peers.server), where],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
     )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line.strip().isdigit():
+        pytest.fail(f"C server on {where} did not start: {line!r} {stop_group(proc)}")
+    return proc, int(line)
+
+
+@pytest.fixture(scope="session", params=["tcp", "unix"])
+def c_server(
+    request: pytest.FixtureRequest, c_peers: CPeers, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Address]:
+    """The rpcgen C server on 127.0.0.1 or on a Unix socket; yields its RpcClient address."""
+    if request.param == "tcp":
+        proc, port = start_c_server(c_peers, "0")
+        address: Address = ("127.0.0.1", port)
+    else:
+        path = tmp_path_factory.mktemp("c_server") / "alltypes.sock"
+        proc, _ = start_c_server(c_peers, f"unix:{path}")
+        address = f"unix:{path}"
     try:
-        assert proc.stdout is not None and proc.stderr is not None
-        line = proc.stdout.readline()
-        if not line.strip().isdigit():
-            pytest.fail(f"C server did not start: {line!r} {stop_group(proc)}")
-        yield int(line)
+        yield address
     finally:
         stop_group(proc)
 
 
 @pytest.fixture(scope="session")
-def py_server(alltypes: ModuleType) -> Iterator[PyServer]:
-    from cricket_xdr.rpc.server import RpcServer
+def py_server(alltypes: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PyServer]:
+    """Our RpcServer with the echo services, on 127.0.0.1 and on a Unix socket."""
 
     v1, v2 = echo_services(alltypes)
     server = RpcServer([v1, v2])
     _, port = server.listen_tcp("127.0.0.1", 0)
+    unix_path = server.listen_unix(str(tmp_path_factory.mktemp("py_server") / "alltypes.sock"))
     server.start()
     try:
-        yield PyServer(port, v1, v2)
+        yield PyServer(port, unix_path, v1, v2)
     finally:
         server.shutdown()
 

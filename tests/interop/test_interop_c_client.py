@@ -20,9 +20,15 @@ pytestmark = pytest.mark.interop
 CLIENT_TIMEOUT_S = 120
 
 
-def run_c_client(c_peers: CPeers, port: int, case: str) -> None:
+@pytest.fixture(params=["tcp", "unix"])
+def where(request: pytest.FixtureRequest, py_server: PyServer) -> str:
+    """Our server's address as c/client.c takes it: a port on 127.0.0.1 or unix:PATH."""
+    return str(py_server.port) if request.param == "tcp" else f"unix:{py_server.unix_path}"
+
+
+def run_c_client(c_peers: CPeers, where: str, case: str) -> None:
     proc = subprocess.run(
-        [str(c_peers.client), str(port), case],
+        [str(c_peers.client), where, case],
         capture_output=True,
         text=True,
         timeout=CLIENT_TIMEOUT_S,
@@ -32,36 +38,36 @@ def run_c_client(c_peers: CPeers, port: int, case: str) -> None:
 
 @pytest.mark.parametrize("name", CASE_NAMES)
 def test_c_client_gets_every_value_back(
-    name: str, c_peers: CPeers, py_server: PyServer, cases: dict[str, Case]
+    name: str, c_peers: CPeers, where: str, py_server: PyServer, cases: dict[str, Case]
 ) -> None:
     case = cases[name]
-    run_c_client(c_peers, py_server.port, name)
+    run_c_client(c_peers, where, name)
     assert differences(py_server.last(ECHO_PROCEDURE[case.type]), case.value) == []
 
 
 @pytest.mark.parametrize("procedure", ["PING", "PING2"])
 def test_c_client_calls_void_procedures(
-    procedure: str, c_peers: CPeers, py_server: PyServer
+    procedure: str, c_peers: CPeers, where: str, py_server: PyServer
 ) -> None:
     py_server.v1.received.clear()
     py_server.v2.received.clear()
-    run_c_client(c_peers, py_server.port, procedure.lower())
+    run_c_client(c_peers, where, procedure.lower())
     assert py_server.last(procedure) is None
 
 
 def test_c_client_sinks_a_value(
-    c_peers: CPeers, py_server: PyServer, cases: dict[str, Case]
+    c_peers: CPeers, where: str, py_server: PyServer, cases: dict[str, Case]
 ) -> None:
-    run_c_client(c_peers, py_server.port, "sink")
+    run_c_client(c_peers, where, "sink")
     assert differences(py_server.last("SINK"), cases["scalars_max"].value) == []
 
 
 def test_c_client_auth_sys_credentials_reach_the_handler(
-    c_peers: CPeers, py_server: PyServer, cases: dict[str, Case]
+    c_peers: CPeers, where: str, py_server: PyServer, cases: dict[str, Case]
 ) -> None:
     """libtirpc's authunix_create() credentials, as c/client.c -s sends them."""
     proc = subprocess.run(
-        [str(c_peers.client), "-s", str(py_server.port), "ping", "scalars_max"],
+        [str(c_peers.client), "-s", where, "ping", "scalars_max"],
         capture_output=True,
         text=True,
         timeout=CLIENT_TIMEOUT_S,

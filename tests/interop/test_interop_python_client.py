@@ -1,4 +1,7 @@
-"""Our generated client and RpcClient against the rpcgen (-N -M) C server on libtirpc."""
+"""Our generated client and RpcClient against the rpcgen (-N -M) C server on libtirpc.
+
+Every test runs twice: over TCP on 127.0.0.1 and over a Unix socket (svcunix_create).
+"""
 
 from __future__ import annotations
 
@@ -12,15 +15,15 @@ from alltypes_echo import call_echo
 
 from cricket_xdr.rpc import errors
 from cricket_xdr.rpc.auth import AuthSys, AuthSysParams
-from cricket_xdr.rpc.client import RpcClient
+from cricket_xdr.rpc.client import Address, RpcClient
 from cricket_xdr.rpc.message import AUTH_TOOWEAK
 
 pytestmark = pytest.mark.interop
 
 
 @pytest.fixture(scope="module")
-def rpc(c_server: int) -> Iterator[RpcClient]:
-    client = RpcClient(("127.0.0.1", c_server), timeout=60)
+def rpc(c_server: Address) -> Iterator[RpcClient]:
+    client = RpcClient(c_server, timeout=60)
     try:
         yield client
     finally:
@@ -93,21 +96,21 @@ def test_truncated_arguments_are_garbage_args(alltypes: ModuleType, rpc: RpcClie
     ids=["small", "largest"],
 )
 def test_c_server_accepts_our_auth_sys(
-    params: AuthSysParams, alltypes: ModuleType, c_server: int, cases: dict[str, Case]
+    params: AuthSysParams, alltypes: ModuleType, c_server: Address, cases: dict[str, Case]
 ) -> None:
     """libtirpc's svcauth_unix parses our AUTH_SYS body (it answers AUTH_BADCRED if not)."""
-    with RpcClient(("127.0.0.1", c_server), timeout=60, auth=AuthSys(params)) as rpc:
+    with RpcClient(c_server, timeout=60, auth=AuthSys(params)) as rpc:
         v1 = alltypes.ALLTYPES_V1_Client(rpc)
         assert v1.PING() is None
         value = cases["scalars_min"].value
         assert differences(v1.ECHO_SCALARS(value), value) == []
 
 
-def test_c_server_reads_our_auth_sys_machine_name(alltypes: ModuleType, c_server: int) -> None:
+def test_c_server_reads_our_auth_sys_machine_name(alltypes: ModuleType, c_server: Address) -> None:
     """c/server.c denies PING to AUTH_SYS machine "reject-me" with AUTH_TOOWEAK."""
     auth = AuthSys(AuthSysParams("reject-me", 1000, 100))
     with (
-        RpcClient(("127.0.0.1", c_server), timeout=60, auth=auth) as rpc,
+        RpcClient(c_server, timeout=60, auth=auth) as rpc,
         pytest.raises(errors.AuthError) as caught,
     ):
         alltypes.ALLTYPES_V1_Client(rpc).PING()

@@ -1,8 +1,8 @@
 /* An rpcgen (-N -M) client of alltypes.x on libtirpc.
  *
- *   client [-s] PORT [CASE...]
+ *   client [-s] PORT|unix:PATH [CASE...]
  *
- * Connects to 127.0.0.1:PORT (no rpcbind), calls the echo procedure of each case
+ * Connects to 127.0.0.1:PORT or to the Unix socket PATH (no rpcbind), calls the echo procedure of each case
  * of cases.c (all of them when none is named; "ping", "ping2" and "sink" call the
  * void procedures) and prints "<case> ok" when the reply equals what was sent,
  * else "<case> MISMATCH: why". Exits 1 if any case failed.
@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/un.h>
 
 #include "cases.h"
 
@@ -22,15 +23,21 @@
 #define AUTH_GID 777
 static gid_t AUTH_GIDS[] = {1, 2, 3};
 
-static CLIENT *connect_version(unsigned short port, unsigned long version, int auth_sys)
+static CLIENT *connect_version(const char *where, unsigned long version, int auth_sys)
 {
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(port)};
     int sock = RPC_ANYSOCK;
     CLIENT *clnt;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    clnt = clnttcp_create(&addr, ALLTYPES_PROG, version, &sock, 0, 0);
+    if (strncmp(where, "unix:", 5) == 0) {
+        struct sockaddr_un addr = {.sun_family = AF_UNIX};
+        snprintf(addr.sun_path, sizeof addr.sun_path, "%s", where + 5);
+        clnt = clntunix_create(&addr, ALLTYPES_PROG, version, &sock, 0, 0);
+    } else {
+        struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(atoi(where))};
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        clnt = clnttcp_create(&addr, ALLTYPES_PROG, version, &sock, 0, 0);
+    }
     if (!clnt) {
-        clnt_pcreateerror("alltypes client: clnttcp_create 127.0.0.1");
+        clnt_pcreateerror(where);
         exit(2);
     }
     if (auth_sys) {
@@ -144,11 +151,11 @@ int main(int argc, char **argv)
         argc--;
     }
     if (argc < 2) {
-        fprintf(stderr, "usage: %s [-s] PORT [CASE...]\n", argv[0]);
+        fprintf(stderr, "usage: %s [-s] PORT|unix:PATH [CASE...]\n", argv[0]);
         return 2;
     }
-    v1 = connect_version((unsigned short)atoi(argv[1]), ALLTYPES_V1, auth_sys);
-    v2 = connect_version((unsigned short)atoi(argv[1]), ALLTYPES_V2, auth_sys);
+    v1 = connect_version(argv[1], ALLTYPES_V1, auth_sys);
+    v2 = connect_version(argv[1], ALLTYPES_V2, auth_sys);
     if (argc == 2) {
         for (size_t i = 0; i < 3; i++)
             failed |= report(void_cases[i], run_void(void_cases[i], cases, n, v1, v2));

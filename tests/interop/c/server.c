@@ -1,7 +1,10 @@
 /* An rpcgen (-N -M) server of alltypes.x on libtirpc: every procedure echoes.
  *
- * Listens on 127.0.0.1, port 0 (or argv[1]), prints the port on stdout, serves
- * forever; registers nothing with rpcbind. Dies with its parent (PR_SET_PDEATHSIG).
+ *   server [PORT|unix:PATH]
+ *
+ * Listens on 127.0.0.1 (port 0: a free one) or on the Unix socket PATH, prints the
+ * port (0 for a Unix socket) on stdout, serves forever; registers nothing with
+ * rpcbind. Dies with its parent (PR_SET_PDEATHSIG).
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -87,25 +90,34 @@ bool_t echo_many_1_svc(int i, name n, u_quad_t uh, chain l, color c, double d, m
 extern void alltypes_prog_1(struct svc_req *, SVCXPRT *);
 extern void alltypes_prog_2(struct svc_req *, SVCXPRT *);
 
-int main(int argc, char **argv)
+/* A TCP transport on 127.0.0.1:port (0: a free port); sets *bound to the port. */
+static SVCXPRT *listen_tcp(unsigned short port, unsigned short *bound)
 {
-    struct sockaddr_in addr = {.sin_family = AF_INET};
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(port)};
     socklen_t addrlen = sizeof addr;
-    SVCXPRT *xprt;
-    int sock;
-
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    int sock = socket(AF_INET, SOCK_STREAM, 0);
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(argc > 1 ? (unsigned short)atoi(argv[1]) : 0);
-    sock = socket(AF_INET, SOCK_STREAM, 0);
     if (sock < 0 || bind(sock, (struct sockaddr *)&addr, sizeof addr) != 0 ||
         getsockname(sock, (struct sockaddr *)&addr, &addrlen) != 0 || listen(sock, 16) != 0) {
-        perror("alltypes server: bind 127.0.0.1");
-        return 1;
+        perror("alltypes server: listen on 127.0.0.1");
+        return NULL;
     }
-    xprt = svctcp_create(sock, 0, 0);
+    *bound = ntohs(addr.sin_port);
+    return svctcp_create(sock, 0, 0);
+}
+
+int main(int argc, char **argv)
+{
+    unsigned short port = 0;
+    SVCXPRT *xprt;
+
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (argc > 1 && strncmp(argv[1], "unix:", 5) == 0)
+        xprt = svcunix_create(RPC_ANYSOCK, 0, 0, argv[1] + 5);
+    else
+        xprt = listen_tcp(argc > 1 ? (unsigned short)atoi(argv[1]) : 0, &port);
     if (!xprt) {
-        fprintf(stderr, "alltypes server: svctcp_create failed\n");
+        fprintf(stderr, "alltypes server: no transport on %s\n", argc > 1 ? argv[1] : "127.0.0.1");
         return 1;
     }
     /* protocol 0: do not register with rpcbind */
@@ -114,7 +126,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "alltypes server: svc_register failed\n");
         return 1;
     }
-    printf("%d\n", ntohs(addr.sin_port));
+    printf("%d\n", port);
     fflush(stdout);
     svc_run();
     fprintf(stderr, "alltypes server: svc_run returned\n");
