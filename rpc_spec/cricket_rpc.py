@@ -1206,96 +1206,96 @@ class CRICKET_V1_Client:
         """Call HELLO (1) and wait for its result."""
         _enc = _xdr.Encoder()
         xdr_hello_args.pack(_enc, arg1)
-        body = self._rpc.call(549519342, 1, 1, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 1, _enc.buffers(), timeout=timeout)
         return xdr_hello_result.decode(body)  # type: ignore[no-any-return]
 
     def HELLO_async(self, arg1: hello_args) -> _Pending:
         """Send HELLO (1); ``.result(timeout)`` gives the result."""
         _enc = _xdr.Encoder()
         xdr_hello_args.pack(_enc, arg1)
-        call = self._rpc.call_async(549519342, 1, 1, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 1, _enc.buffers())
         return _Pending(call, xdr_hello_result.decode)
 
     def GOODBYE(self, *, timeout: float | None = None) -> int:
         """Call GOODBYE (2) and wait for its result."""
-        body = self._rpc.call(549519342, 1, 2, b"", timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 2, b"", timeout=timeout)
         return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
 
     def GOODBYE_async(self) -> _Pending:
         """Send GOODBYE (2); ``.result(timeout)`` gives the result."""
-        call = self._rpc.call_async(549519342, 1, 2, b"")
+        call = self._rpc.call_async(0x20c0ffee, 1, 2, b"")
         return _Pending(call, _xdr.xdr_int.decode)
 
     def GET_ERROR_MESSAGE(self, *, timeout: float | None = None) -> name_str:
         """Call GET_ERROR_MESSAGE (3) and wait for its result."""
-        body = self._rpc.call(549519342, 1, 3, b"", timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 3, b"", timeout=timeout)
         return xdr_name_str.decode(body)  # type: ignore[no-any-return]
 
     def GET_ERROR_MESSAGE_async(self) -> _Pending:
         """Send GET_ERROR_MESSAGE (3); ``.result(timeout)`` gives the result."""
-        call = self._rpc.call_async(549519342, 1, 3, b"")
+        call = self._rpc.call_async(0x20c0ffee, 1, 3, b"")
         return _Pending(call, xdr_name_str.decode)
 
     def CU_INIT(self, arg1: int, *, timeout: float | None = None) -> int:
         """Call CU_INIT (10) and wait for its result."""
         _enc = _xdr.Encoder()
         _xdr.xdr_u_int.pack(_enc, arg1)
-        body = self._rpc.call(549519342, 1, 10, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 10, _enc.buffers(), timeout=timeout)
         return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
 
     def CU_INIT_async(self, arg1: int) -> _Pending:
         """Send CU_INIT (10); ``.result(timeout)`` gives the result."""
         _enc = _xdr.Encoder()
         _xdr.xdr_u_int.pack(_enc, arg1)
-        call = self._rpc.call_async(549519342, 1, 10, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 10, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
     def CU_DRIVER_GET_VERSION(self, *, timeout: float | None = None) -> int_result:
         """Call CU_DRIVER_GET_VERSION (11) and wait for its result."""
-        body = self._rpc.call(549519342, 1, 11, b"", timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 11, b"", timeout=timeout)
         return xdr_int_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_DRIVER_GET_VERSION_async(self) -> _Pending:
         """Send CU_DRIVER_GET_VERSION (11); ``.result(timeout)`` gives the result."""
-        call = self._rpc.call_async(549519342, 1, 11, b"")
+        call = self._rpc.call_async(0x20c0ffee, 1, 11, b"")
         return _Pending(call, xdr_int_result.decode)
 
     def CU_DEVICE_GET_COUNT(self, *, timeout: float | None = None) -> int_result:
         """Call CU_DEVICE_GET_COUNT (12) and wait for its result."""
-        body = self._rpc.call(549519342, 1, 12, b"", timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 12, b"", timeout=timeout)
         return xdr_int_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_DEVICE_GET_COUNT_async(self) -> _Pending:
         """Send CU_DEVICE_GET_COUNT (12); ``.result(timeout)`` gives the result."""
-        call = self._rpc.call_async(549519342, 1, 12, b"")
+        call = self._rpc.call_async(0x20c0ffee, 1, 12, b"")
         return _Pending(call, xdr_int_result.decode)
 
     def CU_DEVICE_GET(self, arg1: int, *, timeout: float | None = None) -> int_result:
         """Call CU_DEVICE_GET (13) and wait for its result."""
         _enc = _xdr.Encoder()
         _xdr.xdr_int.pack(_enc, arg1)
-        body = self._rpc.call(549519342, 1, 13, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 13, _enc.buffers(), timeout=timeout)
         return xdr_int_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_DEVICE_GET_async(self, arg1: int) -> _Pending:
         """Send CU_DEVICE_GET (13); ``.result(timeout)`` gives the result."""
         _enc = _xdr.Encoder()
         _xdr.xdr_int.pack(_enc, arg1)
-        call = self._rpc.call_async(549519342, 1, 13, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 13, _enc.buffers())
         return _Pending(call, xdr_int_result.decode)
 
     def CU_DEVICE_GET_NAME(self, arg1: int, *, timeout: float | None = None) -> str_result:
         """Call CU_DEVICE_GET_NAME (14) and wait for its result."""
         _enc = _xdr.Encoder()
         _xdr.xdr_int.pack(_enc, arg1)
-        body = self._rpc.call(549519342, 1, 14, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 14, _enc.buffers(), timeout=timeout)
         return xdr_str_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_DEVICE_GET_NAME_async(self, arg1: int) -> _Pending:
         """Send CU_DEVICE_GET_NAME (14); ``.result(timeout)`` gives the result."""
         _enc = _xdr.Encoder()
         _xdr.xdr_int.pack(_enc, arg1)
-        call = self._rpc.call_async(549519342, 1, 14, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 14, _enc.buffers())
         return _Pending(call, xdr_str_result.decode)
 
     def CU_DEVICE_GET_ATTRIBUTE(self, arg1: int, arg2: int, *, timeout: float | None = None) -> int_result:
@@ -1303,7 +1303,7 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         _xdr.xdr_int.pack(_enc, arg1)
         _xdr.xdr_int.pack(_enc, arg2)
-        body = self._rpc.call(549519342, 1, 15, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 15, _enc.buffers(), timeout=timeout)
         return xdr_int_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_DEVICE_GET_ATTRIBUTE_async(self, arg1: int, arg2: int) -> _Pending:
@@ -1311,105 +1311,105 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         _xdr.xdr_int.pack(_enc, arg1)
         _xdr.xdr_int.pack(_enc, arg2)
-        call = self._rpc.call_async(549519342, 1, 15, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 15, _enc.buffers())
         return _Pending(call, xdr_int_result.decode)
 
     def CU_DEVICE_TOTAL_MEM(self, arg1: int, *, timeout: float | None = None) -> u64_result:
         """Call CU_DEVICE_TOTAL_MEM (16) and wait for its result."""
         _enc = _xdr.Encoder()
         _xdr.xdr_int.pack(_enc, arg1)
-        body = self._rpc.call(549519342, 1, 16, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 16, _enc.buffers(), timeout=timeout)
         return xdr_u64_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_DEVICE_TOTAL_MEM_async(self, arg1: int) -> _Pending:
         """Send CU_DEVICE_TOTAL_MEM (16); ``.result(timeout)`` gives the result."""
         _enc = _xdr.Encoder()
         _xdr.xdr_int.pack(_enc, arg1)
-        call = self._rpc.call_async(549519342, 1, 16, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 16, _enc.buffers())
         return _Pending(call, xdr_u64_result.decode)
 
     def CU_DEVICE_GET_UUID(self, arg1: int, *, timeout: float | None = None) -> uuid_result:
         """Call CU_DEVICE_GET_UUID (17) and wait for its result."""
         _enc = _xdr.Encoder()
         _xdr.xdr_int.pack(_enc, arg1)
-        body = self._rpc.call(549519342, 1, 17, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 17, _enc.buffers(), timeout=timeout)
         return xdr_uuid_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_DEVICE_GET_UUID_async(self, arg1: int) -> _Pending:
         """Send CU_DEVICE_GET_UUID (17); ``.result(timeout)`` gives the result."""
         _enc = _xdr.Encoder()
         _xdr.xdr_int.pack(_enc, arg1)
-        call = self._rpc.call_async(549519342, 1, 17, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 17, _enc.buffers())
         return _Pending(call, xdr_uuid_result.decode)
 
     def CU_DEVICE_GET_PCI_BUS_ID(self, arg1: int, *, timeout: float | None = None) -> str_result:
         """Call CU_DEVICE_GET_PCI_BUS_ID (18) and wait for its result."""
         _enc = _xdr.Encoder()
         _xdr.xdr_int.pack(_enc, arg1)
-        body = self._rpc.call(549519342, 1, 18, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 18, _enc.buffers(), timeout=timeout)
         return xdr_str_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_DEVICE_GET_PCI_BUS_ID_async(self, arg1: int) -> _Pending:
         """Send CU_DEVICE_GET_PCI_BUS_ID (18); ``.result(timeout)`` gives the result."""
         _enc = _xdr.Encoder()
         _xdr.xdr_int.pack(_enc, arg1)
-        call = self._rpc.call_async(549519342, 1, 18, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 18, _enc.buffers())
         return _Pending(call, xdr_str_result.decode)
 
     def CU_DEVICE_PRIMARY_CTX_RETAIN(self, arg1: int, *, timeout: float | None = None) -> handle_result:
         """Call CU_DEVICE_PRIMARY_CTX_RETAIN (30) and wait for its result."""
         _enc = _xdr.Encoder()
         _xdr.xdr_int.pack(_enc, arg1)
-        body = self._rpc.call(549519342, 1, 30, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 30, _enc.buffers(), timeout=timeout)
         return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_DEVICE_PRIMARY_CTX_RETAIN_async(self, arg1: int) -> _Pending:
         """Send CU_DEVICE_PRIMARY_CTX_RETAIN (30); ``.result(timeout)`` gives the result."""
         _enc = _xdr.Encoder()
         _xdr.xdr_int.pack(_enc, arg1)
-        call = self._rpc.call_async(549519342, 1, 30, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 30, _enc.buffers())
         return _Pending(call, xdr_handle_result.decode)
 
     def CU_DEVICE_PRIMARY_CTX_RELEASE(self, arg1: int, *, timeout: float | None = None) -> int:
         """Call CU_DEVICE_PRIMARY_CTX_RELEASE (31) and wait for its result."""
         _enc = _xdr.Encoder()
         _xdr.xdr_int.pack(_enc, arg1)
-        body = self._rpc.call(549519342, 1, 31, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 31, _enc.buffers(), timeout=timeout)
         return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
 
     def CU_DEVICE_PRIMARY_CTX_RELEASE_async(self, arg1: int) -> _Pending:
         """Send CU_DEVICE_PRIMARY_CTX_RELEASE (31); ``.result(timeout)`` gives the result."""
         _enc = _xdr.Encoder()
         _xdr.xdr_int.pack(_enc, arg1)
-        call = self._rpc.call_async(549519342, 1, 31, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 31, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
     def CU_DEVICE_PRIMARY_CTX_RESET(self, arg1: int, *, timeout: float | None = None) -> int:
         """Call CU_DEVICE_PRIMARY_CTX_RESET (32) and wait for its result."""
         _enc = _xdr.Encoder()
         _xdr.xdr_int.pack(_enc, arg1)
-        body = self._rpc.call(549519342, 1, 32, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 32, _enc.buffers(), timeout=timeout)
         return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
 
     def CU_DEVICE_PRIMARY_CTX_RESET_async(self, arg1: int) -> _Pending:
         """Send CU_DEVICE_PRIMARY_CTX_RESET (32); ``.result(timeout)`` gives the result."""
         _enc = _xdr.Encoder()
         _xdr.xdr_int.pack(_enc, arg1)
-        call = self._rpc.call_async(549519342, 1, 32, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 32, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
     def CU_DEVICE_PRIMARY_CTX_GET_STATE(self, arg1: int, *, timeout: float | None = None) -> ctx_state_result:
         """Call CU_DEVICE_PRIMARY_CTX_GET_STATE (33) and wait for its result."""
         _enc = _xdr.Encoder()
         _xdr.xdr_int.pack(_enc, arg1)
-        body = self._rpc.call(549519342, 1, 33, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 33, _enc.buffers(), timeout=timeout)
         return xdr_ctx_state_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_DEVICE_PRIMARY_CTX_GET_STATE_async(self, arg1: int) -> _Pending:
         """Send CU_DEVICE_PRIMARY_CTX_GET_STATE (33); ``.result(timeout)`` gives the result."""
         _enc = _xdr.Encoder()
         _xdr.xdr_int.pack(_enc, arg1)
-        call = self._rpc.call_async(549519342, 1, 33, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 33, _enc.buffers())
         return _Pending(call, xdr_ctx_state_result.decode)
 
     def CU_DEVICE_PRIMARY_CTX_SET_FLAGS(self, arg1: int, arg2: int, *, timeout: float | None = None) -> int:
@@ -1417,7 +1417,7 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         _xdr.xdr_int.pack(_enc, arg1)
         _xdr.xdr_u_int.pack(_enc, arg2)
-        body = self._rpc.call(549519342, 1, 34, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 34, _enc.buffers(), timeout=timeout)
         return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
 
     def CU_DEVICE_PRIMARY_CTX_SET_FLAGS_async(self, arg1: int, arg2: int) -> _Pending:
@@ -1425,7 +1425,7 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         _xdr.xdr_int.pack(_enc, arg1)
         _xdr.xdr_u_int.pack(_enc, arg2)
-        call = self._rpc.call_async(549519342, 1, 34, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 34, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
     def CU_CTX_CREATE(self, arg1: int, arg2: int, *, timeout: float | None = None) -> handle_result:
@@ -1433,7 +1433,7 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         _xdr.xdr_u_int.pack(_enc, arg1)
         _xdr.xdr_int.pack(_enc, arg2)
-        body = self._rpc.call(549519342, 1, 35, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 35, _enc.buffers(), timeout=timeout)
         return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_CTX_CREATE_async(self, arg1: int, arg2: int) -> _Pending:
@@ -1441,103 +1441,103 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         _xdr.xdr_u_int.pack(_enc, arg1)
         _xdr.xdr_int.pack(_enc, arg2)
-        call = self._rpc.call_async(549519342, 1, 35, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 35, _enc.buffers())
         return _Pending(call, xdr_handle_result.decode)
 
     def CU_CTX_DESTROY(self, arg1: cu_handle, *, timeout: float | None = None) -> int:
         """Call CU_CTX_DESTROY (36) and wait for its result."""
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
-        body = self._rpc.call(549519342, 1, 36, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 36, _enc.buffers(), timeout=timeout)
         return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
 
     def CU_CTX_DESTROY_async(self, arg1: cu_handle) -> _Pending:
         """Send CU_CTX_DESTROY (36); ``.result(timeout)`` gives the result."""
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
-        call = self._rpc.call_async(549519342, 1, 36, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 36, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
     def CU_CTX_SET_CURRENT(self, arg1: cu_handle, *, timeout: float | None = None) -> int:
         """Call CU_CTX_SET_CURRENT (37) and wait for its result."""
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
-        body = self._rpc.call(549519342, 1, 37, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 37, _enc.buffers(), timeout=timeout)
         return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
 
     def CU_CTX_SET_CURRENT_async(self, arg1: cu_handle) -> _Pending:
         """Send CU_CTX_SET_CURRENT (37); ``.result(timeout)`` gives the result."""
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
-        call = self._rpc.call_async(549519342, 1, 37, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 37, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
     def CU_CTX_GET_CURRENT(self, *, timeout: float | None = None) -> handle_result:
         """Call CU_CTX_GET_CURRENT (38) and wait for its result."""
-        body = self._rpc.call(549519342, 1, 38, b"", timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 38, b"", timeout=timeout)
         return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_CTX_GET_CURRENT_async(self) -> _Pending:
         """Send CU_CTX_GET_CURRENT (38); ``.result(timeout)`` gives the result."""
-        call = self._rpc.call_async(549519342, 1, 38, b"")
+        call = self._rpc.call_async(0x20c0ffee, 1, 38, b"")
         return _Pending(call, xdr_handle_result.decode)
 
     def CU_CTX_PUSH_CURRENT(self, arg1: cu_handle, *, timeout: float | None = None) -> int:
         """Call CU_CTX_PUSH_CURRENT (39) and wait for its result."""
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
-        body = self._rpc.call(549519342, 1, 39, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 39, _enc.buffers(), timeout=timeout)
         return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
 
     def CU_CTX_PUSH_CURRENT_async(self, arg1: cu_handle) -> _Pending:
         """Send CU_CTX_PUSH_CURRENT (39); ``.result(timeout)`` gives the result."""
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
-        call = self._rpc.call_async(549519342, 1, 39, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 39, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
     def CU_CTX_POP_CURRENT(self, *, timeout: float | None = None) -> handle_result:
         """Call CU_CTX_POP_CURRENT (40) and wait for its result."""
-        body = self._rpc.call(549519342, 1, 40, b"", timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 40, b"", timeout=timeout)
         return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_CTX_POP_CURRENT_async(self) -> _Pending:
         """Send CU_CTX_POP_CURRENT (40); ``.result(timeout)`` gives the result."""
-        call = self._rpc.call_async(549519342, 1, 40, b"")
+        call = self._rpc.call_async(0x20c0ffee, 1, 40, b"")
         return _Pending(call, xdr_handle_result.decode)
 
     def CU_CTX_SYNCHRONIZE(self, *, timeout: float | None = None) -> int:
         """Call CU_CTX_SYNCHRONIZE (41) and wait for its result."""
-        body = self._rpc.call(549519342, 1, 41, b"", timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 41, b"", timeout=timeout)
         return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
 
     def CU_CTX_SYNCHRONIZE_async(self) -> _Pending:
         """Send CU_CTX_SYNCHRONIZE (41); ``.result(timeout)`` gives the result."""
-        call = self._rpc.call_async(549519342, 1, 41, b"")
+        call = self._rpc.call_async(0x20c0ffee, 1, 41, b"")
         return _Pending(call, _xdr.xdr_int.decode)
 
     def CU_CTX_GET_DEVICE(self, *, timeout: float | None = None) -> int_result:
         """Call CU_CTX_GET_DEVICE (42) and wait for its result."""
-        body = self._rpc.call(549519342, 1, 42, b"", timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 42, b"", timeout=timeout)
         return xdr_int_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_CTX_GET_DEVICE_async(self) -> _Pending:
         """Send CU_CTX_GET_DEVICE (42); ``.result(timeout)`` gives the result."""
-        call = self._rpc.call_async(549519342, 1, 42, b"")
+        call = self._rpc.call_async(0x20c0ffee, 1, 42, b"")
         return _Pending(call, xdr_int_result.decode)
 
     def CU_CTX_GET_LIMIT(self, arg1: int, *, timeout: float | None = None) -> u64_result:
         """Call CU_CTX_GET_LIMIT (43) and wait for its result."""
         _enc = _xdr.Encoder()
         _xdr.xdr_int.pack(_enc, arg1)
-        body = self._rpc.call(549519342, 1, 43, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 43, _enc.buffers(), timeout=timeout)
         return xdr_u64_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_CTX_GET_LIMIT_async(self, arg1: int) -> _Pending:
         """Send CU_CTX_GET_LIMIT (43); ``.result(timeout)`` gives the result."""
         _enc = _xdr.Encoder()
         _xdr.xdr_int.pack(_enc, arg1)
-        call = self._rpc.call_async(549519342, 1, 43, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 43, _enc.buffers())
         return _Pending(call, xdr_u64_result.decode)
 
     def CU_CTX_SET_LIMIT(self, arg1: int, arg2: int, *, timeout: float | None = None) -> int:
@@ -1545,7 +1545,7 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         _xdr.xdr_int.pack(_enc, arg1)
         _xdr.xdr_u_hyper.pack(_enc, arg2)
-        body = self._rpc.call(549519342, 1, 44, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 44, _enc.buffers(), timeout=timeout)
         return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
 
     def CU_CTX_SET_LIMIT_async(self, arg1: int, arg2: int) -> _Pending:
@@ -1553,31 +1553,31 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         _xdr.xdr_int.pack(_enc, arg1)
         _xdr.xdr_u_hyper.pack(_enc, arg2)
-        call = self._rpc.call_async(549519342, 1, 44, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 44, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
     def CU_CTX_GET_STREAM_PRIORITY_RANGE(self, *, timeout: float | None = None) -> int_pair_result:
         """Call CU_CTX_GET_STREAM_PRIORITY_RANGE (45) and wait for its result."""
-        body = self._rpc.call(549519342, 1, 45, b"", timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 45, b"", timeout=timeout)
         return xdr_int_pair_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_CTX_GET_STREAM_PRIORITY_RANGE_async(self) -> _Pending:
         """Send CU_CTX_GET_STREAM_PRIORITY_RANGE (45); ``.result(timeout)`` gives the result."""
-        call = self._rpc.call_async(549519342, 1, 45, b"")
+        call = self._rpc.call_async(0x20c0ffee, 1, 45, b"")
         return _Pending(call, xdr_int_pair_result.decode)
 
     def CU_MEM_ALLOC(self, arg1: int, *, timeout: float | None = None) -> ptr_result:
         """Call CU_MEM_ALLOC (50) and wait for its result."""
         _enc = _xdr.Encoder()
         _xdr.xdr_u_hyper.pack(_enc, arg1)
-        body = self._rpc.call(549519342, 1, 50, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 50, _enc.buffers(), timeout=timeout)
         return xdr_ptr_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_MEM_ALLOC_async(self, arg1: int) -> _Pending:
         """Send CU_MEM_ALLOC (50); ``.result(timeout)`` gives the result."""
         _enc = _xdr.Encoder()
         _xdr.xdr_u_hyper.pack(_enc, arg1)
-        call = self._rpc.call_async(549519342, 1, 50, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 50, _enc.buffers())
         return _Pending(call, xdr_ptr_result.decode)
 
     def CU_MEM_ALLOC_PITCH(self, arg1: int, arg2: int, arg3: int, *, timeout: float | None = None) -> pitch_result:
@@ -1586,7 +1586,7 @@ class CRICKET_V1_Client:
         _xdr.xdr_u_hyper.pack(_enc, arg1)
         _xdr.xdr_u_hyper.pack(_enc, arg2)
         _xdr.xdr_u_int.pack(_enc, arg3)
-        body = self._rpc.call(549519342, 1, 51, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 51, _enc.buffers(), timeout=timeout)
         return xdr_pitch_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_MEM_ALLOC_PITCH_async(self, arg1: int, arg2: int, arg3: int) -> _Pending:
@@ -1595,45 +1595,45 @@ class CRICKET_V1_Client:
         _xdr.xdr_u_hyper.pack(_enc, arg1)
         _xdr.xdr_u_hyper.pack(_enc, arg2)
         _xdr.xdr_u_int.pack(_enc, arg3)
-        call = self._rpc.call_async(549519342, 1, 51, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 51, _enc.buffers())
         return _Pending(call, xdr_pitch_result.decode)
 
     def CU_MEM_FREE(self, arg1: cu_ptr, *, timeout: float | None = None) -> int:
         """Call CU_MEM_FREE (52) and wait for its result."""
         _enc = _xdr.Encoder()
         xdr_cu_ptr.pack(_enc, arg1)
-        body = self._rpc.call(549519342, 1, 52, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 52, _enc.buffers(), timeout=timeout)
         return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
 
     def CU_MEM_FREE_async(self, arg1: cu_ptr) -> _Pending:
         """Send CU_MEM_FREE (52); ``.result(timeout)`` gives the result."""
         _enc = _xdr.Encoder()
         xdr_cu_ptr.pack(_enc, arg1)
-        call = self._rpc.call_async(549519342, 1, 52, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 52, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
     def CU_MEM_GET_INFO(self, *, timeout: float | None = None) -> mem_info_result:
         """Call CU_MEM_GET_INFO (53) and wait for its result."""
-        body = self._rpc.call(549519342, 1, 53, b"", timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 53, b"", timeout=timeout)
         return xdr_mem_info_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_MEM_GET_INFO_async(self) -> _Pending:
         """Send CU_MEM_GET_INFO (53); ``.result(timeout)`` gives the result."""
-        call = self._rpc.call_async(549519342, 1, 53, b"")
+        call = self._rpc.call_async(0x20c0ffee, 1, 53, b"")
         return _Pending(call, xdr_mem_info_result.decode)
 
     def CU_MEM_GET_ADDRESS_RANGE(self, arg1: cu_ptr, *, timeout: float | None = None) -> mem_range_result:
         """Call CU_MEM_GET_ADDRESS_RANGE (54) and wait for its result."""
         _enc = _xdr.Encoder()
         xdr_cu_ptr.pack(_enc, arg1)
-        body = self._rpc.call(549519342, 1, 54, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 54, _enc.buffers(), timeout=timeout)
         return xdr_mem_range_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_MEM_GET_ADDRESS_RANGE_async(self, arg1: cu_ptr) -> _Pending:
         """Send CU_MEM_GET_ADDRESS_RANGE (54); ``.result(timeout)`` gives the result."""
         _enc = _xdr.Encoder()
         xdr_cu_ptr.pack(_enc, arg1)
-        call = self._rpc.call_async(549519342, 1, 54, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 54, _enc.buffers())
         return _Pending(call, xdr_mem_range_result.decode)
 
     def CU_MEMCPY_HTOD(self, arg1: cu_ptr, arg2: mem_data, *, timeout: float | None = None) -> int:
@@ -1641,7 +1641,7 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         xdr_cu_ptr.pack(_enc, arg1)
         xdr_mem_data.pack(_enc, arg2)
-        body = self._rpc.call(549519342, 1, 55, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 55, _enc.buffers(), timeout=timeout)
         return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
 
     def CU_MEMCPY_HTOD_async(self, arg1: cu_ptr, arg2: mem_data) -> _Pending:
@@ -1649,7 +1649,7 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         xdr_cu_ptr.pack(_enc, arg1)
         xdr_mem_data.pack(_enc, arg2)
-        call = self._rpc.call_async(549519342, 1, 55, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 55, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
     def CU_MEMCPY_DTOH(self, arg1: cu_ptr, arg2: int, *, timeout: float | None = None) -> mem_result:
@@ -1657,7 +1657,7 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         xdr_cu_ptr.pack(_enc, arg1)
         _xdr.xdr_u_hyper.pack(_enc, arg2)
-        body = self._rpc.call(549519342, 1, 56, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 56, _enc.buffers(), timeout=timeout)
         return xdr_mem_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_MEMCPY_DTOH_async(self, arg1: cu_ptr, arg2: int) -> _Pending:
@@ -1665,7 +1665,7 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         xdr_cu_ptr.pack(_enc, arg1)
         _xdr.xdr_u_hyper.pack(_enc, arg2)
-        call = self._rpc.call_async(549519342, 1, 56, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 56, _enc.buffers())
         return _Pending(call, xdr_mem_result.decode)
 
     def CU_MEMCPY_DTOD(self, arg1: cu_ptr, arg2: cu_ptr, arg3: int, *, timeout: float | None = None) -> int:
@@ -1674,7 +1674,7 @@ class CRICKET_V1_Client:
         xdr_cu_ptr.pack(_enc, arg1)
         xdr_cu_ptr.pack(_enc, arg2)
         _xdr.xdr_u_hyper.pack(_enc, arg3)
-        body = self._rpc.call(549519342, 1, 57, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 57, _enc.buffers(), timeout=timeout)
         return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
 
     def CU_MEMCPY_DTOD_async(self, arg1: cu_ptr, arg2: cu_ptr, arg3: int) -> _Pending:
@@ -1683,7 +1683,7 @@ class CRICKET_V1_Client:
         xdr_cu_ptr.pack(_enc, arg1)
         xdr_cu_ptr.pack(_enc, arg2)
         _xdr.xdr_u_hyper.pack(_enc, arg3)
-        call = self._rpc.call_async(549519342, 1, 57, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 57, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
     def CU_MEMCPY_HTOD_ASYNC(self, arg1: cu_ptr, arg2: mem_data, arg3: cu_handle, *, timeout: float | None = None) -> int:
@@ -1692,7 +1692,7 @@ class CRICKET_V1_Client:
         xdr_cu_ptr.pack(_enc, arg1)
         xdr_mem_data.pack(_enc, arg2)
         xdr_cu_handle.pack(_enc, arg3)
-        body = self._rpc.call(549519342, 1, 58, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 58, _enc.buffers(), timeout=timeout)
         return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
 
     def CU_MEMCPY_HTOD_ASYNC_async(self, arg1: cu_ptr, arg2: mem_data, arg3: cu_handle) -> _Pending:
@@ -1701,7 +1701,7 @@ class CRICKET_V1_Client:
         xdr_cu_ptr.pack(_enc, arg1)
         xdr_mem_data.pack(_enc, arg2)
         xdr_cu_handle.pack(_enc, arg3)
-        call = self._rpc.call_async(549519342, 1, 58, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 58, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
     def CU_MEMCPY_DTOH_ASYNC(self, arg1: cu_ptr, arg2: int, arg3: cu_handle, *, timeout: float | None = None) -> mem_result:
@@ -1710,7 +1710,7 @@ class CRICKET_V1_Client:
         xdr_cu_ptr.pack(_enc, arg1)
         _xdr.xdr_u_hyper.pack(_enc, arg2)
         xdr_cu_handle.pack(_enc, arg3)
-        body = self._rpc.call(549519342, 1, 59, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 59, _enc.buffers(), timeout=timeout)
         return xdr_mem_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_MEMCPY_DTOH_ASYNC_async(self, arg1: cu_ptr, arg2: int, arg3: cu_handle) -> _Pending:
@@ -1719,7 +1719,7 @@ class CRICKET_V1_Client:
         xdr_cu_ptr.pack(_enc, arg1)
         _xdr.xdr_u_hyper.pack(_enc, arg2)
         xdr_cu_handle.pack(_enc, arg3)
-        call = self._rpc.call_async(549519342, 1, 59, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 59, _enc.buffers())
         return _Pending(call, xdr_mem_result.decode)
 
     def CU_MEMCPY_DTOD_ASYNC(self, arg1: cu_ptr, arg2: cu_ptr, arg3: int, arg4: cu_handle, *, timeout: float | None = None) -> int:
@@ -1729,7 +1729,7 @@ class CRICKET_V1_Client:
         xdr_cu_ptr.pack(_enc, arg2)
         _xdr.xdr_u_hyper.pack(_enc, arg3)
         xdr_cu_handle.pack(_enc, arg4)
-        body = self._rpc.call(549519342, 1, 60, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 60, _enc.buffers(), timeout=timeout)
         return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
 
     def CU_MEMCPY_DTOD_ASYNC_async(self, arg1: cu_ptr, arg2: cu_ptr, arg3: int, arg4: cu_handle) -> _Pending:
@@ -1739,7 +1739,7 @@ class CRICKET_V1_Client:
         xdr_cu_ptr.pack(_enc, arg2)
         _xdr.xdr_u_hyper.pack(_enc, arg3)
         xdr_cu_handle.pack(_enc, arg4)
-        call = self._rpc.call_async(549519342, 1, 60, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 60, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
     def CU_MEMSET(self, arg1: cu_ptr, arg2: int, arg3: int, arg4: int, *, timeout: float | None = None) -> int:
@@ -1749,7 +1749,7 @@ class CRICKET_V1_Client:
         _xdr.xdr_u_int.pack(_enc, arg2)
         _xdr.xdr_u_int.pack(_enc, arg3)
         _xdr.xdr_u_hyper.pack(_enc, arg4)
-        body = self._rpc.call(549519342, 1, 61, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 61, _enc.buffers(), timeout=timeout)
         return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
 
     def CU_MEMSET_async(self, arg1: cu_ptr, arg2: int, arg3: int, arg4: int) -> _Pending:
@@ -1759,7 +1759,7 @@ class CRICKET_V1_Client:
         _xdr.xdr_u_int.pack(_enc, arg2)
         _xdr.xdr_u_int.pack(_enc, arg3)
         _xdr.xdr_u_hyper.pack(_enc, arg4)
-        call = self._rpc.call_async(549519342, 1, 61, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 61, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
     def CU_MEMSET_ASYNC(self, arg1: cu_ptr, arg2: int, arg3: int, arg4: int, arg5: cu_handle, *, timeout: float | None = None) -> int:
@@ -1770,7 +1770,7 @@ class CRICKET_V1_Client:
         _xdr.xdr_u_int.pack(_enc, arg3)
         _xdr.xdr_u_hyper.pack(_enc, arg4)
         xdr_cu_handle.pack(_enc, arg5)
-        body = self._rpc.call(549519342, 1, 62, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 62, _enc.buffers(), timeout=timeout)
         return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
 
     def CU_MEMSET_ASYNC_async(self, arg1: cu_ptr, arg2: int, arg3: int, arg4: int, arg5: cu_handle) -> _Pending:
@@ -1781,7 +1781,7 @@ class CRICKET_V1_Client:
         _xdr.xdr_u_int.pack(_enc, arg3)
         _xdr.xdr_u_hyper.pack(_enc, arg4)
         xdr_cu_handle.pack(_enc, arg5)
-        call = self._rpc.call_async(549519342, 1, 62, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 62, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
     def CU_MEM_ALLOC_ASYNC(self, arg1: int, arg2: cu_handle, *, timeout: float | None = None) -> ptr_result:
@@ -1789,7 +1789,7 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         _xdr.xdr_u_hyper.pack(_enc, arg1)
         xdr_cu_handle.pack(_enc, arg2)
-        body = self._rpc.call(549519342, 1, 63, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 63, _enc.buffers(), timeout=timeout)
         return xdr_ptr_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_MEM_ALLOC_ASYNC_async(self, arg1: int, arg2: cu_handle) -> _Pending:
@@ -1797,7 +1797,7 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         _xdr.xdr_u_hyper.pack(_enc, arg1)
         xdr_cu_handle.pack(_enc, arg2)
-        call = self._rpc.call_async(549519342, 1, 63, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 63, _enc.buffers())
         return _Pending(call, xdr_ptr_result.decode)
 
     def CU_MEM_FREE_ASYNC(self, arg1: cu_ptr, arg2: cu_handle, *, timeout: float | None = None) -> int:
@@ -1805,7 +1805,7 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         xdr_cu_ptr.pack(_enc, arg1)
         xdr_cu_handle.pack(_enc, arg2)
-        body = self._rpc.call(549519342, 1, 64, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 64, _enc.buffers(), timeout=timeout)
         return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
 
     def CU_MEM_FREE_ASYNC_async(self, arg1: cu_ptr, arg2: cu_handle) -> _Pending:
@@ -1813,7 +1813,7 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         xdr_cu_ptr.pack(_enc, arg1)
         xdr_cu_handle.pack(_enc, arg2)
-        call = self._rpc.call_async(549519342, 1, 64, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 64, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
     def CU_POINTER_GET_ATTRIBUTES(self, arg1: attribute_list, arg2: cu_ptr, *, timeout: float | None = None) -> pointer_attributes_result:
@@ -1821,7 +1821,7 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         xdr_attribute_list.pack(_enc, arg1)
         xdr_cu_ptr.pack(_enc, arg2)
-        body = self._rpc.call(549519342, 1, 65, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 65, _enc.buffers(), timeout=timeout)
         return xdr_pointer_attributes_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_POINTER_GET_ATTRIBUTES_async(self, arg1: attribute_list, arg2: cu_ptr) -> _Pending:
@@ -1829,7 +1829,7 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         xdr_attribute_list.pack(_enc, arg1)
         xdr_cu_ptr.pack(_enc, arg2)
-        call = self._rpc.call_async(549519342, 1, 65, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 65, _enc.buffers())
         return _Pending(call, xdr_pointer_attributes_result.decode)
 
     def CU_MODULE_LOAD_DATA(self, arg1: mem_data, arg2: option_list, *, timeout: float | None = None) -> module_load_result:
@@ -1837,7 +1837,7 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         xdr_mem_data.pack(_enc, arg1)
         xdr_option_list.pack(_enc, arg2)
-        body = self._rpc.call(549519342, 1, 80, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 80, _enc.buffers(), timeout=timeout)
         return xdr_module_load_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_MODULE_LOAD_DATA_async(self, arg1: mem_data, arg2: option_list) -> _Pending:
@@ -1845,35 +1845,35 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         xdr_mem_data.pack(_enc, arg1)
         xdr_option_list.pack(_enc, arg2)
-        call = self._rpc.call_async(549519342, 1, 80, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 80, _enc.buffers())
         return _Pending(call, xdr_module_load_result.decode)
 
     def CU_MODULE_LOAD_FAT_BINARY(self, arg1: mem_data, *, timeout: float | None = None) -> module_load_result:
         """Call CU_MODULE_LOAD_FAT_BINARY (81) and wait for its result."""
         _enc = _xdr.Encoder()
         xdr_mem_data.pack(_enc, arg1)
-        body = self._rpc.call(549519342, 1, 81, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 81, _enc.buffers(), timeout=timeout)
         return xdr_module_load_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_MODULE_LOAD_FAT_BINARY_async(self, arg1: mem_data) -> _Pending:
         """Send CU_MODULE_LOAD_FAT_BINARY (81); ``.result(timeout)`` gives the result."""
         _enc = _xdr.Encoder()
         xdr_mem_data.pack(_enc, arg1)
-        call = self._rpc.call_async(549519342, 1, 81, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 81, _enc.buffers())
         return _Pending(call, xdr_module_load_result.decode)
 
     def CU_MODULE_UNLOAD(self, arg1: cu_handle, *, timeout: float | None = None) -> int:
         """Call CU_MODULE_UNLOAD (82) and wait for its result."""
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
-        body = self._rpc.call(549519342, 1, 82, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 82, _enc.buffers(), timeout=timeout)
         return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
 
     def CU_MODULE_UNLOAD_async(self, arg1: cu_handle) -> _Pending:
         """Send CU_MODULE_UNLOAD (82); ``.result(timeout)`` gives the result."""
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
-        call = self._rpc.call_async(549519342, 1, 82, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 82, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
     def CU_MODULE_GET_FUNCTION(self, arg1: cu_handle, arg2: name_str, *, timeout: float | None = None) -> handle_result:
@@ -1881,7 +1881,7 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
         xdr_name_str.pack(_enc, arg2)
-        body = self._rpc.call(549519342, 1, 83, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 83, _enc.buffers(), timeout=timeout)
         return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_MODULE_GET_FUNCTION_async(self, arg1: cu_handle, arg2: name_str) -> _Pending:
@@ -1889,7 +1889,7 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
         xdr_name_str.pack(_enc, arg2)
-        call = self._rpc.call_async(549519342, 1, 83, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 83, _enc.buffers())
         return _Pending(call, xdr_handle_result.decode)
 
     def CU_MODULE_GET_GLOBAL(self, arg1: cu_handle, arg2: name_str, *, timeout: float | None = None) -> global_result:
@@ -1897,7 +1897,7 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
         xdr_name_str.pack(_enc, arg2)
-        body = self._rpc.call(549519342, 1, 84, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 84, _enc.buffers(), timeout=timeout)
         return xdr_global_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_MODULE_GET_GLOBAL_async(self, arg1: cu_handle, arg2: name_str) -> _Pending:
@@ -1905,7 +1905,7 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
         xdr_name_str.pack(_enc, arg2)
-        call = self._rpc.call_async(549519342, 1, 84, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 84, _enc.buffers())
         return _Pending(call, xdr_global_result.decode)
 
     def CU_LIBRARY_LOAD_DATA(self, arg1: mem_data, arg2: option_list, arg3: option_list, *, timeout: float | None = None) -> module_load_result:
@@ -1914,7 +1914,7 @@ class CRICKET_V1_Client:
         xdr_mem_data.pack(_enc, arg1)
         xdr_option_list.pack(_enc, arg2)
         xdr_option_list.pack(_enc, arg3)
-        body = self._rpc.call(549519342, 1, 85, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 85, _enc.buffers(), timeout=timeout)
         return xdr_module_load_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_LIBRARY_LOAD_DATA_async(self, arg1: mem_data, arg2: option_list, arg3: option_list) -> _Pending:
@@ -1923,21 +1923,21 @@ class CRICKET_V1_Client:
         xdr_mem_data.pack(_enc, arg1)
         xdr_option_list.pack(_enc, arg2)
         xdr_option_list.pack(_enc, arg3)
-        call = self._rpc.call_async(549519342, 1, 85, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 85, _enc.buffers())
         return _Pending(call, xdr_module_load_result.decode)
 
     def CU_LIBRARY_UNLOAD(self, arg1: cu_handle, *, timeout: float | None = None) -> int:
         """Call CU_LIBRARY_UNLOAD (86) and wait for its result."""
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
-        body = self._rpc.call(549519342, 1, 86, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 86, _enc.buffers(), timeout=timeout)
         return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
 
     def CU_LIBRARY_UNLOAD_async(self, arg1: cu_handle) -> _Pending:
         """Send CU_LIBRARY_UNLOAD (86); ``.result(timeout)`` gives the result."""
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
-        call = self._rpc.call_async(549519342, 1, 86, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 86, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
     def CU_LIBRARY_GET_KERNEL(self, arg1: cu_handle, arg2: name_str, *, timeout: float | None = None) -> handle_result:
@@ -1945,7 +1945,7 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
         xdr_name_str.pack(_enc, arg2)
-        body = self._rpc.call(549519342, 1, 87, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 87, _enc.buffers(), timeout=timeout)
         return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_LIBRARY_GET_KERNEL_async(self, arg1: cu_handle, arg2: name_str) -> _Pending:
@@ -1953,21 +1953,21 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
         xdr_name_str.pack(_enc, arg2)
-        call = self._rpc.call_async(549519342, 1, 87, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 87, _enc.buffers())
         return _Pending(call, xdr_handle_result.decode)
 
     def CU_KERNEL_GET_FUNCTION(self, arg1: cu_handle, *, timeout: float | None = None) -> handle_result:
         """Call CU_KERNEL_GET_FUNCTION (88) and wait for its result."""
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
-        body = self._rpc.call(549519342, 1, 88, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 88, _enc.buffers(), timeout=timeout)
         return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_KERNEL_GET_FUNCTION_async(self, arg1: cu_handle) -> _Pending:
         """Send CU_KERNEL_GET_FUNCTION (88); ``.result(timeout)`` gives the result."""
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
-        call = self._rpc.call_async(549519342, 1, 88, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 88, _enc.buffers())
         return _Pending(call, xdr_handle_result.decode)
 
     def CU_FUNC_GET_ATTRIBUTE(self, arg1: int, arg2: cu_handle, *, timeout: float | None = None) -> int_result:
@@ -1975,7 +1975,7 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         _xdr.xdr_int.pack(_enc, arg1)
         xdr_cu_handle.pack(_enc, arg2)
-        body = self._rpc.call(549519342, 1, 89, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 89, _enc.buffers(), timeout=timeout)
         return xdr_int_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_FUNC_GET_ATTRIBUTE_async(self, arg1: int, arg2: cu_handle) -> _Pending:
@@ -1983,7 +1983,7 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         _xdr.xdr_int.pack(_enc, arg1)
         xdr_cu_handle.pack(_enc, arg2)
-        call = self._rpc.call_async(549519342, 1, 89, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 89, _enc.buffers())
         return _Pending(call, xdr_int_result.decode)
 
     def CU_FUNC_SET_ATTRIBUTE(self, arg1: cu_handle, arg2: int, arg3: int, *, timeout: float | None = None) -> int:
@@ -1992,7 +1992,7 @@ class CRICKET_V1_Client:
         xdr_cu_handle.pack(_enc, arg1)
         _xdr.xdr_int.pack(_enc, arg2)
         _xdr.xdr_int.pack(_enc, arg3)
-        body = self._rpc.call(549519342, 1, 90, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 90, _enc.buffers(), timeout=timeout)
         return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
 
     def CU_FUNC_SET_ATTRIBUTE_async(self, arg1: cu_handle, arg2: int, arg3: int) -> _Pending:
@@ -2001,7 +2001,7 @@ class CRICKET_V1_Client:
         xdr_cu_handle.pack(_enc, arg1)
         _xdr.xdr_int.pack(_enc, arg2)
         _xdr.xdr_int.pack(_enc, arg3)
-        call = self._rpc.call_async(549519342, 1, 90, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 90, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
     def CU_FUNC_SET_CACHE_CONFIG(self, arg1: cu_handle, arg2: int, *, timeout: float | None = None) -> int:
@@ -2009,7 +2009,7 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
         _xdr.xdr_int.pack(_enc, arg2)
-        body = self._rpc.call(549519342, 1, 91, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 91, _enc.buffers(), timeout=timeout)
         return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
 
     def CU_FUNC_SET_CACHE_CONFIG_async(self, arg1: cu_handle, arg2: int) -> _Pending:
@@ -2017,63 +2017,63 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
         _xdr.xdr_int.pack(_enc, arg2)
-        call = self._rpc.call_async(549519342, 1, 91, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 91, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
     def CU_FUNC_GET_PARAM_INFO(self, arg1: cu_handle, *, timeout: float | None = None) -> param_info_result:
         """Call CU_FUNC_GET_PARAM_INFO (92) and wait for its result."""
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
-        body = self._rpc.call(549519342, 1, 92, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 92, _enc.buffers(), timeout=timeout)
         return xdr_param_info_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_FUNC_GET_PARAM_INFO_async(self, arg1: cu_handle) -> _Pending:
         """Send CU_FUNC_GET_PARAM_INFO (92); ``.result(timeout)`` gives the result."""
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
-        call = self._rpc.call_async(549519342, 1, 92, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 92, _enc.buffers())
         return _Pending(call, xdr_param_info_result.decode)
 
     def CU_LAUNCH_KERNEL(self, arg1: launch_args, *, timeout: float | None = None) -> int:
         """Call CU_LAUNCH_KERNEL (100) and wait for its result."""
         _enc = _xdr.Encoder()
         xdr_launch_args.pack(_enc, arg1)
-        body = self._rpc.call(549519342, 1, 100, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 100, _enc.buffers(), timeout=timeout)
         return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
 
     def CU_LAUNCH_KERNEL_async(self, arg1: launch_args) -> _Pending:
         """Send CU_LAUNCH_KERNEL (100); ``.result(timeout)`` gives the result."""
         _enc = _xdr.Encoder()
         xdr_launch_args.pack(_enc, arg1)
-        call = self._rpc.call_async(549519342, 1, 100, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 100, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
     def CU_LAUNCH_COOPERATIVE_KERNEL(self, arg1: launch_args, *, timeout: float | None = None) -> int:
         """Call CU_LAUNCH_COOPERATIVE_KERNEL (101) and wait for its result."""
         _enc = _xdr.Encoder()
         xdr_launch_args.pack(_enc, arg1)
-        body = self._rpc.call(549519342, 1, 101, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 101, _enc.buffers(), timeout=timeout)
         return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
 
     def CU_LAUNCH_COOPERATIVE_KERNEL_async(self, arg1: launch_args) -> _Pending:
         """Send CU_LAUNCH_COOPERATIVE_KERNEL (101); ``.result(timeout)`` gives the result."""
         _enc = _xdr.Encoder()
         xdr_launch_args.pack(_enc, arg1)
-        call = self._rpc.call_async(549519342, 1, 101, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 101, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
     def CU_STREAM_CREATE(self, arg1: int, *, timeout: float | None = None) -> handle_result:
         """Call CU_STREAM_CREATE (110) and wait for its result."""
         _enc = _xdr.Encoder()
         _xdr.xdr_u_int.pack(_enc, arg1)
-        body = self._rpc.call(549519342, 1, 110, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 110, _enc.buffers(), timeout=timeout)
         return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_STREAM_CREATE_async(self, arg1: int) -> _Pending:
         """Send CU_STREAM_CREATE (110); ``.result(timeout)`` gives the result."""
         _enc = _xdr.Encoder()
         _xdr.xdr_u_int.pack(_enc, arg1)
-        call = self._rpc.call_async(549519342, 1, 110, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 110, _enc.buffers())
         return _Pending(call, xdr_handle_result.decode)
 
     def CU_STREAM_CREATE_WITH_PRIORITY(self, arg1: int, arg2: int, *, timeout: float | None = None) -> handle_result:
@@ -2081,7 +2081,7 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         _xdr.xdr_u_int.pack(_enc, arg1)
         _xdr.xdr_int.pack(_enc, arg2)
-        body = self._rpc.call(549519342, 1, 111, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 111, _enc.buffers(), timeout=timeout)
         return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_STREAM_CREATE_WITH_PRIORITY_async(self, arg1: int, arg2: int) -> _Pending:
@@ -2089,49 +2089,49 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         _xdr.xdr_u_int.pack(_enc, arg1)
         _xdr.xdr_int.pack(_enc, arg2)
-        call = self._rpc.call_async(549519342, 1, 111, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 111, _enc.buffers())
         return _Pending(call, xdr_handle_result.decode)
 
     def CU_STREAM_DESTROY(self, arg1: cu_handle, *, timeout: float | None = None) -> int:
         """Call CU_STREAM_DESTROY (112) and wait for its result."""
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
-        body = self._rpc.call(549519342, 1, 112, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 112, _enc.buffers(), timeout=timeout)
         return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
 
     def CU_STREAM_DESTROY_async(self, arg1: cu_handle) -> _Pending:
         """Send CU_STREAM_DESTROY (112); ``.result(timeout)`` gives the result."""
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
-        call = self._rpc.call_async(549519342, 1, 112, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 112, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
     def CU_STREAM_SYNCHRONIZE(self, arg1: cu_handle, *, timeout: float | None = None) -> int:
         """Call CU_STREAM_SYNCHRONIZE (113) and wait for its result."""
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
-        body = self._rpc.call(549519342, 1, 113, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 113, _enc.buffers(), timeout=timeout)
         return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
 
     def CU_STREAM_SYNCHRONIZE_async(self, arg1: cu_handle) -> _Pending:
         """Send CU_STREAM_SYNCHRONIZE (113); ``.result(timeout)`` gives the result."""
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
-        call = self._rpc.call_async(549519342, 1, 113, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 113, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
     def CU_STREAM_QUERY(self, arg1: cu_handle, *, timeout: float | None = None) -> int:
         """Call CU_STREAM_QUERY (114) and wait for its result."""
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
-        body = self._rpc.call(549519342, 1, 114, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 114, _enc.buffers(), timeout=timeout)
         return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
 
     def CU_STREAM_QUERY_async(self, arg1: cu_handle) -> _Pending:
         """Send CU_STREAM_QUERY (114); ``.result(timeout)`` gives the result."""
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
-        call = self._rpc.call_async(549519342, 1, 114, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 114, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
     def CU_STREAM_WAIT_EVENT(self, arg1: cu_handle, arg2: cu_handle, arg3: int, *, timeout: float | None = None) -> int:
@@ -2140,7 +2140,7 @@ class CRICKET_V1_Client:
         xdr_cu_handle.pack(_enc, arg1)
         xdr_cu_handle.pack(_enc, arg2)
         _xdr.xdr_u_int.pack(_enc, arg3)
-        body = self._rpc.call(549519342, 1, 115, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 115, _enc.buffers(), timeout=timeout)
         return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
 
     def CU_STREAM_WAIT_EVENT_async(self, arg1: cu_handle, arg2: cu_handle, arg3: int) -> _Pending:
@@ -2149,35 +2149,35 @@ class CRICKET_V1_Client:
         xdr_cu_handle.pack(_enc, arg1)
         xdr_cu_handle.pack(_enc, arg2)
         _xdr.xdr_u_int.pack(_enc, arg3)
-        call = self._rpc.call_async(549519342, 1, 115, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 115, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
     def CU_EVENT_CREATE(self, arg1: int, *, timeout: float | None = None) -> handle_result:
         """Call CU_EVENT_CREATE (120) and wait for its result."""
         _enc = _xdr.Encoder()
         _xdr.xdr_u_int.pack(_enc, arg1)
-        body = self._rpc.call(549519342, 1, 120, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 120, _enc.buffers(), timeout=timeout)
         return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_EVENT_CREATE_async(self, arg1: int) -> _Pending:
         """Send CU_EVENT_CREATE (120); ``.result(timeout)`` gives the result."""
         _enc = _xdr.Encoder()
         _xdr.xdr_u_int.pack(_enc, arg1)
-        call = self._rpc.call_async(549519342, 1, 120, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 120, _enc.buffers())
         return _Pending(call, xdr_handle_result.decode)
 
     def CU_EVENT_DESTROY(self, arg1: cu_handle, *, timeout: float | None = None) -> int:
         """Call CU_EVENT_DESTROY (121) and wait for its result."""
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
-        body = self._rpc.call(549519342, 1, 121, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 121, _enc.buffers(), timeout=timeout)
         return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
 
     def CU_EVENT_DESTROY_async(self, arg1: cu_handle) -> _Pending:
         """Send CU_EVENT_DESTROY (121); ``.result(timeout)`` gives the result."""
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
-        call = self._rpc.call_async(549519342, 1, 121, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 121, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
     def CU_EVENT_RECORD(self, arg1: cu_handle, arg2: cu_handle, *, timeout: float | None = None) -> int:
@@ -2185,7 +2185,7 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
         xdr_cu_handle.pack(_enc, arg2)
-        body = self._rpc.call(549519342, 1, 122, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 122, _enc.buffers(), timeout=timeout)
         return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
 
     def CU_EVENT_RECORD_async(self, arg1: cu_handle, arg2: cu_handle) -> _Pending:
@@ -2193,35 +2193,35 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
         xdr_cu_handle.pack(_enc, arg2)
-        call = self._rpc.call_async(549519342, 1, 122, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 122, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
     def CU_EVENT_SYNCHRONIZE(self, arg1: cu_handle, *, timeout: float | None = None) -> int:
         """Call CU_EVENT_SYNCHRONIZE (123) and wait for its result."""
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
-        body = self._rpc.call(549519342, 1, 123, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 123, _enc.buffers(), timeout=timeout)
         return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
 
     def CU_EVENT_SYNCHRONIZE_async(self, arg1: cu_handle) -> _Pending:
         """Send CU_EVENT_SYNCHRONIZE (123); ``.result(timeout)`` gives the result."""
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
-        call = self._rpc.call_async(549519342, 1, 123, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 123, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
     def CU_EVENT_QUERY(self, arg1: cu_handle, *, timeout: float | None = None) -> int:
         """Call CU_EVENT_QUERY (124) and wait for its result."""
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
-        body = self._rpc.call(549519342, 1, 124, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 124, _enc.buffers(), timeout=timeout)
         return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
 
     def CU_EVENT_QUERY_async(self, arg1: cu_handle) -> _Pending:
         """Send CU_EVENT_QUERY (124); ``.result(timeout)`` gives the result."""
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
-        call = self._rpc.call_async(549519342, 1, 124, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 124, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
     def CU_EVENT_ELAPSED_TIME(self, arg1: cu_handle, arg2: cu_handle, *, timeout: float | None = None) -> float_result:
@@ -2229,7 +2229,7 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
         xdr_cu_handle.pack(_enc, arg2)
-        body = self._rpc.call(549519342, 1, 125, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 125, _enc.buffers(), timeout=timeout)
         return xdr_float_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_EVENT_ELAPSED_TIME_async(self, arg1: cu_handle, arg2: cu_handle) -> _Pending:
@@ -2237,7 +2237,7 @@ class CRICKET_V1_Client:
         _enc = _xdr.Encoder()
         xdr_cu_handle.pack(_enc, arg1)
         xdr_cu_handle.pack(_enc, arg2)
-        call = self._rpc.call_async(549519342, 1, 125, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 125, _enc.buffers())
         return _Pending(call, xdr_float_result.decode)
 
     def CU_OCCUPANCY_MAX_ACTIVE_BLOCKS_PER_MULTIPROCESSOR(self, arg1: cu_handle, arg2: int, arg3: int, arg4: int, *, timeout: float | None = None) -> int_result:
@@ -2247,7 +2247,7 @@ class CRICKET_V1_Client:
         _xdr.xdr_int.pack(_enc, arg2)
         _xdr.xdr_u_hyper.pack(_enc, arg3)
         _xdr.xdr_u_int.pack(_enc, arg4)
-        body = self._rpc.call(549519342, 1, 130, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 130, _enc.buffers(), timeout=timeout)
         return xdr_int_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_OCCUPANCY_MAX_ACTIVE_BLOCKS_PER_MULTIPROCESSOR_async(self, arg1: cu_handle, arg2: int, arg3: int, arg4: int) -> _Pending:
@@ -2257,7 +2257,7 @@ class CRICKET_V1_Client:
         _xdr.xdr_int.pack(_enc, arg2)
         _xdr.xdr_u_hyper.pack(_enc, arg3)
         _xdr.xdr_u_int.pack(_enc, arg4)
-        call = self._rpc.call_async(549519342, 1, 130, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 130, _enc.buffers())
         return _Pending(call, xdr_int_result.decode)
 
     def CU_OCCUPANCY_MAX_POTENTIAL_BLOCK_SIZE(self, arg1: cu_handle, arg2: int, arg3: int, arg4: int, *, timeout: float | None = None) -> int_pair_result:
@@ -2267,7 +2267,7 @@ class CRICKET_V1_Client:
         _xdr.xdr_u_hyper.pack(_enc, arg2)
         _xdr.xdr_int.pack(_enc, arg3)
         _xdr.xdr_u_int.pack(_enc, arg4)
-        body = self._rpc.call(549519342, 1, 131, _enc.buffers(), timeout=timeout)
+        body = self._rpc.call(0x20c0ffee, 1, 131, _enc.buffers(), timeout=timeout)
         return xdr_int_pair_result.decode(body)  # type: ignore[no-any-return]
 
     def CU_OCCUPANCY_MAX_POTENTIAL_BLOCK_SIZE_async(self, arg1: cu_handle, arg2: int, arg3: int, arg4: int) -> _Pending:
@@ -2277,7 +2277,7 @@ class CRICKET_V1_Client:
         _xdr.xdr_u_hyper.pack(_enc, arg2)
         _xdr.xdr_int.pack(_enc, arg3)
         _xdr.xdr_u_int.pack(_enc, arg4)
-        call = self._rpc.call_async(549519342, 1, 131, _enc.buffers())
+        call = self._rpc.call_async(0x20c0ffee, 1, 131, _enc.buffers())
         return _Pending(call, xdr_int_pair_result.decode)
 
 
@@ -2285,7 +2285,7 @@ class CRICKET_V1_Server:
     """Service of program CRICKET_PROG version CRICKET_V1: subclass it, override what
     you serve; the rest answer PROC_UNAVAIL."""
 
-    PROGRAM = 549519342
+    PROGRAM = 0x20c0ffee
     VERSION = 1
     PROCEDURES: dict[int, _Procedure] = {
         1: _Procedure(
