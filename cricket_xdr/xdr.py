@@ -252,14 +252,15 @@ class _Scalar(Codec):
     def __init__(self, name: str, fmt: str, kind: str = "plain") -> None:
         super().__init__()
         self.name, self.fmt, self.kind = name, fmt, kind
-        self._size = struct.calcsize(">" + fmt)
+        self._format = ">" + fmt
+        self._size = struct.calcsize(self._format)
         self.ready()
 
     def min_size(self, seen: frozenset[int] = frozenset()) -> int:
         return self._size
 
     def _build(self) -> tuple[Callable[[Encoder, Any], None], Callable[[Decoder], Any]]:
-        s = struct.Struct(">" + self.fmt)
+        s = struct.Struct(self._format)
         spack, sunpack, size, name = s.pack, s.unpack_from, s.size, self.name
 
         def pack(enc: Encoder, value: Any) -> None:
@@ -546,20 +547,20 @@ class _Array(Codec):
             def unpack_items(dec: Decoder, n: int) -> list[Any]:
                 pos = dec.pos
                 try:
-                    items = struct.unpack_from(f">{n}{fmt}", dec.mv, pos)
+                    raw = struct.unpack_from(f">{n}{fmt}", dec.mv, pos)
                 except struct.error:
                     raise _short(what, dec, n * size) from None
+                dec.pos = pos + n * size
                 if from_wire is not None:
                     try:
-                        items = [from_wire(v) for v in items]
+                        return [from_wire(v) for v in raw]
                     except KeyError as e:
                         raise XdrDecodeError(f"{what}: item {e} is not a declared {elem.name}") from None
-                elif elem.kind == "bool":
-                    if any(v > 1 for v in items):
+                if elem.kind == "bool":
+                    if any(v > 1 for v in raw):
                         raise XdrDecodeError(f"{what}: a bool item is neither 0 nor 1")
-                    items = [v == 1 for v in items]
-                dec.pos = pos + n * size
-                return list(items)
+                    return [v == 1 for v in raw]
+                return list(raw)
 
             return pack_items, unpack_items
 
@@ -653,9 +654,10 @@ class Optional(Codec):
 
     def _build(self) -> tuple[Callable[[Encoder, Any], None], Callable[[Decoder], Any]]:
         elem, name = self.elem, self.name
-        last = elem.fields[-1][1] if isinstance(elem, Struct) and elem.fields else None
-        if isinstance(last, Optional) and last.elem is elem:
-            return self._build_list(elem)
+        if isinstance(elem, Struct) and elem.fields:
+            last = elem.fields[-1][1]
+            if isinstance(last, Optional) and last.elem is elem:
+                return self._build_list(elem)
         epack, eunpack = elem.packer(), elem.unpacker()
 
         def pack(enc: Encoder, value: Any) -> None:

@@ -216,8 +216,8 @@ class _Emitter:
         props = []
         for arm in u.arms:
             if arm.decl.name is not None:
-                cases = sorted({c.resolved for c in arm.cases if c.resolved is not None})
-                props.append((arm.decl.name, f"frozenset({cases!r})"))
+                arm_cases = sorted({c.resolved for c in arm.cases if c.resolved is not None})
+                props.append((arm.decl.name, f"frozenset({arm_cases!r})"))
         if u.default is not None and u.default.name is not None:
             props.append((u.default.name, "None"))
         if props:

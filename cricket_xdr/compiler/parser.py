@@ -202,8 +202,9 @@ def _syntax_error(path: str, source: str, err: lark.exceptions.LarkError) -> Xdr
             column = len(lines[-1]) + 1 if lines else 1
         expected = set(err.accepts or err.expected)
     elif isinstance(err, lark.exceptions.UnexpectedCharacters):
-        text = f"'{source[err.pos_in_stream]}'"
-        expected = _accepted_after(source[: err.pos_in_stream]) or set(err.allowed or ())
+        at = err.pos_in_stream or 0
+        text = f"'{source[at]}'"
+        expected = _accepted_after(source[:at]) or set(err.allowed or ())
     elif isinstance(err, lark.exceptions.UnexpectedEOF):
         text = "end of file"
         expected = set(err.expected)
