@@ -22,7 +22,7 @@ from cricket_server.backends.base import (
 )
 from cricket_server.backends.sim import SimBackend, SimSession
 from cricket_server.backends.sim.attributes import ATTRIBUTE_NUMBERS, H200_ATTRIBUTES
-from cricket_server.backends.sim.kernels import plain_name
+from cricket_server.backends.sim.kernels import KernelArgs, Launch, plain_name, sim_kernel
 from cricket_server.memory import AddressArena, DeviceHeap
 
 KERNELS = Path(__file__).resolve().parents[1] / "kernels"
@@ -457,3 +457,43 @@ def test_multiple_devices_have_separate_contexts(backend: SimBackend) -> None:
         for heap in heaps:
             heap.release_all()
         session.close()
+
+
+HOST_KERNEL_PTX = b"""
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry test_only_scale(.param .u64 p0, .param .f64 p1, .param .u32 p2) { ret; }
+.visible .entry test_only_broken() { ret; }
+"""
+
+
+@sim_kernel("test_only_scale")
+def _scale(launch: Launch, args: KernelArgs, mem) -> None:
+    n = args.u32(2)
+    data = mem.array(args.ptr(0), np.float64, n)
+    data *= args.f64(1)
+
+
+@sim_kernel("test_only_broken")
+def _broken(launch: Launch, args: KernelArgs, mem) -> None:
+    raise ZeroDivisionError("host kernel bug")
+
+
+def test_registered_host_kernel_gets_its_parameters(rig: Rig) -> None:
+    module = rig.session.module_load(HOST_KERNEL_PTX, {})
+    func = rig.session.module_get_function(module, "test_only_scale")
+    ptr = rig.put(np.arange(5, dtype=np.float64))
+    params = rig.pack(func, "QdI", ptr, 1.5, 5)
+    rig.session.launch(func, (1, 1, 1), (5, 1, 1), 0, None, memoryview(params))
+    assert list(rig.get(ptr, np.float64, 5)) == [0, 1.5, 3, 4.5, 6]
+
+
+def test_failing_host_kernel_is_a_sticky_launch_failure(rig: Rig) -> None:
+    module = rig.session.module_load(HOST_KERNEL_PTX, {})
+    func = rig.session.module_get_function(module, "test_only_broken")
+    rig.session.launch(func, (1, 1, 1), (1, 1, 1), 0, None, memoryview(b""))
+    with pytest.raises(CudaError) as err:
+        rig.session.synchronize()
+    assert err.value.code == 719  # CUDA_ERROR_LAUNCH_FAILED
+    assert "ZeroDivisionError" in err.value.message

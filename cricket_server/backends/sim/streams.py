@@ -20,12 +20,13 @@ import threading
 import time
 from collections.abc import Callable
 
-from cricket_server.backends.base import CUDA_ERROR_UNKNOWN, CudaError
+from cricket_server.backends.base import CudaError
 
 CU_STREAM_NON_BLOCKING = 0x1
 CU_EVENT_BLOCKING_SYNC = 0x1
 CU_EVENT_DISABLE_TIMING = 0x2
 CU_EVENT_INTERPROCESS = 0x4
+CUDA_ERROR_LAUNCH_FAILED = 719
 
 
 class Work:
@@ -125,7 +126,10 @@ class SimStream:
                     self.context.fail(exc)
                 except Exception as exc:  # a bug in a host kernel: report, keep the worker
                     self.context.fail(
-                        CudaError(CUDA_ERROR_UNKNOWN, f"sim: {type(exc).__name__}: {exc}")
+                        CudaError(
+                            CUDA_ERROR_LAUNCH_FAILED,
+                            f"sim: work item failed with {type(exc).__name__}: {exc}",
+                        )
                     )
             work.done.set()
         with self.context.lock:
