@@ -25,13 +25,16 @@ ECHO_PROCEDURE = {
 }
 
 
-def call_echo(v1: Any, v2: Any, case: Case) -> Any:
-    """Calls the echo procedure of case's type with its value through generated clients."""
+def call_echo(v1: Any, v2: Any, case: Case, *, suffix: str = "") -> Any:
+    """Calls the echo procedure of case's type with its value through generated clients.
+
+    suffix "_async": sends the call and returns its Pending instead.
+    """
     if case.type == "many":
         v = case.value
-        return v1.ECHO_MANY(v.i, v.n, v.uh, v.l, v.c, v.d)
+        return getattr(v1, f"ECHO_MANY{suffix}")(v.i, v.n, v.uh, v.l, v.c, v.d)
     client = v2 if case.type == "everything" else v1
-    return getattr(client, ECHO_PROCEDURE[case.type])(case.value)
+    return getattr(client, ECHO_PROCEDURE[case.type] + suffix)(case.value)
 
 
 def echo_services(m: ModuleType) -> tuple[Any, Any]:

@@ -45,6 +45,16 @@ def test_c_client_gets_every_value_back(
     assert differences(py_server.last(ECHO_PROCEDURE[case.type]), case.value) == []
 
 
+def test_c_client_runs_every_case_on_one_connection(
+    c_peers: CPeers, where: str, py_server: PyServer
+) -> None:
+    proc = subprocess.run(
+        [str(c_peers.client), where], capture_output=True, text=True, timeout=CLIENT_TIMEOUT_S
+    )
+    expected = [f"{name} ok" for name in ["ping", "ping2", "sink", *CASE_NAMES]]
+    assert (proc.returncode, proc.stdout.splitlines()) == (0, expected), proc.stderr
+
+
 @pytest.mark.parametrize("procedure", ["PING", "PING2"])
 def test_c_client_calls_void_procedures(
     procedure: str, c_peers: CPeers, where: str, py_server: PyServer

@@ -43,6 +43,14 @@ def test_c_server_echoes_every_value(
     assert differences(call_echo(*clients, case), case.value) == []
 
 
+def test_every_case_pipelined_on_one_connection(
+    cases: dict[str, Case], clients: tuple[Any, Any]
+) -> None:
+    pending = [call_echo(*clients, cases[name], suffix="_async") for name in CASE_NAMES]
+    for name, call in zip(CASE_NAMES, pending, strict=True):
+        assert differences(call.result(timeout=60), cases[name].value) == [], name
+
+
 def test_void_procedures_of_both_versions(cases: dict[str, Case], clients: tuple[Any, Any]) -> None:
     v1, v2 = clients
     assert v1.PING() is None
