@@ -95,3 +95,24 @@ def test_every_named_type_has_a_case(alltypes: ModuleType, cases: dict[str, Case
     wrapped = {"color", "name", "blob", "smallbytes", "anybytes", "triple", "node"}  # inside others
     named = {name[len("xdr_") :] for name in alltypes.__all__ if name.startswith("xdr_")}
     assert named - covered - wrapped == set()
+
+
+@pytest.fixture(scope="module")
+def rpcgen_constants(c_peers: CPeers) -> dict[str, int]:
+    """Every constant of alltypes.x as rpcgen's header and gcc see it."""
+    out = subprocess.run(
+        [str(c_peers.codec), "consts"], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    return {name: int(value) for name, value in (line.split() for line in out.splitlines())}
+
+
+def test_constants_equal_rpcgen_macros(
+    alltypes: ModuleType, rpcgen_constants: dict[str, int]
+) -> None:
+    """Decimal, hex, octal and negative consts, enum values, program/version/procedure numbers."""
+    ours = {name: int(getattr(alltypes, name)) for name in rpcgen_constants}
+    assert ours == rpcgen_constants
+    enum_values = {m.name: int(m) for m in alltypes.color}
+    assert enum_values == {
+        n: rpcgen_constants[n] for n in ("RED", "GREEN", "BLUE", "BLACK", "WHITE")
+    }

@@ -7,6 +7,8 @@
  *                       exits 1 if any line did not match.
  *   codec decode TYPE   reads hex lines, decodes each as TYPE (a type of the cases)
  *                       and prints "accepted" or "rejected" for each.
+ *   codec consts        prints "<NAME> <value>" for every constant rpcgen made of
+ *                       alltypes.x (consts, enum values, program, versions, procedures).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,14 +132,30 @@ static int decode_lines(const char *type)
     return 0;
 }
 
+static int print_consts(void)
+{
+#define SHOW(c) printf("%s %lld\n", #c, (long long)(c))
+    SHOW(SMALL), SHOW(NAME_LEN), SHOW(PERMS), SHOW(NEGATIVE), SHOW(BLOB_LEN), SHOW(MAX_NAMES);
+    SHOW(RED), SHOW(GREEN), SHOW(BLUE), SHOW(BLACK), SHOW(WHITE);
+    SHOW(ALLTYPES_PROG), SHOW(ALLTYPES_V1), SHOW(ALLTYPES_V2);
+    SHOW(PING), SHOW(ECHO_SCALARS), SHOW(ECHO_ARRAYS), SHOW(ECHO_OPTIONALS), SHOW(ECHO_CHAIN);
+    SHOW(ECHO_BY_INT), SHOW(ECHO_BY_UNSIGNED), SHOW(ECHO_BY_ENUM), SHOW(ECHO_BY_BOOL);
+    SHOW(ECHO_MANY), SHOW(SINK), SHOW(ECHO_TEXT), SHOW(ECHO_HYPER);
+    SHOW(PING2), SHOW(ECHO_EVERYTHING);
+#undef SHOW
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "encode") == 0)
         return encode_all();
     if (argc == 2 && strcmp(argv[1], "check") == 0)
         return check_lines();
+    if (argc == 2 && strcmp(argv[1], "consts") == 0)
+        return print_consts();
     if (argc == 3 && strcmp(argv[1], "decode") == 0)
         return decode_lines(argv[2]);
-    fprintf(stderr, "usage: %s encode|check|decode TYPE\n", argv[0]);
+    fprintf(stderr, "usage: %s encode|check|decode TYPE|consts\n", argv[0]);
     return 2;
 }
