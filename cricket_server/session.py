@@ -26,6 +26,7 @@ from cricket_server.backends.base import (
     CUDA_ERROR_INVALID_CONTEXT,
     CUDA_ERROR_INVALID_DEVICE,
     CUDA_ERROR_INVALID_VALUE,
+    CUDA_ERROR_NOT_FOUND,
     CUDA_ERROR_NOT_INITIALIZED,
     CUDA_ERROR_NOT_SUPPORTED,
     PER_THREAD_STREAM,
@@ -457,7 +458,11 @@ class Session:
     def mem_get_address_range(self, ptr: int) -> tuple[int, int]:
         call = "cuMemGetAddressRange"
         self.require_init(call)
-        found = self.memory.span(call, ptr, 0)
+        found = self.memory.find(ptr)
+        if found is None:  # local CUDA: NOT_FOUND for an address outside every allocation
+            message = f"{call}: {ptr:#x} is not inside any allocation of this session"
+            log.warning("session %#x: %s", self.id, message)
+            raise CudaError(CUDA_ERROR_NOT_FOUND, message)
         return found.base, found.size
 
     def memcpy_htod(self, dst: int, data: memoryview, stream: int | None = None) -> None:

@@ -12,6 +12,7 @@ from cricket_server.backends.base import (
     CUDA_ERROR_INVALID_DEVICE,
     CUDA_ERROR_INVALID_HANDLE,
     CUDA_ERROR_INVALID_VALUE,
+    CUDA_ERROR_NOT_FOUND,
     CUDA_ERROR_NOT_INITIALIZED,
     CUDA_ERROR_NOT_SUPPORTED,
     PER_THREAD_STREAM,
@@ -261,12 +262,14 @@ def test_other_sessions_pointer_is_refused_and_data_kept(
         lambda: b.memcpy_htod(ptr, memoryview(b"xxxxxx")),
         lambda: b.memset(ptr, 0, 1, 6),
         lambda: b.mem_free(ptr),
-        lambda: b.mem_get_address_range(ptr),
     )
     for attempt in attempts:
         with pytest.raises(CudaError, match=f"{ptr:#x} is not") as e:
             attempt()
         assert code(e) == CUDA_ERROR_INVALID_VALUE
+    with pytest.raises(CudaError) as e:
+        b.mem_get_address_range(ptr)
+    assert code(e) == CUDA_ERROR_NOT_FOUND  # as local CUDA for an address outside every allocation
     assert f"session {b.id:#x}" in caplog.text
     assert bytes(a.memcpy_dtoh(ptr, 6)) == b"secret"
 
