@@ -179,3 +179,35 @@ def test_nvrtc_images(want_cubin: bool) -> None:
     assert kernels[mangled[0]].params == (P(0, 8), P(8, 8))
     assert module.globals["table"].size == 64
     assert module.globals["seed"].init == struct.pack("<q", 42)
+
+
+def make_fatbin(entries: list[tuple[int, int, int, bytes]]) -> bytes:
+    """A fatbin of (kind, arch, flags, payload) entries, laid out as nvcc writes them."""
+    body = b""
+    for kind, arch, flags, payload in entries:
+        header = bytearray(64)
+        struct.pack_into("<HHIQ", header, 0, kind, 0x0101, 64, len(payload))
+        struct.pack_into("<I", header, 28, arch)
+        struct.pack_into("<Q", header, 40, flags)
+        body += bytes(header) + payload
+    return struct.pack("<IHHQ", 0xBA55ED50, 1, 16, len(body)) + body
+
+
+def test_fatbin_falls_back_to_uncompressed_ptx() -> None:
+    ptx = image("test_kernels.ptx") + b"\0"
+    cubin = image("test_kernels.sm_90.cubin")
+    fat = make_fatbin([(FATBIN_KIND_ELF, 90, 0x8011, cubin[:64]), (FATBIN_KIND_PTX, 90, 0x11, ptx)])
+    module = parse_image(fat)
+    assert module.kind == "ptx" and set(module.kernels) == set(EXPECTED_PARAMS)
+
+
+def test_fatbin_prefers_the_newest_matching_cubin() -> None:
+    cubin = image("test_kernels.sm_90.cubin")
+    fat = make_fatbin(
+        [(FATBIN_KIND_PTX, 90, 0x11, b"garbage\0"), (FATBIN_KIND_ELF, 90, 0x11, cubin)]
+    )
+    assert parse_image(fat).kind == "cubin"
+    with pytest.raises(CudaError) as err:
+        parse_image(make_fatbin([(FATBIN_KIND_ELF, 80, 0x11, cubin)]))
+    assert err.value.code == CUDA_ERROR_NO_BINARY_FOR_GPU
+    assert "sm_80 ELF" in err.value.message
