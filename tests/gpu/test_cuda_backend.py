@@ -153,8 +153,8 @@ def test_mem_get_info_reports_this_device(backend: CudaBackend, session: Backend
 
 def test_device_heap_over_vmm_backing(backend: CudaBackend, session: BackendSession) -> None:
     memory = pytest.importorskip("cricket_server.memory")
-    base, _, g = backend.address_space()
-    arena = memory.AddressArena(base + (1 << 39), 1 << 36, g)  # clear of ChunkMapper's range
+    base, size, g = backend.address_space()
+    arena = memory.AddressArena(base + size // 2, size // 4, g)  # clear of ChunkMapper's range
     heap = memory.DeviceHeap(arena, session.chunk_backing(0))
     try:
         small = [heap.alloc(1000) for _ in range(100)]
