@@ -44,27 +44,26 @@ def ready(prog: int, vers: int) -> str:
 
 
 @pytest.fixture
-def registered(alltypes: ModuleType, py_server: PyServer, rpcbind: None) -> Iterator[RpcServer]:
-    """A second server of our echo services, registered with rpcbind by RpcServer.register."""
+def registered(
+    alltypes: ModuleType, py_server: PyServer, rpcbind: None
+) -> Iterator[tuple[RpcServer, int]]:
+    """A second server of our echo services and its port, registered by RpcServer.register."""
     server = RpcServer([py_server.v1, py_server.v2])
-    server.listen_tcp("127.0.0.1", 0)
+    _, port = server.listen_tcp("127.0.0.1", 0)
     server.start()
     try:
         server.register()
-        yield server
+        yield server, port
     finally:
         server.unregister()
         server.shutdown()
 
 
-def server_port(server: RpcServer) -> int:
-    return server._tcp_port  # type: ignore[attr-defined,no-any-return]
-
-
 def test_register_then_unregister(
-    alltypes: ModuleType, registered: RpcServer, rpcinfo: str
+    alltypes: ModuleType, registered: tuple[RpcServer, int], rpcinfo: str
 ) -> None:
-    prog, port = alltypes.ALLTYPES_PROG, server_port(registered)
+    server, port = registered
+    prog = alltypes.ALLTYPES_PROG
     ours = {(prog, 1, "tcp", port), (prog, 2, "tcp", port)}
     assert ours <= rpcinfo_p(rpcinfo)
     with PortmapClient(("127.0.0.1", PMAP_PORT)) as pm:
@@ -73,7 +72,7 @@ def test_register_then_unregister(
         dumped = {(m.prog, m.vers, m.prot, m.port) for m in pm.dump()}
         assert {(prog, 1, IPPROTO_TCP, port), (prog, 2, IPPROTO_TCP, port)} <= dumped
 
-    registered.unregister()
+    server.unregister()
 
     assert not ours & rpcinfo_p(rpcinfo)
     with PortmapClient(("127.0.0.1", PMAP_PORT)) as pm:
@@ -82,9 +81,9 @@ def test_register_then_unregister(
 
 
 def test_rpcinfo_null_calls_a_registered_server(
-    alltypes: ModuleType, registered: RpcServer, rpcinfo: str
+    alltypes: ModuleType, registered: tuple[RpcServer, int], rpcinfo: str
 ) -> None:
-    prog, port = alltypes.ALLTYPES_PROG, server_port(registered)
+    prog, port = alltypes.ALLTYPES_PROG, registered[1]
     for vers in (1, 2):
         proc = rpcinfo_run(rpcinfo, "-t", "127.0.0.1", str(prog), str(vers))
         assert (proc.returncode, proc.stdout.strip()) == (0, ready(prog, vers)), proc.stderr
