@@ -1,0 +1,20 @@
+"""`make demo`: the demo starts its own server, runs the example program and says OK."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from conftest import BACKEND, ROOT
+
+
+def test_demo_runs_and_checks_its_result() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "demo.py"), "--backend", BACKEND, "--n", "100000"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "all elements correct" in proc.stdout
+    assert proc.stdout.rstrip().endswith("demo: OK")
