@@ -117,7 +117,7 @@ class RpcClient:
         self._reading = False
         self._failed: BaseException | None = None
         self._closed = False
-        self._scratch = bytearray(_SCRATCH)
+        self._scratch = memoryview(bytearray(_SCRATCH))
 
     # -- calling ---------------------------------------------------------------------------
 
@@ -125,7 +125,13 @@ class RpcClient:
         self, prog: int, vers: int, proc: int, args: Args = b"", *, timeout: float | None = None
     ) -> Buffer:
         """Call and wait for the result body; see PendingCall.result for errors."""
-        return self.call_async(prog, vers, proc, args).result(timeout)
+        pending = self.call_async(prog, vers, proc, args)
+        if not pending._done:
+            self._wait(pending, timeout)
+        if pending._error is not None:
+            raise pending._error
+        assert pending._reply is not None
+        return pending._reply.result()
 
     def call_async(self, prog: int, vers: int, proc: int, args: Args = b"") -> PendingCall:
         """Send a call and return at once; its reply is awaited with `.result()`."""
@@ -171,7 +177,7 @@ class RpcClient:
                 sent = sock.send(data, socket.MSG_DONTWAIT)
             except BlockingIOError:
                 sent = 0
-            if sent == nbytes(data):
+            if sent == (len(data) if type(data) is bytes else nbytes(data)):
                 return
         else:
             if len(pieces) <= _IOV_MAX:
@@ -291,8 +297,7 @@ class RpcClient:
             else:
                 n = self._sock.recv_into(self._scratch)
                 if n:
-                    with memoryview(self._scratch) as scratch:
-                        conn.receive_data(scratch[:n])
+                    conn.receive_data(self._scratch[:n])
         except OSError as exc:
             self._fail(ConnectionLost(f"{self._where()}: receive failed: {exc}"))
             return
@@ -306,7 +311,6 @@ class RpcClient:
                     event = conn.next_event()
                     if event is NEED_DATA:
                         return
-                    assert isinstance(event, Reply)
                     call = pending.pop(event.xid, None)
                     if call is None:
                         continue

@@ -7,10 +7,12 @@ transports (`client`, `server`) feed them received bytes and send what they retu
 
 from __future__ import annotations
 
+import enum
 import random
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from .auth import AuthNone, ClientAuth
 from .errors import LocalRpcError, ReplyDecodeError
@@ -38,14 +40,21 @@ from .record import (
     nbytes,
 )
 
-__all__ = ["NEED_DATA", "Reply", "ClientConnection", "ServerConnection", "Args"]
+__all__ = ["NEED_DATA", "NeedData", "Reply", "ClientConnection", "ServerConnection", "Args"]
 
 Args = Buffer | Sequence[Buffer]
 
-NEED_DATA = type("NEED_DATA", (), {"__repr__": lambda self: "NEED_DATA"})()
+
+class NeedData(enum.Enum):
+    NEED_DATA = "NEED_DATA"
+
+
+NEED_DATA: Final = NeedData.NEED_DATA
 """Returned by next_event() when more bytes must be received first."""
 
 _MARK_CALL_NONE = struct.Struct(">11I")  # record mark + call header with AUTH_NONE
+_REPLY_SUCCESS = struct.Struct(">6I")  # xid, REPLY, MSG_ACCEPTED, AUTH_NONE, 0, SUCCESS
+_MARK_REPLY_EMPTY = struct.Struct(">7I")  # record mark + SUCCESS reply, AUTH_NONE, no results
 
 
 @dataclass(slots=True)
@@ -56,15 +65,17 @@ class Reply:
     prog: int
     vers: int
     proc: int
-    message: ReplyMessage | None  # None when `error` is set
-    error: LocalRpcError | None = None
+    message: ReplyMessage | None  # None for a plain SUCCESS (then `body` holds the results)
+    error: LocalRpcError | None = None  # the reply could not be decoded
+    body: Buffer = b""
 
     def result(self) -> Buffer:
         """The result body, or raise the error the reply stands for."""
         if self.error is not None:
             raise self.error
         msg = self.message
-        assert msg is not None
+        if msg is None:
+            return self.body
         exc = msg.error(self.prog, self.vers, self.proc)
         if exc is not None:
             raise exc
@@ -73,8 +84,12 @@ class Reply:
 
 class _Connection:
     def __init__(self, max_record: int, max_fragment: int) -> None:
-        self._reader = RecordReader(max_record)
+        reader = self._reader = RecordReader(max_record)
         self.max_fragment = max_fragment
+        # The byte-feeding calls go straight to the reader (they are on every call's path).
+        self.receive_data = reader.receive_data
+        self.read_buffer = reader.read_buffer
+        self.advance = reader.advance
 
     @property
     def max_record(self) -> int:
@@ -85,15 +100,12 @@ class _Connection:
         """No partial record is buffered."""
         return self._reader.idle
 
-    def receive_data(self, data: Buffer) -> None:
-        self._reader.receive_data(data)
-
-    def read_buffer(self) -> memoryview | None:
-        """See RecordReader.read_buffer (direct receive into a large record)."""
-        return self._reader.read_buffer()
-
-    def advance(self, n: int) -> None:
-        self._reader.advance(n)
+    receive_data: Callable[[Buffer], None]
+    """Feed received bytes."""
+    read_buffer: Callable[[], memoryview | None]
+    """See RecordReader.read_buffer (receive straight into a large record)."""
+    advance: Callable[[int], None]
+    """`n` bytes were received into the view read_buffer() gave."""
 
 
 class ClientConnection(_Connection):
@@ -126,15 +138,20 @@ class ClientConnection(_Connection):
         while xid in self._outstanding:
             xid = (xid + 1) & 0xFFFFFFFF
         self._xid = (xid + 1) & 0xFFFFFFFF
-        pieces: Sequence[Buffer] = args if isinstance(args, (list, tuple)) else (args,)  # type: ignore[assignment]
-        size = 0
-        for piece in pieces:
-            size += nbytes(piece)
+        pieces: Sequence[Buffer]
+        if type(args) is bytes:
+            size = len(args)
+            pieces = (args,) if size else ()
+        else:
+            pieces = args if isinstance(args, (list, tuple)) else (args,)  # type: ignore[assignment]
+            size = 0
+            for piece in pieces:
+                size += nbytes(piece)
         if self._auth_none and size + 40 <= self.max_fragment:
             head = _MARK_CALL_NONE.pack(
                 LAST_FRAGMENT | (size + 40), xid, 0, 2, prog, vers, proc, 0, 0, 0, 0
             )
-            out: list[Buffer] = [head, *pieces] if size else [head]
+            out: list[Buffer] = [head, *pieces] if pieces else [head]
         else:
             cred, verf = self.auth.credentials()
             header = encode_call_header(xid, prog, vers, proc, cred, verf)
@@ -152,7 +169,7 @@ class ClientConnection(_Connection):
         self._outstanding.clear()
         return xids
 
-    def next_event(self) -> Reply | object:
+    def next_event(self) -> Reply | NeedData:
         """The next Reply, or NEED_DATA.
 
         Raises RecordTooLarge or ReplyDecodeError when the stream is broken (a record that is
@@ -162,6 +179,16 @@ class ClientConnection(_Connection):
             record = self._reader.next_record()
             if record is None:
                 return NEED_DATA
+            size = len(record)
+            if size >= 24:
+                xid, mtype, stat, vflav, vlen, astat = _REPLY_SUCCESS.unpack_from(record)
+                if mtype == 1 and not (stat or vflav or vlen or astat):  # SUCCESS, AUTH_NONE
+                    call = self._outstanding.pop(xid, None)
+                    if call is None:
+                        self.dropped += 1
+                        continue
+                    body = record[24:] if size < 65536 else memoryview(record)[24:]
+                    return Reply(xid, call[0], call[1], call[2], None, None, body)
             xid = reply_xid(record)
             if xid is None:
                 raise ReplyDecodeError(f"received a {len(record)}-byte record that is not a reply")
@@ -184,7 +211,7 @@ class ServerConnection(_Connection):
     ) -> None:
         super().__init__(max_record, max_fragment)
 
-    def next_event(self) -> CallMessage | object:
+    def next_event(self) -> CallMessage | NeedData:
         """The next call, or NEED_DATA. Raises RecordTooLarge or CallDecodeError (drop the peer)."""
         record = self._reader.next_record()
         if record is None:
@@ -202,6 +229,8 @@ class ServerConnection(_Connection):
     def reply_success(
         self, xid: int, body: Sequence[Buffer] = (), verf: OpaqueAuth = NULL_AUTH
     ) -> list[Buffer]:
+        if not body and verf is NULL_AUTH:
+            return [_MARK_REPLY_EMPTY.pack(LAST_FRAGMENT | 24, xid, 1, 0, 0, 0, 0)]
         return self._framed(encode_success_header(xid, verf), body)
 
     def reply_error(

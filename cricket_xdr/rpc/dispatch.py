@@ -18,12 +18,14 @@ from typing import Any
 
 from cricket_xdr.xdr import Decoder, Encoder, XdrError
 
-from .auth import Credential, Verifier, default_verifiers
+from .auth import Credential, Verifier, default_verifiers, verify_none
 from .connection import ServerConnection
 from .errors import AuthError
 from .message import (
+    AUTH_NONE,
     AUTH_REJECTEDCRED,
     GARBAGE_ARGS,
+    NULL_AUTH,
     PROC_UNAVAIL,
     PROG_MISMATCH,
     PROG_UNAVAIL,
@@ -119,6 +121,7 @@ class Dispatcher:
         self.verifiers: dict[int, Verifier] = (
             dict(verifiers) if verifiers is not None else default_verifiers()
         )
+        self._plain_none = self.verifiers.get(AUTH_NONE) is verify_none
 
     @property
     def programs(self) -> list[tuple[int, int]]:
@@ -132,13 +135,16 @@ class Dispatcher:
         if call.rpcvers != RPC_VERSION:
             return conn.reply_rpc_mismatch(xid)
         cred = call.cred
-        verifier = self.verifiers.get(cred.flavor)
-        if verifier is None:
-            return conn.reply_auth_error(xid, AUTH_REJECTEDCRED)
-        try:
-            principal = verifier(cred, call.verf)
-        except AuthError as exc:
-            return conn.reply_auth_error(xid, exc.stat)
+        if cred is NULL_AUTH and self._plain_none:
+            principal = None
+        else:
+            verifier = self.verifiers.get(cred.flavor)
+            if verifier is None:
+                return conn.reply_auth_error(xid, AUTH_REJECTEDCRED)
+            try:
+                principal = verifier(cred, call.verf)
+            except AuthError as exc:
+                return conn.reply_auth_error(xid, exc.stat)
         service = self._services.get((call.prog, call.vers))
         if service is None:
             span = self._versions.get(call.prog)

@@ -140,6 +140,14 @@ class CallMessage:
 
 def decode_call(record: bytes | bytearray | memoryview) -> CallMessage:
     """Parse a call record. Raises CallDecodeError when it is not a well-formed call."""
+    if len(record) >= 40:
+        xid, mtype, rpcvers, prog, vers, proc, cflav, clen, vflav, vlen = _CALL_NONE.unpack_from(
+            record
+        )
+        if mtype == CALL and rpcvers == RPC_VERSION and not (cflav or clen or vflav or vlen):
+            return CallMessage(
+                xid, rpcvers, prog, vers, proc, NULL_AUTH, NULL_AUTH, memoryview(record)[40:]
+            )
     if len(record) < 12:
         raise CallDecodeError(f"record of {len(record)} bytes is too short for a call")
     xid, mtype, rpcvers = _U32X3.unpack_from(record)
@@ -149,11 +157,7 @@ def decode_call(record: bytes | bytearray | memoryview) -> CallMessage:
         return CallMessage(xid, rpcvers, 0, 0, 0, NULL_AUTH, NULL_AUTH, b"")
     if len(record) < 40:
         raise CallDecodeError(f"xid {xid:#x}: call header truncated ({len(record)} bytes)")
-    _, _, _, prog, vers, proc, cflav, clen, vflav, vlen = _CALL_NONE.unpack_from(record)
-    if cflav == AUTH_NONE and clen == 0 and vflav == AUTH_NONE and vlen == 0:
-        return CallMessage(
-            xid, rpcvers, prog, vers, proc, NULL_AUTH, NULL_AUTH, memoryview(record)[40:]
-        )
+    _, _, _, prog, vers, proc = _CALL6.unpack_from(record)
     try:
         cred, pos = _decode_opaque_auth(record, 24, "credential")
         verf, pos = _decode_opaque_auth(record, pos, "verifier")

@@ -89,14 +89,26 @@ class RecordReader:
         self._in_fragment = False
         self._last = False
         self._failed: RecordTooLarge | None = None
+        self._ready: list[bytes] = []  # whole records taken straight from receive_data
 
     @property
     def idle(self) -> bool:
         """True when no part of a record has been received."""
-        return not self._buf and self._record is None
+        return not self._buf and self._record is None and not self._ready
 
     def receive_data(self, data: Buffer) -> None:
-        self._buf += data
+        buf = self._buf
+        if not buf and self._record is None:
+            # Fast path: the data is exactly one single-fragment record.
+            size = len(data) - 4
+            if (
+                size >= 0
+                and _HEADER.unpack_from(data)[0] == LAST_FRAGMENT | size
+                and size <= self.max_record
+            ):
+                self._ready.append(bytes(data[4:]))
+                return
+        buf += data
 
     def read_buffer(self) -> memoryview | None:
         """Where the next received bytes go when they continue a large fragment, else None."""
@@ -114,6 +126,8 @@ class RecordReader:
         self._filled += n
 
     def next_record(self) -> bytes | bytearray | None:
+        if self._ready:
+            return self._ready.pop(0)
         if self._failed is not None:
             raise self._failed
         buf = self._buf

@@ -23,7 +23,6 @@ from .client import Address
 from .connection import NEED_DATA, ServerConnection
 from .dispatch import ConnectionInfo, Dispatcher
 from .errors import MessageDecodeError, RecordTooLarge
-from .message import CallMessage
 from .record import DEFAULT_MAX_RECORD, MAX_FRAGMENT, Buffer, nbytes
 
 __all__ = ["RpcServer"]
@@ -65,7 +64,11 @@ class _Connection:
         conn = ServerConnection(max_record=server.max_record, max_fragment=server.max_fragment)
         dispatch = server._dispatcher.dispatch
         info = self.info
-        scratch = bytearray(_SCRATCH)
+        scratch = memoryview(bytearray(_SCRATCH))
+        receive_data = conn.receive_data
+        write_lock = self.write_lock
+        sendall = sock.sendall
+        next_event = conn.next_event
         try:
             while not self.close_requested:
                 view = conn.read_buffer()
@@ -76,18 +79,21 @@ class _Connection:
                 else:
                     n = sock.recv_into(scratch)
                     if n:
-                        with memoryview(scratch) as data:
-                            conn.receive_data(data[:n])
+                        receive_data(scratch[:n])
                 if n == 0:
                     if not conn.idle:
                         log.info("%r: closed in the middle of a record", info)
                     return
                 while not self.close_requested:
-                    call = conn.next_event()
+                    call = next_event()
                     if call is NEED_DATA:
                         break
-                    assert isinstance(call, CallMessage)
-                    self.send(dispatch(conn, call, info))
+                    pieces = dispatch(conn, call, info)
+                    if len(pieces) == 1:
+                        with write_lock:
+                            sendall(pieces[0])
+                    else:
+                        self.send(pieces)
         except TimeoutError:
             log.info("%r: idle for %s s, closing", info, server.idle_timeout)
         except (RecordTooLarge, MessageDecodeError) as exc:
