@@ -34,6 +34,7 @@ _BUILTIN_PY = {
     "bool": "bool",
 }
 _STRUCT_RESERVED = {"encode", "decode"}
+_PY_BUILTINS = {"list", "bytes", "str", "int", "float", "bool"}
 
 
 def pyname(name: str, reserved: set[str] | frozenset[str] = frozenset()) -> str:
@@ -48,6 +49,8 @@ class _Emitter:
         self.out: list[str] = []
         self.exports: list[str] = []
         self.shared_codecs: dict[str, str] = {}  # expression -> module-level name
+        self.user_names = {pyname(n) for n in model.constants} | {pyname(n) for n in model.types}
+        self.needs_builtins = False
 
     def w(self, line: str = "") -> None:
         self.out.append(line)
@@ -110,13 +113,14 @@ class _Emitter:
         return elem
 
     def alias_value(self, d: ir.Declaration) -> str:
-        """The runtime Python type a typedef names."""
-        if d.kind in ("fixed_array", "var_array"):
-            return "list"
-        if d.kind == "optional":
-            assert d.type is not None
+        """The runtime Python type a typedef names (builtins reached past names of the spec)."""
+        if d.kind in ("plain", "optional") and d.type is not None and not d.type.builtin:
             return self.elem_type(d.type)
-        return self.py_type(d)
+        value = "list" if d.kind in ("fixed_array", "var_array") else self.py_type(d)
+        if value in _PY_BUILTINS and value in self.user_names:
+            self.needs_builtins = True
+            return f"_builtins.{value}"
+        return value
 
     # sections
     def header(self) -> None:
@@ -410,6 +414,10 @@ class _Emitter:
             for expr, name in self.shared_codecs.items():
                 self.w(f"{name} = {expr}")
         self.out += programs
+        if self.needs_builtins:
+            self.out[self.out.index("import dataclasses as _dc")] = (
+                "import builtins as _builtins\nimport dataclasses as _dc"
+            )
         text = "\n".join(self.out) + "\n"
         exports = "".join(f"    {n!r},\n" for n in self.exports)
         return text.replace("__all__ = __ALL__", f"__all__ = [\n{exports}]" if exports else "__all__: list[str] = []", 1)

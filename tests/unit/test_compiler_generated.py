@@ -314,3 +314,13 @@ def test_corpus_file_round_trips_and_survives_fuzzing(source: Path, tmp_path: Pa
                 raise AssertionError(f"{source.name}: {codec_name}: {e}") from e
     finally:
         sys.modules.pop(name, None)
+
+
+def test_typedef_aliases_reach_builtins_past_names_of_the_spec(tmp_path: Path) -> None:
+    name = "corpus_builtin_names_aliases"
+    try:
+        module = load_generated(CORPUS / "builtin_names.x", tmp_path, name)
+        assert (module.ints, module.blob, module.text) == (list, bytes, str)
+        assert module.list_alias is module.list and module.bytes == 3
+    finally:
+        sys.modules.pop(name, None)
