@@ -180,14 +180,15 @@ class Connection:
             self._pending.append((proc, pending))
             too_many = len(self._pending) > _MAX_PENDING
         if too_many:
-            self._collect(block=True, keep=_MAX_PENDING // 2)
+            self._collect(block=True, keep=_MAX_PENDING // 2, take=False)
 
-    def _collect(self, *, block: bool, keep: int = 0) -> int:
-        """Take finished pipelined replies (all but `keep` of them when blocking); return the
-        first unreported failure and forget it. An RPC failure among them is raised."""
+    def _collect(self, *, block: bool, keep: int = 0, take: bool = True) -> int:
+        """Take finished pipelined replies (all but `keep` of them when blocking). With `take`,
+        return the first unreported failure and forget it (else keep it for later and return
+        0). An RPC failure among them is raised."""
         with self._lock:
             while len(self._pending) > keep:
-                proc, pending = self._pending[0]
+                _proc, pending = self._pending[0]
                 if not block and not pending.done():
                     break
                 self._pending.popleft()
@@ -199,9 +200,12 @@ class Connection:
                     continue
                 if err and not self._deferred_error:
                     self._deferred_error = err
-            if self._deferred_exception is not None:
-                exc, self._deferred_exception = self._deferred_exception, None
-                raise exc
+            if not take:
+                return 0
+            failure = self._deferred_exception
+            if failure is not None:
+                self._deferred_exception = None
+                raise failure
             err, self._deferred_error = self._deferred_error, 0
             return err
 

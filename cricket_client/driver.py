@@ -495,11 +495,11 @@ def cuPointerGetAttributes(  # noqa: N802
 
 # -- modules, libraries, functions ----------------------------------------------------------
 
-_LOG_BUFFERS = {
+_LOG_BUFFERS: dict[int, str] = {
     CUjit_option.CU_JIT_INFO_LOG_BUFFER: "info",
     CUjit_option.CU_JIT_ERROR_LOG_BUFFER: "error",
 }
-_LOG_SIZES = {
+_LOG_SIZES: dict[int, str] = {
     CUjit_option.CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES: "info",
     CUjit_option.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES: "error",
 }

@@ -238,3 +238,15 @@ def test_active_connection_overrides_default(server: FakeServer) -> None:
     finally:
         second.close()
         first.close()
+
+
+def test_deferred_error_survives_a_full_pipeline(
+    conn: cricket_client.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("cricket_client.connection._MAX_PENDING", 4)
+    args = ((1.0, 0, 0, 1), (ctypes.c_float, None, None, ctypes.c_int))
+    cuda.cuLaunchKernel(cuda.CUfunction(FAULTY), 1, 1, 1, 1, 1, 1, 0, 0, args, 0)
+    for _ in range(20):
+        assert cuda.cuLaunchKernel(cuda.CUfunction(SAXPY), 1, 1, 1, 1, 1, 1, 0, 0, args, 0) == (SUCCESS,)
+    assert conn.pending_count <= 5
+    assert cuda.cuCtxSynchronize() == (cuda.CUresult.CUDA_ERROR_ILLEGAL_ADDRESS,)
