@@ -59,6 +59,8 @@ STREAM_LEGACY = 0
 STREAM_PER_THREAD = 2
 PITCH_ALIGNMENT = 512  # cuMemAllocPitch pitches are multiples of this on recent GPUs
 NO_CONTEXT = 0
+CTX_SCHED_MASK = 0x07
+CTX_FLAGS_MASK = 0xFF
 
 HeapFactory = Callable[[int, BackendSession], DeviceHeap]
 
@@ -72,6 +74,13 @@ def negotiate_version(client_version: int) -> int:
             f"(this server speaks 1..{PROTOCOL_VERSION})",
         )
     return min(client_version, PROTOCOL_VERSION)
+
+
+def check_ctx_flags(call: str, flags: int) -> int:
+    """CUctx_flags: one scheduling mode (0, SPIN 1, YIELD 2, BLOCKING_SYNC 4) plus flag bits."""
+    if flags & ~CTX_FLAGS_MASK or (flags & CTX_SCHED_MASK) not in (0, 1, 2, 4):
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{call}: invalid context flags {flags:#x}")
+    return flags
 
 
 @dataclass
@@ -310,12 +319,11 @@ class Session:
     def primary_ctx_set_flags(self, dev: int, flags: int) -> None:
         call = "cuDevicePrimaryCtxSetFlags"
         ctx = self._primary_record(call, dev)
-        if flags < 0 or flags & ~0x1F:
-            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{call}: invalid flags {flags:#x}")
-        ctx.flags = flags
+        ctx.flags = check_ctx_flags(call, flags)
 
     def ctx_create(self, flags: int, dev: int) -> int:
         dev = self.device("cuCtxCreate", dev)
+        check_ctx_flags("cuCtxCreate", flags)
         ctx = self.handles.add(
             HandleKind.CONTEXT, ContextRecord, ctx=NO_CONTEXT, dev=dev, flags=flags, primary=False
         )
@@ -679,8 +687,8 @@ class Session:
         if len(params) < need:
             raise CudaError(
                 CUDA_ERROR_INVALID_VALUE,
-                f"{call}: function {handle:#x} ({fn.name}) takes {need} bytes of parameters, "
-                f"got {len(params)}",
+                f"{call}: function {handle:#x} takes {need} bytes of parameters, "
+                f"got {len(params)} (kernel {fn.name})",
             )
         self.bsession.launch(fn.obj, grid, block, shared_mem, obj, params, cooperative)
 

@@ -129,6 +129,9 @@ class SessionMemory:
         """The allocation starting at `ptr`."""
         return self._allocs.get(ptr)
 
+    def allocations(self) -> list[Allocation]:
+        return list(self._allocs.values())
+
     def made_in(self, ctx: int) -> list[Allocation]:
         return [a for a in self._allocs.values() if a.ctx == ctx]
 

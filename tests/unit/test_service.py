@@ -155,7 +155,7 @@ def test_modules_launches_streams_events(service: CricketService) -> None:
     args = proto.launch_args(func, 1, 1, 1, 32, 1, 1, 0, stream, bytes(8))
     assert client.CU_LAUNCH_KERNEL(args) == CUDA_ERROR_INVALID_VALUE
     assert client.GET_ERROR_MESSAGE() == (
-        f"cuLaunchKernel: function {func:#x} (add) takes 20 bytes of parameters, got 8"
+        f"cuLaunchKernel: function {func:#x} takes 20 bytes of parameters, got 8 (kernel add)"
     )
     args.params = bytes(20)
     assert client.CU_LAUNCH_KERNEL(args) == 0

@@ -156,6 +156,10 @@ def test_primary_context_retain_release_reset(manager: SessionManager) -> None:
     s = manager.open("peer", "c")
     s.init(0)
     assert s.primary_ctx_get_state(0) == (0, False)
+    for bad in (3, 0x100):
+        with pytest.raises(CudaError, match="invalid context flags") as e:
+            s.primary_ctx_set_flags(0, bad)
+        assert code(e) == CUDA_ERROR_INVALID_VALUE
     s.primary_ctx_set_flags(0, 4)
     p = s.primary_ctx_retain(0)
     assert s.primary_ctx_retain(0) == p  # one primary context per device
@@ -383,7 +387,7 @@ def test_launch_checks_the_parameter_buffer(manager: SessionManager) -> None:
     assert code(e) == CUDA_ERROR_INVALID_VALUE
     assert (
         str(e.value.message)
-        == f"cuLaunchKernel: function {func:#x} (add) takes 20 bytes of parameters, got 16"
+        == f"cuLaunchKernel: function {func:#x} takes 20 bytes of parameters, got 16 (kernel add)"
     )
     s.launch(func, (1, 1, 1), (32, 1, 1), 0, 2, memoryview(bytes(24)))
     assert fake(s).launches[-1][1] == bytes(24)
