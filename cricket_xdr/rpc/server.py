@@ -159,6 +159,7 @@ class RpcServer:
         self._wake_r, self._wake_w = socket.socketpair()
         self._stopping = False
         self._serving = threading.Event()
+        self._served = threading.Event()  # serve_forever() has returned
         self._accept_thread: threading.Thread | None = None
         self._tcp_port: int | None = None
         self._registered: list[tuple[int, int]] = []
@@ -218,6 +219,7 @@ class RpcServer:
         selector = selectors.DefaultSelector()
         selector.register(self._wake_r, selectors.EVENT_READ)
         watched: set[socket.socket] = set()
+        self._served.clear()
         self._serving.set()
         try:
             while not self._stopping:
@@ -235,6 +237,7 @@ class RpcServer:
                         self._accept(key.fileobj)  # type: ignore[arg-type]
         finally:
             selector.close()
+            self._served.set()
 
     def _accept(self, listener: socket.socket) -> None:
         try:

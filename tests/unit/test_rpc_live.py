@@ -469,6 +469,31 @@ def test_stalled_half_record_does_not_block_others(server, client):
             assert add(other, 1, 2) == 3
 
 
+def test_connection_reset_mid_record_does_not_block_others(server, client):
+    bad = raw_connect(server)
+    call = m.encode_call_header(1, PROG, 1, 1, m.NULL_AUTH, m.NULL_AUTH)
+    bad.sendall(struct.pack(">I", 0x80000000 | (len(call) + 1000)) + call + b"\0" * 100)
+    bad.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    bad.close()  # RST with half a record sent
+    assert add(client, 2, 2) == 4
+    with RpcClient(server.address, timeout=10) as other:
+        assert add(other, 3, 3) == 6
+
+
+def test_serve_forever_on_own_thread_stops_at_shutdown(service):
+    srv = RpcServer([service])
+    address = srv.listen_tcp("127.0.0.1", 0)
+    thread = threading.Thread(target=srv.serve_forever)
+    thread.start()
+    with RpcClient(address, timeout=10) as c:
+        assert add(c, 1, 2) == 3
+        srv.shutdown()
+        thread.join(timeout=60)
+        assert not thread.is_alive()
+        with pytest.raises(ConnectionLost):
+            c.call(PROG, 1, 0)
+
+
 def test_idle_timeout_closes_a_stalled_connection(service):
     srv = RpcServer([service], idle_timeout=0.1)
     address = srv.listen_tcp("127.0.0.1", 0)
