@@ -142,6 +142,10 @@ class CricketService(proto.CRICKET_V1_Server):
             state.last_error = e.message
             log.warning("HELLO from %s refused: %s", format_peer(ctx.connection.peer), e.message)
             return proto.hello_result(e.code, None)
+        except Exception as e:
+            state.last_error = f"HELLO: server error: {type(e).__name__}: {e}"
+            log.exception("HELLO from %s failed", format_peer(ctx.connection.peer))
+            return proto.hello_result(CUDA_ERROR_UNKNOWN, None)
 
     def GOODBYE(self, ctx: Any) -> int:
         state = self._state(ctx)

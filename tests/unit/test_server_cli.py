@@ -6,7 +6,9 @@ from `--ready-file`) and stops it; nothing outlives the test.
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -19,6 +21,8 @@ from pathlib import Path
 import click
 import pytest
 
+from cricket_server.backends import make_backend
+from cricket_server.backends.cuda import gpu_available
 from cricket_server.cli import parse_address, parse_size
 from cricket_xdr.rpc.client import RpcClient
 from rpc_spec import cricket_rpc as proto
@@ -216,6 +220,35 @@ def test_address_and_size_parsing() -> None:
             parse_address(bad)
     with pytest.raises(click.BadParameter):
         parse_size("lots")
+
+
+def test_auto_backend_without_a_gpu_is_sim_with_a_notice(caplog: pytest.LogCaptureFixture) -> None:
+    if gpu_available():
+        pytest.skip("a GPU answers here: auto picks cuda")
+    caplog.set_level(logging.WARNING, "cricket_server.backends")
+    backend = make_backend("auto", sim_memory=64 << 20)
+    try:
+        assert backend.name == "sim"
+        assert backend.device_total_mem(0) == 64 << 20
+        assert "no GPU answers here" in caplog.text
+    finally:
+        backend.close()
+    with pytest.raises(ValueError, match="unknown backend 'tpu'"):
+        make_backend("tpu")
+
+
+def test_two_tcp_listeners(tmp_path: Path) -> None:
+    srv = start_server(tmp_path, "--listen", "127.0.0.1:0", "--listen", "127.0.0.1:0")
+    try:
+        line = next(x for x in srv.log().splitlines() if "listening on" in x)
+        ports = [int(p) for p in re.findall(r"127\.0\.0\.1:(\d+)", line)]
+        assert len(set(ports)) == 2 and srv.address == f"127.0.0.1:{ports[0]}"
+        for port in ports:
+            with RpcClient(("127.0.0.1", port), timeout=30) as rpc:
+                hello = proto.CRICKET_V1_Client(rpc).HELLO(proto.hello_args(1, b"", "t"))
+                assert hello.err == 0
+    finally:
+        assert srv.stop() == 0
 
 
 def test_bad_backend_is_a_usage_error(tmp_path: Path) -> None:

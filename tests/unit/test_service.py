@@ -83,6 +83,16 @@ def test_hello_refusals(service: CricketService) -> None:
     assert client.hello().err == CUDA_ERROR_INVALID_VALUE  # a second session on one connection
 
 
+def test_hello_survives_a_failing_backend(service: CricketService) -> None:
+    def broken() -> None:
+        raise OSError("no device nodes")
+
+    service.manager.backend.open_session = broken  # type: ignore[method-assign]
+    client = Client(service)
+    assert client.hello().err == CUDA_ERROR_UNKNOWN
+    assert "OSError: no device nodes" in client.GET_ERROR_MESSAGE()
+
+
 def test_cuda_calls_before_hello_or_cuinit_are_not_initialized(service: CricketService) -> None:
     client = Client(service)
     assert client.CU_INIT(0) == CUDA_ERROR_NOT_INITIALIZED
