@@ -514,7 +514,8 @@ _UNSUPPORTED_JIT = {
 
 class _JitOptions:
     """JIT options as (option, integer value) pairs for the wire, plus the caller's log
-    buffers, filled from the reply's logs."""
+    buffers, filled from the reply's logs. The buffer options themselves do not travel (they
+    are host pointers); their size options do, so the server knows a log is wanted."""
 
     def __init__(self, call: str, options: Sequence[Any], values: Sequence[Any]) -> None:
         self.wire: list[tuple[int, int]] = []
@@ -529,8 +530,8 @@ class _JitOptions:
                     f"{call}: JIT option {CUjit_option(opt).name} is not supported remotely"
                 )
             if opt in _LOG_BUFFERS:
+                # A host pointer: it stays here; the reply's logs are written into it.
                 self.buffers[_LOG_BUFFERS[opt]] = val
-                self.wire.append((opt, 0))
                 continue
             if opt in _LOG_SIZES:
                 self.sizes[_LOG_SIZES[opt]] = int(val)

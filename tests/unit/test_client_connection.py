@@ -192,7 +192,7 @@ def test_streams_map_to_wire_handles(conn: cricket_client.Connection, server: Fa
     assert [la.stream for la in server.service.launches] == [0, 0, 0, 2, 0x55]
 
 
-def test_jit_log_buffers_are_filled(conn: cricket_client.Connection) -> None:
+def test_jit_log_buffers_are_filled(conn: cricket_client.Connection, server: FakeServer) -> None:
     info, error = bytearray(32), b" " * 32
     opts = [cuda.CUjit_option.CU_JIT_INFO_LOG_BUFFER, cuda.CUjit_option.CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
             cuda.CUjit_option.CU_JIT_ERROR_LOG_BUFFER, cuda.CUjit_option.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES]
@@ -202,6 +202,8 @@ def test_jit_log_buffers_are_filled(conn: cricket_client.Connection) -> None:
     err, mod = cuda.cuModuleLoadDataEx(b"junk", 4, opts, [info, 32, error, 32])
     assert (err, mod) == (cuda.CUresult.CUDA_ERROR_INVALID_IMAGE, None)
     assert error.startswith(b"error: not an image\0")
+    sent_options = [o.option for o in server.service.loads[0][1]]
+    assert sent_options == [opts[1], opts[3]]  # sizes travel, host pointers do not
 
 
 def test_module_image_from_an_address_is_read_to_its_nul(
