@@ -867,7 +867,7 @@ class Struct(Codec):
             fexpr.extend(exprs)
         values = fexpr + ["None"] * (len(self.fields) - count)
         p += [
-            "    except XdrError:",
+            "    except RecursionError:",
             "        raise",
             "    except Exception as e:",
             "        raise XdrEncodeError(diagnose(v, e)) from None",
