@@ -7,8 +7,7 @@ import threading
 from typing import Any
 
 import numpy as np
-import pytest
-from conftest import KERNELS, SUCCESS, check
+from conftest import KERNELS, check
 
 import cricket_client
 from cricket_client import driver as cuda
@@ -72,19 +71,6 @@ def test_allocations_are_per_session(
     with other_session.active():
         other = check(cuda.cuMemAlloc(1 << 20))
         assert check(cuda.cuMemGetAddressRange(other)) == (other, 1 << 20)
-        assert cuda.cuMemGetAddressRange(ptr)[0] != SUCCESS
+        assert cuda.cuMemGetAddressRange(ptr) == (E.CUDA_ERROR_NOT_FOUND, None, None)
     assert check(cuda.cuMemGetAddressRange(ptr)) == (ptr, 1 << 20)
-    assert cuda.cuMemGetAddressRange(other)[0] != SUCCESS
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="server answers CUDA_ERROR_INVALID_VALUE; local CUDA answers CUDA_ERROR_NOT_FOUND "
-    "for cuMemGetAddressRange of an address outside every allocation",
-)
-def test_address_range_of_a_foreign_pointer_is_not_found(
-    session: cricket_client.Connection, other_session: cricket_client.Connection
-) -> None:
-    with other_session.active():
-        other = check(cuda.cuMemAlloc(1 << 20))
     assert cuda.cuMemGetAddressRange(other) == (E.CUDA_ERROR_NOT_FOUND, None, None)
