@@ -9,32 +9,17 @@ device itself (cuDeviceTotalMem, ...), never from one backend's constants.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from behaviour_helpers import BACKEND, KERNELS, ROOT, check, open_session
 
 import cricket_client
 from cricket_client import driver as cuda
-
-ROOT = Path(__file__).resolve().parents[2]
-KERNELS = ROOT / "tests" / "kernels"
-BACKEND = os.environ.get("CRICKET_TEST_BACKEND", "sim")
-SUCCESS = cuda.CUresult.CUDA_SUCCESS
-
-
-def check(result: tuple[Any, ...]) -> Any:
-    """The outputs of a driver call that must succeed (None, one value or a tuple)."""
-    err, *values = result
-    assert err == SUCCESS, f"{err!r}: {cricket_client.last_error_message()}"
-    if not values:
-        return None
-    return values[0] if len(values) == 1 else tuple(values)
 
 
 @pytest.fixture(scope="session")
@@ -67,17 +52,6 @@ def server_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             proc.wait()
 
 
-def open_session(address: str, *, make_default: bool) -> cricket_client.Connection:
-    """A connection with cuInit done and device 0's primary context current."""
-    conn = cricket_client.connect(address, make_default=make_default)
-    with conn.active():
-        check(cuda.cuInit(0))
-        dev = check(cuda.cuDeviceGet(0))
-        ctx = check(cuda.cuDevicePrimaryCtxRetain(dev))
-        check(cuda.cuCtxSetCurrent(ctx))
-    return conn
-
-
 @pytest.fixture
 def session(server_address: str) -> Iterator[cricket_client.Connection]:
     """This test's session, the default connection of cricket_client.driver."""
@@ -98,23 +72,3 @@ def other_session(server_address: str) -> Iterator[cricket_client.Connection]:
 def kernels(session: cricket_client.Connection) -> Any:
     """The nvcc-built test kernels (tests/kernels/test_kernels.cu), loaded from the cubin."""
     return check(cuda.cuModuleLoadData((KERNELS / "test_kernels.sm_90.cubin").read_bytes()))
-
-
-def nvrtc_cubin(source: str, name: str) -> bytes:
-    """Compile CUDA C++ to an sm_90 cubin with NVRTC (test side only; the client has none)."""
-    nvrtc = pytest.importorskip("cuda.bindings.nvrtc")
-    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
-    assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS
-    opts = [b"--gpu-architecture=sm_90"]
-    (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
-    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-        _, size = nvrtc.nvrtcGetProgramLogSize(prog)
-        log = b" " * size
-        nvrtc.nvrtcGetProgramLog(prog, log)
-        pytest.fail(f"NVRTC failed for {name}: {log.decode(errors='replace')}")
-    _, size = nvrtc.nvrtcGetCUBINSize(prog)
-    cubin = b" " * size
-    (err,) = nvrtc.nvrtcGetCUBIN(prog, cubin)
-    assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS
-    nvrtc.nvrtcDestroyProgram(prog)
-    return cubin

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from conftest import BACKEND, ROOT
+from behaviour_helpers import BACKEND, ROOT
 
 
 def test_demo_runs_and_checks_its_result() -> None:

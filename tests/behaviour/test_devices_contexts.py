@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import SUCCESS, check, open_session
+from behaviour_helpers import SUCCESS, check, open_session
 
 import cricket_client
 from cricket_client import driver as cuda

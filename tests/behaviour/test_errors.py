@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import KERNELS, SUCCESS, check, open_session
+from behaviour_helpers import KERNELS, SUCCESS, check, open_session
 
 import cricket_client
 from cricket_client import driver as cuda

@@ -7,7 +7,7 @@ import threading
 from typing import Any
 
 import numpy as np
-from conftest import KERNELS, check
+from behaviour_helpers import KERNELS, check
 
 import cricket_client
 from cricket_client import driver as cuda

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import KERNELS, SUCCESS, check, nvrtc_cubin
+from behaviour_helpers import KERNELS, SUCCESS, check, nvrtc_cubin
 
 import cricket_client
 from cricket_client import driver as cuda

@@ -6,7 +6,7 @@ import ctypes
 
 import numpy as np
 import pytest
-from conftest import SUCCESS, check
+from behaviour_helpers import SUCCESS, check
 
 import cricket_client
 from cricket_client import driver as cuda

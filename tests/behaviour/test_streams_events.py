@@ -6,7 +6,7 @@ import ctypes
 from typing import Any
 
 import numpy as np
-from conftest import SUCCESS, check
+from behaviour_helpers import SUCCESS, check
 
 import cricket_client
 from cricket_client import driver as cuda
