@@ -10,6 +10,7 @@ replies nobody has asked for yet cannot deadlock against the server.
 
 from __future__ import annotations
 
+import contextlib
 import select
 import socket
 import threading
@@ -19,7 +20,7 @@ from typing import Any
 
 from .auth import ClientAuth
 from .connection import NEED_DATA, Args, ClientConnection, Reply
-from .errors import ConnectionLost, LocalRpcError, MessageDecodeError, RecordTooLarge, RpcTimeout
+from .errors import ConnectionLost, MessageDecodeError, RecordTooLarge, RpcTimeout
 from .record import DEFAULT_MAX_RECORD, MAX_FRAGMENT, Buffer, nbytes
 
 __all__ = ["RpcClient", "PendingCall", "Address", "connect_socket"]
@@ -27,6 +28,7 @@ __all__ = ["RpcClient", "PendingCall", "Address", "connect_socket"]
 Address = tuple[str, int] | str
 _IOV_MAX = 1024
 _SCRATCH = 1 << 16
+_DONTWAIT = socket.MSG_DONTWAIT
 _POLL_SLICE = 0.05  # seconds a blocked sender waits before checking whether it must read
 
 
@@ -174,7 +176,7 @@ class RpcClient:
         if len(pieces) == 1:
             data = pieces[0]
             try:
-                sent = sock.send(data, socket.MSG_DONTWAIT)
+                sent = sock.send(data, _DONTWAIT)
             except BlockingIOError:
                 sent = 0
             if sent == (len(data) if type(data) is bytes else nbytes(data)):
@@ -208,8 +210,13 @@ class RpcClient:
                 events = 0
                 for _, ev in poller.poll(_POLL_SLICE * 1000):
                     events |= ev
-                if reader and events & (select.POLLIN | select.POLLHUP | select.POLLERR):
-                    self._read_once()
+                if (
+                    reader
+                    and events & (select.POLLIN | select.POLLHUP | select.POLLERR)
+                    and self._receive(None)
+                ):
+                    with self._lock:
+                        self._deliver_locked()
                 if events & select.POLLOUT:
                     try:
                         sent = sock.sendmsg(pieces[:_IOV_MAX], (), socket.MSG_DONTWAIT)
@@ -231,15 +238,26 @@ class RpcClient:
         try:
             while not call._done:
                 if not self._reading:
+                    # Lead: read until our reply is delivered or the deadline passes.
                     self._reading = True
-                    lock.release()
                     try:
-                        self._lead(call, deadline)
+                        while not call._done:
+                            lock.release()
+                            try:
+                                received = self._receive(deadline)
+                            finally:
+                                lock.acquire()
+                            if not received:
+                                break
+                            self._deliver_locked()
                     finally:
-                        lock.acquire()
                         self._reading = False
                     if call._done:
                         break
+                if self._failed is not None:  # a call that slipped past the failure
+                    call._error = self._lost(call.prog, call.vers, call.proc)
+                    call._done = True
+                    break
                 if deadline is None:
                     remaining = None
                 else:
@@ -270,57 +288,56 @@ class RpcClient:
         )
         call._done = True
 
-    def _lead(self, call: PendingCall, deadline: float | None) -> None:
-        """Read replies until `call` is answered or the deadline passes (we are the reader)."""
-        while not call._done:
+    def _receive(self, deadline: float | None) -> bool:
+        """One receive into the connection (we are the reader, lock not held).
+
+        False when the deadline passed first or the connection failed.
+        """
+        if self._failed is not None:
+            return False
+        conn = self._conn
+        sock = self._sock
+        try:
             if deadline is not None:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    return
+                    return False
                 poller = select.poll()
                 poller.register(self._fd, select.POLLIN)
                 if not poller.poll(remaining * 1000):
-                    return
-            self._read_once()
-
-    def _read_once(self) -> None:
-        """One receive, then hand out every complete reply (we are the reader)."""
-        if self._failed is not None:
-            return
-        conn = self._conn
-        try:
+                    return False
             view = conn.read_buffer()
             if view is not None:
                 with view:
-                    n = self._sock.recv_into(view)
+                    n = sock.recv_into(view)
                 conn.advance(n)
             else:
-                n = self._sock.recv_into(self._scratch)
+                n = sock.recv_into(self._scratch)
                 if n:
                     conn.receive_data(self._scratch[:n])
         except OSError as exc:
             self._fail(ConnectionLost(f"{self._where()}: receive failed: {exc}"))
-            return
+            return False
         if n == 0:
             self._fail(ConnectionLost(f"{self._where()}: server closed the connection"))
-            return
-        with self._lock:
-            pending = self._pending
-            try:
-                while True:
-                    event = conn.next_event()
-                    if event is NEED_DATA:
-                        return
-                    call = pending.pop(event.xid, None)
-                    if call is None:
-                        continue
-                    call._reply = event
-                    call._done = True
-                    if call._waiter is not None:
-                        call._waiter.notify()
-            except (RecordTooLarge, MessageDecodeError) as exc:
-                failure: LocalRpcError = exc
-        self._fail(failure)
+            return False
+        return True
+
+    def _deliver_locked(self) -> None:
+        """Hand every complete reply to its caller (lock held)."""
+        next_event = self._conn.next_event
+        pending = self._pending
+        try:
+            while (event := next_event()) is not NEED_DATA:
+                call = pending.pop(event.xid, None)
+                if call is None:
+                    continue
+                call._reply = event
+                call._done = True
+                if call._waiter is not None:
+                    call._waiter.notify()
+        except (RecordTooLarge, MessageDecodeError) as exc:
+            self._fail_locked(exc)
 
     def _release_reader(self) -> None:
         with self._lock:
@@ -341,21 +358,22 @@ class RpcClient:
     def _fail(self, exc: BaseException) -> None:
         """Fail the connection: every call in flight gets `exc`."""
         with self._lock:
-            if self._failed is not None:
-                return
-            self._failed = exc
-            self._conn.forget_all()
-            calls = list(self._pending.values())
-            self._pending.clear()
-            for call in calls:
-                call._error = exc
-                call._done = True
-                if call._waiter is not None:
-                    call._waiter.notify()
-        try:
+            self._fail_locked(exc)
+
+    def _fail_locked(self, exc: BaseException) -> None:
+        if self._failed is not None:
+            return
+        self._failed = exc
+        self._conn.forget_all()
+        calls = list(self._pending.values())
+        self._pending.clear()
+        for call in calls:
+            call._error = exc
+            call._done = True
+            if call._waiter is not None:
+                call._waiter.notify()
+        with contextlib.suppress(OSError):
             self._sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
 
     def _lost(self, prog: int, vers: int, proc: int) -> ConnectionLost:
         exc = ConnectionLost(
