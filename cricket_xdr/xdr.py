@@ -759,7 +759,11 @@ class Struct(Codec):
         self.fields: list[tuple[str, Codec]] = []
 
     def define(self, cls: type, fields: Iterable[tuple[str, Codec]]) -> Struct:
-        """Set the dataclass and its ``(attribute, codec)`` fields, in wire order."""
+        """Set the dataclass and its ``(attribute, codec)`` fields, in wire order.
+
+        When ``cls`` defines ``encode`` and ``decode`` (as generated classes do) and every
+        field is a scalar, both are replaced on first use by the specialized functions.
+        """
         self.cls = cls
         self.fields = list(fields)
         return self
@@ -774,6 +778,11 @@ class Struct(Codec):
         pack, unpack, fast = self._generate(len(self.fields))
         if fast is not None:
             self.encode, self.decode = fast  # type: ignore[method-assign]
+            cls = self.cls
+            if "encode" in cls.__dict__ and "decode" in cls.__dict__:
+                # A generated class: its delegating methods become the specialized ones.
+                cls.encode = fast[0]  # type: ignore[union-attr]
+                cls.decode = staticmethod(fast[1])  # type: ignore[union-attr]
         return pack, unpack
 
     def head_coders(self) -> tuple[Callable[[Encoder, Any], None], Callable[[Decoder], Any]]:
