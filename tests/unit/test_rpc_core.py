@@ -9,6 +9,8 @@ from __future__ import annotations
 import struct
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cricket_xdr.rpc import message as m
 from cricket_xdr.rpc.auth import AuthSys, AuthSysParams, verify_sys
@@ -327,3 +329,21 @@ def test_auth_sys_client_sends_its_credential():
     _, call = pair.call(1, b"zz\0\0")
     assert call.cred.flavor == m.AUTH_SYS and verify_sys(call.cred, call.verf) == params
     assert bytes(call.body) == b"zz\0\0"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    records=st.lists(st.binary(max_size=300), min_size=1, max_size=5),
+    max_fragment=st.integers(min_value=1, max_value=64),
+    cuts=st.lists(st.integers(min_value=0, max_value=2000), max_size=10),
+)
+def test_any_fragmenting_and_any_chunking_reassembles(records, max_fragment, cuts):
+    stream = b"".join(joined(frame([r], len(r), max_fragment)) for r in records)
+    reader = RecordReader()
+    got = []
+    bounds = sorted({0, len(stream), *(c % (len(stream) + 1) for c in cuts)})
+    for start, end in zip(bounds, bounds[1:], strict=False):
+        reader.receive_data(stream[start:end])
+        while (rec := reader.next_record()) is not None:
+            got.append(bytes(rec))
+    assert got == records
