@@ -113,3 +113,21 @@ def test_uuid_like_cuda_python() -> None:
 def test_handle_rejects_negative_pointer() -> None:
     with pytest.raises(OverflowError):
         cuda.CUdeviceptr(-1)
+
+
+def test_example_program_uses_only_cuda_python_names() -> None:
+    """examples/vector_add_driver.py runs locally by swapping its import line alone."""
+    import ast
+
+    source = (ROOT / "examples" / "vector_add_driver.py").read_text()
+    tree = ast.parse(source)
+    used = {
+        node.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "cuda"
+    }
+    assert used and all(hasattr(real, name) for name in used), sorted(n for n in used if not hasattr(real, n))
+    imports = [line for line in source.splitlines() if line.startswith("from cricket_client")]
+    assert imports == [
+        "from cricket_client import driver as cuda  # local GPU: from cuda.bindings import driver as cuda"
+    ]
