@@ -15,8 +15,9 @@ from bench.common import Row, print_table, write_report
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
-    parser.add_argument("--only", default="xdr,rpc", help="comma-separated: xdr, rpc")
+    parser.add_argument("--only", default="xdr,rpc,driver,alloc", help="comma-separated: xdr, rpc, driver, alloc")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--quick", action="store_true", help="fewer repeats, no 1 GiB copies")
     args = parser.parse_args(argv)
     wanted = set(args.only.split(","))
     rows: list[Row] = []
@@ -28,6 +29,19 @@ def main(argv: list[str] | None = None) -> int:
         from bench import rpc_null
 
         rows += rpc_null.run()
+    if "driver" in wanted:
+        from bench import driver_remote
+
+        rows += driver_remote.run(quick=args.quick)
+    if "alloc" in wanted:
+        from cricket_server.backends.cuda import gpu_available
+
+        if gpu_available():
+            from bench import alloc_vmm
+
+            rows += alloc_vmm.run(0.5)
+        else:
+            print("alloc: skipped (the VMM allocator needs a GPU)")
     print_table(rows)
     out = args.out or Path("bench/results") / f"{platform.node() or 'host'}.json"
     write_report(rows, out)

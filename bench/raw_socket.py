@@ -37,7 +37,8 @@ def serve(address_file: str, unix_path: str | None = None) -> None:
     else:
         lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         lsock.bind(("127.0.0.1", 0))
-        where = "%s:%d" % lsock.getsockname()
+        host, port = lsock.getsockname()
+        where = f"{host}:{port}"
     lsock.listen(4)
     tmp = address_file + ".tmp"
     Path(tmp).write_text(where + "\n")

@@ -22,6 +22,7 @@ def _load_generated(tmp: str):
     )
     spec = importlib.util.spec_from_file_location("sample_rpc", out)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
     spec.loader.exec_module(module)
     return module
 

@@ -1,0 +1,37 @@
+"""Start `cricket-server` in a subprocess for a benchmark and stop it afterwards."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+@contextmanager
+def cricket_server(backend: str, *, unix: bool = False) -> Iterator[str]:
+    """Yield the address ("host:port" or "unix:PATH") of a fresh server on `backend`."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ready = os.path.join(tmp, "ready")
+        args = [sys.executable, "-m", "cricket_server", "--backend", backend,
+                "--ready-file", ready, "--log-level", "warning"]
+        args += ["--unix", os.path.join(tmp, "s.sock")] if unix else ["--listen", "127.0.0.1:0"]
+        proc = subprocess.Popen(args)
+        try:
+            deadline = time.monotonic() + 60
+            while not os.path.exists(ready):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"cricket-server ({backend}) did not start")
+                time.sleep(0.02)
+            yield Path(ready).read_text().strip()
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
