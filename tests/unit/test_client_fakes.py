@@ -149,8 +149,8 @@ class FakeCricket(p.CRICKET_V1_Server):
 class FakeServer:
     """FakeCricket served on a loopback port in a background thread."""
 
-    def __init__(self) -> None:
-        self.service = FakeCricket()
+    def __init__(self, service: FakeCricket | None = None) -> None:
+        self.service = service or FakeCricket()
         self.rpc = RpcServer([self.service])
         host, port = self.rpc.listen_tcp("127.0.0.1", 0)
         self.address = f"{host}:{port}"
