@@ -77,6 +77,8 @@ def _pointer_like_bytes(value: Any, size: int, where: str) -> bytes:
         return raw
     if isinstance(value, enum.Enum | Handle | int) or hasattr(value, "getPtr"):
         return _int_bytes(int(value), size, where)
+    if hasattr(value, "__index__"):  # numpy integers
+        return _int_bytes(value.__index__(), size, where)
     raise TypeError(
         f"{where}: provided argument is of type {type(value).__name__} but expected a "
         "ctypes.Structure, an int or a CUDA handle with getPtr()"

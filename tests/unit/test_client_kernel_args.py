@@ -28,6 +28,13 @@ def test_none_type_takes_handles_and_ints() -> None:
     assert pack_kernel_params(F, LAYOUT, args) == EXPECTED
 
 
+def test_none_type_takes_numpy_integers() -> None:
+    args = ((2.5, np.uint64(X), np.uint64(Y), 1000), (ctypes.c_float, None, None, ctypes.c_int))
+    assert pack_kernel_params(F, LAYOUT, args) == EXPECTED
+    with pytest.raises(TypeError, match="float"):
+        pack_kernel_params(F, LAYOUT, ((2.5, 1.5, Y, 1), (ctypes.c_float, None, None, ctypes.c_int)))
+
+
 def test_address_of_pointer_array() -> None:
     cells = [ctypes.c_float(2.5), ctypes.c_uint64(X), ctypes.c_uint64(Y), ctypes.c_int(1000)]
     array = (ctypes.c_void_p * 4)(*[ctypes.addressof(c) for c in cells])
