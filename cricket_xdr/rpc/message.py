@@ -145,9 +145,9 @@ def decode_call(record: bytes | bytearray | memoryview) -> CallMessage:
             record
         )
         if mtype == CALL and rpcvers == RPC_VERSION and not (cflav or clen or vflav or vlen):
-            return CallMessage(
-                xid, rpcvers, prog, vers, proc, NULL_AUTH, NULL_AUTH, memoryview(record)[40:]
-            )
+            # Small argument bodies are copied (cheaper than a view), large ones are not.
+            body = record[40:] if len(record) < 4096 else memoryview(record)[40:]
+            return CallMessage(xid, rpcvers, prog, vers, proc, NULL_AUTH, NULL_AUTH, body)
     if len(record) < 12:
         raise CallDecodeError(f"record of {len(record)} bytes is too short for a call")
     xid, mtype, rpcvers = _U32X3.unpack_from(record)
