@@ -273,6 +273,42 @@ class _Checker:
                     d.decl.type.name in self.model.types:
                 self.error(d.pos, f"typedef '{d.name}' refers to itself")
 
+    def contained_struct(self, d: ir.Declaration) -> str | None:
+        """The struct a plain or fixed-array declaration holds by value, through typedefs."""
+        seen: set[str] = set()
+        while d.kind in ("plain", "fixed_array") and d.type is not None and not d.type.builtin:
+            name = d.type.name
+            target = self.model.types.get(name)
+            if isinstance(target, ir.StructDef):
+                return name
+            if not isinstance(target, ir.TypedefDef) or name in seen:
+                return None
+            seen.add(name)
+            d = target.decl
+        return None
+
+    def infinite_structs(self) -> None:
+        """A struct that holds itself by value (not through * or <>) has no finite encoding."""
+        structs = {d.name: d for d in self.model.spec.definitions if isinstance(d, ir.StructDef)}
+        for start in structs.values():
+            stack: list[tuple[str, list[str]]] = [(start.name, [])]  # (struct, fields followed)
+            visited: set[str] = set()
+            while stack:
+                name, path = stack.pop()
+                for f in structs[name].fields:
+                    inner = self.contained_struct(f)
+                    if inner is None:
+                        continue
+                    if inner == start.name:
+                        via = ".".join([*path, f.name or ""])
+                        self.error(start.pos, f"struct {start.name} contains itself by value "
+                                              f"(through {via}); make a field optional (*)")
+                        stack.clear()
+                        break
+                    if inner not in visited and inner in structs:
+                        visited.add(inner)
+                        stack.append((inner, [*path, f.name or ""]))
+
     def run(self) -> Model:
         defs = self.model.spec.definitions
         # Pass 1: names.
@@ -311,6 +347,7 @@ class _Checker:
             elif isinstance(d, ir.ProgramDef):
                 self.program(d)
         self.typedef_cycles()
+        self.infinite_structs()
         if self.errors:
             self.errors.sort(key=lambda e: (e.line, e.column))
             raise XdrgenError(self.errors)

@@ -44,6 +44,8 @@ CASES = [
     ("void after an argument", "program P { version V { void A(int, void) = 1; } = 1; } = 1;\n", 1, 37,
      "unexpected 'void'"),
     ("invalid octal", "const A = 09;\n", 1, 11, "invalid number '09'"),
+    ("struct holding itself", "struct a {\n int x;\n a inner;\n};\n", 1, 8,
+     "struct a contains itself by value (through inner); make a field optional (*)"),
     ("self-referencing constant", "const A = A;\n", 1, 11, "constant 'A' is defined in terms of itself"),
 ]
 
