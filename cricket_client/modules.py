@@ -43,7 +43,7 @@ def image_length_at(addr: int) -> int:
     if head == _ELF_MAGIC:
         return _elf_length(ctypes.string_at(addr, 64))
     if struct.unpack("<I", head)[0] == _FATBIN_MAGIC:
-        header_size, body_size = struct.unpack("<H2xQ", ctypes.string_at(addr + 6, 10))
+        header_size, body_size = struct.unpack("<HQ", ctypes.string_at(addr + 6, 10))
         return header_size + body_size
     return len(ctypes.string_at(addr)) + 1
 

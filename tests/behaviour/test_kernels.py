@@ -91,8 +91,8 @@ def test_nvrtc_vector_add_and_saxpy(session: cricket_client.Connection) -> None:
 
 
 def test_module_image_given_as_an_address(session: cricket_client.Connection) -> None:
-    ptx = np.char.array((KERNELS / "test_kernels.ptx").read_bytes())
-    mod = check(cuda.cuModuleLoadData(ptx.ctypes.data))
+    ptx = np.frombuffer((KERNELS / "test_kernels.ptx").read_bytes() + b"\0", dtype=np.uint8)
+    mod = check(cuda.cuModuleLoadData(ptx.ctypes.data))  # read up to its NUL, as the driver does
     run_vector_add(check(cuda.cuModuleGetFunction(mod, b"vector_add")))
 
 
