@@ -1,0 +1,45 @@
+"""Host memory in copies: buffers and integer addresses, read and written in place."""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+import pytest
+
+from cricket_client.host_buffers import HostBufferError, read_host, write_host
+
+
+def test_read_from_buffers_and_addresses() -> None:
+    arr = np.arange(8, dtype=np.uint16)
+    assert bytes(read_host(arr, 16, "t")) == arr.tobytes()
+    assert bytes(read_host(arr.ctypes.data, 4, "t")) == arr.tobytes()[:4]
+    assert bytes(read_host(b"abcdef", 3, "t")) == b"abc"
+    assert read_host(None, 0, "t") == b""
+
+
+def test_write_in_place() -> None:
+    arr = np.zeros(4, dtype=np.uint32)
+    write_host(arr, b"\x01\x00\x00\x00\x02\x00\x00\x00", "t", offset=4)
+    assert list(arr) == [0, 1, 2, 0]
+    cell = ctypes.create_string_buffer(4)
+    write_host(ctypes.addressof(cell), b"wxyz", "t")
+    assert cell.raw == b"wxyz"
+    immutable = bytes(bytearray(4))  # a fresh bytes object: cuda-python writes into those too
+    write_host(immutable, b"done", "t")
+    assert immutable == b"done"
+
+
+def test_too_small_read_only_and_strided_buffers_are_refused() -> None:
+    with pytest.raises(HostBufferError, match="holds 2 bytes, 4 asked for"):
+        read_host(b"ab", 4, "cuMemcpyHtoD: srcHost")
+    with pytest.raises(HostBufferError, match="read-only"):
+        write_host(memoryview(b"abcd"), b"x", "t")
+    with pytest.raises(HostBufferError, match="4 bytes, 8 needed"):
+        write_host(bytearray(4), b"12345678", "t")
+    with pytest.raises(HostBufferError, match="not contiguous"):
+        read_host(np.zeros(8, np.uint8)[::2], 4, "t")
+    with pytest.raises(HostBufferError, match="NULL host pointer"):
+        write_host(0, b"x", "t")
+    with pytest.raises(HostBufferError, match="buffer protocol"):
+        read_host("text", 4, "t")
