@@ -193,7 +193,7 @@ def test_streams_map_to_wire_handles(conn: cricket_client.Connection, server: Fa
 
 
 def test_jit_log_buffers_are_filled(conn: cricket_client.Connection, server: FakeServer) -> None:
-    info, error = bytearray(32), b" " * 32
+    info, error = bytearray(32), bytes(bytearray(b" " * 32))  # bytes are written in place too
     opts = [cuda.CUjit_option.CU_JIT_INFO_LOG_BUFFER, cuda.CUjit_option.CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
             cuda.CUjit_option.CU_JIT_ERROR_LOG_BUFFER, cuda.CUjit_option.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES]
     err, mod = cuda.cuModuleLoadDataEx(b"// ptx", 4, opts, [info, 32, error, 32])
