@@ -2,7 +2,8 @@
 
 Each holds its value in a small ctypes cell, so `getPtr()` returns a real address of the value
 as cuda-python's does (kernel arguments given as `(handle, None)` are read through it).
-`int(h)` gives the value; handles are equal when their class and value are, and hashable.
+`int(h)` gives the value; handles are equal when their class and value are, and hashable;
+like cuda-python's, every handle is true (even a NULL one): compare `int(h)` with 0.
 Contexts, modules, functions, libraries, kernels, streams and events carry server-issued IDs;
 device pointers carry real device addresses on the server's GPU (D4).
 """
@@ -79,9 +80,6 @@ class Handle:
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, self.value))
-
-    def __bool__(self) -> bool:
-        return self.value != 0
 
 
 class CUdevice(Handle):

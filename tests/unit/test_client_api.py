@@ -101,6 +101,7 @@ def test_handles_behave_like_cuda_python(kind: str) -> None:
     ctype = ctypes.c_int if kind == "CUdevice" else ctypes.c_uint64
     assert ctype.from_address(ours.getPtr()).value == 0x1234
     assert repr(getattr(cuda, kind)()) == repr(getattr(real, kind)())
+    assert bool(getattr(cuda, kind)(0)) is bool(getattr(real, kind)(0)) is True
 
 
 def test_uuid_like_cuda_python() -> None:
