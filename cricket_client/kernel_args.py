@@ -12,7 +12,11 @@ parameter i occupies `buffer[offset_i : offset_i + size_i]`. Accepted forms:
 
 `extra` is 0/None or the address (or buffer) of a `void*[]` list of CU_LAUNCH_PARAM_BUFFER_POINTER,
 ptr, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END: the packed buffer itself.
-Mistakes raise `LaunchArgumentError` (answered CUDA_ERROR_INVALID_VALUE) naming the function.
+Mistakes raise `LaunchArgumentError` (answered CUDA_ERROR_INVALID_VALUE) naming the function;
+a value whose size differs from the parameter's is such a mistake (cuda-python would pass it
+silently truncated or padded). One deliberate difference: a handle given with type
+`ctypes.c_void_p` travels as its value (cuda-python would pass the address of its host cell,
+which means nothing on the server's GPU).
 """
 
 from __future__ import annotations
