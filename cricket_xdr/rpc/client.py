@@ -113,7 +113,8 @@ class RpcClient:
         self._fd = self._sock.fileno()
         self._conn = ClientConnection(auth=auth, max_record=max_record, max_fragment=max_fragment)
         self._lock = threading.Lock()  # guards everything below and the connection's state
-        self._send_lock = threading.Lock()  # keeps each call's bytes together on the stream
+        self._send_busy = False  # a record is being sent in several steps, outside the lock
+        self._send_free = threading.Condition(self._lock)
         self._pending: dict[int, PendingCall] = {}
         self._followers: dict[PendingCall, None] = {}  # waiting threads, oldest first
         self._reading = False
@@ -137,17 +138,34 @@ class RpcClient:
 
     def call_async(self, prog: int, vers: int, proc: int, args: Args = b"") -> PendingCall:
         """Send a call and return at once; its reply is awaited with `.result()`."""
-        with self._send_lock:
-            with self._lock:
-                if self._failed is not None:
-                    raise self._lost(prog, vers, proc)
-                xid, pieces = self._conn.send_call(prog, vers, proc, args)
-                pending = PendingCall(self, xid, prog, vers, proc)
-                self._pending[xid] = pending
+        lock = self._lock
+        lock.acquire()
+        try:
+            while self._send_busy:  # another thread is sending a record in several steps
+                self._send_free.wait()
+            if self._failed is not None:
+                raise self._lost(prog, vers, proc)
+            xid, pieces = self._conn.send_call(prog, vers, proc, args)
+            pending = PendingCall(self, xid, prog, vers, proc)
+            self._pending[xid] = pending
             try:
-                self._send(pieces)
+                rest = self._send_now(pieces)
             except OSError as exc:
-                self._fail(ConnectionLost(f"{self._where()}: send failed: {exc}"))
+                self._fail_locked(ConnectionLost(f"{self._where()}: send failed: {exc}"))
+                return pending
+            if not rest:
+                return pending
+            self._send_busy = True
+        finally:
+            lock.release()
+        try:
+            self._send_slowly(rest)
+        except OSError as exc:
+            self._fail(ConnectionLost(f"{self._where()}: send failed: {exc}"))
+        finally:
+            with lock:
+                self._send_busy = False
+                self._send_free.notify_all()
         return pending
 
     def close(self) -> None:
@@ -171,7 +189,8 @@ class RpcClient:
 
     # -- sending ---------------------------------------------------------------------------
 
-    def _send(self, pieces: list[Buffer]) -> None:
+    def _send_now(self, pieces: list[Buffer]) -> list[memoryview]:
+        """Send what the socket takes without blocking; returns what is left."""
         sock = self._sock
         if len(pieces) == 1:
             data = pieces[0]
@@ -180,18 +199,15 @@ class RpcClient:
             except BlockingIOError:
                 sent = 0
             if sent == (len(data) if type(data) is bytes else nbytes(data)):
-                return
+                return []
         else:
+            sent = 0
             if len(pieces) <= _IOV_MAX:
-                try:
-                    sent = sock.sendmsg(pieces, (), socket.MSG_DONTWAIT)
-                except BlockingIOError:
-                    sent = 0
-            else:
-                sent = 0
+                with contextlib.suppress(BlockingIOError):
+                    sent = sock.sendmsg(pieces, (), _DONTWAIT)
             if sent == sum(nbytes(p) for p in pieces):
-                return
-        self._send_slowly(_skip(pieces, sent))
+                return []
+        return _skip(pieces, sent)
 
     def _send_slowly(self, pieces: list[memoryview]) -> None:
         """Send what is left, reading replies meanwhile when nobody else does."""

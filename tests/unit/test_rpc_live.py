@@ -576,3 +576,25 @@ def test_fuzzed_records_get_valid_replies_or_a_closed_connection(server):
                 m.decode_reply(reply)  # whatever came back is a well-formed reply
     with RpcClient(server.address, timeout=10) as fresh:
         assert add(fresh, 20, 22) == 42
+
+
+def test_large_calls_from_many_threads_stay_whole(client):
+    """Records sent in several steps by one thread are not interleaved with others' calls."""
+    errors: list[BaseException] = []
+
+    def worker(k: int) -> None:
+        payload = bytes([k]) * (300 << 10)
+        try:
+            for _ in range(5):
+                assert opaque.decode(client.call(PROG, 1, 1, opaque.encode(payload))) == payload
+                assert add(client, k, 1) == k + 1
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads)
+    assert errors == []
