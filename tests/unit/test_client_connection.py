@@ -252,3 +252,15 @@ def test_deferred_error_survives_a_full_pipeline(
         assert cuda.cuLaunchKernel(cuda.CUfunction(SAXPY), 1, 1, 1, 1, 1, 1, 0, 0, args, 0) == (SUCCESS,)
     assert conn.pending_count <= 5
     assert cuda.cuCtxSynchronize() == (cuda.CUresult.CUDA_ERROR_ILLEGAL_ADDRESS,)
+
+
+def test_lost_server_raises_an_rpc_error_and_close_still_works() -> None:
+    from cricket_xdr.rpc.errors import RpcError
+
+    srv = FakeServer()
+    conn = cricket_client.connect(srv.address)
+    srv.stop()
+    with pytest.raises(RpcError):
+        cuda.cuInit(0)
+    conn.close()
+    assert conn.closed
