@@ -40,7 +40,7 @@ from ._types import (
 )
 from .connection import Connection, get_connection
 from .errors import NotSupportedRemotely, error_string, to_result
-from .host_buffers import HostBufferError, read_host, write_host
+from .host_buffers import HostBufferError, check_writable, read_host, write_host
 from .kernel_args import LaunchArgumentError, pack_kernel_params
 from .modules import ImageError, image_bytes
 
@@ -306,6 +306,10 @@ def _htod(call: str, dst: int, src: Any, n: int, stream: int | None) -> tuple[An
 
 def _dtoh(call: str, dst: Any, src: int, n: int, stream: int | None) -> tuple[Any]:
     conn = _conn()
+    try:
+        check_writable(dst, n, f"{call}: dstHost")
+    except HostBufferError as exc:
+        raise TypeError(str(exc)) from None
     chunks = _chunks(n) or [(0, 0)]
     if stream is None:
         err, replies = conn.sync_many("CU_MEMCPY_DTOH", [(src + off, m) for off, m in chunks])

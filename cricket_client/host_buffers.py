@@ -11,7 +11,7 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
-__all__ = ["HostBufferError", "read_host", "write_host", "host_address"]
+__all__ = ["HostBufferError", "read_host", "write_host", "check_writable", "host_address"]
 
 
 class HostBufferError(TypeError):
@@ -83,3 +83,19 @@ def write_host(dst: Any, data: bytes | memoryview, what: str, offset: int = 0) -
     if view.nbytes < offset + n:
         raise HostBufferError(f"{what}: host buffer holds {view.nbytes} bytes, {offset + n} needed")
     view[offset : offset + n] = data
+
+
+def check_writable(dst: Any, nbytes: int, what: str) -> None:
+    """Refuse, before any data moves, a destination that cannot take `nbytes` bytes."""
+    if nbytes == 0:
+        return
+    addr = host_address(dst)
+    if addr is not None:
+        if addr == 0:
+            raise HostBufferError(f"{what}: NULL host pointer")
+        return
+    size = len(dst) if isinstance(dst, bytes) else _byte_view(dst, what).nbytes
+    if not isinstance(dst, bytes) and memoryview(dst).readonly:
+        raise HostBufferError(f"{what}: the host buffer is read-only")
+    if size < nbytes:
+        raise HostBufferError(f"{what}: host buffer holds {size} bytes, {nbytes} needed")

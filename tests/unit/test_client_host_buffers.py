@@ -7,7 +7,7 @@ import ctypes
 import numpy as np
 import pytest
 
-from cricket_client.host_buffers import HostBufferError, read_host, write_host
+from cricket_client.host_buffers import HostBufferError, check_writable, read_host, write_host
 
 
 def test_read_from_buffers_and_addresses() -> None:
@@ -43,3 +43,12 @@ def test_too_small_read_only_and_strided_buffers_are_refused() -> None:
         write_host(0, b"x", "t")
     with pytest.raises(HostBufferError, match="buffer protocol"):
         read_host("text", 4, "t")
+
+
+def test_destination_checked_before_data_moves() -> None:
+    check_writable(bytearray(8), 8, "t")
+    check_writable(12345, 8, "t")
+    with pytest.raises(HostBufferError, match="holds 4 bytes, 8 needed"):
+        check_writable(np.zeros(1, np.uint32), 8, "cuMemcpyDtoH: dstHost")
+    with pytest.raises(HostBufferError, match="read-only"):
+        check_writable(memoryview(b"12345678"), 8, "t")
