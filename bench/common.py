@@ -44,7 +44,7 @@ def median_latency_us(fn: Callable[[], object], iterations: int, warmup: int = 2
     }
 
 
-def rate_per_s(fn: Callable[[], object], seconds: float = 1.0) -> float:
+def rate_per_s(fn: Callable[[], int | None], seconds: float = 1.0) -> float:
     """Calls of fn per second over about `seconds` (fn may do a batch; it returns its count)."""
     done = 0
     t0 = time.perf_counter()

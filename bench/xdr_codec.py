@@ -21,6 +21,7 @@ def _load_generated(tmp: str):
         [sys.executable, "-m", "cricket_xdr", str(HERE / "sample.x"), "-o", str(out)], check=True
     )
     spec = importlib.util.spec_from_file_location("sample_rpc", out)
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
     spec.loader.exec_module(module)
