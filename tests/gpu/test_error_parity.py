@@ -1,0 +1,228 @@
+"""The same mistakes, made locally through cuda-python and remotely through cricket_client,
+give the same CUresult (GPU machine only).
+
+Each scenario is one function of a driver module; it runs once against the local driver
+(`cuda.bindings.driver`, this process) and once against a cricket-server on the cuda backend
+(a subprocess on loopback), and the two CUresults must be equal. Mistakes whose local
+behaviour is undefined (a destroyed handle, a launch with too few arguments: the driver reads
+freed or missing memory) are not compared here; the behaviour suite checks that the remote
+side refuses them with a clean error.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from cricket_server.backends.cuda import gpu_available
+
+pytestmark = pytest.mark.gpu
+
+ROOT = Path(__file__).resolve().parents[2]
+CUBIN = ROOT / "tests" / "kernels" / "test_kernels.sm_90.cubin"
+UNALLOCATED = 0x6FFF00000000  # inside no allocation, local or remote
+
+
+def _ok(result: tuple[Any, ...]) -> Any:
+    assert int(result[0]) == 0, result
+    return result[1] if len(result) == 2 else result[1:]
+
+
+def _setup(cu: ModuleType) -> None:
+    _ok(cu.cuInit(0))
+    ctx = _ok(cu.cuDevicePrimaryCtxRetain(_ok(cu.cuDeviceGet(0))))
+    _ok(cu.cuCtxSetCurrent(ctx))
+
+
+def free_unallocated(cu: ModuleType) -> int:
+    return cu.cuMemFree(cu.CUdeviceptr(UNALLOCATED))[0]
+
+
+def double_free(cu: ModuleType) -> int:
+    ptr = _ok(cu.cuMemAlloc(4096))
+    _ok(cu.cuMemFree(ptr))
+    return cu.cuMemFree(ptr)[0]
+
+
+def alloc_more_than_the_device(cu: ModuleType) -> int:
+    total = _ok(cu.cuDeviceTotalMem(_ok(cu.cuDeviceGet(0))))
+    return cu.cuMemAlloc(total * 2)[0]
+
+
+def copy_to_unallocated(cu: ModuleType) -> int:
+    return cu.cuMemcpyHtoD(cu.CUdeviceptr(UNALLOCATED), b"x" * 16, 16)[0]
+
+
+def copy_from_unallocated(cu: ModuleType) -> int:
+    out = bytearray(16)
+    return cu.cuMemcpyDtoH(out, cu.CUdeviceptr(UNALLOCATED), 16)[0]
+
+
+def memset_freed(cu: ModuleType) -> int:
+    ptr = _ok(cu.cuMemAlloc(4096))
+    _ok(cu.cuMemFree(ptr))
+    return cu.cuMemsetD8(ptr, 1, 4096)[0]
+
+
+def address_range_unallocated(cu: ModuleType) -> int:
+    return cu.cuMemGetAddressRange(cu.CUdeviceptr(UNALLOCATED))[0]
+
+
+def unknown_kernel_name(cu: ModuleType) -> int:
+    mod = _ok(cu.cuModuleLoadData(CUBIN.read_bytes()))
+    try:
+        return cu.cuModuleGetFunction(mod, b"no_such_kernel")[0]
+    finally:
+        cu.cuModuleUnload(mod)
+
+
+def unknown_global_name(cu: ModuleType) -> int:
+    mod = _ok(cu.cuModuleLoadData(CUBIN.read_bytes()))
+    try:
+        return cu.cuModuleGetGlobal(mod, b"no_such_global")[0]
+    finally:
+        cu.cuModuleUnload(mod)
+
+
+def garbage_module_image(cu: ModuleType) -> int:
+    return cu.cuModuleLoadData(b"\x7fELF" + b"\0" * 60 + b"garbage" * 8)[0]
+
+
+def bad_device_ordinal(cu: ModuleType) -> int:
+    return cu.cuDeviceGet(99)[0]
+
+
+def bad_device_attribute(cu: ModuleType) -> int:
+    return cu.cuDeviceGetAttribute(cu.CUdevice_attribute(1), cu.CUdevice(99))[0]
+
+
+def elapsed_time_without_timing(cu: ModuleType) -> int:
+    flags = cu.CUevent_flags.CU_EVENT_DISABLE_TIMING
+    a, b = _ok(cu.cuEventCreate(flags)), _ok(cu.cuEventCreate(flags))
+    try:
+        _ok(cu.cuEventRecord(a, 0))
+        _ok(cu.cuEventRecord(b, 0))
+        _ok(cu.cuEventSynchronize(b))
+        return cu.cuEventElapsedTime(a, b)[0]
+    finally:
+        cu.cuEventDestroy(a)
+        cu.cuEventDestroy(b)
+
+
+def synchronize_without_a_context(cu: ModuleType) -> int:
+    _ok(cu.cuCtxSetCurrent(cu.CUcontext(0)))
+    try:
+        return cu.cuCtxSynchronize()[0]
+    finally:
+        _setup(cu)
+
+
+def free_inside_an_allocation(cu: ModuleType) -> int:
+    ptr = _ok(cu.cuMemAlloc(1 << 20))
+    try:
+        return cu.cuMemFree(cu.CUdeviceptr(int(ptr) + 256))[0]
+    finally:
+        _ok(cu.cuMemFree(ptr))
+
+
+SCENARIOS: list[Callable[[ModuleType], int]] = [
+    free_unallocated,
+    double_free,
+    alloc_more_than_the_device,
+    copy_to_unallocated,
+    copy_from_unallocated,
+    memset_freed,
+    address_range_unallocated,
+    unknown_kernel_name,
+    unknown_global_name,
+    garbage_module_image,
+    bad_device_ordinal,
+    bad_device_attribute,
+    elapsed_time_without_timing,
+    synchronize_without_a_context,
+    free_inside_an_allocation,
+]
+
+
+@pytest.fixture(scope="module")
+def local_cu() -> ModuleType:
+    if not gpu_available():
+        if os.environ.get("CRICKET_TEST_BACKEND") == "cuda":
+            pytest.fail("CRICKET_TEST_BACKEND=cuda, but no GPU answers")
+        pytest.skip("no GPU answers")
+    from cuda.bindings import driver
+
+    _setup(driver)
+    return driver
+
+
+@pytest.fixture(scope="module")
+def remote_cu(local_cu: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
+    import cricket_client
+    from cricket_client import driver
+
+    ready = tmp_path_factory.mktemp("parity") / "ready"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cricket_server", "--backend", "cuda", "--listen", "127.0.0.1:0",
+         "--ready-file", str(ready), "--log-level", "warning"],
+        cwd=ROOT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists():
+            assert proc.poll() is None, "cricket-server exited"
+            assert time.monotonic() < deadline, "cricket-server did not get ready"
+            time.sleep(0.05)
+        conn = cricket_client.connect(ready.read_text().strip())
+        _setup(driver)
+        yield driver
+        conn.close()
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda f: f.__name__)
+def test_remote_error_equals_local(
+    scenario: Callable[[ModuleType], int], local_cu: ModuleType, remote_cu: ModuleType
+) -> None:
+    local = int(scenario(local_cu))
+    remote = int(scenario(remote_cu))
+    assert local != 0, f"{scenario.__name__} is not a mistake for local CUDA"
+    assert remote == local, (
+        f"{scenario.__name__}: remote {remote_cu.CUresult(remote)!r}, "
+        f"local {local_cu.CUresult(local)!r}"
+    )
+
+
+def test_another_sessions_pointer_is_refused_like_an_unallocated_one(
+    local_cu: ModuleType, remote_cu: ModuleType
+) -> None:
+    import cricket_client
+
+    address = cricket_client.get_connection().address
+    other = cricket_client.connect(address, make_default=False)
+    try:
+        with other.active():
+            _setup(remote_cu)
+            foreign = _ok(remote_cu.cuMemAlloc(4096))
+            _ok(remote_cu.cuMemsetD8(foreign, 0x5A, 4096))
+        expected = int(free_unallocated(local_cu))
+        assert int(remote_cu.cuMemFree(foreign)[0]) == expected
+        assert int(remote_cu.cuMemsetD8(foreign, 0, 4096)[0]) == expected
+        out = bytearray(4096)
+        assert int(remote_cu.cuMemcpyDtoH(out, foreign, 4096)[0]) == expected
+        with other.active():
+            data = bytearray(4096)
+            _ok(remote_cu.cuMemcpyDtoH(data, foreign, 4096))
+            assert data == b"\x5a" * 4096
+    finally:
+        other.close()
