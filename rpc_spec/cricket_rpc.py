@@ -94,6 +94,8 @@ __all__ = [
     'CU_EVENT_ELAPSED_TIME',
     'CU_OCCUPANCY_MAX_ACTIVE_BLOCKS_PER_MULTIPROCESSOR',
     'CU_OCCUPANCY_MAX_POTENTIAL_BLOCK_SIZE',
+    'CHECKPOINT_SESSION',
+    'CHECKPOINT_SERVER',
     'int_result',
     'u64_result',
     'handle_result',
@@ -125,12 +127,15 @@ __all__ = [
     'param_info',
     'param_info_result',
     'launch_args',
+    'checkpoint_done',
+    'checkpoint_result',
     'cu_ptr',
     'cu_handle',
     'mem_data',
     'name_str',
     'attribute_list',
     'option_list',
+    'ckpt_path',
     'xdr_int_result',
     'xdr_u64_result',
     'xdr_handle_result',
@@ -162,12 +167,15 @@ __all__ = [
     'xdr_param_info',
     'xdr_param_info_result',
     'xdr_launch_args',
+    'xdr_checkpoint_done',
+    'xdr_checkpoint_result',
     'xdr_cu_ptr',
     'xdr_cu_handle',
     'xdr_mem_data',
     'xdr_name_str',
     'xdr_attribute_list',
     'xdr_option_list',
+    'xdr_ckpt_path',
     'CRICKET_V1_Client',
     'CRICKET_V1_Server',
 ]
@@ -255,6 +263,8 @@ CU_EVENT_QUERY = 124
 CU_EVENT_ELAPSED_TIME = 125
 CU_OCCUPANCY_MAX_ACTIVE_BLOCKS_PER_MULTIPROCESSOR = 130
 CU_OCCUPANCY_MAX_POTENTIAL_BLOCK_SIZE = 131
+CHECKPOINT_SESSION = 300
+CHECKPOINT_SERVER = 301
 
 
 @_dc.dataclass(slots=True)
@@ -877,6 +887,48 @@ class launch_args:
         return xdr_launch_args.decode(data)  # type: ignore[no-any-return]
 
 
+@_dc.dataclass(slots=True)
+class checkpoint_done:
+    """struct checkpoint_done."""
+
+    sessions: int
+    bytes: int
+    stored_bytes: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_checkpoint_done.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> checkpoint_done:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_checkpoint_done.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class checkpoint_result:
+    """union checkpoint_result: ``err`` selects the arm; ``value`` holds its value."""
+
+    err: int
+    value: Any = None
+
+    done = _xdr.arm_property(
+        'checkpoint_result', 'done', 'err', frozenset([0]), frozenset([0])
+    )
+    message = _xdr.arm_property(
+        'checkpoint_result', 'message', 'err', None, frozenset([0])
+    )
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_checkpoint_result.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> checkpoint_result:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_checkpoint_result.decode(data)  # type: ignore[no-any-return]
+
+
 # Codecs, named like rpcgen's C functions.
 xdr_int_result = _xdr.Union('int_result')
 xdr_u64_result = _xdr.Union('u64_result')
@@ -909,12 +961,15 @@ xdr_global_result = _xdr.Union('global_result')
 xdr_param_info = _xdr.Struct('param_info')
 xdr_param_info_result = _xdr.Union('param_info_result')
 xdr_launch_args = _xdr.Struct('launch_args')
+xdr_checkpoint_done = _xdr.Struct('checkpoint_done')
+xdr_checkpoint_result = _xdr.Union('checkpoint_result')
 xdr_cu_ptr = _xdr.xdr_u_hyper
 xdr_cu_handle = _xdr.xdr_u_hyper
 xdr_mem_data = _xdr.VarOpaque(None)
 xdr_name_str = _xdr.String(MAX_NAME)
 xdr_attribute_list = _xdr.VarArray(_xdr.xdr_int, MAX_ATTRS)
 xdr_option_list = _xdr.VarArray(xdr_option_value, MAX_ATTRS)
+xdr_ckpt_path = _xdr.String(MAX_NAME)
 xdr_int_result.define(
     int_result,
     'err',
@@ -1186,6 +1241,23 @@ xdr_launch_args.define(
         ('params', _xdr.VarOpaque(None)),
     ],
 )
+xdr_checkpoint_done.define(
+    checkpoint_done,
+    [
+        ('sessions', _xdr.xdr_u_int),
+        ('bytes', _xdr.xdr_u_hyper),
+        ('stored_bytes', _xdr.xdr_u_hyper),
+    ],
+)
+xdr_checkpoint_result.define(
+    checkpoint_result,
+    'err',
+    _xdr.xdr_int,
+    [
+        ((0,), xdr_checkpoint_done),
+    ],
+    default=_xdr.String(MAX_NAME),
+)
 
 # Typedefs: the Python type each name stands for.
 cu_ptr = int
@@ -1194,6 +1266,7 @@ mem_data = bytes
 name_str = str
 attribute_list = list
 option_list = list
+ckpt_path = str
 
 
 class CRICKET_V1_Client:
@@ -2280,6 +2353,36 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 131, _enc.buffers())
         return _Pending(call, xdr_int_pair_result.decode)
 
+    def CHECKPOINT_SESSION(self, arg1: ckpt_path, *, timeout: float | None = None) -> checkpoint_result:
+        """Call CHECKPOINT_SESSION (300) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_ckpt_path.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 300, _enc.buffers(), timeout=timeout)
+        return xdr_checkpoint_result.decode(body)  # type: ignore[no-any-return]
+
+    def CHECKPOINT_SESSION_async(self, arg1: ckpt_path) -> _Pending:
+        """Send CHECKPOINT_SESSION (300); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_ckpt_path.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 300, _enc.buffers())
+        return _Pending(call, xdr_checkpoint_result.decode)
+
+    def CHECKPOINT_SERVER(self, arg1: ckpt_path, arg2: int, *, timeout: float | None = None) -> checkpoint_result:
+        """Call CHECKPOINT_SERVER (301) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_ckpt_path.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 301, _enc.buffers(), timeout=timeout)
+        return xdr_checkpoint_result.decode(body)  # type: ignore[no-any-return]
+
+    def CHECKPOINT_SERVER_async(self, arg1: ckpt_path, arg2: int) -> _Pending:
+        """Send CHECKPOINT_SERVER (301); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_ckpt_path.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 301, _enc.buffers())
+        return _Pending(call, xdr_checkpoint_result.decode)
+
 
 class CRICKET_V1_Server:
     """Service of program CRICKET_PROG version CRICKET_V1: subclass it, override what
@@ -2506,6 +2609,12 @@ class CRICKET_V1_Server:
         ),
         131: _Procedure(
             131, 'CU_OCCUPANCY_MAX_POTENTIAL_BLOCK_SIZE', (xdr_cu_handle, _xdr.xdr_u_hyper, _xdr.xdr_int, _xdr.xdr_u_int), xdr_int_pair_result
+        ),
+        300: _Procedure(
+            300, 'CHECKPOINT_SESSION', (xdr_ckpt_path,), xdr_checkpoint_result
+        ),
+        301: _Procedure(
+            301, 'CHECKPOINT_SERVER', (xdr_ckpt_path, _xdr.xdr_u_hyper), xdr_checkpoint_result
         ),
     }
 
@@ -2800,3 +2909,11 @@ class CRICKET_V1_Server:
     def CU_OCCUPANCY_MAX_POTENTIAL_BLOCK_SIZE(self, ctx: Any, arg1: cu_handle, arg2: int, arg3: int, arg4: int) -> int_pair_result:
         """CU_OCCUPANCY_MAX_POTENTIAL_BLOCK_SIZE (131): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_OCCUPANCY_MAX_POTENTIAL_BLOCK_SIZE")
+
+    def CHECKPOINT_SESSION(self, ctx: Any, arg1: ckpt_path) -> checkpoint_result:
+        """CHECKPOINT_SESSION (300): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CHECKPOINT_SESSION")
+
+    def CHECKPOINT_SERVER(self, ctx: Any, arg1: ckpt_path, arg2: int) -> checkpoint_result:
+        """CHECKPOINT_SERVER (301): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CHECKPOINT_SERVER")

@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 GENERATED = [
     ("rpc_spec/portmap.x", "cricket_xdr/portmap_rpc.py"),
     ("rpc_spec/cricket.x", "rpc_spec/cricket_rpc.py"),
+    ("rpc_spec/checkpoint.x", "rpc_spec/checkpoint_rpc.py"),
 ]
 
 
