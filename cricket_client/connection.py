@@ -22,6 +22,7 @@ import contextlib
 import os
 import re
 import socket
+import struct
 import sys
 import threading
 from collections import deque
@@ -31,6 +32,7 @@ from importlib import resources
 from typing import Any
 
 from cricket_xdr.rpc.client import RpcClient
+from cricket_xdr.xdr import Encoder
 
 from .errors import HelloRefused, NotConnectedError, error_name
 
@@ -47,6 +49,8 @@ __all__ = [
 ADDRESS_ENV = "REMOTE_GPU_ADDRESS"
 _MAX_PENDING = 4096
 _GOODBYE_TIMEOUT = 10.0  # seconds; closing never hangs on a server that stopped answering
+
+_MEM_OK = struct.Struct(">iI")  # mem_result: err = 0, then the data's length
 
 _PIPELINED_LINE = re.compile(r"^\s*\w+\s+(\w+)\s*\(.*\)\s*=\s*\d+\s*;\s*/\*.*\bpipelined\b.*\*/")
 
@@ -170,6 +174,39 @@ class Connection:
         if err == 0 and deferred:
             err = deferred
         return err, replies
+
+    def sync_into(self, proc: str, calls: list[tuple[tuple[Any, ...], memoryview]]) -> int:
+        """A synchronizing procedure that returns `mem_result`, once per `(args, view)`, all
+        pipelined; each result's data is received straight into its view (no copy). Returns
+        the first failure (or a pending asynchronous one) as the CUresult."""
+        self._local_message = None
+        server = self.proto.CRICKET_V1_Server
+        number = int(getattr(self.proto, proc))
+        codecs = server.PROCEDURES[number].arg_codecs
+        call_async = self._rpc.call_async
+        prog, vers = server.PROGRAM, server.VERSION
+        pendings = []
+        for args, view in calls:
+            enc = Encoder()
+            for codec, arg in zip(codecs, args, strict=True):
+                codec.pack(enc, arg)
+            into = (_MEM_OK.pack(0, len(view)), view)
+            pendings.append((call_async(prog, vers, number, enc.buffers(), into=into), view))
+        err = 0
+        for pending, view in pendings:
+            body = pending.result()
+            if pending.placed:
+                continue
+            reply = self.proto.xdr_mem_result.decode(body)
+            if reply.err:
+                err = err or int(reply.err)
+                continue
+            data = reply.value
+            view[: len(data)] = data
+        deferred = self._collect(block=False)
+        if err == 0 and deferred:
+            err = deferred
+        return err
 
     def post(self, proc: str, *args: Any) -> None:
         """Send a pipelined call without waiting for its reply."""

@@ -40,7 +40,7 @@ from ._types import (
 )
 from .connection import Connection, get_connection
 from .errors import NotSupportedRemotely, error_string, to_result
-from .host_buffers import HostBufferError, check_writable, read_host, write_host
+from .host_buffers import HostBufferError, read_host, writable_view, write_host
 from .kernel_args import LaunchArgumentError, pack_kernel_params
 from .modules import ImageError, image_bytes
 
@@ -48,8 +48,9 @@ _SUCCESS = CUresult.CUDA_SUCCESS
 _INVALID_VALUE = CUresult.CUDA_ERROR_INVALID_VALUE
 _NOT_SUPPORTED = CUresult.CUDA_ERROR_NOT_SUPPORTED
 
-# Copies larger than this travel as several calls (bounded records and memory on both sides).
-COPY_CHUNK = 64 << 20
+# Copies larger than this travel as several calls, all in flight together (bounded records and
+# memory on both sides; the server's device copy of one chunk overlaps the transfer of the next).
+COPY_CHUNK = 16 << 20
 _WIRE_PER_THREAD = 2  # STREAM_PER_THREAD in cricket.x
 
 
@@ -305,26 +306,23 @@ def _htod(call: str, dst: int, src: Any, n: int, stream: int | None) -> tuple[An
 
 
 def _dtoh(call: str, dst: Any, src: int, n: int, stream: int | None) -> tuple[Any]:
+    """Chunks in flight together, each received straight into its part of `dst`."""
     conn = _conn()
     try:
-        check_writable(dst, n, f"{call}: dstHost")
+        view = writable_view(dst, n, f"{call}: dstHost")
     except HostBufferError as exc:
         raise TypeError(str(exc)) from None
     chunks = _chunks(n) or [(0, 0)]
     if stream is None:
-        err, replies = conn.sync_many("CU_MEMCPY_DTOH", [(src + off, m) for off, m in chunks])
-    else:
-        err, replies = conn.sync_many(
-            "CU_MEMCPY_DTOH_ASYNC", [(src + off, m, stream) for off, m in chunks]
+        err = conn.sync_into(
+            "CU_MEMCPY_DTOH", [((src + off, m), view[off : off + m]) for off, m in chunks]
         )
-    if err:
-        return _out(err)
-    try:
-        for (off, _m), reply in zip(chunks, replies, strict=True):
-            write_host(dst, reply.value, f"{call}: dstHost", off)
-    except HostBufferError as exc:
-        raise TypeError(str(exc)) from None
-    return (_SUCCESS,)
+    else:
+        err = conn.sync_into(
+            "CU_MEMCPY_DTOH_ASYNC",
+            [((src + off, m, stream), view[off : off + m]) for off, m in chunks],
+        )
+    return _out(err)
 
 
 def cuMemcpyHtoD(dstDevice: Any, srcHost: Any, ByteCount: int) -> tuple[Any]:  # noqa: N802, N803

@@ -11,7 +11,14 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
-__all__ = ["HostBufferError", "read_host", "write_host", "check_writable", "host_address"]
+__all__ = [
+    "HostBufferError",
+    "read_host",
+    "write_host",
+    "check_writable",
+    "writable_view",
+    "host_address",
+]
 
 
 class HostBufferError(TypeError):
@@ -99,3 +106,18 @@ def check_writable(dst: Any, nbytes: int, what: str) -> None:
         raise HostBufferError(f"{what}: the host buffer is read-only")
     if size < nbytes:
         raise HostBufferError(f"{what}: host buffer holds {size} bytes, {nbytes} needed")
+
+
+def writable_view(dst: Any, nbytes: int, what: str) -> memoryview:
+    """A writable byte view of the first `nbytes` bytes of host memory `dst` (a buffer, an
+    immutable bytes object, written in place as cuda-python does, or an integer address), so
+    that received data lands there without a copy. Checks as `check_writable`."""
+    check_writable(dst, nbytes, what)
+    if nbytes == 0:
+        return memoryview(bytearray())
+    addr = host_address(dst)
+    if addr is None and isinstance(dst, bytes):
+        addr = _bytes_address(dst)
+    if addr is not None:
+        return memoryview((ctypes.c_ubyte * nbytes).from_address(addr)).cast("B")
+    return _byte_view(dst, what)[:nbytes]

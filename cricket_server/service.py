@@ -58,6 +58,9 @@ def _options(options: list[Any]) -> dict[int, int]:
 class CricketService(proto.CRICKET_V1_Server):
     """Serves CRICKET_V1 over the sessions of one `SessionManager`."""
 
+    # Host-to-device payloads are used before the handler returns: no copy out of the record.
+    VIEW_ARGS = frozenset({proto.CU_MEMCPY_HTOD, proto.CU_MEMCPY_HTOD_ASYNC})
+
     def __init__(self, manager: SessionManager) -> None:
         self.manager = manager
 

@@ -68,7 +68,8 @@ __all__ = [
 ]
 
 BIG_PAYLOAD = 64 * 1024
-"""Opaque payloads of at least this many bytes are kept by reference, not copied."""
+"""Opaque payloads of at least this many bytes are kept by reference, not copied, when encoding
+(and when decoding with ``views=True``: a read-only memoryview of the input)."""
 
 UNBOUNDED = 0xFFFFFFFF
 
@@ -127,11 +128,15 @@ class Encoder:
 
 
 class Decoder:
-    """Reads XDR items from a bytes-like object through a memoryview."""
+    """Reads XDR items from a bytes-like object through a memoryview.
 
-    __slots__ = ("mv", "pos")
+    With ``views``, variable-length opaque data of BIG_PAYLOAD bytes or more decodes as a
+    read-only memoryview of ``data`` instead of a copy (the caller keeps ``data`` unchanged).
+    """
 
-    def __init__(self, data: Any) -> None:
+    __slots__ = ("mv", "pos", "views")
+
+    def __init__(self, data: Any, *, views: bool = False) -> None:
         try:
             mv = memoryview(data)
         except TypeError:
@@ -140,6 +145,7 @@ class Decoder:
             mv = mv.cast("B") if mv.c_contiguous else memoryview(mv.tobytes())
         self.mv = mv
         self.pos = 0
+        self.views = views
 
     def remaining(self) -> int:
         """Bytes not yet read."""
@@ -232,9 +238,9 @@ class Codec:
             raise XdrEncodeError(f"{self.name}: value nested too deeply") from None
         return enc.getvalue()
 
-    def decode(self, data: Any) -> Any:
-        """Decode a whole buffer; trailing bytes are an error."""
-        dec = Decoder(data)
+    def decode(self, data: Any, *, views: bool = False) -> Any:
+        """Decode a whole buffer; trailing bytes are an error. ``views``: see Decoder."""
+        dec = Decoder(data, views=views)
         try:
             value = self.unpack(dec)
         except RecursionError:
@@ -454,7 +460,7 @@ class VarOpaque(Codec):
                 buf += value
                 buf += _PAD[n & 3]
 
-        def unpack(dec: Decoder) -> bytes:
+        def unpack(dec: Decoder) -> bytes | memoryview:
             n = _read_len(name, dec, bound)
             pos = dec.pos
             end = pos + n
@@ -463,6 +469,8 @@ class VarOpaque(Codec):
                     f"{name}: length {n} exceeds the {len(dec.mv) - pos} bytes left"
                 )
             dec.pos = end + (-n & 3)
+            if n >= BIG_PAYLOAD and dec.views:  # bulk data: a view of the input, no copy
+                return dec.mv[pos:end].toreadonly()
             return dec.mv[pos:end].tobytes()
 
         return pack, unpack

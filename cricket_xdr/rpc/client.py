@@ -70,6 +70,11 @@ class PendingCall:
     def done(self) -> bool:
         return self._done
 
+    @property
+    def placed(self) -> bool:
+        """The result's bulk was received into the `into` view (see RpcClient.call_async)."""
+        return self._reply is not None and self._reply.placed
+
     def result(self, timeout: float | None = None) -> Buffer:
         """The result body (bytes, or a memoryview for large results).
 
@@ -136,8 +141,22 @@ class RpcClient:
         assert pending._reply is not None
         return pending._reply.result()
 
-    def call_async(self, prog: int, vers: int, proc: int, args: Args = b"") -> PendingCall:
-        """Send a call and return at once; its reply is awaited with `.result()`."""
+    def call_async(
+        self,
+        prog: int,
+        vers: int,
+        proc: int,
+        args: Args = b"",
+        *,
+        into: tuple[bytes, memoryview] | None = None,
+    ) -> PendingCall:
+        """Send a call and return at once; its reply is awaited with `.result()`.
+
+        `into = (head, view)`: a result body of `head`, `len(view)` bytes and XDR padding is
+        received with those bytes straight into `view` (no copy); `.placed` then is True and
+        `.result()` gives the body without them. Other results (errors) come back as usual.
+        Bytes may still arrive in `view` after a timeout of this call.
+        """
         lock = self._lock
         lock.acquire()
         try:
@@ -145,7 +164,7 @@ class RpcClient:
                 self._send_free.wait()
             if self._failed is not None:
                 raise self._lost(prog, vers, proc)
-            xid, pieces = self._conn.send_call(prog, vers, proc, args)
+            xid, pieces = self._conn.send_call(prog, vers, proc, args, into)
             pending = PendingCall(self, xid, prog, vers, proc)
             self._pending[xid] = pending
             try:

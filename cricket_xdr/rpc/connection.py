@@ -35,6 +35,7 @@ from .record import (
     LAST_FRAGMENT,
     MAX_FRAGMENT,
     Buffer,
+    Placed,
     RecordReader,
     frame,
     nbytes,
@@ -68,6 +69,7 @@ class Reply:
     message: ReplyMessage | None  # None for a plain SUCCESS (then `body` holds the results)
     error: LocalRpcError | None = None  # the reply could not be decoded
     body: Buffer = b""
+    placed: bool = False  # the result's bulk went into the call's `into` view; body: the rest
 
     def result(self) -> Buffer:
         """The result body, or raise the error the reply stands for."""
@@ -124,16 +126,28 @@ class ClientConnection(_Connection):
         self._auth_none = isinstance(self.auth, AuthNone)
         self._xid = random.getrandbits(32) if first_xid is None else first_xid & 0xFFFFFFFF
         self._outstanding: dict[int, tuple[int, int, int]] = {}
+        self._into: dict[int, tuple[bytes, memoryview]] = {}  # xid -> (result head, bulk view)
         self.dropped = 0  # replies that matched no outstanding call
+        self._reader.placer = self._place
 
     @property
     def outstanding(self) -> int:
         return len(self._outstanding)
 
     def send_call(
-        self, prog: int, vers: int, proc: int, args: Args = b""
+        self,
+        prog: int,
+        vers: int,
+        proc: int,
+        args: Args = b"",
+        into: tuple[bytes, memoryview] | None = None,
     ) -> tuple[int, list[Buffer]]:
-        """Frame a call: returns its xid and the pieces to send, in order."""
+        """Frame a call: returns its xid and the pieces to send, in order.
+
+        `into = (head, view)`: when the result body turns out to be `head`, then `len(view)`
+        bytes, then XDR padding, those bytes are received straight into `view` and the Reply
+        is `placed` (its body: `head` and the padding); any other result arrives as usual.
+        """
         xid = self._xid
         while xid in self._outstanding:
             xid = (xid + 1) & 0xFFFFFFFF
@@ -157,17 +171,36 @@ class ClientConnection(_Connection):
             header = encode_call_header(xid, prog, vers, proc, cred, verf)
             out = frame([header, *pieces], len(header) + size, self.max_fragment)
         self._outstanding[xid] = (prog, vers, proc)
+        if into is not None:
+            self._into[xid] = into
         return xid, out
 
     def forget(self, xid: int) -> None:
         """Stop waiting for `xid` (timed out); its reply, if one comes, is dropped."""
         self._outstanding.pop(xid, None)
+        self._into.pop(xid, None)
 
     def forget_all(self) -> list[int]:
         """Drop every outstanding call (the connection failed); returns their xids."""
         xids = list(self._outstanding)
         self._outstanding.clear()
+        self._into.clear()
         return xids
+
+    def _place(self, start: bytes, size: int) -> tuple[int, memoryview] | None:
+        """RecordReader placer: a plain SUCCESS reply to a call sent with `into`."""
+        if len(start) < 24:
+            return None
+        xid, mtype, stat, vflav, vlen, astat = _REPLY_SUCCESS.unpack_from(start)
+        into = self._into.get(xid)
+        if into is None or mtype != 1 or stat or vflav or vlen or astat:
+            return None
+        head, view = into
+        end = 24 + len(head)
+        n = len(view)
+        if start[24:end] != head or size != end + n + (-n & 3) or len(start) < end:
+            return None
+        return end, view
 
     def next_event(self) -> Reply | NeedData:
         """The next Reply, or NEED_DATA.
@@ -178,16 +211,31 @@ class ClientConnection(_Connection):
         reader = self._reader
         while True:
             # Inlined RecordReader.idle: nothing buffered is the common case on every call.
-            if not reader._ready and not reader._buf and reader._record is None:
+            if (
+                not reader._ready
+                and not reader._buf
+                and reader._record is None
+                and reader._place is None
+            ):
                 return NEED_DATA
             record = reader.next_record()
             if record is None:
                 return NEED_DATA
             size = len(record)
+            if type(record) is Placed:
+                xid = _REPLY_SUCCESS.unpack_from(record)[0]
+                self._into.pop(xid, None)
+                call = self._outstanding.pop(xid, None)
+                if call is None:
+                    self.dropped += 1
+                    continue
+                return Reply(xid, call[0], call[1], call[2], None, None, record[24:], True)
             if size >= 24:
                 xid, mtype, stat, vflav, vlen, astat = _REPLY_SUCCESS.unpack_from(record)
                 if mtype == 1 and not (stat or vflav or vlen or astat):  # SUCCESS, AUTH_NONE
                     call = self._outstanding.pop(xid, None)
+                    if self._into:
+                        self._into.pop(xid, None)
                     if call is None:
                         self.dropped += 1
                         continue
@@ -197,6 +245,7 @@ class ClientConnection(_Connection):
             if xid is None:
                 raise ReplyDecodeError(f"received a {len(record)}-byte record that is not a reply")
             call = self._outstanding.pop(xid, None)
+            self._into.pop(xid, None)
             if call is None:
                 self.dropped += 1
                 continue

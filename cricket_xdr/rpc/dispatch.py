@@ -6,6 +6,9 @@ service's method named `procedure.name`, called as `handler(ctx, *args)`.
 
 Order of checks (as RFC 5531 and libtirpc): RPC version, credentials, program, version,
 procedure, arguments, handler.
+
+A service may name, in `VIEW_ARGS` (a set of procedure numbers), the procedures whose large
+opaque arguments it takes as read-only memoryviews of the call record instead of copies.
 """
 
 from __future__ import annotations
@@ -162,7 +165,10 @@ class Dispatcher:
             f"program {call.prog:#x} version {call.vers} procedure {call.proc} ({procedure.name})"
         )
         try:
-            args = self._decode_args(procedure.arg_codecs, call.body)
+            if call.proc in getattr(service, "VIEW_ARGS", ()):
+                args = _decode_views(procedure.arg_codecs, call.body)
+            else:
+                args = self._decode_args(procedure.arg_codecs, call.body)
         except XdrError as exc:
             log.debug("%s: garbage arguments: %s", name, exc)
             return conn.reply_error(xid, GARBAGE_ARGS)
@@ -205,6 +211,14 @@ class Dispatcher:
         args = [codec.unpack(dec) for codec in codecs]
         dec.done()
         return args
+
+
+def _decode_views(codecs: Any, body: Buffer) -> list[Any]:
+    """Arguments whose large opaque data stay views of the call record (no copy)."""
+    dec = Decoder(body, views=True)
+    args = [codec.unpack(dec) for codec in codecs]
+    dec.done()
+    return args
 
 
 class _TrailingBytes(Exception):

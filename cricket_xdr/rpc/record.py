@@ -14,7 +14,7 @@ maximum fragment size, without joining the pieces.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .errors import RecordTooLarge
 
@@ -26,6 +26,8 @@ __all__ = [
     "frame",
     "nbytes",
     "RecordReader",
+    "Placed",
+    "Placer",
 ]
 
 LAST_FRAGMENT = 0x80000000
@@ -35,6 +37,18 @@ DIRECT_READ_MIN = 1 << 16  # fragments left at least this large are read straigh
 
 Buffer = bytes | bytearray | memoryview
 _HEADER = struct.Struct(">I")
+_PLACER_LOOK = 64  # bytes of a record's start shown to the placer
+
+
+class Placed(bytes):
+    """A record whose bulk part was received into a buffer a placer chose: these are the
+    record's other bytes (its head and what follows the placed part)."""
+
+
+Placer = Callable[[bytes, int], "tuple[int, memoryview] | None"]
+"""`placer(start, size)`: `start` holds the first bytes of a `size`-byte record (up to 64);
+return `(head, view)` to have record bytes [head, head + len(view)) received into `view`
+(`head <= len(start)`), or None to assemble the record as usual."""
 
 
 def nbytes(piece: object) -> int:
@@ -78,7 +92,12 @@ class RecordReader:
     more bytes are needed. For large fragments, `read_buffer()` offers the place the next bytes
     belong in, so a transport can `recv_into` it directly, then report `advance(n)`.
     After RecordTooLarge the reader is failed and raises it again on every use.
+
+    `placer` (optional, see `Placer`) may put the bulk of a large single-fragment record
+    straight into a buffer of its choice; `next_record()` then returns a `Placed` record.
     """
+
+    placer: Placer | None = None
 
     def __init__(self, max_record: int = DEFAULT_MAX_RECORD) -> None:
         self.max_record = max_record
@@ -90,15 +109,20 @@ class RecordReader:
         self._last = False
         self._failed: RecordTooLarge | None = None
         self._ready: list[bytes] = []  # whole records taken straight from receive_data
+        self._place: memoryview | None = None  # where a placed record's bulk goes
+        self._placed = 0  # bytes of _place received so far
+        self._place_head = b""  # the placed record's bytes before its bulk
+        self._place_rest = 0  # bytes of the record after its bulk, still to read
+        self._place_tail = bytearray()
 
     @property
     def idle(self) -> bool:
         """True when no part of a record has been received."""
-        return not self._buf and self._record is None and not self._ready
+        return not self._buf and self._record is None and not self._ready and self._place is None
 
     def receive_data(self, data: Buffer) -> None:
         buf = self._buf
-        if not buf and self._record is None:
+        if not buf and self._record is None and self._place is None:
             # Fast path: the data is exactly one single-fragment record.
             size = len(data) - 4
             if (
@@ -112,6 +136,11 @@ class RecordReader:
 
     def read_buffer(self) -> memoryview | None:
         """Where the next received bytes go when they continue a large fragment, else None."""
+        place = self._place
+        if place is not None:
+            if self._buf or self._placed >= len(place):
+                return None
+            return place[self._placed :]
         if (
             self._in_fragment
             and not self._buf
@@ -123,7 +152,10 @@ class RecordReader:
 
     def advance(self, n: int) -> None:
         """`n` bytes were written into the view `read_buffer()` gave."""
-        self._filled += n
+        if self._place is not None:
+            self._placed += n
+        else:
+            self._filled += n
 
     def next_record(self) -> bytes | bytearray | None:
         if self._ready:
@@ -132,6 +164,8 @@ class RecordReader:
             raise self._failed
         buf = self._buf
         while True:
+            if self._place is not None:
+                return self._next_placed()
             if not self._in_fragment:
                 if len(buf) < 4:
                     return None
@@ -146,6 +180,14 @@ class RecordReader:
                     whole = bytes(buf[4 : 4 + length])
                     del buf[: 4 + length]
                     return whole
+                if (
+                    self.placer is not None
+                    and self._record is None
+                    and last
+                    and length >= DIRECT_READ_MIN
+                    and self._start_placed(length)
+                ):
+                    continue
                 del buf[:4]
                 if self._record is None:
                     self._record = bytearray(length)
@@ -168,3 +210,45 @@ class RecordReader:
                 self._record = None
                 self._filled = self._frag_end = 0
                 return record
+
+    def _start_placed(self, length: int) -> bool:
+        """Ask the placer where a new record's bulk goes; True when it chose a buffer."""
+        buf = self._buf
+        assert self.placer is not None
+        chosen = self.placer(bytes(buf[4 : 4 + _PLACER_LOOK]), length)
+        if chosen is None:
+            return False
+        head, view = chosen
+        if not 0 <= head <= min(len(buf) - 4, _PLACER_LOOK) or head + len(view) > length:
+            return False
+        self._place_head = bytes(buf[4 : 4 + head])
+        del buf[: 4 + head]
+        self._place = view
+        self._placed = 0
+        self._place_rest = length - head - len(view)
+        self._place_tail = bytearray()
+        return True
+
+    def _next_placed(self) -> Placed | None:
+        """Move buffered bytes into the placed record; the record once it is complete."""
+        place = self._place
+        assert place is not None
+        buf = self._buf
+        if buf:
+            take = min(len(buf), len(place) - self._placed)
+            if take:
+                place[self._placed : self._placed + take] = buf[:take]
+                del buf[:take]
+                self._placed += take
+            if self._placed >= len(place) and buf and self._place_rest:
+                take = min(len(buf), self._place_rest)
+                self._place_tail += buf[:take]
+                del buf[:take]
+                self._place_rest -= take
+        if self._placed < len(place) or self._place_rest:
+            return None
+        record = Placed(self._place_head + self._place_tail)
+        self._place = None
+        self._place_head = b""
+        self._place_tail = bytearray()
+        return record

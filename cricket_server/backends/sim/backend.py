@@ -284,11 +284,13 @@ class SimSession(BackendSession):
         target = self._stream(stream, call)
         target.context.check()
         self.memory.check(src, size, f"{call}: source")
-        out: list[bytes] = []
-        work = target.submit(lambda: out.append(self.memory.read(src, size, what=call)))
+        out: list[np.ndarray] = []
+        work = target.submit(lambda: out.append(self.memory.span(src, size, what=call)))
         work.done.wait()
         target.context.check()
-        return out[0] if size else b""
+        # A view of device memory, no copy: the reply is sent before this connection's next
+        # call runs, and the view keeps the memory alive even if another thread frees it.
+        return memoryview(out[0]).toreadonly() if size else b""
 
     def memcpy_dtod(self, dst: int, src: int, size: int, stream: object | None) -> None:
         call = "cuMemcpyDtoD"
