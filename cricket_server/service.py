@@ -557,3 +557,64 @@ class CricketService(proto.CRICKET_V1_Server):
             return proto.int_pair(first=grid, second=block)
 
         return self._result(proto.int_pair_result, ctx, "cuOccupancyMaxPotentialBlockSize", pair)
+
+    # -- runtime API support ----------------------------------------------------------------
+    def RT_DEVICE_GET_PROPERTIES(
+        self, ctx: Any, dev: int, attributes: list[int]
+    ) -> proto.device_properties_result:
+        def props(s: Session) -> proto.device_properties:
+            name, uuid, total, values = s.device_properties(dev, attributes)
+            return proto.device_properties(
+                name=_truncate(name),
+                uuid=uuid,
+                total_mem=total,
+                values=[  # an int on the wire: unsigned attributes wrap, the client undoes it
+                    proto.device_attribute_value(err=e, value=(v + 2**31) % 2**32 - 2**31)
+                    for e, v in values
+                ],
+            )
+
+        return self._result(proto.device_properties_result, ctx, "cudaGetDeviceProperties", props)
+
+    def RT_MEMCPY_2D_HTOD(
+        self, ctx: Any, dst: int, dpitch: int, rows: Any, width: int, height: int, stream: int
+    ) -> int:
+        return self._status(
+            ctx,
+            "cudaMemcpy2D",
+            lambda s: s.memcpy_2d_htod(dst, dpitch, memoryview(rows), width, height, stream),
+        )
+
+    def RT_MEMCPY_2D_DTOH(
+        self, ctx: Any, src: int, spitch: int, width: int, height: int, stream: int
+    ) -> proto.mem_result:
+        return self._result(
+            proto.mem_result,
+            ctx,
+            "cudaMemcpy2D",
+            lambda s: s.memcpy_2d_dtoh(src, spitch, width, height, stream),
+        )
+
+    def RT_MEMCPY_2D_DTOD(
+        self,
+        ctx: Any,
+        dst: int,
+        dpitch: int,
+        src: int,
+        spitch: int,
+        width: int,
+        height: int,
+        stream: int,
+    ) -> int:
+        return self._status(
+            ctx,
+            "cudaMemcpy2D",
+            lambda s: s.memcpy_2d_dtod(dst, dpitch, src, spitch, width, height, stream),
+        )
+
+    def RT_MEMSET_2D(
+        self, ctx: Any, dst: int, pitch: int, value: int, width: int, height: int, stream: int
+    ) -> int:
+        return self._status(
+            ctx, "cudaMemset2D", lambda s: s.memset_2d(dst, pitch, value, width, height, stream)
+        )

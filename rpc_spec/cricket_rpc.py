@@ -19,6 +19,7 @@ __all__ = [
     'MAX_TOKEN',
     'MAX_ATTRS',
     'MAX_PARAMS',
+    'MAX_DEVICE_ATTRS',
     'CRICKET_PROG',
     'CRICKET_V1',
     'HELLO',
@@ -94,6 +95,11 @@ __all__ = [
     'CU_EVENT_ELAPSED_TIME',
     'CU_OCCUPANCY_MAX_ACTIVE_BLOCKS_PER_MULTIPROCESSOR',
     'CU_OCCUPANCY_MAX_POTENTIAL_BLOCK_SIZE',
+    'RT_DEVICE_GET_PROPERTIES',
+    'RT_MEMCPY_2D_HTOD',
+    'RT_MEMCPY_2D_DTOH',
+    'RT_MEMCPY_2D_DTOD',
+    'RT_MEMSET_2D',
     'CHECKPOINT_SESSION',
     'CHECKPOINT_SERVER',
     'int_result',
@@ -129,6 +135,9 @@ __all__ = [
     'launch_args',
     'checkpoint_done',
     'checkpoint_result',
+    'device_attribute_value',
+    'device_properties',
+    'device_properties_result',
     'cu_ptr',
     'cu_handle',
     'mem_data',
@@ -136,6 +145,7 @@ __all__ = [
     'attribute_list',
     'option_list',
     'ckpt_path',
+    'device_attribute_list',
     'xdr_int_result',
     'xdr_u64_result',
     'xdr_handle_result',
@@ -169,6 +179,9 @@ __all__ = [
     'xdr_launch_args',
     'xdr_checkpoint_done',
     'xdr_checkpoint_result',
+    'xdr_device_attribute_value',
+    'xdr_device_properties',
+    'xdr_device_properties_result',
     'xdr_cu_ptr',
     'xdr_cu_handle',
     'xdr_mem_data',
@@ -176,6 +189,7 @@ __all__ = [
     'xdr_attribute_list',
     'xdr_option_list',
     'xdr_ckpt_path',
+    'xdr_device_attribute_list',
     'CRICKET_V1_Client',
     'CRICKET_V1_Server',
 ]
@@ -188,6 +202,7 @@ MAX_NAME = 1024
 MAX_TOKEN = 64
 MAX_ATTRS = 64
 MAX_PARAMS = 4096
+MAX_DEVICE_ATTRS = 256
 CRICKET_PROG = 0x20c0ffee
 CRICKET_V1 = 1
 HELLO = 1
@@ -263,6 +278,11 @@ CU_EVENT_QUERY = 124
 CU_EVENT_ELAPSED_TIME = 125
 CU_OCCUPANCY_MAX_ACTIVE_BLOCKS_PER_MULTIPROCESSOR = 130
 CU_OCCUPANCY_MAX_POTENTIAL_BLOCK_SIZE = 131
+RT_DEVICE_GET_PROPERTIES = 200
+RT_MEMCPY_2D_HTOD = 201
+RT_MEMCPY_2D_DTOH = 202
+RT_MEMCPY_2D_DTOD = 203
+RT_MEMSET_2D = 204
 CHECKPOINT_SESSION = 300
 CHECKPOINT_SERVER = 301
 
@@ -929,6 +949,63 @@ class checkpoint_result:
         return xdr_checkpoint_result.decode(data)  # type: ignore[no-any-return]
 
 
+@_dc.dataclass(slots=True)
+class device_attribute_value:
+    """struct device_attribute_value."""
+
+    err: int
+    value: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_device_attribute_value.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> device_attribute_value:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_device_attribute_value.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class device_properties:
+    """struct device_properties."""
+
+    name: str
+    uuid: bytes
+    total_mem: int
+    values: list[device_attribute_value]
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_device_properties.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> device_properties:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_device_properties.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class device_properties_result:
+    """union device_properties_result: ``err`` selects the arm; ``value`` holds its value."""
+
+    err: int
+    value: Any = None
+
+    props = _xdr.arm_property(
+        'device_properties_result', 'props', 'err', frozenset([0]), frozenset([0])
+    )
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_device_properties_result.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> device_properties_result:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_device_properties_result.decode(data)  # type: ignore[no-any-return]
+
+
 # Codecs, named like rpcgen's C functions.
 xdr_int_result = _xdr.Union('int_result')
 xdr_u64_result = _xdr.Union('u64_result')
@@ -963,6 +1040,9 @@ xdr_param_info_result = _xdr.Union('param_info_result')
 xdr_launch_args = _xdr.Struct('launch_args')
 xdr_checkpoint_done = _xdr.Struct('checkpoint_done')
 xdr_checkpoint_result = _xdr.Union('checkpoint_result')
+xdr_device_attribute_value = _xdr.Struct('device_attribute_value')
+xdr_device_properties = _xdr.Struct('device_properties')
+xdr_device_properties_result = _xdr.Union('device_properties_result')
 xdr_cu_ptr = _xdr.xdr_u_hyper
 xdr_cu_handle = _xdr.xdr_u_hyper
 xdr_mem_data = _xdr.VarOpaque(None)
@@ -970,6 +1050,7 @@ xdr_name_str = _xdr.String(MAX_NAME)
 xdr_attribute_list = _xdr.VarArray(_xdr.xdr_int, MAX_ATTRS)
 xdr_option_list = _xdr.VarArray(xdr_option_value, MAX_ATTRS)
 xdr_ckpt_path = _xdr.String(MAX_NAME)
+xdr_device_attribute_list = _xdr.VarArray(_xdr.xdr_int, MAX_DEVICE_ATTRS)
 xdr_int_result.define(
     int_result,
     'err',
@@ -1258,6 +1339,31 @@ xdr_checkpoint_result.define(
     ],
     default=_xdr.String(MAX_NAME),
 )
+xdr_device_attribute_value.define(
+    device_attribute_value,
+    [
+        ('err', _xdr.xdr_int),
+        ('value', _xdr.xdr_int),
+    ],
+)
+xdr_device_properties.define(
+    device_properties,
+    [
+        ('name', _xdr.String(MAX_NAME)),
+        ('uuid', _xdr.FixedOpaque(16)),
+        ('total_mem', _xdr.xdr_u_hyper),
+        ('values', _xdr.VarArray(xdr_device_attribute_value, MAX_DEVICE_ATTRS)),
+    ],
+)
+xdr_device_properties_result.define(
+    device_properties_result,
+    'err',
+    _xdr.xdr_int,
+    [
+        ((0,), xdr_device_properties),
+    ],
+    default=_xdr.xdr_void,
+)
 
 # Typedefs: the Python type each name stands for.
 cu_ptr = int
@@ -1267,6 +1373,7 @@ name_str = str
 attribute_list = list
 option_list = list
 ckpt_path = str
+device_attribute_list = list
 
 
 class CRICKET_V1_Client:
@@ -2353,6 +2460,118 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 131, _enc.buffers())
         return _Pending(call, xdr_int_pair_result.decode)
 
+    def RT_DEVICE_GET_PROPERTIES(self, arg1: int, arg2: device_attribute_list, *, timeout: float | None = None) -> device_properties_result:
+        """Call RT_DEVICE_GET_PROPERTIES (200) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        xdr_device_attribute_list.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 200, _enc.buffers(), timeout=timeout)
+        return xdr_device_properties_result.decode(body)  # type: ignore[no-any-return]
+
+    def RT_DEVICE_GET_PROPERTIES_async(self, arg1: int, arg2: device_attribute_list) -> _Pending:
+        """Send RT_DEVICE_GET_PROPERTIES (200); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        xdr_device_attribute_list.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 200, _enc.buffers())
+        return _Pending(call, xdr_device_properties_result.decode)
+
+    def RT_MEMCPY_2D_HTOD(self, arg1: cu_ptr, arg2: int, arg3: mem_data, arg4: int, arg5: int, arg6: cu_handle, *, timeout: float | None = None) -> int:
+        """Call RT_MEMCPY_2D_HTOD (201) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_ptr.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        xdr_mem_data.pack(_enc, arg3)
+        _xdr.xdr_u_hyper.pack(_enc, arg4)
+        _xdr.xdr_u_hyper.pack(_enc, arg5)
+        xdr_cu_handle.pack(_enc, arg6)
+        body = self._rpc.call(0x20c0ffee, 1, 201, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def RT_MEMCPY_2D_HTOD_async(self, arg1: cu_ptr, arg2: int, arg3: mem_data, arg4: int, arg5: int, arg6: cu_handle) -> _Pending:
+        """Send RT_MEMCPY_2D_HTOD (201); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_ptr.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        xdr_mem_data.pack(_enc, arg3)
+        _xdr.xdr_u_hyper.pack(_enc, arg4)
+        _xdr.xdr_u_hyper.pack(_enc, arg5)
+        xdr_cu_handle.pack(_enc, arg6)
+        call = self._rpc.call_async(0x20c0ffee, 1, 201, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def RT_MEMCPY_2D_DTOH(self, arg1: cu_ptr, arg2: int, arg3: int, arg4: int, arg5: cu_handle, *, timeout: float | None = None) -> mem_result:
+        """Call RT_MEMCPY_2D_DTOH (202) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_ptr.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        _xdr.xdr_u_hyper.pack(_enc, arg3)
+        _xdr.xdr_u_hyper.pack(_enc, arg4)
+        xdr_cu_handle.pack(_enc, arg5)
+        body = self._rpc.call(0x20c0ffee, 1, 202, _enc.buffers(), timeout=timeout)
+        return xdr_mem_result.decode(body)  # type: ignore[no-any-return]
+
+    def RT_MEMCPY_2D_DTOH_async(self, arg1: cu_ptr, arg2: int, arg3: int, arg4: int, arg5: cu_handle) -> _Pending:
+        """Send RT_MEMCPY_2D_DTOH (202); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_ptr.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        _xdr.xdr_u_hyper.pack(_enc, arg3)
+        _xdr.xdr_u_hyper.pack(_enc, arg4)
+        xdr_cu_handle.pack(_enc, arg5)
+        call = self._rpc.call_async(0x20c0ffee, 1, 202, _enc.buffers())
+        return _Pending(call, xdr_mem_result.decode)
+
+    def RT_MEMCPY_2D_DTOD(self, arg1: cu_ptr, arg2: int, arg3: cu_ptr, arg4: int, arg5: int, arg6: int, arg7: cu_handle, *, timeout: float | None = None) -> int:
+        """Call RT_MEMCPY_2D_DTOD (203) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_ptr.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        xdr_cu_ptr.pack(_enc, arg3)
+        _xdr.xdr_u_hyper.pack(_enc, arg4)
+        _xdr.xdr_u_hyper.pack(_enc, arg5)
+        _xdr.xdr_u_hyper.pack(_enc, arg6)
+        xdr_cu_handle.pack(_enc, arg7)
+        body = self._rpc.call(0x20c0ffee, 1, 203, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def RT_MEMCPY_2D_DTOD_async(self, arg1: cu_ptr, arg2: int, arg3: cu_ptr, arg4: int, arg5: int, arg6: int, arg7: cu_handle) -> _Pending:
+        """Send RT_MEMCPY_2D_DTOD (203); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_ptr.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        xdr_cu_ptr.pack(_enc, arg3)
+        _xdr.xdr_u_hyper.pack(_enc, arg4)
+        _xdr.xdr_u_hyper.pack(_enc, arg5)
+        _xdr.xdr_u_hyper.pack(_enc, arg6)
+        xdr_cu_handle.pack(_enc, arg7)
+        call = self._rpc.call_async(0x20c0ffee, 1, 203, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def RT_MEMSET_2D(self, arg1: cu_ptr, arg2: int, arg3: int, arg4: int, arg5: int, arg6: cu_handle, *, timeout: float | None = None) -> int:
+        """Call RT_MEMSET_2D (204) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_ptr.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        _xdr.xdr_u_int.pack(_enc, arg3)
+        _xdr.xdr_u_hyper.pack(_enc, arg4)
+        _xdr.xdr_u_hyper.pack(_enc, arg5)
+        xdr_cu_handle.pack(_enc, arg6)
+        body = self._rpc.call(0x20c0ffee, 1, 204, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def RT_MEMSET_2D_async(self, arg1: cu_ptr, arg2: int, arg3: int, arg4: int, arg5: int, arg6: cu_handle) -> _Pending:
+        """Send RT_MEMSET_2D (204); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_ptr.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        _xdr.xdr_u_int.pack(_enc, arg3)
+        _xdr.xdr_u_hyper.pack(_enc, arg4)
+        _xdr.xdr_u_hyper.pack(_enc, arg5)
+        xdr_cu_handle.pack(_enc, arg6)
+        call = self._rpc.call_async(0x20c0ffee, 1, 204, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
     def CHECKPOINT_SESSION(self, arg1: ckpt_path, *, timeout: float | None = None) -> checkpoint_result:
         """Call CHECKPOINT_SESSION (300) and wait for its result."""
         _enc = _xdr.Encoder()
@@ -2609,6 +2828,21 @@ class CRICKET_V1_Server:
         ),
         131: _Procedure(
             131, 'CU_OCCUPANCY_MAX_POTENTIAL_BLOCK_SIZE', (xdr_cu_handle, _xdr.xdr_u_hyper, _xdr.xdr_int, _xdr.xdr_u_int), xdr_int_pair_result
+        ),
+        200: _Procedure(
+            200, 'RT_DEVICE_GET_PROPERTIES', (_xdr.xdr_int, xdr_device_attribute_list), xdr_device_properties_result
+        ),
+        201: _Procedure(
+            201, 'RT_MEMCPY_2D_HTOD', (xdr_cu_ptr, _xdr.xdr_u_hyper, xdr_mem_data, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle), _xdr.xdr_int
+        ),
+        202: _Procedure(
+            202, 'RT_MEMCPY_2D_DTOH', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle), xdr_mem_result
+        ),
+        203: _Procedure(
+            203, 'RT_MEMCPY_2D_DTOD', (xdr_cu_ptr, _xdr.xdr_u_hyper, xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle), _xdr.xdr_int
+        ),
+        204: _Procedure(
+            204, 'RT_MEMSET_2D', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_int, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle), _xdr.xdr_int
         ),
         300: _Procedure(
             300, 'CHECKPOINT_SESSION', (xdr_ckpt_path,), xdr_checkpoint_result
@@ -2909,6 +3143,26 @@ class CRICKET_V1_Server:
     def CU_OCCUPANCY_MAX_POTENTIAL_BLOCK_SIZE(self, ctx: Any, arg1: cu_handle, arg2: int, arg3: int, arg4: int) -> int_pair_result:
         """CU_OCCUPANCY_MAX_POTENTIAL_BLOCK_SIZE (131): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_OCCUPANCY_MAX_POTENTIAL_BLOCK_SIZE")
+
+    def RT_DEVICE_GET_PROPERTIES(self, ctx: Any, arg1: int, arg2: device_attribute_list) -> device_properties_result:
+        """RT_DEVICE_GET_PROPERTIES (200): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.RT_DEVICE_GET_PROPERTIES")
+
+    def RT_MEMCPY_2D_HTOD(self, ctx: Any, arg1: cu_ptr, arg2: int, arg3: mem_data, arg4: int, arg5: int, arg6: cu_handle) -> int:
+        """RT_MEMCPY_2D_HTOD (201): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.RT_MEMCPY_2D_HTOD")
+
+    def RT_MEMCPY_2D_DTOH(self, ctx: Any, arg1: cu_ptr, arg2: int, arg3: int, arg4: int, arg5: cu_handle) -> mem_result:
+        """RT_MEMCPY_2D_DTOH (202): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.RT_MEMCPY_2D_DTOH")
+
+    def RT_MEMCPY_2D_DTOD(self, ctx: Any, arg1: cu_ptr, arg2: int, arg3: cu_ptr, arg4: int, arg5: int, arg6: int, arg7: cu_handle) -> int:
+        """RT_MEMCPY_2D_DTOD (203): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.RT_MEMCPY_2D_DTOD")
+
+    def RT_MEMSET_2D(self, ctx: Any, arg1: cu_ptr, arg2: int, arg3: int, arg4: int, arg5: int, arg6: cu_handle) -> int:
+        """RT_MEMSET_2D (204): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.RT_MEMSET_2D")
 
     def CHECKPOINT_SESSION(self, ctx: Any, arg1: ckpt_path) -> checkpoint_result:
         """CHECKPOINT_SESSION (300): not served unless overridden."""
