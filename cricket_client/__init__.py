@@ -11,7 +11,7 @@ Needs no GPU, driver, CUDA toolkit or cuda-python: only the standard library and
 
 from __future__ import annotations
 
-from . import driver
+from . import driver, runtime
 from .connection import ADDRESS_ENV, Connection, ServerInfo, connect, get_connection
 from .errors import (
     CricketClientError,
@@ -19,6 +19,7 @@ from .errors import (
     NotConnectedError,
     NotSupportedRemotely,
 )
+from .run import install
 
 __all__ = [
     "ADDRESS_ENV",
@@ -28,6 +29,8 @@ __all__ = [
     "get_connection",
     "last_error_message",
     "driver",
+    "runtime",
+    "install",
     "CricketClientError",
     "HelloRefused",
     "NotConnectedError",
