@@ -12,6 +12,7 @@ Needs no GPU, driver, CUDA toolkit or cuda-python: only the standard library and
 from __future__ import annotations
 
 from . import driver, runtime
+from .checkpoints import CheckpointFailed, CheckpointInfo, checkpoint, redirect
 from .connection import ADDRESS_ENV, Connection, ServerInfo, connect, get_connection
 from .errors import (
     CricketClientError,
@@ -31,6 +32,10 @@ __all__ = [
     "driver",
     "runtime",
     "install",
+    "checkpoint",
+    "redirect",
+    "CheckpointFailed",
+    "CheckpointInfo",
     "CricketClientError",
     "HelloRefused",
     "NotConnectedError",

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import os
 import re
 import socket
@@ -26,15 +27,17 @@ import struct
 import sys
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 from cricket_xdr.rpc.client import RpcClient
+from cricket_xdr.rpc.errors import ConnectionLost
 from cricket_xdr.xdr import Encoder
 
 from .errors import HelloRefused, NotConnectedError, error_name
+from .reconnect import CallsLost, resume_after_loss
 
 __all__ = [
     "Connection",
@@ -47,6 +50,7 @@ __all__ = [
 ]
 
 ADDRESS_ENV = "REMOTE_GPU_ADDRESS"
+F = TypeVar("F", bound=Callable[..., Any])
 _MAX_PENDING = 4096
 _GOODBYE_TIMEOUT = 10.0  # seconds; closing never hangs on a server that stopped answering
 
@@ -94,6 +98,33 @@ def _err_of(reply: Any) -> int:
     return reply if isinstance(reply, int) else int(reply.err)
 
 
+def _resuming(method: F) -> F:
+    """Run a call method; when the connection is lost and reconnecting is on, resume the
+    session on a server holding it (cricket_client.reconnect) and run it once more."""
+
+    @functools.wraps(method)
+    def wrapper(self: Connection, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except ConnectionLost as lost:
+            if not resume_after_loss(self, lost):
+                raise
+        return method(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _answered(pending: Any) -> bool:
+    """A pipelined call whose reply arrived (not one that failed with the connection)."""
+    if not pending.done():
+        return False
+    try:
+        pending.result()
+    except Exception:
+        return False
+    return True
+
+
 class Connection:
     """A session on cricket-server; see the module docstring."""
 
@@ -114,16 +145,19 @@ class Connection:
             )
         self.address = address
         self.proto = proto
+        self.timeout = timeout
         self._rpc = RpcClient(parse_address(address), timeout=timeout)
         self._stub = proto.CRICKET_V1_Client(self._rpc)
         self._lock = threading.Lock()
         self._pending: deque[tuple[str, Any]] = deque()
         self._deferred_error = 0
         self._deferred_exception: BaseException | None = None
+        self._lost_procs: list[str] = []  # pipelined calls that failed with the connection
         self._local_message: str | None = None
         self._param_info: dict[int, tuple[tuple[int, int], ...]] = {}
         self.closed = False
         name = client_name or f"{os.path.basename(sys.argv[0]) or 'python'}@{socket.gethostname()}"
+        self.client_name = name[:1024]
         try:
             reply = self._stub.HELLO(
                 proto.hello_args(
@@ -152,6 +186,7 @@ class Connection:
 
     # -- calls -----------------------------------------------------------------------------
 
+    @_resuming
     def sync(self, proc: str, *args: Any) -> tuple[int, Any]:
         """A synchronizing call: (CUresult, reply), with pending asynchronous errors folded in."""
         self._local_message = None
@@ -162,6 +197,7 @@ class Connection:
             err = deferred
         return err, reply
 
+    @_resuming
     def sync_many(self, proc: str, calls: list[tuple[Any, ...]]) -> tuple[int, list[Any]]:
         """The same synchronizing procedure with several argument tuples, pipelined; the first
         failure (or a pending asynchronous one) is the CUresult."""
@@ -175,6 +211,7 @@ class Connection:
             err = deferred
         return err, replies
 
+    @_resuming
     def sync_into(self, proc: str, calls: list[tuple[tuple[Any, ...], memoryview]]) -> int:
         """A synchronizing procedure that returns `mem_result`, once per `(args, view)`, all
         pipelined; each result's data is received straight into its view (no copy). Returns
@@ -208,6 +245,7 @@ class Connection:
             err = deferred
         return err
 
+    @_resuming
     def post(self, proc: str, *args: Any) -> None:
         """Send a pipelined call without waiting for its reply."""
         if proc not in PIPELINED:
@@ -233,6 +271,8 @@ class Connection:
                 try:
                     err = _err_of(pending.result())
                 except Exception as exc:  # an RPC-level failure of a pipelined call
+                    if isinstance(exc, ConnectionLost):
+                        self._lost_procs.append(_proc)
                     if self._deferred_exception is None:
                         self._deferred_exception = exc
                     continue
@@ -261,6 +301,7 @@ class Connection:
         """Whether `addr` lies in the server's device address range (unified addressing)."""
         return self.info.va_base <= addr < self.info.va_base + self.info.va_size
 
+    @_resuming
     def param_layout(self, func: int) -> tuple[int, tuple[tuple[int, int], ...]]:
         """(CUresult, ((offset, size), ...)) of a function, fetched once and cached."""
         layout = self._param_info.get(func)
@@ -278,11 +319,37 @@ class Connection:
         """Remember why a call failed without reaching the server."""
         self._local_message = message
 
+    @_resuming
     def last_error_message(self) -> str:
         """Why the last failed call failed: a local reason, else the server's message."""
         if self._local_message is not None:
             return self._local_message
         return str(self._stub.GET_ERROR_MESSAGE())
+
+    # -- reconnecting to a restored session (cricket_client.reconnect) ---------------------
+
+    def adopt_transport(self, address: str, rpc: RpcClient) -> None:
+        """Continue the session over `rpc` (a resumed HELLO was answered on it). Pipelined
+        calls still unanswered on the old connection are lost: the next synchronizing call
+        raises CallsLost."""
+        old, self._rpc = self._rpc, rpc
+        self._stub = self.proto.CRICKET_V1_Client(rpc)
+        self.address = address
+        with self._lock:
+            lost, self._lost_procs = self._lost_procs, []
+            for proc, pending in self._pending:
+                if not _answered(pending):
+                    lost.append(proc)
+                elif (err := _err_of(pending.result())) and not self._deferred_error:
+                    self._deferred_error = err
+            self._pending.clear()
+            earlier = self._deferred_exception
+            if lost and (earlier is None or isinstance(earlier, ConnectionLost)):
+                self._deferred_exception = CallsLost(
+                    f"{len(lost)} pipelined call(s) were lost with the server and are not in "
+                    f"the restored session: {', '.join(lost[:8])}"
+                )
+        old.close()
 
     # -- lifetime --------------------------------------------------------------------------
 

@@ -18,7 +18,6 @@ offending value with the session and, when another session owns it, that session
 from __future__ import annotations
 
 import enum
-import itertools
 import logging
 import threading
 from collections.abc import Iterator
@@ -145,15 +144,32 @@ class HandleRegistry:
     """Issues handle values process-wide and remembers the owning session of each live one."""
 
     def __init__(self) -> None:
-        self._counter = itertools.count(1)
+        self._next = 1
         self._owners: dict[int, int] = {}
         self._lock = threading.Lock()
 
     def issue(self, kind: HandleKind, owner: int) -> int:
         with self._lock:
-            handle = (int(kind) << KIND_SHIFT) | (next(self._counter) & COUNTER_MASK)
+            handle = (int(kind) << KIND_SHIFT) | (self._next & COUNTER_MASK)
+            self._next += 1
             self._owners[handle] = owner
             return handle
+
+    def claim(self, handle: int, owner: int) -> None:
+        """Register a handle issued before (restore); every later issue is above it."""
+        with self._lock:
+            if kind_of(handle) is None:
+                raise CudaError(
+                    CUDA_ERROR_INVALID_HANDLE, f"restore: {handle:#x} is not a handle of any kind"
+                )
+            other = self._owners.get(handle)
+            if other is not None:
+                raise CudaError(
+                    CUDA_ERROR_INVALID_HANDLE,
+                    f"restore: handle {handle:#x} is already live in session {other:#x}",
+                )
+            self._owners[handle] = owner
+            self._next = max(self._next, (handle & COUNTER_MASK) + 1)
 
     def retire(self, handle: int) -> None:
         with self._lock:
@@ -175,6 +191,13 @@ class HandleTable:
     def add(self, kind: HandleKind, make: type[R], /, **fields: Any) -> R:
         """Issue a handle of `kind` and store `make(handle=..., **fields)` under it."""
         handle = self._registry.issue(kind, self._session_id)
+        record = make(handle=handle, **fields)
+        self._records[handle] = record
+        return record
+
+    def add_with_handle(self, handle: int, make: type[R], /, **fields: Any) -> R:
+        """Store `make(handle=handle, **fields)` under a handle value given (restore)."""
+        self._registry.claim(handle, self._session_id)
         record = make(handle=handle, **fields)
         self._records[handle] = record
         return record

@@ -22,6 +22,7 @@ from cricket_server.backends.base import (
     CUDA_SUCCESS,
     CudaError,
 )
+from cricket_server.checkpointing import checkpoint_call
 from cricket_server.session import Session, SessionManager, negotiate_version
 from rpc_spec import cricket_rpc as proto
 
@@ -120,9 +121,11 @@ class CricketService(proto.CRICKET_V1_Server):
                         f"HELLO: this connection already has session {session.id:#x}",
                     )
             elif token:
-                raise CudaError(
-                    CUDA_ERROR_INVALID_VALUE,
-                    "HELLO: no live session has that token (a session ends with its connection)",
+                session = self.manager.resume(token)  # a session a restart brought back
+                state.session = session
+                ctx.connection.add_close_callback(lambda s=session: s.close("connection closed"))
+                log.info(
+                    "session %#x resumed by %s", session.id, format_peer(ctx.connection.peer)
                 )
             else:
                 session = self.manager.open(format_peer(ctx.connection.peer), args.client_name)
@@ -156,6 +159,25 @@ class CricketService(proto.CRICKET_V1_Server):
             state.session.close("goodbye")
             state.session = None
         return CUDA_SUCCESS
+
+    # -- checkpoint/restart (cricket_server.checkpointing) ----------------------------------
+    def CHECKPOINT_SESSION(self, ctx: Any, path: str) -> proto.checkpoint_result:
+        session = self._state(ctx).session
+        if session is None or session.closed:
+            return proto.checkpoint_result(
+                CUDA_ERROR_NOT_INITIALIZED, "checkpoint: no session on this connection"
+            )
+        return checkpoint_call(self.manager, [session], path)
+
+    def CHECKPOINT_SERVER(self, ctx: Any, path: str, session_id: int) -> proto.checkpoint_result:
+        sessions = self.manager.sessions()
+        if session_id:
+            sessions = [s for s in sessions if s.id == session_id]
+            if not sessions:
+                return proto.checkpoint_result(
+                    CUDA_ERROR_INVALID_VALUE, f"checkpoint: no session {session_id:#x} here"
+                )
+        return checkpoint_call(self.manager, sessions, path)
 
     def GET_ERROR_MESSAGE(self, ctx: Any) -> str:
         state = self._state(ctx)

@@ -14,6 +14,7 @@ connection, server shutdown).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import secrets
@@ -148,6 +149,43 @@ class SessionManager:
         )
         return session
 
+    def adopt(self, session_id: int, token: bytes, peer: str, client_name: str) -> Session:
+        """A session with a given id and token, waiting for its client's HELLO (restore)."""
+        bsession = self.backend.open_session()
+        with self._lock:
+            if session_id == 0 or session_id in self._sessions:
+                bsession.close()
+                raise CudaError(
+                    CUDA_ERROR_INVALID_VALUE, f"restore: session id {session_id:#x} is taken"
+                )
+            session = Session(self, session_id, bsession, peer, client_name)
+            session.token = bytes(token)
+            session.resumable = True
+            self._sessions[session_id] = session
+        return session
+
+    def resume(self, token: bytes) -> Session:
+        """The restored session holding `token`, now taken by the connection that asks."""
+        with self._lock:
+            for session in self._sessions.values():
+                if (
+                    session.resumable
+                    and not session.closed
+                    and secrets.compare_digest(session.token, token)
+                ):
+                    session.resumable = False
+                    return session
+        raise CudaError(
+            CUDA_ERROR_INVALID_VALUE,
+            "HELLO: no restored session waits for that token (a session ends with its "
+            "connection unless a restart brought it back)",
+        )
+
+    def advance_buffer_ids(self, past: int) -> None:
+        """Issue buffer ids above `past` from now on (restored allocations keep theirs)."""
+        with self._lock:
+            self._buffer_ids = itertools.count(max(past + 1, next(self._buffer_ids)))
+
     def sessions(self) -> list[Session]:
         with self._lock:
             return list(self._sessions.values())
@@ -189,6 +227,7 @@ class Session:
         self.lock = threading.RLock()
         self.last_error = ""
         self.closed = False
+        self.resumable = False  # a restored session no connection has taken yet
         self.initialized = False
         self.handles = HandleTable(manager.registry, session_id)
         self._stack: list[int] = []  # context handles, top last

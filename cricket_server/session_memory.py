@@ -146,6 +146,14 @@ class SessionMemory:
         self._allocs[ptr] = Allocation(ptr, size, dev, ctx, self._next_buffer_id())
         return ptr
 
+    def alloc_at(self, ptr: int, size: int, dev: int, ctx: int, buffer_id: int) -> None:
+        """Recreate an allocation at exactly `ptr` with its buffer id (restore)."""
+        heap = self._heaps.get(dev)
+        if heap is None:
+            heap = self._heaps[dev] = self._new_heap(dev)
+        heap.alloc_at(ptr, size)
+        self._allocs[ptr] = Allocation(ptr, size, dev, ctx, buffer_id)
+
     def free(self, call: str, ptr: int) -> int:
         """Free the allocation starting at `ptr`; return its size."""
         alloc = self._allocs.get(ptr)

@@ -1,0 +1,67 @@
+"""`cricket-checkpoint inspect`: what a checkpoint holds, as text."""
+
+from __future__ import annotations
+
+import datetime
+
+from rpc_spec import checkpoint_rpc as ck
+
+from .format import FORMAT_VERSION
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+def _blob(ref: ck.blob_ref) -> str:
+    codec = "zstd" if ref.codec == ck.blob_codec.BLOB_ZSTD else "raw"
+    return f"{ref.file} ({codec}, {ref.stored_size} bytes stored, sha256 {bytes(ref.sha256).hex()[:16]})"
+
+
+def describe(body: ck.manifest_body) -> str:
+    """A readable listing of every session, handle, allocation and blob."""
+    when = datetime.datetime.fromtimestamp(body.created_unix_ns / 1e9, datetime.UTC)
+    lines = [
+        f"format version {FORMAT_VERSION}, written {when:%Y-%m-%d %H:%M:%S} UTC by {body.created_by}",
+        f"backend {body.backend} (driver {body.driver_version}), device addresses "
+        f"[{body.va_base:#x}, {body.va_base + body.va_size:#x}), {len(body.sessions)} session(s)",
+    ]
+    for s in body.sessions:
+        total = sum(a.size for a in s.allocations)
+        lines.append(
+            f"session {s.session_id:#x}: client {s.client_name!r} from {s.peer}, "
+            f"{len(s.allocations)} allocation(s), {_size(total)}"
+        )
+        lines.append(
+            "  context stack: " + (" ".join(f"{h:#x}" for h in s.context_stack) or "empty")
+        )
+        for c in s.contexts:
+            kind = f"primary (retained {c.retain_count})" if c.primary else "created"
+            lines.append(f"  context {c.handle:#x}: device {c.dev}, {kind}, flags {c.flags:#x}")
+        for m in s.modules:
+            lines.append(f"  module {m.handle:#x} in context {m.ctx:#x}: image {_blob(m.image)}")
+            for f in m.functions:
+                lines.append(f"    function {f.handle:#x} {f.name}")
+            for g in m.globals:
+                lines.append(f"    global {g.name} at {g.address:#x}, {g.size} bytes")
+        for lib in s.libraries:
+            lines.append(f"  library {lib.handle:#x}: image {_blob(lib.image)}")
+            for k in lib.kernels:
+                fn = f", function {k.function.handle:#x}" if k.function else ""
+                lines.append(f"    kernel {k.handle:#x} {k.name}{fn}")
+        for st in s.streams:
+            lines.append(
+                f"  stream {st.handle:#x} in context {st.ctx:#x}: flags {st.flags:#x}, "
+                f"priority {st.priority}"
+            )
+        for e in s.events:
+            lines.append(f"  event {e.handle:#x} in context {e.ctx:#x}: flags {e.flags:#x}")
+        for a in s.allocations:
+            lines.append(
+                f"  allocation {a.ptr:#x}: {a.size} bytes on device {a.dev}, {_blob(a.contents)}"
+            )
+    return "\n".join(lines)

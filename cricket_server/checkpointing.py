@@ -1,0 +1,564 @@
+"""Snapshot and restore of sessions: what a checkpoint holds and how it comes back (D4, D9).
+
+Narrow interface to the session layer: a snapshot reads `Session.handles.records()`,
+`Session.memory.allocations()`, `Session.context_stack()` and the backend session's copy
+calls; a restore re-creates records with their handle values (`HandleTable.add_with_handle`),
+allocations at their addresses (`SessionMemory.alloc_at`), and then the context stack.
+
+- `snapshot_session(session, sink)`: the `session_image` of one session, its blobs written
+  through `sink`. The caller holds the cut (`consistent_cut`): the session's lock (so it is
+  between calls: its calls run in order on its connection's thread, under that lock) and
+  every device of the session synchronized. It works on a `Session` wherever that lives, so
+  a worker process can snapshot its own session into a part of the checkpoint directory.
+- `write_checkpoint(manager, sessions, target)`: one checkpoint directory of those sessions.
+- `restore_checkpoint(manager, path)`: verify everything, then re-create every session
+  (waiting for its client's HELLO with its token); on any failure everything made so far is
+  released and a `CheckpointError` is raised.
+
+Module globals: a reload puts a global where the backend chooses (on `cuda` the driver
+chooses); its contents are restored at the new address, and a moved global is reported
+(pointers to it stored in device memory would be stale).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from checkpoint.format import CheckpointError
+from checkpoint.reader import Checkpoint
+from checkpoint.writer import BlobSink, CheckpointWriter
+from cricket_server.backends.base import CudaError
+from cricket_server.resources import (
+    ContextRecord,
+    EventRecord,
+    FunctionRecord,
+    KernelRecord,
+    LibraryRecord,
+    ModuleRecord,
+    Record,
+    StreamRecord,
+)
+from cricket_server.session import Session, SessionManager
+from rpc_spec import checkpoint_rpc as ck
+
+log = logging.getLogger("cricket_server.checkpointing")
+
+PIECE = 64 << 20  # device memory moves in pieces of this many bytes
+LIMITS = range(7)  # CUlimit: stack, printf FIFO, malloc heap, sync depth, pending launches, L2
+FUNC_ATTRS = (8, 9)  # settable: MAX_DYNAMIC_SHARED_SIZE_BYTES, PREFERRED_SHARED_MEMORY_CARVEOUT
+
+Progress = Callable[[int], None]  # called with bytes of device memory just moved
+R = TypeVar("R", bound=Record)
+
+
+@dataclass
+class CheckpointSummary:
+    sessions: int
+    bytes: int
+    stored_bytes: int
+    seconds: float
+
+
+@dataclass
+class RestoreReport:
+    sessions: list[Session]
+    bytes: int
+    seconds: float
+    moved_globals: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _no_progress(n: int) -> None:
+    pass
+
+
+# -- snapshot -------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def consistent_cut(session: Session) -> Iterator[None]:
+    """Hold the session between calls with all of its device work finished."""
+    with session.lock:
+        if session.closed:
+            raise CheckpointError(None, f"session {session.id:#x} is closed")
+        session.synchronize_all()
+        yield
+
+
+def _pieces(session: Session, dev: int, addr: int, size: int, progress: Progress) -> Iterator[Any]:
+    with session.on_device(dev):
+        for off in range(0, size, PIECE):
+            n = min(PIECE, size - off)
+            yield session.bsession.memcpy_dtoh(addr + off, n, None)
+            progress(n)
+
+
+def _options(options: dict[int, int]) -> list[ck.ckpt_option]:
+    return [ck.ckpt_option(option=k, value=v) for k, v in sorted(options.items())]
+
+
+def _function_image(session: Session, fn: FunctionRecord) -> ck.function_image:
+    attrs = []
+    for attr in FUNC_ATTRS:
+        with contextlib.suppress(CudaError):
+            value = session.bsession.func_get_attribute(attr, fn.obj)
+            attrs.append(ck.ckpt_attr(attribute=attr, value=value))
+    return ck.function_image(handle=fn.handle, name=fn.name, attributes=attrs)
+
+
+def _records(session: Session, kind: type[R]) -> list[R]:
+    return sorted(
+        (r for r in session.handles.records() if isinstance(r, kind)), key=lambda r: r.handle
+    )
+
+
+def _device_of(session: Session, ctx: int) -> int:
+    for record in _records(session, ContextRecord):
+        if record.handle == ctx:
+            return record.dev
+    return 0
+
+
+def snapshot_session(
+    session: Session, sink: BlobSink, progress: Progress = _no_progress
+) -> ck.session_image:
+    """The image of `session`, its blobs written through `sink` (hold `consistent_cut`)."""
+    prefix = f"s{session.id:016x}"
+    contexts = _records(session, ContextRecord)
+    devices = []
+    for dev in session.devices_in_use():
+        limits = []
+        with session.on_device(dev):
+            for limit in LIMITS:
+                with contextlib.suppress(CudaError):
+                    limits.append(
+                        ck.ckpt_attr(attribute=limit, value=session.bsession.get_limit(limit))
+                    )
+        devices.append(ck.device_image(dev=dev, limits=limits))
+    functions = {f.handle: f for f in _records(session, FunctionRecord)}
+    modules = []
+    for m in _records(session, ModuleRecord):
+        dev = _device_of(session, m.ctx)
+        image = sink.write(f"{prefix}/module-{m.handle:x}", [m.image])
+        globals_ = []
+        for i, (name, (addr, size)) in enumerate(sorted(m.globals.items())):
+            blob = sink.write(
+                f"{prefix}/global-{m.handle:x}-{i}", _pieces(session, dev, addr, size, progress)
+            )
+            globals_.append(ck.global_image(name=name, address=addr, size=size, contents=blob))
+        fns = [_function_image(session, functions[h]) for _, h in sorted(m.functions.items())]
+        modules.append(
+            ck.module_image(
+                handle=m.handle,
+                ctx=m.ctx,
+                image=image,
+                jit_options=_options(m.jit_options),
+                globals=globals_,
+                functions=fns,
+            )
+        )
+    kernels = {k.handle: k for k in _records(session, KernelRecord)}
+    libraries = []
+    for lib in _records(session, LibraryRecord):
+        image = sink.write(f"{prefix}/library-{lib.handle:x}", [lib.image])
+        kimages = []
+        for name, kh in sorted(lib.kernels.items()):
+            k = kernels[kh]
+            fn = _function_image(session, functions[k.function]) if k.function is not None else None
+            kimages.append(ck.kernel_image(handle=kh, name=name, function=fn))
+        libraries.append(
+            ck.library_image(
+                handle=lib.handle,
+                ctx=lib.ctx,
+                image=image,
+                jit_options=_options(lib.jit_options),
+                library_options=_options(lib.library_options),
+                kernels=kimages,
+            )
+        )
+    streams = [
+        ck.stream_image(handle=s.handle, ctx=s.ctx, flags=s.flags, priority=s.priority)
+        for s in _records(session, StreamRecord)
+    ]
+    events = [
+        ck.event_image(handle=e.handle, ctx=e.ctx, flags=e.flags)
+        for e in _records(session, EventRecord)
+    ]
+    allocations = []
+    for a in sorted(session.memory.allocations(), key=lambda a: a.ptr):
+        blob = sink.write(
+            f"{prefix}/alloc-{a.ptr:x}", _pieces(session, a.dev, a.ptr, a.size, progress)
+        )
+        allocations.append(
+            ck.allocation_image(
+                ptr=a.ptr, size=a.size, dev=a.dev, ctx=a.ctx, buffer_id=a.buffer_id, contents=blob
+            )
+        )
+    return ck.session_image(
+        session_id=session.id,
+        token=session.token,
+        peer=session.peer[: ck.CHECKPOINT_MAX_NAME],
+        client_name=session.client_name[: ck.CHECKPOINT_MAX_NAME],
+        initialized=session.initialized,
+        context_stack=session.context_stack(),
+        contexts=[
+            ck.context_image(
+                handle=c.handle,
+                dev=c.dev,
+                flags=c.flags,
+                primary=c.primary,
+                retain_count=c.retain_count,
+            )
+            for c in contexts
+        ],
+        devices=devices,
+        modules=modules,
+        libraries=libraries,
+        streams=streams,
+        events=events,
+        allocations=allocations,
+    )
+
+
+def created_by() -> str:
+    return f"cricket-server (pid {os.getpid()}, python {sys.version.split()[0]})"
+
+
+def write_checkpoint(
+    manager: SessionManager,
+    sessions: list[Session],
+    target: str | os.PathLike[str],
+    *,
+    progress: Progress = _no_progress,
+) -> CheckpointSummary:
+    """Write one checkpoint directory of `sessions`, each taken at a consistent cut."""
+    start = time.monotonic()
+    backend = manager.backend
+    with CheckpointWriter(target) as writer:
+        images = []
+        for session in sessions:
+            with consistent_cut(session):
+                images.append(snapshot_session(session, writer.sink, progress))
+            log.info("checkpoint %s: session %#x written", writer.target, session.id)
+        body = ck.manifest_body(
+            created_by=created_by(),
+            created_unix_ns=time.time_ns(),
+            backend=backend.name,
+            driver_version=backend.driver_version(),
+            va_base=manager.arena.base,
+            va_size=manager.arena.size,
+            sessions=images,
+        )
+        writer.commit(body)
+    seconds = time.monotonic() - start
+    summary = CheckpointSummary(len(images), writer.sink.bytes, writer.sink.stored_bytes, seconds)
+    log.info(
+        "checkpoint %s: %d session(s), %d bytes (%d stored) in %.2f s",
+        writer.target,
+        summary.sessions,
+        summary.bytes,
+        summary.stored_bytes,
+        seconds,
+    )
+    return summary
+
+
+# -- restore --------------------------------------------------------------------------------
+
+
+class _Restorer:
+    """Re-creates one session from its image; every step adds to the session at once, so
+    closing the session releases exactly what was made."""
+
+    def __init__(
+        self, ckpt: Checkpoint, session: Session, report: RestoreReport, progress: Progress
+    ):
+        self.ckpt = ckpt
+        self.session = session
+        self.report = report
+        self.progress = progress
+        self.b = session.bsession
+        self.devs: dict[int, int] = {}
+
+    def fail(self, message: str) -> CheckpointError:
+        return CheckpointError(self.ckpt.path, f"session {self.session.id:#x}: {message}")
+
+    def _keep(self, handle: int, make: type[R], release: Callable[[], object], **fields: Any) -> R:
+        try:
+            return self.session.handles.add_with_handle(handle, make, **fields)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                release()
+            raise
+
+    def run(self, image: ck.session_image) -> None:
+        count = self.session.backend.device_count()
+        for c in image.contexts:
+            if not 0 <= c.dev < count:
+                raise self.fail(
+                    f"context {c.handle:#x} is on device {c.dev}; this server has {count}"
+                )
+            self._keep(
+                c.handle,
+                ContextRecord,
+                lambda: None,
+                ctx=c.handle,
+                dev=c.dev,
+                flags=c.flags,
+                primary=c.primary,
+                retain_count=c.retain_count,
+            )
+            self.devs[c.handle] = c.dev
+        for m in image.modules:
+            self.module(m)
+        for lib in image.libraries:
+            self.library(lib)
+        for s in image.streams:
+            with self.session.on_device(self.devs.get(s.ctx, 0)):
+                obj = self.b.stream_create(s.flags, s.priority)
+            self._keep(
+                s.handle,
+                StreamRecord,
+                lambda o=obj: self.b.stream_destroy(o),
+                ctx=s.ctx,
+                obj=obj,
+                flags=s.flags,
+                priority=s.priority,
+            )
+        for e in image.events:
+            with self.session.on_device(self.devs.get(e.ctx, 0)):
+                obj = self.b.event_create(e.flags)
+            self._keep(
+                e.handle,
+                EventRecord,
+                lambda o=obj: self.b.event_destroy(o),
+                ctx=e.ctx,
+                obj=obj,
+                flags=e.flags,
+            )
+        for a in image.allocations:
+            self.allocation(a)
+        for d in image.devices:
+            self.limits(d)
+        self.session.set_context_state(image.initialized, image.context_stack)
+
+    def _write(self, dev: int, addr: int, data: bytes) -> None:
+        view = memoryview(data)
+        with self.session.on_device(dev):
+            for off in range(0, len(view), PIECE):
+                piece = view[off : off + PIECE]
+                self.b.memcpy_htod(addr + off, piece, None)
+                self.progress(len(piece))
+        self.report.bytes += len(view)
+
+    def _functions(self, fn: ck.function_image, obj: object) -> None:
+        for attr in fn.attributes:
+            with contextlib.suppress(CudaError):
+                if self.b.func_get_attribute(attr.attribute, obj) == attr.value:
+                    continue
+            try:
+                self.b.func_set_attribute(obj, attr.attribute, attr.value)
+            except CudaError as e:
+                self.report.warnings.append(f"function {fn.handle:#x} ({fn.name}): {e.message}")
+
+    def module(self, m: ck.module_image) -> None:
+        dev = self.devs.get(m.ctx)
+        if dev is None:
+            raise self.fail(f"module {m.handle:#x} names context {m.ctx:#x}, which is not in it")
+        image = self.ckpt.read_blob(m.image)
+        options = {o.option: o.value for o in m.jit_options}
+        with self.session.on_device(dev):
+            obj = self.b.module_load(image, options)
+        record = self._keep(
+            m.handle,
+            ModuleRecord,
+            lambda: self.b.module_unload(obj),
+            ctx=m.ctx,
+            obj=obj,
+            image=image,
+            jit_options=options,
+        )
+        for f in m.functions:
+            fobj = self.b.module_get_function(obj, f.name)
+            self._keep(
+                f.handle,
+                FunctionRecord,
+                lambda: None,
+                ctx=m.ctx,
+                obj=fobj,
+                name=f.name,
+                parent=m.handle,
+            )
+            record.functions[f.name] = f.handle
+            self._functions(f, fobj)
+        for g in m.globals:
+            info = self.b.module_get_global(obj, g.name)
+            if info.size != g.size:
+                raise self.fail(
+                    f"module {m.handle:#x} global {g.name!r} is {info.size} bytes after reload, "
+                    f"{g.size} in the checkpoint"
+                )
+            if info.address != g.address:
+                note = (
+                    f"session {self.session.id:#x} module {m.handle:#x} global {g.name!r} moved "
+                    f"from {g.address:#x} to {info.address:#x} on reload (device pointers to it "
+                    "stored in device memory are stale)"
+                )
+                log.warning("restore: %s", note)
+                self.report.moved_globals.append(note)
+            record.globals[g.name] = (info.address, info.size)
+            self._write(dev, info.address, self.ckpt.read_blob(g.contents))
+
+    def library(self, lib: ck.library_image) -> None:
+        image = self.ckpt.read_blob(lib.image)
+        jit = {o.option: o.value for o in lib.jit_options}
+        with self.session.on_device(self.devs.get(lib.ctx, 0)):
+            obj = self.b.library_load(image, jit)
+        record = self._keep(
+            lib.handle,
+            LibraryRecord,
+            lambda: self.b.library_unload(obj),
+            ctx=lib.ctx,
+            obj=obj,
+            image=image,
+            jit_options=jit,
+            library_options={o.option: o.value for o in lib.library_options},
+        )
+        for k in lib.kernels:
+            kobj = self.b.library_get_kernel(obj, k.name)
+            kernel = self._keep(
+                k.handle,
+                KernelRecord,
+                lambda: None,
+                ctx=lib.ctx,
+                obj=kobj,
+                library=lib.handle,
+                name=k.name,
+            )
+            record.kernels[k.name] = k.handle
+            if k.function is not None:
+                with self.session.on_device(self.devs.get(lib.ctx, 0)):
+                    fobj = self.b.kernel_get_function(kobj)
+                self._keep(
+                    k.function.handle,
+                    FunctionRecord,
+                    lambda: None,
+                    ctx=lib.ctx,
+                    obj=fobj,
+                    name=k.name,
+                    parent=k.handle,
+                )
+                kernel.function = k.function.handle
+                self._functions(k.function, fobj)
+
+    def allocation(self, a: ck.allocation_image) -> None:
+        try:
+            self.session.memory.alloc_at(a.ptr, a.size, a.dev, a.ctx, a.buffer_id)
+        except CudaError as e:
+            raise self.fail(
+                f"allocation [{a.ptr:#x}, {a.ptr + a.size:#x}) on device {a.dev} cannot be had "
+                f"at its address: {e.message}"
+            ) from None
+        self._write(a.dev, a.ptr, self.ckpt.read_blob(a.contents))
+
+    def limits(self, d: ck.device_image) -> None:
+        with self.session.on_device(d.dev):
+            for limit in d.limits:
+                try:
+                    if self.b.get_limit(limit.attribute) != limit.value:
+                        self.b.set_limit(limit.attribute, limit.value)
+                except CudaError as e:
+                    self.report.warnings.append(
+                        f"device {d.dev} limit {limit.attribute}: {e.message}"
+                    )
+
+
+def check_fits(manager: SessionManager, ckpt: Checkpoint) -> None:
+    """Refuse before touching the device what this server cannot hold at the same addresses."""
+    base, end = manager.arena.base, manager.arena.base + manager.arena.size
+    taken = {s.id for s in manager.sessions()}
+    for s in ckpt.manifest.sessions:
+        if s.session_id in taken:
+            raise CheckpointError(
+                ckpt.path, f"session {s.session_id:#x} already lives on this server"
+            )
+        for a in s.allocations:
+            if not (base <= a.ptr and a.ptr + a.size <= end):
+                raise CheckpointError(
+                    ckpt.path,
+                    f"session {s.session_id:#x} allocation [{a.ptr:#x}, {a.ptr + a.size:#x}) lies "
+                    f"outside this server's device address range [{base:#x}, {end:#x})",
+                )
+
+
+def restore_checkpoint(
+    manager: SessionManager, path: str | os.PathLike[str], *, progress: Progress = _no_progress
+) -> RestoreReport:
+    """Verify the checkpoint at `path`, then bring back every session in it (all or none)."""
+    start = time.monotonic()
+    ckpt = Checkpoint.open(path)
+    ckpt.verify()
+    check_fits(manager, ckpt)
+    report = RestoreReport([], 0, 0.0)
+    try:
+        for image in ckpt.manifest.sessions:
+            session = manager.adopt(
+                image.session_id, bytes(image.token), image.peer, image.client_name
+            )
+            report.sessions.append(session)
+            with session.lock:
+                _Restorer(ckpt, session, report, progress).run(image)
+            buffer_ids = [a.buffer_id for a in image.allocations]
+            manager.advance_buffer_ids(max(buffer_ids, default=0))
+    except BaseException as e:
+        for session in report.sessions:
+            session.close("restore failed")
+        if isinstance(e, CudaError):
+            raise CheckpointError(ckpt.path, f"restore failed: {e.message}") from e
+        raise
+    report.seconds = time.monotonic() - start
+    return report
+
+
+def restore_total_bytes(path: str | os.PathLike[str]) -> int:
+    """Bytes of device memory a restore of `path` writes (for progress bars)."""
+    body = Checkpoint.open(Path(path)).manifest
+    return sum(a.size for s in body.sessions for a in s.allocations) + sum(
+        g.size for s in body.sessions for m in s.modules for g in m.globals
+    )
+
+
+__all__ = [
+    "CheckpointSummary",
+    "RestoreReport",
+    "consistent_cut",
+    "snapshot_session",
+    "write_checkpoint",
+    "restore_checkpoint",
+    "restore_total_bytes",
+    "checkpoint_call",
+]
+
+
+def checkpoint_call(manager: SessionManager, sessions: list[Session], path: str) -> Any:
+    """CHECKPOINT_SESSION / CHECKPOINT_SERVER: write, and answer a `checkpoint_result`."""
+    from rpc_spec import cricket_rpc as proto
+
+    try:
+        summary = write_checkpoint(manager, sessions, path)
+    except (CheckpointError, CudaError, OSError) as e:
+        log.warning("checkpoint %s failed: %s", path, e)
+        code = e.code if isinstance(e, CudaError) else 999  # CUDA_ERROR_UNKNOWN
+        return proto.checkpoint_result(code, str(e)[: proto.MAX_NAME])
+    done = proto.checkpoint_done(
+        sessions=summary.sessions, bytes=summary.bytes, stored_bytes=summary.stored_bytes
+    )
+    return proto.checkpoint_result(0, done)
