@@ -14,6 +14,7 @@ maximum fragment size, without joining the pieces.
 from __future__ import annotations
 
 import struct
+import sys
 from collections.abc import Callable, Sequence
 
 from .errors import RecordTooLarge
@@ -34,6 +35,7 @@ LAST_FRAGMENT = 0x80000000
 MAX_FRAGMENT = 0x7FFFFFFF
 DEFAULT_MAX_RECORD = 1 << 30
 DIRECT_READ_MIN = 1 << 16  # fragments left at least this large are read straight into place
+REUSE_MIN = 1 << 20  # records at least this large reuse the last one's storage when free
 
 Buffer = bytes | bytearray | memoryview
 _HEADER = struct.Struct(">I")
@@ -109,6 +111,7 @@ class RecordReader:
         self._last = False
         self._failed: RecordTooLarge | None = None
         self._ready: list[bytes] = []  # whole records taken straight from receive_data
+        self._spare: bytearray | None = None  # the last large record, reused once released
         self._place: memoryview | None = None  # where a placed record's bulk goes
         self._placed = 0  # bytes of _place received so far
         self._place_head = b""  # the placed record's bytes before its bulk
@@ -190,7 +193,7 @@ class RecordReader:
                     continue
                 del buf[:4]
                 if self._record is None:
-                    self._record = bytearray(length)
+                    self._record = self._new_record(length) if last else bytearray(length)
                 else:
                     self._record.extend(bytes(length))
                 self._frag_end = size
@@ -210,6 +213,18 @@ class RecordReader:
                 self._record = None
                 self._filled = self._frag_end = 0
                 return record
+
+    def _new_record(self, length: int) -> bytearray:
+        """Storage for a single-fragment record: the last large one again when nothing refers
+        to it any more (records of a chunked copy have one size), else a new one."""
+        if length < REUSE_MIN:
+            return bytearray(length)
+        spare = self._spare
+        # References: self._spare, `spare` and getrefcount's argument; a view would add one.
+        if spare is not None and len(spare) == length and sys.getrefcount(spare) == 3:
+            return spare
+        self._spare = spare = bytearray(length)
+        return spare
 
     def _start_placed(self, length: int) -> bool:
         """Ask the placer where a new record's bulk goes; True when it chose a buffer."""

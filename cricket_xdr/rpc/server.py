@@ -89,6 +89,7 @@ class _Connection:
                     if call is NEED_DATA:
                         break
                     pieces = dispatch(conn, call, info)
+                    del call  # lets the reader reuse a large call record's storage
                     if len(pieces) == 1:
                         with write_lock:
                             sendall(pieces[0])

@@ -171,3 +171,21 @@ def test_reader_gives_every_record_whole_whatever_the_pieces(cuts, direct):
         assert first == START + PAYLOAD + b"\0"
     assert second == b"next"
     assert reader.idle
+
+
+def test_large_record_storage_is_reused_only_when_nothing_refers_to_it():
+    from cricket_xdr.rpc.record import REUSE_MIN
+
+    def record(fill: int) -> bytes:
+        return struct.pack(">I", LAST_FRAGMENT | REUSE_MIN) + bytes([fill]) * REUSE_MIN
+
+    reader = RecordReader()
+    first = feed(reader, record(1), [1000], direct=True)[0]
+    kept = memoryview(first)[8:]
+    second = feed(reader, record(2), [1000], direct=True)[0]
+    assert second is not first and kept[0] == 1  # a view of the first is alive: not reused
+    storage = id(second)
+    del first, kept, second
+    third = feed(reader, record(3), [1000], direct=True)[0]
+    assert id(third) == storage  # nothing refers to the second any more: its storage again
+    assert bytes(third) == bytes([3]) * REUSE_MIN
