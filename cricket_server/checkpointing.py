@@ -481,6 +481,18 @@ class _Restorer:
                     )
 
 
+def _handles_of(s: ck.session_image) -> Iterator[int]:
+    for group in (s.contexts, s.modules, s.libraries, s.streams, s.events):
+        yield from (item.handle for item in group)
+    for m in s.modules:
+        yield from (f.handle for f in m.functions)
+    for lib in s.libraries:
+        for k in lib.kernels:
+            yield k.handle
+            if k.function is not None:
+                yield k.function.handle
+
+
 def check_fits(manager: SessionManager, ckpt: Checkpoint) -> None:
     """Refuse before touching the device what this server cannot hold at the same addresses."""
     base, end = manager.arena.base, manager.arena.base + manager.arena.size
@@ -490,6 +502,14 @@ def check_fits(manager: SessionManager, ckpt: Checkpoint) -> None:
             raise CheckpointError(
                 ckpt.path, f"session {s.session_id:#x} already lives on this server"
             )
+        for handle in _handles_of(s):
+            owner = manager.registry.owner_of(handle)
+            if owner is not None:
+                raise CheckpointError(
+                    ckpt.path,
+                    f"session {s.session_id:#x} handle {handle:#x} is live here in session "
+                    f"{owner:#x}",
+                )
         for a in s.allocations:
             if not (base <= a.ptr and a.ptr + a.size <= end):
                 raise CheckpointError(
