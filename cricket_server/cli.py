@@ -6,6 +6,12 @@
 `--ready-file` is written atomically once the server listens: "host:port" of the first TCP
 address (or "unix:PATH" when there is none) and a newline. SIGTERM and SIGINT shut down
 cleanly: connections closed, every session freed, exit status 0.
+
+`--isolation process` serves each connection in a worker process of its own
+(`cricket_server.workers`): this process only listens and never initializes CUDA, so a GPU
+fault that spoils one worker's CUDA state cannot touch the other sessions. `thread` serves every
+connection in this process; `auto` is process for the cuda backend, thread for sim (one
+simulated device whose memory the sessions share).
 """
 
 from __future__ import annotations
@@ -14,8 +20,11 @@ import contextlib
 import logging
 import os
 import signal
+import subprocess
+import sys
 import tempfile
 import threading
+from dataclasses import dataclass
 from importlib import metadata
 from types import FrameType
 
@@ -25,11 +34,14 @@ from cricket_server.backends import BACKEND_NAMES, make_backend
 from cricket_server.memory import AddressArena
 from cricket_server.service import CricketService
 from cricket_server.session import SessionManager
+from cricket_server.workers import WorkerPool, WorkerSpec, WorkerStartError
 from cricket_xdr.rpc.server import RpcServer
+from rpc_spec import cricket_rpc as proto
 
 log = logging.getLogger("cricket_server")
 
 DEFAULT_LISTEN = "127.0.0.1:28463"
+ISOLATION_MODES = ("auto", "process", "thread")
 _SUFFIXES = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
@@ -113,6 +125,15 @@ def _format_address(host: str, port: int) -> str:
     metavar="BYTES",
     help="Size of the sim backend's device memory (e.g. 8G).",
 )
+@click.option(
+    "--isolation",
+    type=click.Choice(ISOLATION_MODES),
+    default="auto",
+    show_default=True,
+    help="process: each connection in a worker process of its own (a GPU fault in one session "
+    "cannot spoil the others); thread: every connection in this process; auto: process for "
+    "the cuda backend, thread for sim.",
+)
 def main(
     listen: tuple[str, ...],
     unix_path: str | None,
@@ -121,6 +142,7 @@ def main(
     log_level: str,
     ready_file: str | None,
     sim_memory: str | None,
+    isolation: str,
 ) -> None:
     """Serve remote CUDA driver calls (ONC RPC program CRICKET_PROG, version 1)."""
     logging.basicConfig(
@@ -143,44 +165,94 @@ def main(
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
 
+    listeners = _Listeners(addresses, unix_path, register, ready_file)
+    mode, backend = resolve_isolation(isolation, backend)
+    if mode == "process":
+        _serve_in_workers(listeners, stop, WorkerSpec(backend, sim_bytes, log_level.lower(),
+                                                      server_version()))  # fmt: skip
+    else:
+        _serve_in_threads(listeners, stop, backend, sim_bytes)
+    log.info("cricket-server stopped")
+
+
+@dataclass(frozen=True)
+class _Listeners:
+    """Where to listen and what to announce once listening."""
+
+    addresses: list[tuple[str, int]]
+    unix_path: str | None
+    register: bool
+    ready_file: str | None
+
+
+def resolve_isolation(isolation: str, backend: str) -> tuple[str, str]:
+    """(mode, backend): `auto` isolation is process for cuda and thread for sim. With backend
+    auto too, a child process looks for a GPU, so that this one never initializes CUDA."""
+    if isolation != "auto":
+        return isolation, backend
+    if backend == "auto":
+        backend = "cuda" if _gpu_answers_in_a_child() else "auto"
+    return ("process" if backend == "cuda" else "thread"), backend
+
+
+def _gpu_answers_in_a_child() -> bool:
+    probe = "from cricket_server.backends.cuda import gpu_available as g; raise SystemExit(not g())"
+    return subprocess.run([sys.executable, "-c", probe], check=False).returncode == 0
+
+
+def _serve_in_threads(
+    listeners: _Listeners, stop: threading.Event, backend: str, sim_bytes: int | None
+) -> None:
+    """Every connection served by a thread of this process, over one backend."""
     the_backend = make_backend(backend, sim_memory=sim_bytes)
     try:
         arena = AddressArena(*the_backend.address_space())
         manager = SessionManager(the_backend, arena, server_version=server_version())
         server = RpcServer([CricketService(manager)])
         try:
-            _serve(server, addresses, unix_path, register, ready_file, stop, the_backend.name)
+            _serve(server, listeners, stop, f"backend {the_backend.name}, isolation thread")
         finally:
             server.shutdown()
             manager.close_all("server shutdown")
     finally:
         the_backend.close()
-    log.info("cricket-server stopped")
 
 
-def _serve(
-    server: RpcServer,
-    addresses: list[tuple[str, int]],
-    unix_path: str | None,
-    register: bool,
-    ready_file: str | None,
-    stop: threading.Event,
-    backend_name: str,
-) -> None:
-    bound = [server.listen_tcp(host, port) for host, port in addresses]
+def _serve_in_workers(listeners: _Listeners, stop: threading.Event, spec: WorkerSpec) -> None:
+    """Every connection handed to a worker process of its own; see `cricket_server.workers`."""
+    pool = WorkerPool(spec)
+    try:
+        try:
+            backend = pool.start()
+        except WorkerStartError as exc:
+            raise click.ClickException(f"--isolation process: {exc}") from exc
+        # This process serves no call itself; the program is declared for --register.
+        server = RpcServer([proto.CRICKET_V1_Server()], hand_off=pool.hand_off)
+        try:
+            _serve(server, listeners, stop, f"backend {backend}, isolation process")
+        finally:
+            server.shutdown()
+    finally:
+        pool.close()
+
+
+def _serve(server: RpcServer, listeners: _Listeners, stop: threading.Event, what: str) -> None:
+    """Listen, announce, and wait for `stop`; `what` ends the log line ("backend sim, ...")."""
+    unix_path, ready_file = listeners.unix_path, listeners.ready_file
+    bound = [server.listen_tcp(host, port) for host, port in listeners.addresses]
     if unix_path is not None:
         server.listen_unix(unix_path)
-    if register:
+    if listeners.register:
         server.register()
     server.start()
     where = [_format_address(h, p) for h, p in bound]
     if unix_path is not None:
         where.append(f"unix:{unix_path}")
     log.info(
-        "cricket-server %s listening on %s (backend %s)",
+        "cricket-server %s listening on %s (%s)",
         server_version(),
         ", ".join(where),
-        backend_name,
+        what,
     )
     if ready_file is not None:
         write_ready_file(ready_file, where[0] + "\n")

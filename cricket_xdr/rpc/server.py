@@ -15,7 +15,7 @@ import os
 import selectors
 import socket
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .auth import Verifier
@@ -137,6 +137,9 @@ class RpcServer:
     `max_record`: largest call accepted (a bigger fragment header closes that connection).
     `auth_verifiers`: flavor -> verifier (default: AUTH_NONE and AUTH_SYS); see `auth`.
     `idle_timeout`: seconds a connection may stay silent (or stall inside a record).
+    `hand_off`: when given, each accepted connection is passed to `hand_off(sock, peer)`
+    instead of being served here (e.g. to another process, which serves it with `adopt`);
+    the callee owns the socket.
     """
 
     def __init__(
@@ -147,7 +150,9 @@ class RpcServer:
         auth_verifiers: Mapping[int, Verifier] | None = None,
         idle_timeout: float | None = None,
         max_fragment: int = MAX_FRAGMENT,
+        hand_off: Callable[[socket.socket, object], None] | None = None,
     ) -> None:
+        self._hand_off = hand_off
         self._dispatcher = Dispatcher(services, auth_verifiers)
         self.max_record = max_record
         self.max_fragment = max_fragment
@@ -248,18 +253,41 @@ class RpcServer:
         except OSError as exc:
             log.warning("accept on %s failed: %s", listener.getsockname(), exc)
             return
+        peer = peer or listener.getsockname()
+        if self._hand_off is None:
+            self.adopt(sock, peer)
+            return
+        try:
+            self._hand_off(sock, peer)
+        except Exception:
+            log.exception("handing off the connection from %r failed", peer)
+            with contextlib.suppress(OSError):
+                sock.close()
+
+    def adopt(self, sock: socket.socket, peer: object = None) -> ConnectionInfo | None:
+        """Serve an already-accepted connection `sock` like one this server accepted.
+
+        `peer`: its address for logs and `ctx.connection.peer` (default: `getpeername()`).
+        Returns the connection's `ConnectionInfo` (its close callbacks run when it ends), or
+        None when the server is shutting down (the socket is then closed)."""
+        if peer is None:
+            try:
+                peer = sock.getpeername() or sock.getsockname()
+            except OSError:
+                peer = ""
         sock.setblocking(True)
         if sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if self.idle_timeout is not None:
             sock.settimeout(self.idle_timeout)
-        conn = _Connection(self, sock, peer or listener.getsockname(), next(self._ids))
+        conn = _Connection(self, sock, peer, next(self._ids))
         with self._lock:
             if self._stopping:
                 sock.close()
-                return
+                return None
             self._connections[conn.info.id] = conn
         conn.thread.start()
+        return conn.info
 
     def _forget(self, conn: _Connection) -> None:
         with self._lock:

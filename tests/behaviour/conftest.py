@@ -1,14 +1,17 @@
 """The behaviour suite: cuda-python driver programs run through cricket_client.
 
 A cricket-server subprocess is started once for the session on a free loopback port, with the
-backend named by CRICKET_TEST_BACKEND (default `sim`; `cuda` on the GPU machine), and stopped at
-the end. Every test gets its own connection (a session on the server) with the primary context
-of device 0 current, so tests cannot see each other's resources. Expected values come from the
+backend named by CRICKET_TEST_BACKEND (default `sim`; `cuda` on the GPU machine) and the session
+isolation named by CRICKET_TEST_ISOLATION (default `auto`: a worker process per connection on
+cuda, threads on sim), and stopped at the end. Every test gets its own connection (a session on
+the server) with the primary context of device 0 current, so tests cannot see each other's
+resources. Expected values come from the
 device itself (cuDeviceTotalMem, ...), never from one backend's constants.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -21,6 +24,8 @@ from behaviour_helpers import BACKEND, KERNELS, ROOT, check, open_session
 import cricket_client
 from cricket_client import driver as cuda
 
+ISOLATION = os.environ.get("CRICKET_TEST_ISOLATION", "auto")
+
 
 @pytest.fixture(scope="session")
 def server_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
@@ -29,7 +34,7 @@ def server_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "cricket_server", "--listen", "127.0.0.1:0",
-             "--backend", BACKEND, "--ready-file", str(ready)],
+             "--backend", BACKEND, "--isolation", ISOLATION, "--ready-file", str(ready)],
             cwd=ROOT,
             stdout=out,
             stderr=subprocess.STDOUT,

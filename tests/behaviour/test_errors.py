@@ -62,15 +62,34 @@ def test_launch_with_wrong_argument_count(session: cricket_client.Connection, ke
 
 
 def test_illegal_address_surfaces_at_the_next_synchronizing_call(server_address: str) -> None:
-    conn = open_session(server_address, make_default=False)
+    bystander = open_session(server_address, make_default=False)  # made before the fault
+    conn = None
     try:
+        conn = open_session(server_address, make_default=False)
         with conn.active():
             mod = check(cuda.cuModuleLoadData((KERNELS / "test_kernels.sm_90.cubin").read_bytes()))
             poke = check(cuda.cuModuleGetFunction(mod, b"poke"))
             assert cuda.cuLaunchKernel(poke, 1, 1, 1, 1, 1, 1, 0, 0, ((16, 1), (None, ctypes.c_int)), 0) == (SUCCESS,)
             assert cuda.cuCtxSynchronize() == (E.CUDA_ERROR_ILLEGAL_ADDRESS,)
+        # Another tenant's session is untouched: allocation, copies both ways, a launch.
+        with bystander.active():
+            mod = check(cuda.cuModuleLoadData((KERNELS / "test_kernels.sm_90.cubin").read_bytes()))
+            vector_add = check(cuda.cuModuleGetFunction(mod, b"vector_add"))
+            n = 4096
+            a, b = np.arange(n, dtype=np.float32), np.full(n, 2.0, dtype=np.float32)
+            ptrs = [check(cuda.cuMemAlloc(a.nbytes)) for _ in range(3)]
+            check(cuda.cuMemcpyHtoD(ptrs[0], a, a.nbytes))
+            check(cuda.cuMemcpyHtoD(ptrs[1], b, b.nbytes))
+            check(cuda.cuLaunchKernel(vector_add, n // 128, 1, 1, 128, 1, 1, 0, 0,
+                                      ((*ptrs, n), (None, None, None, ctypes.c_int)), 0))
+            out = np.empty_like(a)
+            check(cuda.cuMemcpyDtoH(out, ptrs[2], out.nbytes))
+            np.testing.assert_array_equal(out, a + b)
+            check(cuda.cuCtxSynchronize())
     finally:
-        conn.close()
+        if conn is not None:
+            conn.close()
+        bystander.close()
 
 
 def test_unsupported_functions_fail_loudly(session: cricket_client.Connection) -> None:

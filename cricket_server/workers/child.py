@@ -1,0 +1,178 @@
+"""A worker process: serves one client connection with a backend of its own, then exits.
+
+    python -m cricket_server.workers.child --control-fd 5 --parent-pid 1234 --backend cuda
+
+Started by `WorkerPool` (never by hand). It warms up first (imports, backend: cuInit and the
+VA reservation on `cuda`), says `ready`, then waits for the one connection the main process
+passes it. It exits, status 0, when that connection ends (the client's GOODBYE or disconnect),
+on SIGTERM (sessions freed first), or when the main process goes away. SIGINT is left to the
+main process, which stops the workers itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import socket
+import threading
+from types import FrameType
+
+from cricket_server.backends import BACKEND_NAMES, make_backend
+from cricket_server.backends.base import Backend
+from cricket_server.memory import AddressArena
+from cricket_server.session import Session, SessionManager
+from cricket_xdr.rpc.server import RpcServer
+
+from .control import ControlChannel, die_with_parent
+from .service import WorkerService
+
+log = logging.getLogger("cricket_server.workers")
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s [worker %(process)d]: %(message)s"
+VA_SLOT = 4 << 30  # bytes between the address ranges of consecutive workers
+
+
+class WorkerSessionManager(SessionManager):
+    """A `SessionManager` that tells the main process about each session it opens."""
+
+    def __init__(
+        self, backend: Backend, arena: AddressArena, *, server_version: str, channel: ControlChannel
+    ) -> None:
+        super().__init__(backend, arena, server_version=server_version)
+        self.channel = channel
+
+    def open(self, peer: str, client_name: str) -> Session:
+        session = super().open(peer, client_name)
+        try:
+            self.channel.send("session", f"{session.id:#x}", peer)
+        except OSError as exc:
+            log.warning("could not tell the main process about session %#x: %s", session.id, exc)
+        return session
+
+
+def worker_arena(backend: Backend, slot: int) -> AddressArena:
+    """The backend's client address range, starting `slot` (modulo what fits) times VA_SLOT
+    further in, so that consecutive workers hand out different pointers (a pointer of another
+    session stays CUDA_ERROR_NOT_FOUND, as with one shared arena). What remains is still at
+    least the devices' total memory; slot 0 gives the whole range."""
+    base, size, granularity = backend.address_space()
+    memory = sum(backend.device_total_mem(dev) for dev in range(backend.device_count()))
+    slots = max(1, (size - memory) // VA_SLOT) if VA_SLOT % granularity == 0 else 1
+    offset = (slot % slots) * VA_SLOT
+    return AddressArena(base + offset, size - offset, granularity)
+
+
+class Worker:
+    """The warmed state of a worker and the serving of its one connection."""
+
+    def __init__(
+        self, backend: Backend, channel: ControlChannel, server_version: str, va_slot: int = 0
+    ) -> None:
+        self.backend = backend
+        self.channel = channel
+        self.manager = WorkerSessionManager(
+            backend,
+            worker_arena(backend, va_slot),
+            server_version=server_version,
+            channel=channel,
+        )
+        self.service = WorkerService(self.manager)
+        self.server = RpcServer([self.service])
+        self.done = threading.Event()
+        self.serving = False
+
+    def listen_to_main(self) -> None:
+        """Control channel loop (own thread): take the connection; EOF ends the worker."""
+        try:
+            while True:
+                message = self.channel.receive()
+                if message is None:
+                    if not self.done.is_set():
+                        log.info("the main process is gone: shutting down")
+                    break
+                fields, fds = message
+                self._take(fields, fds)
+        except OSError as exc:
+            if not self.done.is_set():
+                log.warning("control channel: %s: shutting down", exc)
+        finally:
+            self.done.set()
+
+    def _take(self, fields: list[str], fds: list[int]) -> None:
+        if fields != ["serve"] or len(fds) != 1 or self.serving:
+            log.error(
+                "control channel: unexpected message %r with %d descriptors", fields, len(fds)
+            )
+            for fd in fds:
+                socket.socket(fileno=fd).close()
+            return
+        self.serving = True
+        info = self.server.adopt(socket.socket(fileno=fds[0]))
+        if info is None:
+            self.done.set()
+            return
+        log.debug("serving connection from %r", info.peer)
+        info.add_close_callback(self._connection_ended)
+
+    def _connection_ended(self) -> None:
+        self.manager.close_all("connection closed")
+        self.done.set()
+
+    def close(self) -> None:
+        """Free every session, close the connection, then the backend."""
+        self.manager.close_all("server shutdown")
+        self.server.shutdown()
+        try:
+            self.backend.close()
+        except Exception:
+            log.exception("closing the %s backend", self.backend.name)
+        self.channel.close()
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m cricket_server.workers.child")
+    parser.add_argument("--control-fd", type=int, required=True)
+    parser.add_argument("--parent-pid", type=int, required=True)
+    parser.add_argument("--backend", choices=BACKEND_NAMES, default="auto")
+    parser.add_argument("--sim-memory", type=int)
+    parser.add_argument("--log-level", default="info")
+    parser.add_argument("--server-version", default="0.0.0")
+    parser.add_argument("--va-slot", type=int, default=0)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    logging.basicConfig(level=args.log_level.upper(), format=LOG_FORMAT)
+    channel = ControlChannel.from_fd(args.control_fd)
+    stop = threading.Event()
+
+    def on_sigterm(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if not die_with_parent(args.parent_pid):
+        log.info("the main process is gone before this worker started")
+        return 0
+    try:
+        backend = make_backend(args.backend, sim_memory=args.sim_memory)
+    except Exception as exc:
+        log.error("could not create the %s backend: %s", args.backend, exc)
+        return 1
+    worker = Worker(backend, channel, args.server_version, args.va_slot)
+    try:
+        if stop.is_set():
+            return 0
+        threading.Thread(target=worker.listen_to_main, name="control", daemon=True).start()
+        channel.send("ready", backend.name)
+        while not (stop.is_set() or worker.done.wait(0.5)):
+            pass
+    finally:
+        worker.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,299 @@
+"""`WorkerPool`: the main process's side of process isolation (see the package docstring).
+
+One supervisor thread starts workers, reads their control channels and reaps them; it keeps
+exactly one spare (started, warming or warm) while the pool is open. `hand_off` (the RPC
+server's accept thread) gives an accepted socket to the spare and wakes the supervisor, which
+starts the next one. A worker that dies before it is ready delays the next start (doubling,
+up to 30 s), so a broken backend does not make the server spin.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+
+from cricket_server.service import format_peer
+
+from .control import ControlChannel
+
+log = logging.getLogger("cricket_server.workers")
+
+START_LIMIT = 120.0  # seconds a worker may take to get ready (cuInit on a busy node)
+HAND_OFF_ATTEMPTS = 3
+MAX_RESTART_DELAY = 30.0
+
+
+class WorkerStartError(RuntimeError):
+    """No worker got ready (the backend could not be created there)."""
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """What every worker is started with."""
+
+    backend: str
+    sim_memory: int | None = None
+    log_level: str = "info"
+    server_version: str = "0.0.0"
+
+    def command(self, control_fd: int, va_slot: int) -> list[str]:
+        cmd = [
+            sys.executable, "-m", "cricket_server.workers.child",
+            "--control-fd", str(control_fd), "--parent-pid", str(os.getpid()),
+            "--backend", self.backend, "--log-level", self.log_level,
+            "--server-version", self.server_version, "--va-slot", str(va_slot),
+        ]  # fmt: skip
+        if self.sim_memory is not None:
+            cmd += ["--sim-memory", str(self.sim_memory)]
+        return cmd
+
+
+@dataclass(eq=False)
+class _Worker:
+    process: subprocess.Popen[bytes]
+    channel: ControlChannel
+    backend: str = ""  # set when the worker says it is ready
+    peer: str | None = None  # the connection it serves, once handed one
+    sessions: list[str] = field(default_factory=list)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+
+def describe_status(returncode: int) -> str:
+    """'exit status 0', 'killed by SIGKILL'."""
+    if returncode < 0:
+        with contextlib.suppress(ValueError):
+            return f"killed by {signal.Signals(-returncode).name}"
+        return f"killed by signal {-returncode}"
+    return f"exit status {returncode}"
+
+
+class WorkerPool:
+    """Worker processes of one server; see the module docstring.
+
+    `grace`: seconds workers get to free their sessions after SIGTERM before SIGKILL."""
+
+    def __init__(self, spec: WorkerSpec, *, grace: float = 20.0) -> None:
+        self.spec = spec
+        self.grace = grace
+        self._cond = threading.Condition()
+        self._workers: dict[int, _Worker] = {}
+        self._spare: _Worker | None = None
+        self._closing = False
+        self._failures = 0  # workers in a row that died before they were ready
+        self._next_start = 0.0
+        self._va_slots = itertools.count()
+        self._backend: str | None = None
+        self._start_error: str | None = None
+        self._selector = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._selector.register(self._wake_r, selectors.EVENT_READ, None)
+        self._thread = threading.Thread(
+            target=self._supervise, name="worker-supervisor", daemon=True
+        )
+
+    # -- the main process's API ------------------------------------------------------------
+    def start(self, timeout: float = START_LIMIT) -> str:
+        """Start the first spare and wait until it is ready; the backend's name it reports."""
+        self._thread.start()
+        with self._cond:
+            self._cond.wait_for(
+                lambda: self._backend is not None or self._start_error is not None, timeout
+            )
+            backend, error = self._backend, self._start_error
+        if backend is None:
+            self.close()
+            raise WorkerStartError(error or f"no worker got ready within {timeout:.0f} s")
+        return backend
+
+    def pids(self) -> list[int]:
+        """The live workers' process ids (spare included)."""
+        with self._cond:
+            return list(self._workers)
+
+    def hand_off(self, sock: socket.socket, peer: object) -> None:
+        """Give an accepted connection to the spare worker (`RpcServer`'s `hand_off`)."""
+        who = format_peer(peer)
+        try:
+            for _ in range(HAND_OFF_ATTEMPTS):
+                worker = self._take_spare()
+                if worker is None:
+                    break
+                try:
+                    worker.channel.send_socket(sock)
+                except OSError as exc:
+                    log.warning("worker %d did not take the connection from %s: %s",
+                                worker.pid, who, exc)  # fmt: skip
+                    continue
+                worker.peer = who
+                log.info("connection from %s handed to worker %d", who, worker.pid)
+                return
+            log.error("no worker took the connection from %s; closing it", who)
+        finally:
+            sock.close()
+
+    def close(self) -> None:
+        """SIGTERM every worker (they free their sessions), SIGKILL what outlives `grace`."""
+        with self._cond:
+            self._closing = True
+            workers = list(self._workers.values())
+            self._cond.notify_all()
+        for worker in workers:
+            self._signal(worker, signal.SIGTERM)
+        self._wake()
+        if self._thread.is_alive():
+            self._thread.join(self.grace)
+        if self._thread.is_alive():
+            for worker in self._live():
+                log.warning("worker %d still runs %.0f s after SIGTERM: SIGKILL", worker.pid,
+                            self.grace)  # fmt: skip
+                self._signal(worker, signal.SIGKILL)
+            self._thread.join()
+        self._selector.close()
+        self._wake_r.close()
+        self._wake_w.close()
+
+    # -- hand-off helpers ------------------------------------------------------------------
+    def _take_spare(self) -> _Worker | None:
+        with self._cond:
+            self._cond.wait_for(lambda: self._spare is not None or self._closing, START_LIMIT)
+            worker, self._spare = self._spare, None
+        self._wake()  # the supervisor starts the next spare
+        return None if self._closing else worker
+
+    def _live(self) -> list[_Worker]:
+        with self._cond:
+            return list(self._workers.values())
+
+    @staticmethod
+    def _signal(worker: _Worker, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            worker.process.send_signal(sig)
+
+    def _wake(self) -> None:
+        with contextlib.suppress(OSError):
+            self._wake_w.send(b"x")
+
+    # -- the supervisor thread -------------------------------------------------------------
+    def _supervise(self) -> None:
+        try:
+            while True:
+                with self._cond:
+                    if self._closing and not self._workers:
+                        return
+                    need_spare = self._spare is None and not self._closing
+                delay = 1.0
+                if need_spare:
+                    delay = self._next_start - time.monotonic()
+                    if delay <= 0:
+                        self._start_worker()
+                        delay = 1.0
+                for key, _ in self._selector.select(min(delay, 1.0)):
+                    if key.data is None:
+                        with contextlib.suppress(OSError):
+                            self._wake_r.recv(4096)
+                    else:
+                        self._on_message(key.data)
+        except Exception:
+            log.exception("the worker supervisor failed; stopping every worker")
+            for worker in self._live():
+                self._signal(worker, signal.SIGKILL)
+                worker.process.wait()
+            with self._cond:
+                self._start_error = self._start_error or "the worker supervisor failed"
+                self._cond.notify_all()
+
+    def _start_worker(self) -> None:
+        channel, theirs = ControlChannel.pair()
+        try:
+            process = subprocess.Popen(
+                self.spec.command(theirs.fileno(), next(self._va_slots)), pass_fds=[theirs.fileno()]
+            )
+        except OSError as exc:
+            channel.close()
+            log.error("could not start a worker: %s", exc)
+            self._count_failure(f"could not start a worker: {exc}")
+            return
+        finally:
+            theirs.close()
+        worker = _Worker(process, channel)
+        self._selector.register(channel.sock, selectors.EVENT_READ, worker)
+        with self._cond:
+            self._workers[worker.pid] = worker
+            self._spare = worker
+            closing = self._closing
+            self._cond.notify_all()
+        if closing:
+            self._signal(worker, signal.SIGTERM)
+        log.debug("worker %d started", worker.pid)
+
+    def _on_message(self, worker: _Worker) -> None:
+        try:
+            message = worker.channel.receive()
+        except OSError:
+            message = None
+        if message is None:
+            self._reap(worker)
+            return
+        fields, fds = message
+        for fd in fds:
+            os.close(fd)
+        if fields[0] == "ready" and len(fields) == 2:
+            with self._cond:
+                worker.backend = fields[1]
+                self._failures = 0
+                if self._backend is None:
+                    self._backend = worker.backend
+                role = "spare" if worker is self._spare else f"serving {worker.peer}"
+                self._cond.notify_all()
+            log.info("worker %d ready (backend %s, %s)", worker.pid, worker.backend, role)
+        elif fields[0] == "session" and len(fields) >= 2:
+            worker.sessions.append(fields[1])
+        else:
+            log.warning("worker %d sent an unknown message %r", worker.pid, " ".join(fields))
+
+    def _reap(self, worker: _Worker) -> None:
+        self._selector.unregister(worker.channel.sock)
+        worker.channel.close()
+        try:
+            status = worker.process.wait(self.grace)
+        except subprocess.TimeoutExpired:
+            log.warning("worker %d closed its control channel but did not exit: SIGKILL",
+                        worker.pid)  # fmt: skip
+            worker.process.kill()
+            status = worker.process.wait()
+        with self._cond:
+            del self._workers[worker.pid]
+            if self._spare is worker:
+                self._spare = None
+            self._cond.notify_all()
+        log.info(
+            "worker %d ended (%s): session %s, peer %s",
+            worker.pid,
+            describe_status(status),
+            ", ".join(worker.sessions) or "none",
+            worker.peer or "none",
+        )
+        if not worker.backend:
+            self._count_failure(f"worker {worker.pid} ended ({describe_status(status)}) "
+                                "before it was ready; see its log lines")  # fmt: skip
+
+    def _count_failure(self, why: str) -> None:
+        with self._cond:
+            self._failures += 1
+            self._next_start = time.monotonic() + min(MAX_RESTART_DELAY, 0.5 * 2**self._failures)
+            if self._backend is None:
+                self._start_error = why
+            self._cond.notify_all()
