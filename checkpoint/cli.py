@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable
 from types import FrameType
+from typing import TextIO
 
 import click
 
@@ -36,7 +37,7 @@ def _rate(size: int, seconds: float) -> str:
 class ProgressBar:
     """A one-line progress bar on stderr: bytes done of the total, and GB/s."""
 
-    def __init__(self, total: int, label: str, out: object = None) -> None:
+    def __init__(self, total: int, label: str, out: TextIO | None = None) -> None:
         self.total = max(total, 1)
         self.label = label
         self.done = 0
@@ -51,15 +52,15 @@ class ProgressBar:
             self._shown = percent
             bar = "#" * (percent // 4)
             elapsed = max(time.monotonic() - self.start, 1e-9)
-            self.out.write(  # type: ignore[attr-defined]
+            self.out.write(
                 f"\r{self.label} [{bar:<25}] {percent:3d}% {self.done / 1e9:.3f}/"
                 f"{self.total / 1e9:.3f} GB {self.done / 1e9 / elapsed:.2f} GB/s"
             )
-            self.out.flush()  # type: ignore[attr-defined]
+            self.out.flush()
 
     def finish(self) -> None:
         if self._shown >= 0:
-            self.out.write("\n")  # type: ignore[attr-defined]
+            self.out.write("\n")
 
 
 def _fail(e: Exception) -> None:

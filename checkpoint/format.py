@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any
 
 from cricket_xdr.xdr import XdrError
 from rpc_spec import checkpoint_rpc as ck
@@ -21,6 +22,7 @@ MANIFEST = "MANIFEST"
 FORMAT_VERSION = ck.CHECKPOINT_FORMAT_VERSION
 MAGIC = ck.CHECKPOINT_MAGIC
 
+_zstd: Any
 try:  # zstd is optional: without it blobs are written raw, and zstd blobs cannot be read
     import zstandard as _zstd
 except ImportError:  # pragma: no cover - depends on the machine

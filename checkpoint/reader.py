@@ -8,6 +8,7 @@ names and raises the first problem; `problems()` lists them all.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,7 +47,7 @@ class Checkpoint:
         self.manifest = manifest
 
     @classmethod
-    def open(cls, path: str | Path) -> Checkpoint:
+    def open(cls, path: str | os.PathLike[str]) -> Checkpoint:
         root = Path(path)
         if not root.is_dir():
             raise CheckpointError(root, "no such checkpoint directory")

@@ -29,6 +29,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -327,7 +328,7 @@ class _Restorer:
             self._keep(
                 s.handle,
                 StreamRecord,
-                lambda o=obj: self.b.stream_destroy(o),
+                partial(self.b.stream_destroy, obj),
                 ctx=s.ctx,
                 obj=obj,
                 flags=s.flags,
@@ -339,7 +340,7 @@ class _Restorer:
             self._keep(
                 e.handle,
                 EventRecord,
-                lambda o=obj: self.b.event_destroy(o),
+                partial(self.b.event_destroy, obj),
                 ctx=e.ctx,
                 obj=obj,
                 flags=e.flags,
