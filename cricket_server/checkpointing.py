@@ -25,7 +25,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -270,6 +272,69 @@ def write_checkpoint(
         seconds,
     )
     return summary
+
+
+class CheckpointTrigger:
+    """Server-side triggers: every checkpoint of all sessions into one directory, written by a
+    thread of its own when `request()`ed (SIGUSR1: `install_sigusr1()`) and every `every`
+    seconds (cricket-server --checkpoint-dir DIR --checkpoint-every SECONDS)."""
+
+    def __init__(
+        self, manager: SessionManager, directory: str | os.PathLike[str], every: float | None = None
+    ) -> None:
+        self.manager = manager
+        self.directory = Path(directory)
+        self.every = every
+        self.completed = 0  # checkpoints written (or failed) so far
+        self.last: CheckpointSummary | None = None
+        self.last_error: Exception | None = None
+        self._wake = threading.Event()
+        self._stop = False
+        self._done = threading.Condition()
+        self._thread = threading.Thread(target=self._loop, name="checkpoint-trigger", daemon=True)
+
+    def start(self) -> CheckpointTrigger:
+        self._thread.start()
+        return self
+
+    def request(self) -> None:
+        """Ask for a checkpoint now (safe in a signal handler)."""
+        self._wake.set()
+
+    def install_sigusr1(self) -> None:
+        signal.signal(signal.SIGUSR1, lambda signum, frame: self.request())
+
+    def wait_completed(self, count: int, timeout: float | None = None) -> bool:
+        """Wait until `count` checkpoints have been attempted."""
+        with self._done:
+            return self._done.wait_for(lambda: self.completed >= count, timeout)
+
+    def stop(self) -> None:
+        self._stop = True
+        self._wake.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def checkpoint_now(self) -> CheckpointSummary | None:
+        """Write a checkpoint of every session; a failure is logged and kept in last_error."""
+        try:
+            self.last = write_checkpoint(self.manager, self.manager.sessions(), self.directory)
+            self.last_error = None
+        except (CheckpointError, CudaError, OSError) as e:
+            log.error("checkpoint %s failed: %s", self.directory, e)
+            self.last_error = e
+        with self._done:
+            self.completed += 1
+            self._done.notify_all()
+        return self.last if self.last_error is None else None
+
+    def _loop(self) -> None:
+        while True:
+            self._wake.wait(self.every)
+            self._wake.clear()
+            if self._stop:
+                return
+            self.checkpoint_now()
 
 
 # -- restore --------------------------------------------------------------------------------
@@ -566,6 +631,7 @@ __all__ = [
     "restore_checkpoint",
     "restore_total_bytes",
     "checkpoint_call",
+    "CheckpointTrigger",
 ]
 
 

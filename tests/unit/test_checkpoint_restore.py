@@ -153,3 +153,32 @@ def test_closed_sessions_cannot_be_checkpointed(tmp_path: Path) -> None:
     with pytest.raises(CheckpointError, match="is closed"):
         write_checkpoint(old.manager, [old], tmp_path / "c")
     assert not (tmp_path / "c").exists()
+
+
+def test_the_server_trigger_writes_on_request_and_on_sigusr1(tmp_path: Path) -> None:
+    import os
+    import signal
+
+    from cricket_server.checkpointing import CheckpointTrigger
+
+    old, state = build(manager())
+    trigger = CheckpointTrigger(old.manager, tmp_path / "c").start()
+    try:
+        trigger.request()
+        assert trigger.wait_completed(1, timeout=60)
+        assert trigger.last_error is None
+        assert [s.session_id for s in Checkpoint.open(tmp_path / "c").manifest.sessions] == [old.id]
+        ptr = next(iter(state["data"]))  # type: ignore[call-overload]
+        old.memcpy_htod(ptr, memoryview(b"\xee"))
+        previous = signal.getsignal(signal.SIGUSR1)
+        trigger.install_sigusr1()
+        try:
+            os.kill(os.getpid(), signal.SIGUSR1)
+            assert trigger.wait_completed(2, timeout=60)
+        finally:
+            signal.signal(signal.SIGUSR1, previous)
+        ckpt = Checkpoint.open(tmp_path / "c")
+        first = ckpt.manifest.sessions[0].allocations[0]
+        assert first.ptr == ptr and ckpt.read_blob(first.contents) == b"\xee"
+    finally:
+        trigger.stop()
