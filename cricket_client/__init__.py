@@ -20,7 +20,7 @@ from .errors import (
     NotConnectedError,
     NotSupportedRemotely,
 )
-from .run import install
+from .remote_imports import install
 
 __all__ = [
     "ADDRESS_ENV",

@@ -218,3 +218,41 @@ def wait_flag(launch: Launch, args: KernelArgs, mem: KernelMemory) -> None:
                 f"kernel 'wait_flag': flag at {flag:#x} still 0 after {WAIT_LIMIT_S:.0f} s",
             )
     mem.store(done, np.int32, 1)
+
+
+# -- the kernels of examples/cuda_python (NVIDIA's cuda-python samples) -----------------------
+_SIM_CLOCK = [0]  # a clock64() that only moves forward
+_SIM_CLOCK_LOCK = threading.Lock()
+
+
+def _clock64(ticks: int) -> int:
+    """The sim's clock64(): `ticks` later than the last reading, never lower than real time."""
+    with _SIM_CLOCK_LOCK:
+        _SIM_CLOCK[0] = max(_SIM_CLOCK[0] + ticks, time.monotonic_ns())
+        return _SIM_CLOCK[0]
+
+
+@sim_kernel("timedReduction")
+def timed_reduction(launch: Launch, args: KernelArgs, mem: KernelMemory) -> None:
+    """Each block: its start clock, the minimum of input[0 : 2 * blockDim.x], its end clock."""
+    blocks, threads = launch.grid[0], launch.block[0]
+    timer = mem.array(args.ptr(2), np.int64, 2 * blocks)
+    timer[:blocks] = [_clock64(1) for _ in range(blocks)]
+    smallest = np.float32(mem.array(args.ptr(0), np.float32, 2 * threads).min())
+    mem.array(args.ptr(1), np.float32, blocks)[:] = smallest
+    timer[blocks:] = [_clock64(2 * threads) for _ in range(blocks)]
+
+
+@sim_kernel("init_array")
+def init_array(launch: Launch, args: KernelArgs, mem: KernelMemory) -> None:
+    """g_data[idx] += *factor, num_iterations times, for every thread's idx."""
+    n = launch.threads
+    if n:
+        factor = int(mem.load(args.ptr(1), np.int32))
+        data = mem.array(args.ptr(0), np.int32, n)
+        data += np.int32(factor * max(0, args.i32(2)))
+
+
+@sim_kernel("vectorAddGPU")
+def vector_add_gpu(launch: Launch, args: KernelArgs, mem: KernelMemory) -> None:
+    vector_add(launch, args, mem)

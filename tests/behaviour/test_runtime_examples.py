@@ -1,0 +1,94 @@
+"""The cuda-python programs of examples/cuda_python run unmodified under cricket-run.
+
+Each runs as `python -m cricket_client.run --server ADDR program.py` against the server under
+test and must pass; on the GPU machine (CRICKET_TEST_BACKEND=cuda, where cuda-python has a local
+driver) each also runs locally and must print the same stdout (timings go to stderr). One runs
+on a client that has neither cuda-python nor numpy, only the standard library and xdrlib3.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from behaviour_helpers import BACKEND, ROOT
+
+EXAMPLES = ROOT / "examples" / "cuda_python"
+PROGRAMS = [
+    "vector_add_nvrtc.py",
+    "clock_nvrtc.py",
+    "simple_streams.py",
+    "stream_ordered_allocation.py",
+    "device_query.py",
+    "vector_add_cubin.py",
+]
+NEEDS_NVRTC = {"vector_add_nvrtc.py", "clock_nvrtc.py", "simple_streams.py",
+               "stream_ordered_allocation.py"}  # fmt: skip
+TIMEOUT = 300
+
+
+def _run(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT, check=False
+    )
+
+
+def _remote(program: str, address: str) -> subprocess.CompletedProcess[str]:
+    return _run([sys.executable, "-m", "cricket_client.run", "--server", address,
+                 str(EXAMPLES / program)])  # fmt: skip
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_example_runs_unmodified_under_cricket_run(program: str, server_address: str) -> None:
+    if program in NEEDS_NVRTC and importlib.util.find_spec("cuda.bindings.nvrtc") is None:
+        pytest.skip("NVRTC (cuda-python) is not installed on this client")
+    remote = _remote(program, server_address)
+    assert remote.returncode == 0, remote.stdout + remote.stderr
+    lines = remote.stdout.strip().splitlines()
+    assert lines[-1] in ("Test PASSED", "PASSED", "Result = PASS"), remote.stdout
+    if BACKEND == "cuda":  # the GPU machine: the same program with local cuda-python
+        local = _run([sys.executable, str(EXAMPLES / program)])
+        assert local.returncode == 0, local.stdout + local.stderr
+        assert remote.stdout == local.stdout
+
+
+def test_a_client_without_cuda_python_runs_a_program(server_address: str, tmp_path: Path) -> None:
+    """Only the standard library, xdrlib3 and the project on the path: no cuda-python, no
+    numpy, no site-packages (python -S); the program loads a committed cubin."""
+    site = tmp_path / "site"
+    site.mkdir()
+    xdrlib3 = importlib.util.find_spec("xdrlib3")
+    assert xdrlib3 is not None and xdrlib3.origin is not None
+    (site / "xdrlib3").symlink_to(Path(xdrlib3.origin).parent)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": f"{site}:{ROOT}"}
+    probe = _run([sys.executable, "-S", "-c", "import cuda"], env)
+    assert probe.returncode != 0 and "No module named 'cuda'" in probe.stderr
+    result = _run(
+        [sys.executable, "-S", "-m", "cricket_client.run", "--server", server_address,
+         str(EXAMPLES / "vector_add_cubin.py")],
+        env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines() == [
+        "vector_add of 10000 floats from vector_add.sm_90.cubin: 0 wrong",
+        "c[1] = 1.25, c[9999] = 12498.75",
+        "Test PASSED",
+    ]
+
+
+def test_a_missing_remote_function_fails_naming_it(server_address: str, tmp_path: Path) -> None:
+    program = tmp_path / "graphs.py"
+    program.write_text(
+        "from cuda.bindings import runtime\n"
+        "print(runtime.cudaGetDeviceCount()[1] >= 1)\n"
+        "runtime.cudaGraphCreate(0)\n"
+    )
+    result = _run([sys.executable, "-m", "cricket_client.run", "--server", server_address,
+                   str(program)])  # fmt: skip
+    assert result.returncode != 0
+    assert result.stdout == "True\n"
+    assert "cuda.bindings.runtime.cudaGraphCreate is not supported remotely" in result.stderr
