@@ -134,6 +134,13 @@ def _format_address(host: str, port: int) -> str:
     "cannot spoil the others); thread: every connection in this process; auto: process for "
     "the cuda backend, thread for sim.",
 )
+@click.option(
+    "--spare-workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="With process isolation: workers kept started and warm for the next connections.",
+)
 def main(
     listen: tuple[str, ...],
     unix_path: str | None,
@@ -143,6 +150,7 @@ def main(
     ready_file: str | None,
     sim_memory: str | None,
     isolation: str,
+    spare_workers: int,
 ) -> None:
     """Serve remote CUDA driver calls (ONC RPC program CRICKET_PROG, version 1)."""
     logging.basicConfig(
@@ -168,8 +176,8 @@ def main(
     listeners = _Listeners(addresses, unix_path, register, ready_file)
     mode, backend = resolve_isolation(isolation, backend)
     if mode == "process":
-        _serve_in_workers(listeners, stop, WorkerSpec(backend, sim_bytes, log_level.lower(),
-                                                      server_version()))  # fmt: skip
+        spec = WorkerSpec(backend, sim_bytes, log_level.lower(), server_version())
+        _serve_in_workers(listeners, stop, WorkerPool(spec, spares=spare_workers))
     else:
         _serve_in_threads(listeners, stop, backend, sim_bytes)
     log.info("cricket-server stopped")
@@ -218,9 +226,8 @@ def _serve_in_threads(
         the_backend.close()
 
 
-def _serve_in_workers(listeners: _Listeners, stop: threading.Event, spec: WorkerSpec) -> None:
+def _serve_in_workers(listeners: _Listeners, stop: threading.Event, pool: WorkerPool) -> None:
     """Every connection handed to a worker process of its own; see `cricket_server.workers`."""
-    pool = WorkerPool(spec)
     try:
         try:
             backend = pool.start()

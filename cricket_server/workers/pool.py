@@ -1,7 +1,7 @@
 """`WorkerPool`: the main process's side of process isolation (see the package docstring).
 
 One supervisor thread starts workers, reads their control channels and reaps them; it keeps
-exactly one spare (started, warming or warm) while the pool is open. `hand_off` (the RPC
+`spares` spare workers (started, warming or warm; one by default) while the pool is open. `hand_off` (the RPC
 server's accept thread) gives an accepted socket to the spare and wakes the supervisor, which
 starts the next one. A worker that dies before it is ready delays the next start (doubling,
 up to 30 s), so a broken backend does not make the server spin.
@@ -83,14 +83,19 @@ def describe_status(returncode: int) -> str:
 class WorkerPool:
     """Worker processes of one server; see the module docstring.
 
-    `grace`: seconds workers get to free their sessions after SIGTERM before SIGKILL."""
+    `spares`: workers kept started and waiting for a connection (more absorb bursts of new
+    connections; each holds a backend). `grace`: seconds workers get to free their sessions
+    after SIGTERM before SIGKILL."""
 
-    def __init__(self, spec: WorkerSpec, *, grace: float = 20.0) -> None:
+    def __init__(self, spec: WorkerSpec, *, spares: int = 1, grace: float = 20.0) -> None:
+        if spares < 1:
+            raise ValueError(f"WorkerPool: spares must be at least 1, got {spares}")
         self.spec = spec
+        self.spares = spares
         self.grace = grace
         self._cond = threading.Condition()
         self._workers: dict[int, _Worker] = {}
-        self._spare: _Worker | None = None
+        self._spares: list[_Worker] = []  # oldest first
         self._closing = False
         self._failures = 0  # workers in a row that died before they were ready
         self._next_start = 0.0
@@ -168,8 +173,11 @@ class WorkerPool:
     # -- hand-off helpers ------------------------------------------------------------------
     def _take_spare(self) -> _Worker | None:
         with self._cond:
-            self._cond.wait_for(lambda: self._spare is not None or self._closing, START_LIMIT)
-            worker, self._spare = self._spare, None
+            self._cond.wait_for(lambda: bool(self._spares) or self._closing, START_LIMIT)
+            ready = [w for w in self._spares if w.backend]
+            worker = ready[0] if ready else self._spares[0] if self._spares else None
+            if worker is not None:
+                self._spares.remove(worker)
         self._wake()  # the supervisor starts the next spare
         return None if self._closing else worker
 
@@ -193,12 +201,13 @@ class WorkerPool:
                 with self._cond:
                     if self._closing and not self._workers:
                         return
-                    need_spare = self._spare is None and not self._closing
+                    missing = 0 if self._closing else self.spares - len(self._spares)
                 delay = 1.0
-                if need_spare:
+                if missing > 0:
                     delay = self._next_start - time.monotonic()
                     if delay <= 0:
-                        self._start_worker()
+                        for _ in range(missing):
+                            self._start_worker()
                         delay = 1.0
                 for key, _ in self._selector.select(min(delay, 1.0)):
                     if key.data is None:
@@ -232,7 +241,7 @@ class WorkerPool:
         self._selector.register(channel.sock, selectors.EVENT_READ, worker)
         with self._cond:
             self._workers[worker.pid] = worker
-            self._spare = worker
+            self._spares.append(worker)
             closing = self._closing
             self._cond.notify_all()
         if closing:
@@ -256,7 +265,7 @@ class WorkerPool:
                 self._failures = 0
                 if self._backend is None:
                     self._backend = worker.backend
-                role = "spare" if worker is self._spare else f"serving {worker.peer}"
+                role = "spare" if worker in self._spares else f"serving {worker.peer}"
                 self._cond.notify_all()
             log.info("worker %d ready (backend %s, %s)", worker.pid, worker.backend, role)
         elif fields[0] == "session" and len(fields) >= 2:
@@ -276,8 +285,8 @@ class WorkerPool:
             status = worker.process.wait()
         with self._cond:
             del self._workers[worker.pid]
-            if self._spare is worker:
-                self._spare = None
+            if worker in self._spares:
+                self._spares.remove(worker)
             self._cond.notify_all()
         log.info(
             "worker %d ended (%s): session %s, peer %s",

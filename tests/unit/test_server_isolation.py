@@ -13,8 +13,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import psutil
@@ -29,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CUBIN = ROOT / "tests" / "kernels" / "test_kernels.sm_90.cubin"
 LIMIT = 60.0  # seconds anything may take before the test gives up
 E = cuda.CUresult
+T = TypeVar("T")
 
 
 @dataclass
@@ -55,7 +58,7 @@ class Server:
         return found[1] if found else None
 
 
-def wait_for(probe: Callable[[], object], what: str) -> object:
+def wait_for(probe: Callable[[], T], what: str) -> T:
     deadline = time.monotonic() + LIMIT
     while not (found := probe()):
         if time.monotonic() > deadline:
@@ -64,13 +67,14 @@ def wait_for(probe: Callable[[], object], what: str) -> object:
     return found
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    ready, log_path = tmp_path / "ready", tmp_path / "server.log"
+@contextmanager
+def running_server(folder: Path, *options: str) -> Iterator[Server]:
+    ready, log_path = folder / "ready", folder / "server.log"
     with open(log_path, "wb") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "cricket_server", "--backend", "sim", "--isolation", "process",
-             "--sim-memory", "256M", "--listen", "127.0.0.1:0", "--ready-file", str(ready)],
+             "--sim-memory", "256M", "--listen", "127.0.0.1:0", "--ready-file", str(ready),
+             *options],
             cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
         )  # fmt: skip
     try:
@@ -83,6 +87,12 @@ def server(tmp_path: Path) -> Iterator[Server]:
             child.kill()
         process.kill()
         process.wait()
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    with running_server(tmp_path) as srv:
+        yield srv
 
 
 def _children(pid: int) -> list[psutil.Process]:
@@ -239,3 +249,16 @@ def test_workers_do_not_outlive_a_killed_server(server: Server) -> None:
             wait_for(lambda w=worker: _gone(w.pid), f"worker {worker.pid} to exit")
     finally:
         conn.close()
+
+
+def test_spare_workers_wait_for_a_burst_of_connections(tmp_path: Path) -> None:
+    with running_server(tmp_path, "--spare-workers", "2") as server:
+        spares = wait_for(
+            lambda: server.spares() if len(server.spares()) == 2 else None, "2 spares"
+        )
+        one, two = _session(server.address), _session(server.address)
+        try:
+            assert {server.worker_of(one), server.worker_of(two)} == set(spares)
+        finally:
+            one.close()
+            two.close()
