@@ -28,31 +28,54 @@ __all__ = ["main"]
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cricket-run",
+        usage="cricket-run [--server ADDR] (script.py | -m MODULE) [args...]",
         description="Run a cuda-python program unmodified, its CUDA calls on a remote GPU.",
     )
     parser.add_argument(
         "--server", metavar="ADDR", help=f"host:port or unix:/path (default: ${ADDRESS_ENV})"
     )
     parser.add_argument("-m", dest="module", metavar="MODULE", help="run a module as a script")
-    parser.add_argument("args", nargs=argparse.REMAINDER, help="script.py [args...]")
     return parser
 
 
+def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(cricket-run's own options, the program and its arguments): options end at the script
+    or at `-m MODULE`; everything after belongs to the program, `--help` included."""
+    ours: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg in ("--server", "-m") and i + 1 < len(argv):
+            ours += argv[i : i + 2]
+            i += 2
+            if arg == "-m":
+                break
+        elif arg.startswith("--server=") or (arg.startswith("-") and arg not in ("-", "--")):
+            ours.append(arg)
+            i += 1
+        else:
+            i += arg == "--"
+            break
+    return ours, list(argv[i:])
+
+
 def main(argv: Sequence[str] | None = None) -> Any:
-    args = _parser().parse_args(argv)
-    if args.module is None and not args.args:
-        _parser().error("name a script (or -m MODULE) to run")
+    parser = _parser()
+    ours, program = split_argv(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(ours)
+    if args.module is None and not program:
+        parser.error("name a script (or -m MODULE) to run")
     if not (args.server or os.environ.get(ADDRESS_ENV)):
-        _parser().error(f"no server: pass --server host:port or set {ADDRESS_ENV}")
+        parser.error(f"no server: pass --server host:port or set {ADDRESS_ENV}")
+    if args.module is None and not os.path.exists(program[0]):
+        parser.error(f"{program[0]}: no such file")
     install(args.server)
     if args.module is not None:
-        sys.argv = [args.module, *args.args]
+        sys.argv = [args.module, *program]
         sys.path.insert(0, os.getcwd())
         runpy.run_module(args.module, run_name="__main__", alter_sys=True)
         return 0
-    script, *rest = args.args
-    if not os.path.exists(script):
-        _parser().error(f"{script}: no such file")
+    script, *rest = program
     sys.argv = [script, *rest]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     runpy.run_path(script, run_name="__main__")
