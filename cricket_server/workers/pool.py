@@ -123,11 +123,6 @@ class WorkerPool:
             raise WorkerStartError(error or f"no worker got ready within {timeout:.0f} s")
         return backend
 
-    def pids(self) -> list[int]:
-        """The live workers' process ids (spare included)."""
-        with self._cond:
-            return list(self._workers)
-
     def hand_off(self, sock: socket.socket, peer: object) -> None:
         """Give an accepted connection to the spare worker (`RpcServer`'s `hand_off`)."""
         who = format_peer(peer)
@@ -136,13 +131,14 @@ class WorkerPool:
                 worker = self._take_spare()
                 if worker is None:
                     break
+                worker.peer = who
                 try:
                     worker.channel.send_socket(sock)
                 except OSError as exc:
+                    worker.peer = None
                     log.warning("worker %d did not take the connection from %s: %s",
                                 worker.pid, who, exc)  # fmt: skip
                     continue
-                worker.peer = who
                 log.info("connection from %s handed to worker %d", who, worker.pid)
                 return
             log.error("no worker took the connection from %s; closing it", who)
@@ -207,7 +203,8 @@ class WorkerPool:
                     delay = self._next_start - time.monotonic()
                     if delay <= 0:
                         for _ in range(missing):
-                            self._start_worker()
+                            if not self._start_worker():
+                                break
                         delay = 1.0
                 for key, _ in self._selector.select(min(delay, 1.0)):
                     if key.data is None:
@@ -221,10 +218,11 @@ class WorkerPool:
                 self._signal(worker, signal.SIGKILL)
                 worker.process.wait()
             with self._cond:
+                self._closing = True  # connections are refused from now on
                 self._start_error = self._start_error or "the worker supervisor failed"
                 self._cond.notify_all()
 
-    def _start_worker(self) -> None:
+    def _start_worker(self) -> bool:
         channel, theirs = ControlChannel.pair()
         try:
             process = subprocess.Popen(
@@ -234,7 +232,7 @@ class WorkerPool:
             channel.close()
             log.error("could not start a worker: %s", exc)
             self._count_failure(f"could not start a worker: {exc}")
-            return
+            return False
         finally:
             theirs.close()
         worker = _Worker(process, channel)
@@ -247,6 +245,7 @@ class WorkerPool:
         if closing:
             self._signal(worker, signal.SIGTERM)
         log.debug("worker %d started", worker.pid)
+        return True
 
     def _on_message(self, worker: _Worker) -> None:
         try:

@@ -7,6 +7,7 @@ from the server's log (the worker's own lines carry "[worker PID]"), their fate 
 from __future__ import annotations
 
 import ctypes
+import os
 import re
 import signal
 import subprocess
@@ -262,3 +263,19 @@ def test_spare_workers_wait_for_a_burst_of_connections(tmp_path: Path) -> None:
         finally:
             one.close()
             two.close()
+
+
+def test_a_backend_that_no_worker_can_create_stops_the_server_with_its_reason(
+    tmp_path: Path,
+) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "cricket_server", "--backend", "cuda", "--isolation", "process",
+         "--listen", "127.0.0.1:0", "--ready-file", str(tmp_path / "ready")],
+        cwd=ROOT, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""}, capture_output=True,
+        text=True, timeout=LIMIT,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "could not create the cuda backend" in result.stderr
+    assert re.search(r"--isolation process: worker \d+ ended \(exit status 1\) before it was ready",
+                     result.stderr)  # fmt: skip
+    assert not (tmp_path / "ready").exists()
