@@ -16,6 +16,7 @@ from .connection import Connection, get_connection
 from .errors import CricketClientError, error_name
 from .reconnect import enable_reconnect
 from .reconnect import redirect as _redirect
+from .replay import replay_log
 
 __all__ = ["CheckpointFailed", "CheckpointInfo", "checkpoint", "redirect"]
 
@@ -49,6 +50,8 @@ def checkpoint(
     if reply.err != 0:
         raise CheckpointFailed(f"checkpoint {target}: {error_name(reply.err)}: {reply.value}")
     enable_reconnect(conn)
+    book = replay_log(conn)
+    book.restart_at(book.seq, target)  # the checkpoint holds every call sent so far
     done = reply.value
     return CheckpointInfo(target, done.sessions, done.bytes, done.stored_bytes)
 

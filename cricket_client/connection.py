@@ -38,6 +38,7 @@ from cricket_xdr.xdr import Encoder
 
 from .errors import HelloRefused, NotConnectedError, error_name
 from .reconnect import CallsLost, resume_after_loss
+from .replay import calls_of, renew_log, replay_log
 
 __all__ = [
     "Connection",
@@ -104,12 +105,19 @@ def _resuming(method: F) -> F:
 
     @functools.wraps(method)
     def wrapper(self: Connection, *args: Any, **kwargs: Any) -> Any:
+        book = replay_log(self)
+        mark = book.begin(calls_of(method.__name__, self, args))
         try:
-            return method(self, *args, **kwargs)
+            result = method(self, *args, **kwargs)
         except ConnectionLost as lost:
+            book.rollback(mark)
             if not resume_after_loss(self, lost):
                 raise
-        return method(self, *args, **kwargs)
+            return wrapper(self, *args, **kwargs)
+        book.settle(mark, result)
+        if book.full():
+            renew_log(self)
+        return result
 
     return wrapper  # type: ignore[return-value]
 

@@ -27,6 +27,7 @@ from cricket_xdr.rpc.client import RpcClient
 from cricket_xdr.rpc.errors import ConnectionLost, RpcError
 
 from .errors import CricketClientError, HelloRefused, error_name
+from .replay import replay
 
 if TYPE_CHECKING:
     from .connection import Connection
@@ -131,6 +132,9 @@ def resume_after_loss(conn: Connection, lost: BaseException) -> bool:
                 if reply.err == 0 and reply.value.session_id == conn.info.session_id:
                     conn.adopt_transport(address, rpc)
                     log.warning("session %#x: resumed on %s", conn.info.session_id, address)
+                    replay(conn)
+                    if isinstance(conn._deferred_exception, CallsLost):
+                        conn._deferred_exception = None  # the replay sent them again
                     return True
                 rpc.close()
                 reason = (

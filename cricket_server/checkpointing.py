@@ -211,6 +211,7 @@ def snapshot_session(
         peer=session.peer[: ck.CHECKPOINT_MAX_NAME],
         client_name=session.client_name[: ck.CHECKPOINT_MAX_NAME],
         initialized=session.initialized,
+        calls=session.calls,
         context_stack=session.context_stack(),
         contexts=[
             ck.context_image(
@@ -415,6 +416,7 @@ class _Restorer:
         for d in image.devices:
             self.limits(d)
         self.session.set_context_state(image.initialized, image.context_stack)
+        self.session.calls = image.calls
 
     def _write(self, dev: int, addr: int, data: bytes) -> None:
         view = memoryview(data)

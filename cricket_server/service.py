@@ -81,6 +81,7 @@ class CricketService(proto.CRICKET_V1_Server):
             state.last_error = f"{call}: no session on this connection (call HELLO first)"
             return CUDA_ERROR_NOT_INITIALIZED, None
         with session.lock:
+            session.calls += 1
             try:
                 return CUDA_SUCCESS, fn(session)
             except CudaError as e:
@@ -178,6 +179,13 @@ class CricketService(proto.CRICKET_V1_Server):
                     CUDA_ERROR_INVALID_VALUE, f"checkpoint: no session {session_id:#x} here"
                 )
         return checkpoint_call(self.manager, sessions, path)
+
+    def SESSION_CALLS(self, ctx: Any) -> proto.u64_result:
+        session = self._state(ctx).session
+        if session is None or session.closed:
+            return proto.u64_result(CUDA_ERROR_NOT_INITIALIZED, None)
+        with session.lock:
+            return proto.u64_result(CUDA_SUCCESS, session.calls)
 
     def GET_ERROR_MESSAGE(self, ctx: Any) -> str:
         state = self._state(ctx)

@@ -228,6 +228,7 @@ class Session:
         self.last_error = ""
         self.closed = False
         self.resumable = False  # a restored session no connection has taken yet
+        self.calls = 0  # calls executed (CricketService._run counts them; replay needs it)
         self.initialized = False
         self.handles = HandleTable(manager.registry, session_id)
         self._stack: list[int] = []  # context handles, top last

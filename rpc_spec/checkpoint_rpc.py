@@ -333,6 +333,7 @@ class session_image:
     peer: ckpt_name
     client_name: ckpt_name
     initialized: bool
+    calls: int
     context_stack: list[ckpt_handle]
     contexts: list[context_image]
     devices: list[device_image]
@@ -538,6 +539,7 @@ xdr_session_image.define(
         ('peer', xdr_ckpt_name),
         ('client_name', xdr_ckpt_name),
         ('initialized', _xdr.xdr_bool),
+        ('calls', _xdr.xdr_u_hyper),
         ('context_stack', _xdr.VarArray(xdr_ckpt_handle, None)),
         ('contexts', _xdr.VarArray(xdr_context_image, None)),
         ('devices', _xdr.VarArray(xdr_device_image, None)),

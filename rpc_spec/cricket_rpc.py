@@ -102,6 +102,7 @@ __all__ = [
     'RT_MEMSET_2D',
     'CHECKPOINT_SESSION',
     'CHECKPOINT_SERVER',
+    'SESSION_CALLS',
     'int_result',
     'u64_result',
     'handle_result',
@@ -285,6 +286,7 @@ RT_MEMCPY_2D_DTOD = 203
 RT_MEMSET_2D = 204
 CHECKPOINT_SESSION = 300
 CHECKPOINT_SERVER = 301
+SESSION_CALLS = 302
 
 
 @_dc.dataclass(slots=True)
@@ -2602,6 +2604,16 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 301, _enc.buffers())
         return _Pending(call, xdr_checkpoint_result.decode)
 
+    def SESSION_CALLS(self, *, timeout: float | None = None) -> u64_result:
+        """Call SESSION_CALLS (302) and wait for its result."""
+        body = self._rpc.call(0x20c0ffee, 1, 302, b"", timeout=timeout)
+        return xdr_u64_result.decode(body)  # type: ignore[no-any-return]
+
+    def SESSION_CALLS_async(self) -> _Pending:
+        """Send SESSION_CALLS (302); ``.result(timeout)`` gives the result."""
+        call = self._rpc.call_async(0x20c0ffee, 1, 302, b"")
+        return _Pending(call, xdr_u64_result.decode)
+
 
 class CRICKET_V1_Server:
     """Service of program CRICKET_PROG version CRICKET_V1: subclass it, override what
@@ -2849,6 +2861,9 @@ class CRICKET_V1_Server:
         ),
         301: _Procedure(
             301, 'CHECKPOINT_SERVER', (xdr_ckpt_path, _xdr.xdr_u_hyper), xdr_checkpoint_result
+        ),
+        302: _Procedure(
+            302, 'SESSION_CALLS', (), xdr_u64_result
         ),
     }
 
@@ -3171,3 +3186,7 @@ class CRICKET_V1_Server:
     def CHECKPOINT_SERVER(self, ctx: Any, arg1: ckpt_path, arg2: int) -> checkpoint_result:
         """CHECKPOINT_SERVER (301): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CHECKPOINT_SERVER")
+
+    def SESSION_CALLS(self, ctx: Any) -> u64_result:
+        """SESSION_CALLS (302): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.SESSION_CALLS")

@@ -40,6 +40,7 @@ def _blob_session(sink: BlobSink, contents: list[bytes]) -> ck.session_image:
         peer="127.0.0.1:1",
         client_name="test",
         initialized=True,
+        calls=12,
         context_stack=[1 << 56 | 1],
         contexts=[
             ck.context_image(handle=1 << 56 | 1, dev=0, flags=0, primary=True, retain_count=1)

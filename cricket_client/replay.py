@@ -1,0 +1,255 @@
+"""The client's bounded log of the calls made since the last checkpoint, replayed against a
+restored server so that a server crash loses no acknowledged work.
+
+Every call the server counts (all but HELLO, GOODBYE, GET_ERROR_MESSAGE and the checkpoint
+procedures: `CricketService._run` counts each call it dispatches) gets the next sequence
+number here, in the order it is sent (the server executes a connection's calls in that
+order). Once the program took a checkpoint (`cricket_client.checkpoint`, which starts the
+log afresh) or `enable_replay(conn)` was called, each call is also logged with a copy of its
+arguments, host data included. After a reconnect the restored session says how many calls
+its checkpoint holds (SESSION_CALLS); the logged calls after that number are sent again, in
+order, and a replayed allocation or creation must give the same pointer or handle as the
+first time, else `ReplayDiverged`.
+
+Bounded: when the log would hold more than `max_bytes`, the client first takes a new
+checkpoint at the path of its last one (which empties the log); without a known path it
+stops logging, and a later reconnect raises `CallsLost` instead of replaying.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .errors import CricketClientError
+
+if TYPE_CHECKING:
+    from .connection import Connection
+
+__all__ = [
+    "ReplayDiverged",
+    "ReplayLog",
+    "MAX_BYTES_ENV",
+    "enable_replay",
+    "renew_log",
+    "replay",
+    "replay_log",
+]
+
+log = logging.getLogger("cricket_client.replay")
+
+MAX_BYTES_ENV = "CRICKET_REPLAY_LOG_BYTES"
+DEFAULT_MAX_BYTES = 256 << 20
+ENTRY_OVERHEAD = 64
+UNCOUNTED = frozenset(
+    {
+        "HELLO",
+        "GOODBYE",
+        "GET_ERROR_MESSAGE",
+        "CHECKPOINT_SESSION",
+        "CHECKPOINT_SERVER",
+        "SESSION_CALLS",
+    }
+)
+# results whose value a replay must reproduce exactly (pointers and handles)
+_IDENTITY_RESULTS = frozenset({"ptr_result", "handle_result", "pitch_result", "module_load_result"})
+_ATTR = "_replay_log"
+
+
+class ReplayDiverged(CricketClientError):
+    """A replayed call answered otherwise than the first time (another pointer or handle)."""
+
+
+def _freeze(value: Any) -> tuple[Any, int]:
+    """(a copy that later changes of the caller's buffers cannot reach, bytes it holds)."""
+    if isinstance(value, bytes | str | int | float | bool) or value is None:
+        return value, len(value) if isinstance(value, bytes) else 0
+    if isinstance(value, list | tuple):
+        items = [_freeze(v) for v in value]
+        return type(value)(v for v, _ in items), sum(n for _, n in items)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes, size = {}, 0
+        for f in dataclasses.fields(value):
+            frozen, n = _freeze(getattr(value, f.name))
+            changes[f.name] = frozen
+            size += n
+        return dataclasses.replace(value, **changes), size
+    try:
+        data = bytes(memoryview(value).cast("B"))
+    except TypeError:
+        return value, 0
+    return data, len(data)
+
+
+@dataclass
+class Entry:
+    seq: int
+    proc: str
+    args: tuple[Any, ...]
+    size: int
+    expect: Any = None  # the first reply, for calls that give pointers or handles
+
+
+class ReplayLog:
+    """Sequence numbers of a connection's counted calls, and the log since the last checkpoint."""
+
+    def __init__(self, max_bytes: int | None = None) -> None:
+        if max_bytes is None:
+            max_bytes = int(os.environ.get(MAX_BYTES_ENV) or DEFAULT_MAX_BYTES)
+        self.max_bytes = max_bytes
+        self.seq = 0  # counted calls sent on this session
+        self.base = 0  # seq at the checkpoint the log starts from
+        self.enabled = False
+        self.overflowed = False
+        self.checkpoint_path: str | None = None
+        self.entries: deque[Entry] = deque()
+        self.bytes = 0
+        self.renewing = False
+
+    def restart_at(self, seq: int, path: str | None = None) -> None:
+        """A checkpoint holding every call up to `seq` exists: log from there."""
+        self.enabled = True
+        self.base = seq
+        self.entries.clear()
+        self.bytes = 0
+        self.overflowed = False
+        if path is not None:
+            self.checkpoint_path = path
+
+    def begin(self, calls: list[tuple[str, tuple[Any, ...]]]) -> tuple[int, int]:
+        """Number (and log) the calls about to be sent; the mark undoes it (`rollback`)."""
+        mark = (self.seq, len(self.entries))
+        for proc, args in calls:
+            if proc in UNCOUNTED:
+                continue
+            self.seq += 1
+            if self.enabled and not self.overflowed:
+                frozen, size = _freeze(args)
+                self.entries.append(Entry(self.seq, proc, frozen, size + ENTRY_OVERHEAD))
+                self.bytes += size + ENTRY_OVERHEAD
+        return mark
+
+    def rollback(self, mark: tuple[int, int]) -> None:
+        """Forget calls that were never answered (they are sent again)."""
+        seq, count = mark
+        self.seq = seq
+        while len(self.entries) > count:
+            self.bytes -= self.entries.pop().size
+
+    def settle(self, mark: tuple[int, int], result: Any) -> None:
+        """Keep the reply of a call that gave a pointer or handle, to check its replay."""
+        reply = result[1] if isinstance(result, tuple) and len(result) == 2 else result
+        if len(self.entries) == mark[1] + 1 and type(reply).__name__ in _IDENTITY_RESULTS:
+            self.entries[-1].expect = reply
+
+    def full(self) -> bool:
+        return (
+            self.enabled
+            and not self.overflowed
+            and not self.renewing
+            and self.bytes > self.max_bytes
+        )
+
+    def give_up(self) -> None:
+        log.warning(
+            "replay log over %d bytes and no checkpoint path to renew it: stopped logging",
+            self.max_bytes,
+        )
+        self.overflowed = True
+        self.entries.clear()
+        self.bytes = 0
+
+    def to_replay(self, restored: int) -> list[Entry] | str:
+        """The entries after call `restored`, or why they cannot be had."""
+        if not self.enabled:
+            return "no replay log (no checkpoint taken by this client)"
+        if self.overflowed:
+            return f"the replay log outgrew its bound of {self.max_bytes} bytes"
+        if restored < self.base:
+            return (
+                f"the restored session holds {restored} calls, older than the replay log, which "
+                f"starts after call {self.base}"
+            )
+        if restored > self.seq:
+            return f"the restored session holds {restored} calls, more than the {self.seq} sent"
+        return [e for e in self.entries if e.seq > restored]
+
+
+def replay_log(conn: Connection) -> ReplayLog:
+    found = conn.__dict__.get(_ATTR)
+    if found is None:
+        found = conn.__dict__[_ATTR] = ReplayLog()
+    return found  # type: ignore[no-any-return]
+
+
+def enable_replay(conn: Connection, path: str | None = None) -> None:
+    """Log from now on (a checkpoint holding every call so far exists, at `path` if given)."""
+    replay_log(conn).restart_at(replay_log(conn).seq, path)
+
+
+def renew_log(conn: Connection) -> None:
+    """The log outgrew its bound: checkpoint again at the last path (emptying it), else stop."""
+    book = replay_log(conn)
+    if book.checkpoint_path is None:
+        book.give_up()
+        return
+    from .checkpoints import checkpoint
+
+    book.renewing = True
+    try:
+        checkpoint(book.checkpoint_path, connection=conn)
+    finally:
+        book.renewing = False
+
+
+def calls_of(
+    method: str, conn: Connection, args: tuple[Any, ...]
+) -> list[tuple[str, tuple[Any, ...]]]:
+    """The (procedure, arguments) a Connection call method is about to send."""
+    if method in ("sync", "post"):
+        return [(args[0], tuple(args[1:]))]
+    if method == "sync_many":
+        return [(args[0], tuple(a)) for a in args[1]]
+    if method == "sync_into":
+        return [(args[0], tuple(a)) for a, _view in args[1]]
+    if method == "param_layout" and args[0] not in conn._param_info:
+        return [("CU_FUNC_GET_PARAM_INFO", (args[0],))]
+    return []
+
+
+def replay(conn: Connection) -> None:
+    """After a resume: send again what the restored session lacks (see the module docstring)."""
+    from .reconnect import CallsLost
+
+    book = replay_log(conn)
+    reply = conn._stub.SESSION_CALLS()
+    if reply.err != 0:
+        raise CallsLost(f"resume: the server does not say how many calls it holds ({reply.err})")
+    restored = int(reply.value)
+    todo = book.to_replay(restored)
+    if isinstance(todo, str):
+        if restored != book.seq:
+            raise CallsLost(
+                f"{book.seq - restored} call(s) are not in the restored session: {todo}"
+            )
+        return
+    log.warning(
+        "replaying %d call(s) made after the checkpoint (calls %d..%d)",
+        len(todo),
+        restored + 1,
+        book.seq,
+    )
+    for entry in todo:
+        method = getattr(conn._stub, entry.proc)
+        again = method(*entry.args)
+        if entry.expect is not None and again != entry.expect:
+            raise ReplayDiverged(
+                f"replay of {entry.proc} (call {entry.seq}) answered {again}, the first time {entry.expect}"
+            )
+        err = again if isinstance(again, int) else int(getattr(again, "err", 0))
+        if err:
+            log.warning("replayed %s (call %d) failed with %d", entry.proc, entry.seq, err)

@@ -1,0 +1,88 @@
+"""Helpers of the checkpoint behaviour tests: servers of their own (they get killed)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from behaviour_helpers import BACKEND, ROOT, check
+
+from cricket_client import driver as cuda
+
+
+class ServerProcess:
+    """A cricket-server or cricket-restart subprocess on a free loopback port."""
+
+    def __init__(self, args: list[str], folder: Path, name: str) -> None:
+        self.ready = folder / f"{name}.ready"
+        self.log = folder / f"{name}.log"
+        with open(self.log, "wb") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, *args, "--ready-file", str(self.ready)],
+                cwd=ROOT,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + 120
+        while not self.ready.exists():
+            if self.proc.poll() is not None:
+                pytest.fail(f"{name} exited with {self.proc.returncode}:\n{self.log.read_text()}")
+            if time.monotonic() > deadline:
+                self.stop()
+                pytest.fail(f"{name} did not get ready:\n{self.log.read_text()}")
+            time.sleep(0.05)
+        self.address = self.ready.read_text().strip()
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def server_list() -> Iterator[list[ServerProcess]]:
+    """For a fixture: the servers a test starts, stopped at its end."""
+    started: list[ServerProcess] = []
+    yield started
+    for server in started:
+        server.stop()
+
+
+def start_server(servers: list[ServerProcess], folder: Path) -> ServerProcess:
+    args = ["-m", "cricket_server", "--listen", "127.0.0.1:0", "--backend", BACKEND]
+    servers.append(ServerProcess(args, folder, f"server{len(servers)}"))
+    return servers[-1]
+
+
+def start_restart(servers: list[ServerProcess], folder: Path, ckpt: Path) -> ServerProcess:
+    args = [
+        "-m",
+        "checkpoint",
+        "restart",
+        str(ckpt),
+        "--listen",
+        "127.0.0.1:0",
+        "--backend",
+        BACKEND,
+    ]
+    servers.append(ServerProcess(args, folder, f"restart{len(servers)}"))
+    return servers[-1]
+
+
+def read(ptr: Any, size: int) -> bytes:
+    out = bytearray(size)
+    check(cuda.cuMemcpyDtoH(out, ptr, size))
+    return bytes(out)
