@@ -9,7 +9,10 @@ thread's device, retained on first use and made current as the CUDA runtime does
 - Errors: a failing call also becomes the thread's last error, which stays until
   cudaGetLastError reads and resets it (cudaPeekAtLastError reads it only), whatever succeeds
   in between; errors of pipelined work (launches, asynchronous copies) arrive with the next
-  synchronizing call (D6). cudaGetErrorName/String answer locally.
+  synchronizing call (D6). A sticky error (illegal address, launch failure, ...: the context
+  is unusable, the server fails every later call of the session) is never reset:
+  cudaGetLastError keeps returning it while that session lasts, as a local process would
+  until it exits. cudaGetErrorName/String answer locally.
 - Memory: device pointers are ints, as in cuda-python. cudaMallocHost, cudaHostAlloc and
   cudaFreeHost allocate on this machine; what "pinned" means remotely is said in
   `cricket_client.runtime_host`: page-locked here with mlock where allowed, never mapped into
@@ -40,11 +43,11 @@ from ._runtime_enums import (
 )
 from ._types import CUdeviceptr, CUfunction, CUkernel, CUlibrary, as_int
 from .connection import Connection, get_connection
-from .errors import NotSupportedRemotely
+from .errors import NotConnectedError, NotSupportedRemotely
 from .host_buffers import HostBufferError, check_writable, read_host, write_host
 from .runtime_host import PINNED
 from .runtime_props import ATTRIBUTES, cudaDeviceProp, properties_from
-from .runtime_state import activate, forget_functions, initialize, kernel_function
+from .runtime_state import STICKY_ERRORS, activate, forget_functions, initialize, kernel_function
 from .runtime_state import thread_state as _thread_state
 from .runtime_types import (
     as_dim3,
@@ -76,11 +79,19 @@ def _error(code: Any) -> cudaError_t | int:
         return int(code)
 
 
-def _record(err: Any) -> cudaError_t | int:
+def _record(err: Any, conn: Connection | None = None) -> cudaError_t | int:
     code = _error(err)
     if code not in (_SUCCESS, _NOT_READY):
-        _thread_state().last_error = int(code)
+        sticky = int(code) in STICKY_ERRORS
+        _thread_state().record(int(code), conn or (_current() if sticky else None))
     return code
+
+
+def _current() -> Connection | None:
+    try:
+        return get_connection()
+    except NotConnectedError:
+        return None
 
 
 def _ret(err: Any, *values: Any) -> tuple[Any, ...]:
@@ -120,13 +131,11 @@ def _stream(s: Any) -> Any:
 
 
 def cudaGetLastError() -> tuple[Any]:  # noqa: N802
-    state = _thread_state()
-    code, state.last_error = state.last_error, 0
-    return (_error(code),)
+    return (_error(_thread_state().take()),)
 
 
 def cudaPeekAtLastError() -> tuple[Any]:  # noqa: N802
-    return (_error(_thread_state().last_error),)
+    return (_error(_thread_state().peek()),)
 
 
 def cudaGetErrorName(error: Any) -> tuple[Any, bytes]:  # noqa: N802
@@ -171,7 +180,7 @@ def cudaSetDevice(device: int) -> tuple[Any]:  # noqa: N802
     err = initialize(conn)
     if not err:
         err, count = driver.cuDeviceGetCount()
-        if not err and not 0 <= int(device) < count:
+        if not err and not 0 <= int(device) < (count or 0):
             return _fail(
                 conn,
                 cudaError_t.cudaErrorInvalidDevice,
@@ -452,10 +461,10 @@ def _memcpy2d(
                     write_host(dst, data[i * width : (i + 1) * width], f"{call}: dst", (r + i) * dpitch)
             return (_SUCCESS,)
         if k == cudaMemcpyKind.cudaMemcpyDeviceToDevice:
-            args = (as_int(dst), dpitch, as_int(src), spitch, width, height, wire_stream)
+            dtod = (as_int(dst), dpitch, as_int(src), spitch, width, height, wire_stream)
             if stream is None:
-                return _ret(conn.sync("RT_MEMCPY_2D_DTOD", *args)[0])
-            conn.post("RT_MEMCPY_2D_DTOD", *args)
+                return _ret(conn.sync("RT_MEMCPY_2D_DTOD", *dtod)[0])
+            conn.post("RT_MEMCPY_2D_DTOD", *dtod)
             return (_SUCCESS,)
         if k == cudaMemcpyKind.cudaMemcpyHostToHost:
             if stream is not None:
@@ -557,7 +566,7 @@ def cudaPointerGetAttributes(ptr: Any) -> tuple[Any, cudaPointerAttributes | Non
         device = _thread_state().device if pinned else _INVALID_DEVICE_ID
         return (_SUCCESS, cudaPointerAttributes(type=kind, device=device, hostPointer=address))
     err, values = driver.cuPointerGetAttributes(len(_POINTER_QUERY), _POINTER_QUERY, address)
-    if err:
+    if err or values is None:
         return _ret(err, None)
     if values[0] is None:
         return _fail(conn, _INVALID_VALUE, f"cudaPointerGetAttributes: {address:#x} is not allocated", 1)

@@ -146,6 +146,7 @@ ATTRIBUTES: tuple[int, ...] = tuple(
 
 
 class cudaDeviceProp(Struct):  # noqa: N801 (cuda-python's name)
+    uuid: Any
     FIELDS: ClassVar[dict[str, Any]] = {
         "name": b"",
         "uuid": None,

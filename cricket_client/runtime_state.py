@@ -16,10 +16,15 @@ import weakref
 from dataclasses import dataclass, field
 
 from . import driver
-from ._types import CUcontext, CUdevice, CUkernel
+from ._types import CUcontext, CUdevice, CUkernel, as_int
 from .connection import Connection
 
 __all__ = ["ThreadState", "ConnectionState", "thread_state", "connection_state", "activate"]
+
+
+# Errors that leave the CUDA context unusable: every later call fails with them, and
+# cudaGetLastError cannot clear them (the session must end, as a local process must exit).
+STICKY_ERRORS = frozenset({214, 700, 714, 715, 716, 717, 718, 719})
 
 
 class ThreadState(threading.local):
@@ -27,7 +32,34 @@ class ThreadState(threading.local):
 
     def __init__(self) -> None:
         self.device = 0
-        self.last_error = 0
+        self._last_error = 0
+        self._sticky: tuple[weakref.ref[Connection], int] | None = None
+
+    def record(self, code: int, conn: Connection | None) -> None:
+        """A failed call: its error becomes the last error; a sticky one stays with `conn`."""
+        self._last_error = code
+        if code in STICKY_ERRORS and conn is not None:
+            self._sticky = (weakref.ref(conn), code)
+
+    def sticky(self) -> int:
+        """The sticky error of a session still open, else 0."""
+        if self._sticky is None:
+            return 0
+        ref, code = self._sticky
+        conn = ref()
+        if conn is None or conn.closed:
+            self._sticky = None
+            return 0
+        return code
+
+    def peek(self) -> int:
+        return self._last_error or self.sticky()
+
+    def take(self) -> int:
+        """The last error, reset to success (or to the sticky error, which stays)."""
+        code = self.peek()
+        self._last_error = 0
+        return code
 
 
 @dataclass
@@ -85,20 +117,20 @@ def activate(conn: Connection, dev: int | None = None) -> int:
             err, current = driver.cuCtxGetCurrent()
             if err:
                 return int(err)
-            if int(current):
+            if as_int(current):
                 err, device = driver.cuCtxGetDevice()
                 if err:
                     return int(err)
-                _thread.device = int(device)
+                _thread.device = as_int(device)
                 state.ready = True
                 return 0
             dev = _thread.device
         ctx = state.primary.get(dev)
         if ctx is None:
-            err, ctx = driver.cuDevicePrimaryCtxRetain(CUdevice(dev))
-            if err:
+            err, retained = driver.cuDevicePrimaryCtxRetain(CUdevice(dev))
+            if err or retained is None:
                 return int(err)
-            state.primary[dev] = ctx
+            ctx = state.primary[dev] = retained
         (err,) = driver.cuCtxSetCurrent(ctx)
         if err:
             return int(err)
@@ -118,8 +150,8 @@ def kernel_function(conn: Connection, kernel: int) -> tuple[int, int]:
         err, fn = driver.cuKernelGetFunction(CUkernel(kernel))
     if err:
         return int(err), 0
-    state.functions[key] = int(fn)
-    return 0, int(fn)
+    state.functions[key] = as_int(fn)
+    return 0, as_int(fn)
 
 
 def forget_functions(conn: Connection) -> None:

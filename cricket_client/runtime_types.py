@@ -91,6 +91,9 @@ class Struct:
 
 
 class dim3(Struct):  # noqa: N801
+    x: int
+    y: int
+    z: int
     FIELDS: ClassVar[dict[str, Any]] = {"x": 1, "y": 1, "z": 1}
 
 

@@ -335,3 +335,31 @@ def test_unsupported_names_fail_loudly() -> None:
         cudart.cudaGraphLaunch  # noqa: B018
     with pytest.raises(AttributeError, match="cudaNoSuchThing"):
         cudart.cudaNoSuchThing  # noqa: B018
+
+
+def test_a_sticky_error_is_never_reset(server_address: str) -> None:
+    """An illegal address spoils the context: cudaGetLastError cannot clear it; the session
+    must end (a new session starts clean)."""
+    conn = cricket_client.connect(server_address)
+    try:
+        cudart.cudaGetLastError()
+        cubin = (KERNELS / "test_kernels.sm_90.cubin").read_bytes()
+        lib = ok(cudart.cudaLibraryLoadData(cubin, None, None, 0, None, None, 0))
+        poke = ok(cudart.cudaLibraryGetKernel(lib, b"poke"))
+        bad = ((16, 1), (ctypes.c_void_p, ctypes.c_int))  # writes to address 16
+        assert cudart.cudaLaunchKernel(poke, 1, 1, bad, 0, 0) == (OK,)
+        illegal = cudart.cudaError_t.cudaErrorIllegalAddress
+        assert cudart.cudaDeviceSynchronize() == (illegal,)
+        assert cudart.cudaGetLastError() == (illegal,)
+        assert cudart.cudaGetLastError() == (illegal,)  # sticky
+        assert cudart.cudaPeekAtLastError() == (illegal,)
+        assert cudart.cudaDeviceSynchronize() == (illegal,)
+        assert cudart.cudaGetLastError() == (illegal,)
+    finally:
+        conn.close()
+    fresh = cricket_client.connect(server_address)
+    try:
+        assert cudart.cudaGetLastError() == (OK,)
+        ok(cudart.cudaFree(ok(cudart.cudaMalloc(64))))
+    finally:
+        fresh.close()
