@@ -106,12 +106,13 @@ def _resuming(method: F) -> F:
     @functools.wraps(method)
     def wrapper(self: Connection, *args: Any, **kwargs: Any) -> Any:
         book = replay_log(self)
+        transport = self._rpc
         mark = book.begin(calls_of(method.__name__, self, args))
         try:
             result = method(self, *args, **kwargs)
         except ConnectionLost as lost:
             book.rollback(mark)
-            if not resume_after_loss(self, lost):
+            if not resume_after_loss(self, lost, transport):
                 raise
             return wrapper(self, *args, **kwargs)
         book.settle(mark, result)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -49,6 +50,7 @@ _FIRST_DELAY = 0.05
 _MAX_DELAY = 2.0
 _ATTR_DEADLINE = "_reconnect_deadline"
 _ATTR_REDIRECT = "_reconnect_redirect"
+_RESUME_LOCK = threading.Lock()
 
 
 class CallsLost(CricketClientError):
@@ -91,15 +93,23 @@ def next_address(conn: Connection) -> str:
     return getattr(conn, _ATTR_REDIRECT, None) or os.environ.get(ADDRESS_ENV) or conn.address
 
 
-def resume_after_loss(conn: Connection, lost: BaseException) -> bool:
-    """Reconnect `conn` to its session; False when reconnecting is off for it. Raises the loss
-    (with the last reason) when the deadline passes, HelloRefused when every server reached
-    refused the token until then."""
-    from .connection import parse_address
-
+def resume_after_loss(conn: Connection, lost: BaseException, transport: object = None) -> bool:
+    """Reconnect `conn` to its session after `transport` (its RpcClient) failed; False when
+    reconnecting is off for it. Raises the loss (with the last reason) when the deadline
+    passes, HelloRefused when every server reached refused the token until then. Threads
+    that lose the same transport reconnect once."""
     deadline_s = reconnect_deadline(conn)
     if deadline_s <= 0 or conn.closed:
         return False
+    with _RESUME_LOCK:
+        if transport is not None and conn._rpc is not transport:
+            return True  # another thread has resumed the session meanwhile
+        return _resume(conn, lost, deadline_s)
+
+
+def _resume(conn: Connection, lost: BaseException, deadline_s: float) -> bool:
+    from .connection import parse_address
+
     proto = conn.proto
     deadline = time.monotonic() + deadline_s
     delay = _FIRST_DELAY
