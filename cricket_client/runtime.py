@@ -633,6 +633,13 @@ def cudaEventRecord(event: Any, stream: Any) -> tuple[Any]:  # noqa: N802
     return _with_context(lambda: driver.cuEventRecord(event, _stream(stream)), 0)
 
 
+def cudaEventRecordWithFlags(event: Any, stream: Any, flags: int) -> tuple[Any]:  # noqa: N802
+    """cudaEventRecordExternal only matters during stream capture, which is not offered."""
+    if int(flags) & ~cudaEventRecordExternal:  # noqa: F405
+        return _fail(get_connection(), _INVALID_VALUE, f"cudaEventRecordWithFlags: flags {flags}", 0)
+    return cudaEventRecord(event, stream)
+
+
 def cudaEventSynchronize(event: Any) -> tuple[Any]:  # noqa: N802
     return _with_context(lambda: driver.cuEventSynchronize(event), 0)
 

@@ -258,7 +258,7 @@ def test_events_time_and_order_streams(rt: cricket_client.Connection) -> None:
     ptr = ok(cudart.cudaMalloc(n))
     ok(cudart.cudaEventRecord(start, s1))
     ok(cudart.cudaMemsetAsync(ptr, 9, n, s1))
-    ok(cudart.cudaEventRecord(stop, s1))
+    ok(cudart.cudaEventRecordWithFlags(stop, s1, cudart.cudaEventRecordDefault))
     ok(cudart.cudaEventRecord(done, s1))
     ok(cudart.cudaStreamWaitEvent(s2, done, 0))
     out = np.zeros(n, np.uint8)
