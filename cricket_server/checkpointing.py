@@ -39,6 +39,7 @@ from checkpoint.format import CheckpointError
 from checkpoint.reader import Checkpoint
 from checkpoint.writer import BlobSink, CheckpointWriter
 from cricket_server.backends.base import CudaError
+from cricket_server.backends.sim.cubin import parse_image  # an image parser, used for any backend
 from cricket_server.resources import (
     ContextRecord,
     EventRecord,
@@ -130,6 +131,31 @@ def _device_of(session: Session, ctx: int) -> int:
     return 0
 
 
+def module_globals(session: Session, m: ModuleRecord, dev: int) -> dict[str, tuple[int, int]]:
+    """Every global of a module, name -> (address, size): those the client asked for and
+    those its image declares (a kernel may have changed a global nobody asked for)."""
+    found = dict(m.globals)
+    try:
+        names = parse_image(m.image).globals.keys()  # cubin, fatbin or PTX, on any backend
+    except CudaError as e:
+        log.warning(
+            "session %#x module %#x: its globals cannot be listed (%s); only the %d the client "
+            "asked for are saved",
+            session.id,
+            m.handle,
+            e.message,
+            len(found),
+        )
+        return found
+    with session.on_device(dev):
+        for name in names:
+            if name not in found:
+                with contextlib.suppress(CudaError):
+                    info = session.bsession.module_get_global(m.obj, name)
+                    found[name] = (info.address, info.size)
+    return found
+
+
 def snapshot_session(
     session: Session, sink: BlobSink, progress: Progress = _no_progress
 ) -> ck.session_image:
@@ -152,7 +178,7 @@ def snapshot_session(
         dev = _device_of(session, m.ctx)
         image = sink.write(f"{prefix}/module-{m.handle:x}", [m.image])
         globals_ = []
-        for i, (name, (addr, size)) in enumerate(sorted(m.globals.items())):
+        for i, (name, (addr, size)) in enumerate(sorted(module_globals(session, m, dev).items())):
             blob = sink.write(
                 f"{prefix}/global-{m.handle:x}-{i}", _pieces(session, dev, addr, size, progress)
             )

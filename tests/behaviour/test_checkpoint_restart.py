@@ -205,3 +205,30 @@ def test_cricket_checkpoint_asks_a_running_server(
         first.close()
         second.close()
     assert os.path.isdir(tmp_path / "all")
+
+
+def test_migration_to_another_server_with_an_explicit_redirect(
+    tmp_path: Path, servers: list[ServerProcess]
+) -> None:
+    """Checkpoint on one server, restart on another while the first still runs, point the
+    client at the second and stop the first: the client moves with its session."""
+    first = start_server(servers, tmp_path)
+    conn = open_session(first.address, make_default=True)
+    try:
+        data = random.Random(11).randbytes(200_000)
+        ptr = check(cuda.cuMemAlloc(len(data)))
+        check(cuda.cuMemcpyHtoD(ptr, data, len(data)))
+        kernels = check(cuda.cuModuleLoadData((KERNELS / "test_kernels.sm_90.cubin").read_bytes()))
+        add = check(cuda.cuModuleGetFunction(kernels, b"add_to_counter"))
+        check(cuda.cuLaunchKernel(add, 1, 1, 1, 8, 1, 1, 0, 0, ((2,), (ctypes.c_int,)), 0))
+        cricket_client.checkpoint(tmp_path / "moving")
+        second = start_restart(servers, tmp_path, tmp_path / "moving")
+        cricket_client.redirect(second.address)
+        first.stop()  # SIGTERM: the first server ends its sessions and connections
+        assert read(ptr, len(data)) == data
+        assert conn.address == second.address
+        check(cuda.cuLaunchKernel(add, 1, 1, 1, 8, 1, 1, 0, 0, ((1,), (ctypes.c_int,)), 0))
+        counter, _ = check(cuda.cuModuleGetGlobal(kernels, b"counter"))
+        assert struct.unpack("<i", read(counter, 4))[0] == 8 * 2 + 8 * 1
+    finally:
+        conn.close()
