@@ -61,8 +61,12 @@ def server_list() -> Iterator[list[ServerProcess]]:
         server.stop()
 
 
-def start_server(servers: list[ServerProcess], folder: Path) -> ServerProcess:
+def start_server(
+    servers: list[ServerProcess], folder: Path, isolation: str = "auto"
+) -> ServerProcess:
+    """cricket-server; isolation "auto" is thread on sim and process on cuda."""
     args = ["-m", "cricket_server", "--listen", "127.0.0.1:0", "--backend", BACKEND]
+    args += ["--isolation", isolation]
     servers.append(ServerProcess(args, folder, f"server{len(servers)}"))
     return servers[-1]
 

@@ -30,10 +30,11 @@ def digest(ptr: object, size: int) -> str:
     return hashlib.sha256(read(ptr, size)).hexdigest()
 
 
+@pytest.mark.parametrize("isolation", ["thread", "process"])
 def test_calls_after_the_checkpoint_are_replayed_after_a_crash(
-    tmp_path: Path, servers: list[ServerProcess], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, servers: list[ServerProcess], monkeypatch: pytest.MonkeyPatch, isolation: str
 ) -> None:
-    server = start_server(servers, tmp_path)
+    server = start_server(servers, tmp_path, isolation)
     conn = open_session(server.address, make_default=True)
     try:
         rng = random.Random(3)

@@ -55,10 +55,11 @@ def list_sum(kernels: Any, head: int) -> int:
     return total
 
 
+@pytest.mark.parametrize("isolation", ["thread", "process"])
 def test_checkpoint_sigkill_restart_and_the_client_goes_on(
-    tmp_path: Path, servers: list[ServerProcess], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, servers: list[ServerProcess], monkeypatch: pytest.MonkeyPatch, isolation: str
 ) -> None:
-    server = start_server(servers, tmp_path)
+    server = start_server(servers, tmp_path, isolation)
     conn = open_session(server.address, make_default=True)
     try:
         rng = random.Random(5)
@@ -161,7 +162,7 @@ def test_checkpoint_directory_inspect_and_verify(
 def test_cricket_checkpoint_asks_a_running_server(
     tmp_path: Path, servers: list[ServerProcess]
 ) -> None:
-    server = start_server(servers, tmp_path)
+    server = start_server(servers, tmp_path, "thread")  # one process holds every session
     first = open_session(server.address, make_default=False)
     second = open_session(server.address, make_default=False)
     try:
