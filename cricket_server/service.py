@@ -18,6 +18,7 @@ from cricket_server.backends.base import (
     CUDA_ERROR_INVALID_VALUE,
     CUDA_ERROR_NOT_INITIALIZED,
     CUDA_ERROR_NOT_READY,
+    CUDA_ERROR_NOT_SUPPORTED,
     CUDA_ERROR_UNKNOWN,
     CUDA_SUCCESS,
     CudaError,
@@ -171,6 +172,13 @@ class CricketService(proto.CRICKET_V1_Server):
         return checkpoint_call(self.manager, [session], path)
 
     def CHECKPOINT_SERVER(self, ctx: Any, path: str, session_id: int) -> proto.checkpoint_result:
+        if getattr(self.manager, "channel", None) is not None:  # a worker (process isolation)
+            return proto.checkpoint_result(
+                CUDA_ERROR_NOT_SUPPORTED,
+                "checkpoint: this server keeps each session in a worker process of its own "
+                "(--isolation process), so no process holds them all; checkpoint from the "
+                "client (cricket_client.checkpoint) or serve with --isolation thread",
+            )
         sessions = self.manager.sessions()
         if session_id:
             sessions = [s for s in sessions if s.id == session_id]

@@ -233,3 +233,18 @@ def test_migration_to_another_server_with_an_explicit_redirect(
         assert struct.unpack("<i", read(counter, 4))[0] == 8 * 2 + 8 * 1
     finally:
         conn.close()
+
+
+def test_cricket_checkpoint_explains_why_process_isolation_refuses(
+    tmp_path: Path, servers: list[ServerProcess]
+) -> None:
+    server = start_server(servers, tmp_path, "process")
+    taken = subprocess.run(
+        [sys.executable, "-m", "checkpoint", "--server", server.address, str(tmp_path / "all")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert taken.returncode == 1
+    assert "--isolation thread" in taken.stderr and "cricket_client.checkpoint" in taken.stderr
+    assert not (tmp_path / "all").exists()
