@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 
 from cricket_xdr.rpc.client import RpcClient
 from cricket_xdr.rpc.errors import ConnectionLost
+from cricket_xdr.stubs import Pending
 from cricket_xdr.xdr import Encoder
 
 from .errors import HelloRefused, NotConnectedError, error_name
@@ -56,6 +57,8 @@ _MAX_PENDING = 4096
 _GOODBYE_TIMEOUT = 10.0  # seconds; closing never hangs on a server that stopped answering
 
 _MEM_OK = struct.Struct(">iI")  # mem_result: err = 0, then the data's length
+# procedure name -> (program, version, number, argument codecs, result decoder), for post()
+_HOW_TO_SEND: dict[str, tuple[int, int, int, tuple[Any, ...], Callable[[Any], Any]]] = {}
 
 _PIPELINED_LINE = re.compile(r"^\s*\w+\s+(\w+)\s*\(.*\)\s*=\s*\d+\s*;\s*/\*.*\bpipelined\b.*\*/")
 
@@ -260,17 +263,45 @@ class Connection:
         if proc not in PIPELINED:
             raise ValueError(f"{proc} is not marked pipelined in cricket.x")
         self._local_message = None
-        pending = getattr(self._stub, proc + "_async")(*args)
+        pending = self._send_deferrable(proc, args)
         with self._lock:
             self._pending.append((proc, pending))
             too_many = len(self._pending) > _MAX_PENDING
         if too_many:
             self._collect(block=True, keep=_MAX_PENDING // 2, take=False)
 
+    def _send_deferrable(self, proc: str, args: tuple[Any, ...]) -> Pending:
+        """Send a pipelined call; small ones may wait in the RPC client to share one write
+        with the calls after them (sent at the latest with the next synchronizing call)."""
+        how = _HOW_TO_SEND.get(proc)
+        if how is None:
+            server = self.proto.CRICKET_V1_Server
+            procedure = server.PROCEDURES[int(getattr(self.proto, proc))]
+            how = _HOW_TO_SEND[proc] = (
+                server.PROGRAM,
+                server.VERSION,
+                procedure.number,
+                procedure.arg_codecs,
+                procedure.result_codec.decode,
+            )
+        prog, vers, number, codecs, decode = how
+        enc = Encoder()
+        for codec, arg in zip(codecs, args, strict=True):
+            codec.pack(enc, arg)
+        return Pending(self._rpc.call_async(prog, vers, number, enc.buffers(), defer=True), decode)
+
     def _collect(self, *, block: bool, keep: int = 0, take: bool = True) -> int:
         """Take finished pipelined replies (all but `keep` of them when blocking). With `take`,
         return the first unreported failure and forget it (else keep it for later and return
         0). An RPC failure among them is raised."""
+        if (
+            not block
+            and take
+            and not self._pending
+            and not self._deferred_error
+            and self._deferred_exception is None
+        ):
+            return 0  # nothing to take: the common case after a synchronous call
         with self._lock:
             while len(self._pending) > keep:
                 _proc, pending = self._pending[0]
@@ -422,6 +453,9 @@ def get_connection() -> Connection:
     conn = getattr(_thread, "connection", None)
     if conn is not None:
         return conn
+    conn = _default
+    if conn is not None and not conn.closed:
+        return conn  # the common case, without the lock
     with _default_lock:
         if _default is None or _default.closed:
             _default = Connection()

@@ -30,6 +30,9 @@ _IOV_MAX = 1024
 _SCRATCH = 1 << 16
 _DONTWAIT = socket.MSG_DONTWAIT
 _POLL_SLICE = 0.05  # seconds a blocked sender waits before checking whether it must read
+_DEFER_MAX_CALL = 4096  # larger calls are never deferred
+_DEFER_CALLS = 64  # deferred calls are sent once this many wait...
+_DEFER_BYTES = 1 << 16  # ...or this many bytes
 
 
 def connect_socket(address: Address, timeout: float | None) -> socket.socket:
@@ -126,6 +129,8 @@ class RpcClient:
         self._failed: BaseException | None = None
         self._closed = False
         self._scratch = memoryview(bytearray(_SCRATCH))
+        self._queued: list[Buffer] = []  # deferred calls, not sent yet
+        self._queued_bytes = 0
 
     # -- calling ---------------------------------------------------------------------------
 
@@ -149,6 +154,7 @@ class RpcClient:
         args: Args = b"",
         *,
         into: tuple[bytes, memoryview] | None = None,
+        defer: bool = False,
     ) -> PendingCall:
         """Send a call and return at once; its reply is awaited with `.result()`.
 
@@ -156,6 +162,10 @@ class RpcClient:
         received with those bytes straight into `view` (no copy); `.placed` then is True and
         `.result()` gives the body without them. Other results (errors) come back as usual.
         Bytes may still arrive in `view` after a timeout of this call.
+
+        `defer`: a small call may wait in the client to go out in one write with others: it
+        is sent with the next call that is not deferred, when any thread waits for a reply,
+        on `flush()`, or once 64 calls or 64 KiB are waiting. Order is kept either way.
         """
         lock = self._lock
         lock.acquire()
@@ -167,25 +177,43 @@ class RpcClient:
             xid, pieces = self._conn.send_call(prog, vers, proc, args, into)
             pending = PendingCall(self, xid, prog, vers, proc)
             self._pending[xid] = pending
-            try:
-                rest = self._send_now(pieces)
-            except OSError as exc:
-                self._fail_locked(ConnectionLost(f"{self._where()}: send failed: {exc}"))
-                return pending
-            if not rest:
-                return pending
-            self._send_busy = True
+            queued = self._queued
+            if defer and len(pieces) == 1 and len(pieces[0]) <= _DEFER_MAX_CALL:
+                queued.append(pieces[0])
+                self._queued_bytes += len(pieces[0])
+                if len(queued) < _DEFER_CALLS and self._queued_bytes < _DEFER_BYTES:
+                    return pending
+                pieces = [b"".join(queued)]
+                queued.clear()
+                self._queued_bytes = 0
+            elif queued:
+                pieces = [b"".join(queued), *pieces]
+                queued.clear()
+                self._queued_bytes = 0
+            rest = self._send_locked(pieces)
         finally:
             lock.release()
-        try:
-            self._send_slowly(rest)
-        except OSError as exc:
-            self._fail(ConnectionLost(f"{self._where()}: send failed: {exc}"))
-        finally:
-            with lock:
-                self._send_busy = False
-                self._send_free.notify_all()
+        if rest:
+            self._send_rest(rest)
         return pending
+
+    def flush(self) -> None:
+        """Send the deferred calls now."""
+        lock = self._lock
+        lock.acquire()
+        try:
+            while self._send_busy:
+                self._send_free.wait()
+            if not self._queued or self._failed is not None:
+                return
+            pieces: list[Buffer] = [b"".join(self._queued)]
+            self._queued.clear()
+            self._queued_bytes = 0
+            rest = self._send_locked(pieces)
+        finally:
+            lock.release()
+        if rest:
+            self._send_rest(rest)
 
     def close(self) -> None:
         """Close the connection; calls still in flight fail with ConnectionLost."""
@@ -207,6 +235,28 @@ class RpcClient:
         return len(self._pending)
 
     # -- sending ---------------------------------------------------------------------------
+
+    def _send_locked(self, pieces: list[Buffer]) -> list[memoryview]:
+        """Send what goes without blocking (lock held); what is left is then this thread's to
+        send with `_send_rest`, other senders waiting meanwhile."""
+        try:
+            rest = self._send_now(pieces)
+        except OSError as exc:
+            self._fail_locked(ConnectionLost(f"{self._where()}: send failed: {exc}"))
+            return []
+        if rest:
+            self._send_busy = True
+        return rest
+
+    def _send_rest(self, rest: list[memoryview]) -> None:
+        try:
+            self._send_slowly(rest)
+        except OSError as exc:
+            self._fail(ConnectionLost(f"{self._where()}: send failed: {exc}"))
+        finally:
+            with self._lock:
+                self._send_busy = False
+                self._send_free.notify_all()
 
     def _send_now(self, pieces: list[Buffer]) -> list[memoryview]:
         """Send what the socket takes without blocking; returns what is left."""
@@ -265,6 +315,8 @@ class RpcClient:
     # -- receiving -------------------------------------------------------------------------
 
     def _wait(self, call: PendingCall, timeout: float | None) -> None:
+        if self._queued:  # whatever we wait for may be among them, or behind them
+            self.flush()
         if timeout is None:
             timeout = self.timeout
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -399,6 +451,8 @@ class RpcClient:
         if self._failed is not None:
             return
         self._failed = exc
+        self._queued.clear()
+        self._queued_bytes = 0
         self._conn.forget_all()
         calls = list(self._pending.values())
         self._pending.clear()

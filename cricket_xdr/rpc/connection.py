@@ -56,6 +56,8 @@ NEED_DATA: Final = NeedData.NEED_DATA
 _MARK_CALL_NONE = struct.Struct(">11I")  # record mark + call header with AUTH_NONE
 _REPLY_SUCCESS = struct.Struct(">6I")  # xid, REPLY, MSG_ACCEPTED, AUTH_NONE, 0, SUCCESS
 _MARK_REPLY_EMPTY = struct.Struct(">7I")  # record mark + SUCCESS reply, AUTH_NONE, no results
+_JOIN_MAX = 4096  # pieces of records up to this size are joined into one bytes object
+_U32 = struct.Struct(">I")
 
 
 @dataclass(slots=True)
@@ -165,7 +167,13 @@ class ClientConnection(_Connection):
             head = _MARK_CALL_NONE.pack(
                 LAST_FRAGMENT | (size + 40), xid, 0, 2, prog, vers, proc, 0, 0, 0, 0
             )
-            out: list[Buffer] = [head, *pieces] if pieces else [head]
+            out: list[Buffer]
+            if not pieces:
+                out = [head]
+            elif size <= _JOIN_MAX:  # one piece: one plain send, and deferrable
+                out = [b"".join((head, *pieces))]
+            else:
+                out = [head, *pieces]
         else:
             cred, verf = self.auth.credentials()
             header = encode_call_header(xid, prog, vers, proc, cred, verf)
@@ -280,14 +288,20 @@ class ServerConnection(_Connection):
         for piece in body:
             size += nbytes(piece)
         if size <= self.max_fragment:
-            return [struct.pack(">I", LAST_FRAGMENT | size) + head, *body]
+            if size <= _JOIN_MAX:  # one piece: one plain send
+                return [b"".join((_U32.pack(LAST_FRAGMENT | size), head, *body))]
+            return [_U32.pack(LAST_FRAGMENT | size) + head, *body]
         return frame([head, *body], size, self.max_fragment)
 
     def reply_success(
         self, xid: int, body: Sequence[Buffer] = (), verf: OpaqueAuth = NULL_AUTH
     ) -> list[Buffer]:
-        if not body and verf is NULL_AUTH:
-            return [_MARK_REPLY_EMPTY.pack(LAST_FRAGMENT | 24, xid, 1, 0, 0, 0, 0)]
+        if verf is NULL_AUTH:
+            if not body:
+                return [_MARK_REPLY_EMPTY.pack(LAST_FRAGMENT | 24, xid, 1, 0, 0, 0, 0)]
+            if len(body) == 1 and (size := 24 + len(body[0])) <= min(_JOIN_MAX, self.max_fragment):
+                head = _MARK_REPLY_EMPTY.pack(LAST_FRAGMENT | size, xid, 1, 0, 0, 0, 0)
+                return [head + body[0]]  # a small result: one piece
         return self._framed(encode_success_header(xid, verf), body)
 
     def reply_error(

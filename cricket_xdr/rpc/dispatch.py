@@ -8,7 +8,9 @@ Order of checks (as RFC 5531 and libtirpc): RPC version, credentials, program, v
 procedure, arguments, handler.
 
 A service may name, in `VIEW_ARGS` (a set of procedure numbers), the procedures whose large
-opaque arguments it takes as read-only memoryviews of the call record instead of copies.
+opaque arguments it takes as read-only memoryviews of the call record instead of copies, and
+in `DEFERRED_REPLIES` those whose replies nobody waits for at once (pipelined calls): the
+transport may write them together with later replies.
 """
 
 from __future__ import annotations
@@ -121,6 +123,11 @@ class Dispatcher:
             self._services[key] = service
             versions.setdefault(key[0], []).append(key[1])
         self._versions = {p: (min(v), max(v)) for p, v in versions.items()}
+        self.deferred_replies: dict[tuple[int, int], frozenset[int]] = {
+            key: frozenset(getattr(service, "DEFERRED_REPLIES", ()))
+            for key, service in self._services.items()
+        }
+        """(program, version) -> procedures whose replies may wait to share a later write."""
         self.verifiers: dict[int, Verifier] = (
             dict(verifiers) if verifiers is not None else default_verifiers()
         )
@@ -139,7 +146,7 @@ class Dispatcher:
             return conn.reply_rpc_mismatch(xid)
         cred = call.cred
         if cred is NULL_AUTH and self._plain_none:
-            principal = None
+            credential = _NO_CREDENTIAL
         else:
             verifier = self.verifiers.get(cred.flavor)
             if verifier is None:
@@ -148,6 +155,7 @@ class Dispatcher:
                 principal = verifier(cred, call.verf)
             except AuthError as exc:
                 return conn.reply_auth_error(xid, exc.stat)
+            credential = Credential(cred.flavor, cred.body, principal)
         service = self._services.get((call.prog, call.vers))
         if service is None:
             span = self._versions.get(call.prog)
@@ -161,41 +169,31 @@ class Dispatcher:
         procedure = service.PROCEDURES.get(call.proc)
         if procedure is None:
             return conn.reply_error(xid, PROC_UNAVAIL)
-        name = (
-            f"program {call.prog:#x} version {call.vers} procedure {call.proc} ({procedure.name})"
-        )
         try:
             if call.proc in getattr(service, "VIEW_ARGS", ()):
                 args = _decode_views(procedure.arg_codecs, call.body)
             else:
                 args = self._decode_args(procedure.arg_codecs, call.body)
         except XdrError as exc:
-            log.debug("%s: garbage arguments: %s", name, exc)
+            log.debug("%s: garbage arguments: %s", _Named(call, procedure), exc)
             return conn.reply_error(xid, GARBAGE_ARGS)
         except _TrailingBytes:
             return conn.reply_error(xid, GARBAGE_ARGS)
         except Exception:
-            log.exception("%s: argument decoder failed", name)
+            log.exception("%s: argument decoder failed", _Named(call, procedure))
             return conn.reply_error(xid, SYSTEM_ERR)
-        ctx = CallContext(
-            xid,
-            call.prog,
-            call.vers,
-            call.proc,
-            Credential(cred.flavor, cred.body, principal),
-            info,
-        )
+        ctx = CallContext(xid, call.prog, call.vers, call.proc, credential, info)
         try:
             result = getattr(service, procedure.name)(ctx, *args)
         except NotImplementedError:
             return conn.reply_error(xid, PROC_UNAVAIL)
         except Exception:
-            log.exception("%s: handler failed", name)
+            log.exception("%s: handler failed", _Named(call, procedure))
             return conn.reply_error(xid, SYSTEM_ERR)
         try:
             body = _encode_result(procedure.result_codec, result)
         except Exception:
-            log.exception("%s: result %r could not be encoded", name, result)
+            log.exception("%s: result %r could not be encoded", _Named(call, procedure), result)
             return conn.reply_error(xid, SYSTEM_ERR)
         return conn.reply_success(xid, body)
 
@@ -219,6 +217,23 @@ def _decode_views(codecs: Any, body: Buffer) -> list[Any]:
     args = [codec.unpack(dec) for codec in codecs]
     dec.done()
     return args
+
+
+_NO_CREDENTIAL = Credential(AUTH_NONE, b"", None)
+
+
+class _Named:
+    """A call's name for log messages, formatted only when a message is emitted."""
+
+    __slots__ = ("call", "procedure")
+
+    def __init__(self, call: CallMessage, procedure: Any) -> None:
+        self.call = call
+        self.procedure = procedure
+
+    def __str__(self) -> str:
+        c = self.call
+        return f"program {c.prog:#x} version {c.vers} procedure {c.proc} ({self.procedure.name})"
 
 
 class _TrailingBytes(Exception):

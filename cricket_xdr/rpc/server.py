@@ -1,7 +1,9 @@
 """RPC server transport: listeners, one thread per connection, calls run in order.
 
 Each connection's thread reads records, dispatches its calls one after another (their order
-is the client's order, as CUDA streams need) and writes the replies. A connection that
+is the client's order, as CUDA streams need) and writes the replies. Replies of a service's
+DEFERRED_REPLIES procedures wait while further calls are already received, and go out in one
+write with the next other reply, or when no received call is left. A connection that
 misbehaves (garbage, an oversized fragment header, a REPLY sent to us, a stall past the idle
 timeout) is closed alone; the others go on.
 """
@@ -30,6 +32,7 @@ __all__ = ["RpcServer"]
 log = logging.getLogger("cricket_xdr.rpc.server")
 _SCRATCH = 1 << 16
 _IOV_MAX = 1024
+_HELD_MAX = 64  # replies held for one write at most
 
 
 class _Connection:
@@ -69,6 +72,8 @@ class _Connection:
         write_lock = self.write_lock
         sendall = sock.sendall
         next_event = conn.next_event
+        deferred = server._dispatcher.deferred_replies
+        held: list[Buffer] = []  # replies of DEFERRED_REPLIES procedures not written yet
         try:
             while not self.close_requested:
                 view = conn.read_buffer()
@@ -88,13 +93,24 @@ class _Connection:
                     call = next_event()
                     if call is NEED_DATA:
                         break
+                    hold = call.proc in deferred.get((call.prog, call.vers), ())
                     pieces = dispatch(conn, call, info)
                     del call  # lets the reader reuse a large call record's storage
+                    if hold and len(pieces) == 1 and len(held) < _HELD_MAX:
+                        held.append(pieces[0])  # written with a later reply, in one write
+                        continue
+                    if held:
+                        pieces = [b"".join(held), *pieces]
+                        held.clear()
                     if len(pieces) == 1:
                         with write_lock:
                             sendall(pieces[0])
                     else:
                         self.send(pieces)
+                if held:  # no further call received yet: write what was held
+                    with write_lock:
+                        sendall(b"".join(held))
+                    held.clear()
         except TimeoutError:
             log.info("%r: idle for %s s, closing", info, server.idle_timeout)
         except (RecordTooLarge, MessageDecodeError) as exc:
