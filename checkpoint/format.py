@@ -12,6 +12,7 @@ before it trusts any of it. Every failure is a `CheckpointError` naming the file
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,15 +49,15 @@ def zstd_compressor(level: int = 1) -> object:
     return _zstd.ZstdCompressor(level=level, write_checksum=True)
 
 
-def zstd_decompress(data: bytes | memoryview, size: int, path: Path) -> bytes:
-    """Decode one zstd frame of `size` bytes once decoded."""
+def zstd_pieces(source: Any, size: int, path: Path) -> Iterator[bytes]:
+    """Decode the zstd frame read from `source` (an object with read()) in pieces of at most
+    `size` bytes."""
     if _zstd is None:
         raise CheckpointError(path, "blob is zstd-compressed and the zstandard module is missing")
     try:
-        out = _zstd.ZstdDecompressor().decompress(bytes(data), max_output_size=max(size, 1))
+        yield from _zstd.ZstdDecompressor().read_to_iter(source, read_size=size, write_size=size)
     except _zstd.ZstdError as e:
         raise CheckpointError(path, f"zstd frame does not decode: {e}") from None
-    return out
 
 
 def sha256(data: bytes | memoryview) -> bytes:

@@ -8,14 +8,18 @@ names and raises the first problem; `problems()` lists them all.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from rpc_spec import checkpoint_rpc as ck
 
-from .format import MANIFEST, CheckpointError, decode_manifest, sha256, zstd_decompress
+from .format import MANIFEST, CheckpointError, decode_manifest, zstd_pieces
+
+PIECE = 64 << 20  # bytes a blob is read and handed on in
 
 
 def blob_refs(body: ck.manifest_body) -> Iterator[tuple[str, ck.blob_ref]]:
@@ -30,6 +34,19 @@ def blob_refs(body: ck.manifest_body) -> Iterator[tuple[str, ck.blob_ref]]:
             yield f"{sid} library {lib.handle:#x} image", lib.image
         for a in s.allocations:
             yield f"{sid} allocation {a.ptr:#x} ({a.size} bytes)", a.contents
+
+
+class _HashingReader:
+    """A file's read() that also feeds the sha256 of everything read."""
+
+    def __init__(self, f: BinaryIO) -> None:
+        self.f = f
+        self.digest = hashlib.sha256()
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.f.read(n)
+        self.digest.update(data)
+        return data
 
 
 @dataclass
@@ -70,39 +87,59 @@ class Checkpoint:
             )
         return self.path / rel
 
-    def read_stored(self, ref: ck.blob_ref) -> bytes:
-        """The stored bytes of a blob, checked against its size and sha256."""
+    def pieces(self, ref: ck.blob_ref) -> Iterator[bytes]:
+        """The decoded contents of a blob in pieces of at most PIECE bytes, read as they are
+        taken. The checks (stored size first; sha256 and decoded size once the last piece is
+        taken) raise CheckpointError naming the file, possibly after some pieces."""
         file = self._file(ref)
         try:
-            data = file.read_bytes()
+            f = open(file, "rb")  # noqa: SIM115 - closed by the with below
         except FileNotFoundError:
             raise CheckpointError(file, "missing blob") from None
         except OSError as e:
             raise CheckpointError(file, f"cannot be read: {e}") from None
-        if len(data) != ref.stored_size:
-            raise CheckpointError(
-                file, f"blob is {len(data)} bytes, the manifest says {ref.stored_size} (truncated?)"
-            )
-        if sha256(data) != bytes(ref.sha256):
-            raise CheckpointError(file, "blob checksum mismatch (sha256): the file is damaged")
-        return data
+        with f:
+            stored = os.fstat(f.fileno()).st_size
+            if stored != ref.stored_size:
+                raise CheckpointError(
+                    file,
+                    f"blob is {stored} bytes, the manifest says {ref.stored_size} (truncated?)",
+                )
+            reader = _HashingReader(f)
+            if ref.codec == ck.blob_codec.BLOB_ZSTD:
+                source: Iterator[bytes] = zstd_pieces(reader, PIECE, file)
+            else:
+                source = iter(lambda: reader.read(PIECE), b"")
+            produced = 0
+            for piece in source:
+                produced += len(piece)
+                if produced > ref.size:
+                    raise CheckpointError(file, f"blob decodes to more than {ref.size} bytes")
+                yield piece
+            if reader.read(1):
+                raise CheckpointError(file, "bytes after the end of the compressed blob")
+            if reader.digest.digest() != bytes(ref.sha256):
+                raise CheckpointError(file, "blob checksum mismatch (sha256): the file is damaged")
+            if produced != ref.size:
+                raise CheckpointError(
+                    file, f"blob decodes to {produced} bytes, expected {ref.size}"
+                )
 
     def read_blob(self, ref: ck.blob_ref) -> bytes:
         """The decoded contents of a blob, checked."""
-        data = self.read_stored(ref)
-        file = self._file(ref)
-        if ref.codec == ck.blob_codec.BLOB_ZSTD:
-            data = zstd_decompress(data, ref.size, file)
-        if len(data) != ref.size:
-            raise CheckpointError(file, f"blob decodes to {len(data)} bytes, expected {ref.size}")
-        return data
+        return b"".join(self.pieces(ref))
+
+    def check_blob(self, ref: ck.blob_ref) -> None:
+        """Read a blob through, checking it, keeping nothing."""
+        for _ in self.pieces(ref):
+            pass
 
     def problems(self) -> list[CheckpointError]:
         """Every problem of every blob (empty: the checkpoint is whole)."""
         found = []
         for _what, ref in blob_refs(self.manifest):
             try:
-                self.read_blob(ref)
+                self.check_blob(ref)
             except CheckpointError as e:
                 found.append(e)
         return found
@@ -111,7 +148,7 @@ class Checkpoint:
         """Check every blob; raise the first problem (CheckpointError naming the file)."""
         count = size = stored = 0
         for _what, ref in blob_refs(self.manifest):
-            self.read_blob(ref)
+            self.check_blob(ref)
             count += 1
             size += ref.size
             stored += ref.stored_size

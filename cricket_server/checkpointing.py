@@ -444,14 +444,16 @@ class _Restorer:
         self.session.set_context_state(image.initialized, image.context_stack)
         self.session.calls = image.calls
 
-    def _write(self, dev: int, addr: int, data: bytes) -> None:
-        view = memoryview(data)
+    def _write(self, dev: int, addr: int, blob: ck.blob_ref) -> None:
+        """Copy a blob to the device at `addr`, piece by piece as it is read (checked as it
+        goes; verify() has read it through once already)."""
+        off = 0
         with self.session.on_device(dev):
-            for off in range(0, len(view), PIECE):
-                piece = view[off : off + PIECE]
-                self.b.memcpy_htod(addr + off, piece, None)
+            for piece in self.ckpt.pieces(blob):
+                self.b.memcpy_htod(addr + off, memoryview(piece), None)
+                off += len(piece)
                 self.progress(len(piece))
-        self.report.bytes += len(view)
+        self.report.bytes += off
 
     def _functions(self, fn: ck.function_image, obj: object) -> None:
         for attr in fn.attributes:
@@ -509,7 +511,7 @@ class _Restorer:
                 log.warning("restore: %s", note)
                 self.report.moved_globals.append(note)
             record.globals[g.name] = (info.address, info.size)
-            self._write(dev, info.address, self.ckpt.read_blob(g.contents))
+            self._write(dev, info.address, g.contents)
 
     def library(self, lib: ck.library_image) -> None:
         image = self.ckpt.read_blob(lib.image)
@@ -561,7 +563,7 @@ class _Restorer:
                 f"allocation [{a.ptr:#x}, {a.ptr + a.size:#x}) on device {a.dev} cannot be had "
                 f"at its address: {e.message}"
             ) from None
-        self._write(a.dev, a.ptr, self.ckpt.read_blob(a.contents))
+        self._write(a.dev, a.ptr, a.contents)
 
     def limits(self, d: ck.device_image) -> None:
         with self.session.on_device(d.dev):

@@ -217,3 +217,24 @@ def test_blob_refs_name_every_blob(tmp_path: Path) -> None:
         "session 0x1 allocation 0x600000000000 (1 bytes)",
         "session 0x1 allocation 0x600000800000 (1 bytes)",
     ]
+
+
+def test_blobs_are_read_in_pieces_and_checked_at_the_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import checkpoint.reader
+
+    write(tmp_path / "c", [RANDOM, ZEROS])
+    monkeypatch.setattr(checkpoint.reader, "PIECE", 4096)
+    ckpt = Checkpoint.open(tmp_path / "c")
+    raw, zeros = (a.contents for a in ckpt.manifest.sessions[0].allocations)
+    pieces = list(ckpt.pieces(raw))
+    assert len(pieces) > 10 and all(len(p) <= 4096 for p in pieces)
+    assert b"".join(pieces) == RANDOM
+    assert b"".join(ckpt.pieces(zeros)) == ZEROS
+    file = tmp_path / "c" / raw.file
+    _flip(file, file.stat().st_size - 1)  # the last byte: found once everything was read
+    with pytest.raises(CheckpointError, match="checksum mismatch") as info:
+        for _ in ckpt.pieces(raw):
+            pass
+    assert info.value.path == str(file)
