@@ -186,6 +186,14 @@ def checkpoint_main(argv: list[str] | None = None) -> None:
     default="info",
     show_default=True,
 )
+@click.option(
+    "--checkpoint-dir",
+    metavar="DIR",
+    help="Checkpoint every session into DIR on SIGUSR1 (and with --checkpoint-every).",
+)
+@click.option(
+    "--checkpoint-every", type=float, metavar="SECONDS", help="Also checkpoint this often."
+)
 def restart(
     directory: str,
     listen: str,
@@ -193,10 +201,16 @@ def restart(
     ready_file: str | None,
     sim_memory: str | None,
     log_level: str,
+    checkpoint_dir: str | None,
+    checkpoint_every: float | None,
 ) -> None:
     """Restore the sessions of the checkpoint in DIRECTORY and serve them."""
     from cricket_server.backends import make_backend
-    from cricket_server.checkpointing import restore_checkpoint, restore_total_bytes
+    from cricket_server.checkpointing import (
+        CheckpointTrigger,
+        restore_checkpoint,
+        restore_total_bytes,
+    )
     from cricket_server.cli import parse_address, parse_size, server_version, write_ready_file
     from cricket_server.memory import AddressArena
     from cricket_server.service import CricketService
@@ -236,6 +250,12 @@ def restart(
             directory,
             _rate(report.bytes, report.seconds),
         )
+        if checkpoint_every is not None and checkpoint_dir is None:
+            raise click.UsageError("--checkpoint-every needs --checkpoint-dir")
+        trigger = None
+        if checkpoint_dir is not None:
+            trigger = CheckpointTrigger(manager, checkpoint_dir, checkpoint_every).start()
+            trigger.install_sigusr1()
         server = RpcServer([CricketService(manager)])
         try:
             bound_host, bound_port = server.listen_tcp(host, port)
@@ -251,6 +271,8 @@ def restart(
             while not stop.wait(1.0):
                 pass
         finally:
+            if trigger is not None:
+                trigger.stop()
             server.shutdown()
             manager.close_all("server shutdown")
             if ready_file:

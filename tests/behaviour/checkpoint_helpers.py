@@ -71,7 +71,9 @@ def start_server(
     return servers[-1]
 
 
-def start_restart(servers: list[ServerProcess], folder: Path, ckpt: Path) -> ServerProcess:
+def start_restart(
+    servers: list[ServerProcess], folder: Path, ckpt: Path, *extra: str
+) -> ServerProcess:
     args = [
         "-m",
         "checkpoint",
@@ -81,6 +83,7 @@ def start_restart(servers: list[ServerProcess], folder: Path, ckpt: Path) -> Ser
         "127.0.0.1:0",
         "--backend",
         BACKEND,
+        *extra,
     ]
     servers.append(ServerProcess(args, folder, f"restart{len(servers)}"))
     return servers[-1]

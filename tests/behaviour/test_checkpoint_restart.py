@@ -12,9 +12,11 @@ from __future__ import annotations
 import ctypes
 import os
 import random
+import signal
 import struct
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from behaviour_helpers import BACKEND, KERNELS, ROOT, check, open_session
 from checkpoint_helpers import ServerProcess, read, server_list, start_restart, start_server
 
 import cricket_client
+from checkpoint.reader import Checkpoint
 from cricket_client import driver as cuda
 
 SIZES = [1, 100, 4096, 65536 + 3, 1 << 20, (3 << 20) + 17]  # small (sub-allocated) and large
@@ -248,3 +251,31 @@ def test_cricket_checkpoint_explains_why_process_isolation_refuses(
     assert taken.returncode == 1
     assert "--isolation thread" in taken.stderr and "cricket_client.checkpoint" in taken.stderr
     assert not (tmp_path / "all").exists()
+
+
+def test_a_restarted_server_checkpoints_again_on_sigusr1(
+    tmp_path: Path, servers: list[ServerProcess], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = start_server(servers, tmp_path)
+    conn = open_session(server.address, make_default=True)
+    try:
+        ptr = check(cuda.cuMemAlloc(1000))
+        check(cuda.cuMemcpyHtoD(ptr, b"a" * 1000, 1000))
+        cricket_client.checkpoint(tmp_path / "first")
+        server.kill()
+        again = tmp_path / "again"
+        restarted = start_restart(
+            servers, tmp_path, tmp_path / "first", "--checkpoint-dir", str(again)
+        )
+        monkeypatch.setenv(cricket_client.ADDRESS_ENV, restarted.address)
+        check(cuda.cuMemcpyHtoD(ptr, b"b" * 1000, 1000))  # resumes, then writes
+        restarted.proc.send_signal(signal.SIGUSR1)
+        deadline = time.monotonic() + 60
+        while not (again / "MANIFEST").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        ckpt = Checkpoint.open(again)
+        (session,) = ckpt.manifest.sessions
+        assert session.session_id == conn.info.session_id
+        assert ckpt.read_blob(session.allocations[0].contents) == b"b" * 1000
+    finally:
+        conn.close()
