@@ -152,7 +152,8 @@ class CudaSession(BackendSession):
         if size == 0:
             return
         ptr = driver.CUdeviceptr(dst)
-        if not state.stager.fits(size):  # too large to stage: copy from pageable, and wait
+        buf = state.stager.acquire(size) if state.stager.fits(size) else None
+        if buf is None:  # too large to stage (or the pool is lent out): from pageable, and wait
             if stream is None:
                 call(driver.cuMemcpyHtoD, ptr, src, size)
             else:
@@ -160,7 +161,6 @@ class CudaSession(BackendSession):
                 call(driver.cuMemcpyHtoDAsync, ptr, src, size, hstream)
                 call(driver.cuStreamSynchronize, hstream)
             return
-        buf = state.stager.acquire(size)
         buf.view(size)[:] = src
         if stream is None:
             call(driver.cuMemcpyHtoD, ptr, buf.address, size)
@@ -174,13 +174,14 @@ class CudaSession(BackendSession):
         if size == 0:
             return b""
         ptr = driver.CUdeviceptr(src)
-        if not state.stager.fits(size):
+        buf = state.stager.acquire(size) if state.stager.fits(size) else None
+        if buf is None:
             out = bytearray(size)
             self._dtoh(out, ptr, size, stream)
             return memoryview(out)
-        buf = state.stager.acquire(size)
         self._dtoh(buf.address, ptr, size, stream)
-        return bytes(buf.view(size))
+        # The reply is written from the pinned buffer; it is not reused while the view lives.
+        return state.stager.lend(buf, size)
 
     def _dtoh(self, host: Any, ptr: Any, size: int, stream: object | None) -> None:
         if stream is None:

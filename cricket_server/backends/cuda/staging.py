@@ -8,11 +8,16 @@ and an event recorded after the device copy marks when that buffer may be reused
 Buffers are per context (their events are), grow on demand up to `limit` bytes in all, and
 are released by `close()`. A copy larger than `limit` is not staged (the caller copies from
 pageable memory and waits).
+
+Device-to-host bytes stay in their pinned buffer: `lend()` gives a read-only view of it (the
+reply is written from there, no copy), and the buffer is not used again while any view of it
+is alive.
 """
 
 from __future__ import annotations
 
 import ctypes
+import sys
 from dataclasses import dataclass
 
 from ..base import CUDA_ERROR_NOT_READY, CUDA_SUCCESS, CudaError
@@ -29,6 +34,7 @@ class PinnedBuffer:
     capacity: int
     event: object | None = None  # recorded after the last asynchronous copy that reads it
     pending: bool = False
+    lent: object | None = None  # the ctypes array behind the views `lend()` gave
 
     def view(self, size: int) -> memoryview:
         """A writable view of the first `size` bytes."""
@@ -44,20 +50,31 @@ class PinnedStager:
     def fits(self, size: int) -> bool:
         return 0 < size <= self.limit
 
-    def acquire(self, size: int) -> PinnedBuffer:
-        """A buffer of at least `size` (<= limit) bytes that no pending copy reads; the caller's context
-        must be current. Waits for a pending copy only when the pool is full."""
+    def acquire(self, size: int) -> PinnedBuffer | None:
+        """A buffer of at least `size` (<= limit) bytes that no pending copy reads and nobody
+        views; the caller's context must be current. Waits for a pending copy only when the
+        pool is full; None when every buffer that could serve is lent out."""
         for buf in self._buffers:
-            if buf.capacity >= size and self._idle(buf):
+            if buf.capacity >= size and not self._lent(buf) and self._idle(buf):
                 return buf
         capacity = min(max(_MIN_BUFFER, 1 << (size - 1).bit_length()), self.limit)
         if self._total + capacity > self.limit:
-            busy = [b for b in self._buffers if b.capacity >= size]
+            busy = [b for b in self._buffers if b.capacity >= size and not self._lent(b)]
             if busy:  # the pool is full: wait for a copy that reads a large enough buffer
                 return self._wait(min(busy, key=lambda b: b.capacity))
-        while self._total + capacity > self.limit and self._buffers:
-            self._free(self._evict_candidate())
+        while self._total + capacity > self.limit:
+            candidate = self._evict_candidate()
+            if candidate is None:
+                return None
+            self._free(candidate)
         return self._allocate(capacity)
+
+    def lend(self, buf: PinnedBuffer, size: int) -> memoryview:
+        """A read-only view of the first `size` bytes of `buf`; `buf` is not handed out again
+        while a view of it is alive."""
+        array = (ctypes.c_ubyte * size).from_address(buf.address)
+        buf.lent = array
+        return memoryview(array).cast("B").toreadonly()
 
     def mark_pending(self, buf: PinnedBuffer, stream: object) -> None:
         """Record that an asynchronous copy on `stream` reads `buf`."""
@@ -71,6 +88,17 @@ class PinnedStager:
         """Wait for pending copies, then free every buffer (the context must be current)."""
         while self._buffers:
             self._free(self._buffers[-1])
+
+    @staticmethod
+    def _lent(buf: PinnedBuffer) -> bool:
+        """Whether a view `lend()` gave of `buf` is still alive."""
+        if buf.lent is None:
+            return False
+        # References: buf.lent and getrefcount's argument; every live view adds one.
+        if sys.getrefcount(buf.lent) > 2:
+            return True
+        buf.lent = None
+        return False
 
     def _idle(self, buf: PinnedBuffer) -> bool:
         if buf.pending:
@@ -88,9 +116,11 @@ class PinnedStager:
         buf.pending = False
         return buf
 
-    def _evict_candidate(self) -> PinnedBuffer:
-        idle = [b for b in self._buffers if not b.pending]
-        return min(idle or self._buffers, key=lambda b: b.capacity)
+    def _evict_candidate(self) -> PinnedBuffer | None:
+        """The smallest buffer not lent out, preferring idle ones; None if all are lent."""
+        free = [b for b in self._buffers if not self._lent(b)]
+        idle = [b for b in free if not b.pending]
+        return min(idle or free, key=lambda b: b.capacity) if free else None
 
     def _allocate(self, capacity: int) -> PinnedBuffer:
         flags = driver.CU_MEMHOSTALLOC_PORTABLE

@@ -290,7 +290,7 @@ class SimSession(BackendSession):
         target.context.check()
         # A view of device memory, no copy: the reply is sent before this connection's next
         # call runs, and the view keeps the memory alive even if another thread frees it.
-        return memoryview(out[0]).toreadonly() if size else b""
+        return out[0].data.toreadonly() if size else b""
 
     def memcpy_dtod(self, dst: int, src: int, size: int, stream: object | None) -> None:
         call = "cuMemcpyDtoD"
