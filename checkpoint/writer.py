@@ -23,7 +23,14 @@ from types import TracebackType
 
 from rpc_spec import checkpoint_rpc as ck
 
-from .format import MANIFEST, CheckpointError, encode_manifest, zstd_available, zstd_compressor
+from .format import (
+    MAGIC,
+    MANIFEST,
+    CheckpointError,
+    encode_manifest,
+    zstd_available,
+    zstd_compressor,
+)
 
 PAYS_RATIO = 0.8  # compress a blob when its first piece shrinks to at most this fraction
 MIN_COMPRESS = 4096  # smaller blobs are written raw
@@ -56,6 +63,21 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), str(b))
 
 
+def refuse_to_replace(target: Path) -> None:
+    """Only an older checkpoint (or an empty directory) may be replaced by a new one."""
+    if not target.is_dir():
+        raise CheckpointError(target, "exists and is not a directory")
+    manifest = target / MANIFEST
+    if manifest.is_file():
+        with open(manifest, "rb") as f:
+            if int.from_bytes(f.read(4), "big") == MAGIC:
+                return
+    if any(target.iterdir()):
+        raise CheckpointError(
+            target, "exists and is not a checkpoint: refusing to replace it (choose another path)"
+        )
+
+
 class BlobSink:
     """Writes blobs into one directory (a checkpoint's temporary directory or a part of it)."""
 
@@ -68,12 +90,12 @@ class BlobSink:
     def write(self, name: str, pieces: Iterable[bytes | memoryview]) -> ck.blob_ref:
         """Store the concatenation of `pieces` as file `name` (relative to the root)."""
         path = self.root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         digest = hashlib.sha256()
         size = stored = 0
         codec = ck.blob_codec.BLOB_RAW
         compressor = None
-        with open(path, "wb") as f:
+        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
             for i, piece in enumerate(pieces):
                 view = memoryview(piece).cast("B")
                 if i == 0 and self.compress and len(view) >= MIN_COMPRESS:
@@ -111,9 +133,11 @@ class CheckpointWriter:
         self.committed = False
 
     def __enter__(self) -> CheckpointWriter:
+        if self.target.exists():
+            refuse_to_replace(self.target)  # before any work
         try:
             self.target.parent.mkdir(parents=True, exist_ok=True)
-            self.tmp.mkdir()
+            self.tmp.mkdir(mode=0o700)  # sessions' tokens and data: the owner's eyes only
         except OSError as e:
             raise CheckpointError(
                 self.tmp, f"cannot create the checkpoint directory: {e}"
@@ -130,15 +154,14 @@ class CheckpointWriter:
     def commit(self, body: ck.manifest_body) -> None:
         """Write the manifest and put the directory in place of the target, atomically."""
         manifest = self.tmp / MANIFEST
-        with open(manifest, "wb") as f:
+        with open(os.open(manifest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
             f.write(encode_manifest(body))
             f.flush()
             os.fsync(f.fileno())
         for folder in [p for p in self.tmp.rglob("*") if p.is_dir()] + [self.tmp]:
             fsync_dir(folder)
         if self.target.exists():
-            if not self.target.is_dir():
-                raise CheckpointError(self.target, "exists and is not a directory")
+            refuse_to_replace(self.target)
             if _exchange(self.tmp, self.target):
                 fsync_dir(self.target.parent)
                 self.committed = True

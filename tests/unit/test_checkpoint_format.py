@@ -238,3 +238,23 @@ def test_blobs_are_read_in_pieces_and_checked_at_the_end(
         for _ in ckpt.pieces(raw):
             pass
     assert info.value.path == str(file)
+
+
+def test_a_directory_that_is_not_a_checkpoint_is_never_replaced(tmp_path: Path) -> None:
+    precious = tmp_path / "home"
+    precious.mkdir()
+    (precious / "notes.txt").write_text("keep me")
+    with pytest.raises(CheckpointError, match="not a checkpoint: refusing to replace it"):
+        write(precious, [b"x"])
+    assert (precious / "notes.txt").read_text() == "keep me"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["home"]
+    (tmp_path / "empty").mkdir()
+    write(tmp_path / "empty", [b"x"])  # an empty directory may take a checkpoint
+    assert contents_of(tmp_path / "empty") == [b"x"]
+
+
+def test_checkpoints_are_readable_by_their_owner_only(tmp_path: Path) -> None:
+    write(tmp_path / "c", [b"secret"])
+    assert (tmp_path / "c").stat().st_mode & 0o077 == 0
+    for file in (tmp_path / "c").rglob("*"):
+        assert file.stat().st_mode & 0o077 == 0, file
