@@ -72,7 +72,7 @@ def start_server(
 
 
 def start_restart(
-    servers: list[ServerProcess], folder: Path, ckpt: Path, *extra: str
+    servers: list[ServerProcess], folder: Path, ckpt: Path, *extra: str, listen: str = "127.0.0.1:0"
 ) -> ServerProcess:
     args = [
         "-m",
@@ -80,7 +80,7 @@ def start_restart(
         "restart",
         str(ckpt),
         "--listen",
-        "127.0.0.1:0",
+        listen,
         "--backend",
         BACKEND,
         *extra,

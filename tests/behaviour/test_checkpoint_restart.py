@@ -279,3 +279,21 @@ def test_a_restarted_server_checkpoints_again_on_sigusr1(
         assert ckpt.read_blob(session.allocations[0].contents) == b"b" * 1000
     finally:
         conn.close()
+
+
+def test_a_restart_on_the_same_address_needs_no_new_address(
+    tmp_path: Path, servers: list[ServerProcess], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(cricket_client.ADDRESS_ENV, raising=False)
+    server = start_server(servers, tmp_path)
+    conn = open_session(server.address, make_default=True)
+    try:
+        ptr = check(cuda.cuMemAlloc(64))
+        check(cuda.cuMemcpyHtoD(ptr, b"s" * 64, 64))
+        cricket_client.checkpoint(tmp_path / "c")
+        server.kill()
+        start_restart(servers, tmp_path, tmp_path / "c", listen=server.address)
+        assert read(ptr, 64) == b"s" * 64
+        assert conn.address == server.address
+    finally:
+        conn.close()
