@@ -50,9 +50,8 @@ def checkpoint(
     if reply.err != 0:
         raise CheckpointFailed(f"checkpoint {target}: {error_name(reply.err)}: {reply.value}")
     enable_reconnect(conn)
-    book = replay_log(conn)
-    book.restart_at(book.seq, target)  # the checkpoint holds every call sent so far
     done = reply.value
+    replay_log(conn).restart_at(done.calls, target)  # the calls the checkpoint holds
     return CheckpointInfo(target, done.sessions, done.bytes, done.stored_bytes)
 
 

@@ -111,11 +111,17 @@ class ReplayLog:
         self.renewing = False
 
     def restart_at(self, seq: int, path: str | None = None) -> None:
-        """A checkpoint holding every call up to `seq` exists: log from there."""
+        """A checkpoint holds every call up to `seq`: the log keeps what came after it (calls
+        of other threads may have followed), or starts now if it was not logging."""
+        if self.enabled and not self.overflowed:
+            self.base = seq
+            while self.entries and self.entries[0].seq <= seq:
+                self.bytes -= self.entries.popleft().size
+        else:  # calls after `seq` sent before now were not logged: replay only from now
+            self.base = max(seq, self.seq)
+            self.entries.clear()
+            self.bytes = 0
         self.enabled = True
-        self.base = seq
-        self.entries.clear()
-        self.bytes = 0
         self.overflowed = False
         if path is not None:
             self.checkpoint_path = path

@@ -69,6 +69,7 @@ class CheckpointSummary:
     bytes: int
     stored_bytes: int
     seconds: float
+    calls: int = 0  # calls the (last) session written had executed at its cut
 
 
 @dataclass
@@ -289,7 +290,13 @@ def write_checkpoint(
         )
         writer.commit(body)
     seconds = time.monotonic() - start
-    summary = CheckpointSummary(len(images), writer.sink.bytes, writer.sink.stored_bytes, seconds)
+    summary = CheckpointSummary(
+        len(images),
+        writer.sink.bytes,
+        writer.sink.stored_bytes,
+        seconds,
+        images[-1].calls if images else 0,
+    )
     log.info(
         "checkpoint %s: %d session(s), %d bytes (%d stored) in %.2f s",
         writer.target,
@@ -676,6 +683,9 @@ def checkpoint_call(manager: SessionManager, sessions: list[Session], path: str)
         code = e.code if isinstance(e, CudaError) else 999  # CUDA_ERROR_UNKNOWN
         return proto.checkpoint_result(code, str(e)[: proto.MAX_NAME])
     done = proto.checkpoint_done(
-        sessions=summary.sessions, bytes=summary.bytes, stored_bytes=summary.stored_bytes
+        sessions=summary.sessions,
+        bytes=summary.bytes,
+        stored_bytes=summary.stored_bytes,
+        calls=summary.calls,
     )
     return proto.checkpoint_result(0, done)

@@ -916,6 +916,7 @@ class checkpoint_done:
     sessions: int
     bytes: int
     stored_bytes: int
+    calls: int
 
     def encode(self) -> bytes:
         """The XDR encoding of this value."""
@@ -1330,6 +1331,7 @@ xdr_checkpoint_done.define(
         ('sessions', _xdr.xdr_u_int),
         ('bytes', _xdr.xdr_u_hyper),
         ('stored_bytes', _xdr.xdr_u_hyper),
+        ('calls', _xdr.xdr_u_hyper),
     ],
 )
 xdr_checkpoint_result.define(

@@ -66,3 +66,20 @@ def test_the_bound_and_what_cannot_be_replayed() -> None:
     book.restart_at(book.seq)
     assert "older than the replay log" in book.to_replay(0)  # type: ignore[operator]
     assert "more than the" in book.to_replay(5)  # type: ignore[operator]
+
+
+def test_a_new_checkpoint_keeps_the_calls_that_came_after_it() -> None:
+    book = ReplayLog(max_bytes=1 << 20)
+    book.restart_at(0)
+    book.begin([("CU_MEMSET", (1,)), ("CU_MEMSET", (2,)), ("CU_MEMSET", (3,))])
+    book.restart_at(2)  # another thread's call 3 was sent after the checkpoint's cut
+    assert [e.seq for e in book.entries] == [3] and book.base == 2
+    assert [e.args for e in book.to_replay(2)] == [(3,)]  # type: ignore[union-attr]
+
+
+def test_a_first_checkpoint_cannot_vouch_for_calls_it_did_not_log() -> None:
+    book = ReplayLog(max_bytes=1 << 20)
+    book.begin([("CU_MEMSET", (1,)), ("CU_MEMSET", (2,))])
+    book.restart_at(1)  # call 2 followed the cut but was not logged
+    assert book.base == 2
+    assert "older than the replay log" in book.to_replay(1)  # type: ignore[operator]
