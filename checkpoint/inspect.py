@@ -34,7 +34,7 @@ def describe(body: ck.manifest_body) -> str:
         total = sum(a.size for a in s.allocations)
         lines.append(
             f"session {s.session_id:#x}: client {s.client_name!r} from {s.peer}, "
-            f"{len(s.allocations)} allocation(s), {_size(total)}"
+            f"{len(s.allocations)} allocation(s), {_size(total)}, {s.calls} calls executed"
         )
         lines.append(
             "  context stack: " + (" ".join(f"{h:#x}" for h in s.context_stack) or "empty")
