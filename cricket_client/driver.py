@@ -50,7 +50,7 @@ _NOT_SUPPORTED = CUresult.CUDA_ERROR_NOT_SUPPORTED
 
 # Copies larger than this travel as several calls, all in flight together (bounded records and
 # memory on both sides; the server's device copy of one chunk overlaps the transfer of the next).
-COPY_CHUNK = 16 << 20
+COPY_CHUNK = 4 << 20
 _WIRE_PER_THREAD = 2  # STREAM_PER_THREAD in cricket.x
 
 
