@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -258,3 +259,28 @@ def test_checkpoints_are_readable_by_their_owner_only(tmp_path: Path) -> None:
     assert (tmp_path / "c").stat().st_mode & 0o077 == 0
     for file in (tmp_path / "c").rglob("*"):
         assert file.stat().st_mode & 0o077 == 0, file
+
+
+def test_a_blob_of_many_pieces_is_written_through_the_pipeline(tmp_path: Path) -> None:
+    raw_pieces = (RANDOM[i : i + 7000] for i in range(0, len(RANDOM), 7000))
+    zero_pieces = (ZEROS[i : i + 65536] for i in range(0, len(ZEROS), 65536))
+    with CheckpointWriter(tmp_path / "c") as writer:
+        raw = writer.sink.write("s1/raw", raw_pieces)
+        zeros = writer.sink.write("s1/zeros", zero_pieces)
+        unfinished = Checkpoint(writer.tmp, ck.manifest_body("t", 0, "sim", 0, 0, 0, []))
+        assert unfinished.read_blob(raw) == RANDOM
+        assert unfinished.read_blob(zeros) == ZEROS
+    assert raw.codec == ck.blob_codec.BLOB_RAW
+    if zstd_available():
+        assert zeros.codec == ck.blob_codec.BLOB_ZSTD
+
+
+def test_a_failing_piece_source_fails_the_blob_and_the_checkpoint(tmp_path: Path) -> None:
+    def pieces() -> Iterator[bytes]:
+        yield RANDOM
+        yield RANDOM
+        raise OSError(5, "Input/output error")
+
+    with pytest.raises(OSError, match="Input/output"), CheckpointWriter(tmp_path / "c") as writer:
+        writer.sink.write("s1/x", pieces())
+    assert list(tmp_path.iterdir()) == []
