@@ -1,0 +1,139 @@
+"""Checkpoint and restore throughput next to raw sequential disk write and read, same run.
+
+    python -m bench.checkpoint_io [--sizes 1G,8G,32G] [--dir PATH] [--backend auto|cuda|sim]
+
+For each size: raw sequential write (fsync) and cold read of that many bytes (page cache
+dropped with posix_fadvise), then a session holding that much device memory (1 GiB
+allocations of incompressible data) is checkpointed (`write_checkpoint`, fsync included)
+and restored into a fresh session (`restore_checkpoint`: verify every checksum, then copy
+back). The goal is at least 0.7 of raw for both. Needs free disk for one size at a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from bench.common import Row, print_table
+
+PIECE = 64 << 20
+ALLOC = 1 << 30
+
+
+def _parse_size(text: str) -> int:
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:].upper(), 1)
+    return int(text[:-1] if scale != 1 else text) * scale
+
+
+def _drop_cache(path: Path) -> None:
+    files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
+    for file in files:
+        fd = os.open(file, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def raw_disk(folder: Path, size: int, data: bytes) -> tuple[float, float]:
+    """(write GB/s, cold read GB/s) of one sequential file of `size` bytes."""
+    file = folder / "raw.bin"
+    start = time.monotonic()
+    with open(file, "wb") as f:
+        for off in range(0, size, PIECE):
+            f.write(data[: min(PIECE, size - off)])
+        f.flush()
+        os.fsync(f.fileno())
+    write = size / (time.monotonic() - start) / 1e9
+    _drop_cache(file)
+    start = time.monotonic()
+    with open(file, "rb") as f:
+        while f.read(PIECE):
+            pass
+    read = size / (time.monotonic() - start) / 1e9
+    file.unlink()
+    return write, read
+
+
+def run(sizes: list[int], folder: Path, backend_name: str = "auto") -> list[Row]:
+    from cricket_server.backends import make_backend
+    from cricket_server.checkpointing import restore_checkpoint, write_checkpoint
+    from cricket_server.memory import AddressArena
+    from cricket_server.session import SessionManager
+
+    data = os.urandom(PIECE)  # incompressible: zstd stays off, as for real weights
+    backend = make_backend(backend_name, sim_memory=max(sizes) + (1 << 30))
+    rows: list[Row] = []
+    try:
+        for size in sizes:
+            label = f"{size / (1 << 30):g} GiB"
+            raw_write, raw_read = raw_disk(folder, size, data)
+            manager = SessionManager(backend, AddressArena(*backend.address_space()))
+            session = manager.open("bench", "checkpoint_io")
+            session.init(0)
+            session.ctx_set_current(session.primary_ctx_retain(0))
+            for base in range(0, size, ALLOC):
+                n = min(ALLOC, size - base)
+                ptr = session.mem_alloc(n)
+                for off in range(0, n, PIECE):
+                    session.memcpy_htod(ptr + off, memoryview(data)[: min(PIECE, n - off)])
+            target = folder / "ckpt"
+            start = time.monotonic()
+            write_checkpoint(manager, [session], target)
+            ckpt = size / (time.monotonic() - start) / 1e9
+            session.close("bench")
+            _drop_cache(target)
+            fresh = SessionManager(backend, AddressArena(*backend.address_space()))
+            start = time.monotonic()
+            report = restore_checkpoint(fresh, target)
+            restore = size / (time.monotonic() - start) / 1e9
+            for s in report.sessions:
+                s.close("bench")
+            shutil.rmtree(target)
+            rows.append(
+                Row(
+                    f"checkpoint {label}",
+                    ckpt,
+                    "GB/s",
+                    "raw sequential write",
+                    raw_write,
+                    ckpt / raw_write,
+                    ">= 0.7",
+                )
+            )
+            rows.append(
+                Row(
+                    f"restore {label} (verify + copy back)",
+                    restore,
+                    "GB/s",
+                    "raw sequential read (cold)",
+                    raw_read,
+                    restore / raw_read,
+                    ">= 0.7",
+                )
+            )
+    finally:
+        backend.close()
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.checkpoint_io")
+    parser.add_argument("--sizes", default="1G,8G,32G")
+    parser.add_argument("--dir", type=Path, default=Path("bench/results/checkpoint_io"))
+    parser.add_argument("--backend", default="auto", choices=["auto", "cuda", "sim"])
+    args = parser.parse_args(argv)
+    args.dir.mkdir(parents=True, exist_ok=True)
+    try:
+        print_table(run([_parse_size(s) for s in args.sizes.split(",")], args.dir, args.backend))
+    finally:
+        shutil.rmtree(args.dir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
