@@ -194,6 +194,12 @@ def checkpoint_main(argv: list[str] | None = None) -> None:
 @click.option(
     "--checkpoint-every", type=float, metavar="SECONDS", help="Also checkpoint this often."
 )
+@click.option(
+    "--resume-timeout",
+    type=float,
+    metavar="SECONDS",
+    help="Free the restored sessions no client has resumed after this long (default: keep).",
+)
 def restart(
     directory: str,
     listen: str,
@@ -203,11 +209,13 @@ def restart(
     log_level: str,
     checkpoint_dir: str | None,
     checkpoint_every: float | None,
+    resume_timeout: float | None,
 ) -> None:
     """Restore the sessions of the checkpoint in DIRECTORY and serve them."""
     from cricket_server.backends import make_backend
     from cricket_server.checkpointing import (
         CheckpointTrigger,
+        close_unclaimed,
         restore_checkpoint,
         restore_total_bytes,
     )
@@ -268,6 +276,10 @@ def restart(
             log.info("cricket-restart serving %d session(s) on %s", len(report.sessions), where)
             if ready_file:
                 write_ready_file(ready_file, where + "\n")
+            if resume_timeout is not None and not stop.wait(resume_timeout):
+                closed = close_unclaimed(manager)
+                if closed:
+                    log.warning("freed %d restored session(s) no client resumed", closed)
             while not stop.wait(1.0):
                 pass
         finally:

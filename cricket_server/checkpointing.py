@@ -651,6 +651,16 @@ def restore_checkpoint(
     return report
 
 
+def close_unclaimed(manager: SessionManager) -> int:
+    """Close the restored sessions no client has taken back (HELLO with their token); how many."""
+    closed = 0
+    for session in manager.sessions():
+        if session.resumable:
+            session.close("restored, and no client resumed it in time")
+            closed += 1
+    return closed
+
+
 def restore_total_bytes(path: str | os.PathLike[str]) -> int:
     """Bytes of device memory a restore of `path` writes (for progress bars)."""
     body = Checkpoint.open(Path(path)).manifest
@@ -669,6 +679,7 @@ __all__ = [
     "restore_total_bytes",
     "checkpoint_call",
     "CheckpointTrigger",
+    "close_unclaimed",
 ]
 
 

@@ -182,3 +182,19 @@ def test_the_server_trigger_writes_on_request_and_on_sigusr1(tmp_path: Path) -> 
         assert first.ptr == ptr and ckpt.read_blob(first.contents) == b"\xee"
     finally:
         trigger.stop()
+
+
+def test_restored_sessions_no_client_took_can_be_freed(tmp_path: Path) -> None:
+    from cricket_server.checkpointing import close_unclaimed
+
+    first, _ = build(manager())
+    second, _ = build(first.manager)
+    write_checkpoint(first.manager, [first, second], tmp_path / "c")
+    m = manager()
+    free = m.arena.free_bytes()
+    restore_checkpoint(m, tmp_path / "c")
+    taken = m.resume(second.token)
+    assert close_unclaimed(m) == 1
+    assert m.sessions() == [taken]
+    taken.close("test")
+    assert m.arena.free_bytes() == free
