@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import builtins as _builtins
 import dataclasses as _dc
 import enum as _enum
 from typing import Any
@@ -918,7 +919,7 @@ class checkpoint_done:
     stored_bytes: int
     calls: int
 
-    def encode(self) -> bytes:
+    def encode(self) -> _builtins.bytes:
         """The XDR encoding of this value."""
         return xdr_checkpoint_done.encode(self)
 

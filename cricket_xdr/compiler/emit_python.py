@@ -8,6 +8,7 @@ The module holds constants, ``IntEnum`` classes, dataclasses for structs and uni
 from __future__ import annotations
 
 import keyword
+import re
 from collections.abc import Iterable
 
 from cricket_xdr.compiler import ir
@@ -179,9 +180,20 @@ class _Emitter:
         for item in e.items:
             self.export(pyname(item.name))
 
-    def methods(self, cls: str, codec: str) -> None:
+    def in_class(self, annotation: str, members: set[str]) -> str:
+        """``annotation`` as written inside a class body whose members may shadow builtins
+        (a field named ``bytes`` would otherwise become the type of later annotations)."""
+        shadowed = _PY_BUILTINS & members
+        if not shadowed:
+            return annotation
+        self.needs_builtins = True
+        return re.sub(
+            r"(?<![\w.])(" + "|".join(sorted(shadowed)) + r")\b", r"_builtins.\1", annotation
+        )
+
+    def methods(self, cls: str, codec: str, members: set[str] | None = None) -> None:
         self.w()
-        self.w("    def encode(self) -> bytes:")
+        self.w(f"    def encode(self) -> {self.in_class('bytes', members or set())}:")
         self.w('        """The XDR encoding of this value."""')
         self.w(f"        return {codec}.encode(self)")
         self.w()
@@ -198,9 +210,11 @@ class _Emitter:
         self.w(f"class {cls}:")
         self.w(f'    """struct {s.name}."""')
         self.w()
+        members = {pyname(f.name or "", _STRUCT_RESERVED) for f in s.fields}
         for f in s.fields:
-            self.w(f"    {pyname(f.name or '', _STRUCT_RESERVED)}: {self.py_type(f)}")
-        self.methods(cls, f"xdr_{s.name}")
+            annotation = self.in_class(self.py_type(f), members)
+            self.w(f"    {pyname(f.name or '', _STRUCT_RESERVED)}: {annotation}")
+        self.methods(cls, f"xdr_{s.name}", members)
         self.export(cls)
 
     def union(self, u: ir.UnionDef) -> None:
@@ -214,7 +228,11 @@ class _Emitter:
         self.w(f'    """union {u.name}: ``{disc}`` selects the arm; ``value`` holds its value."""')
         self.w()
         assert u.discriminant.type is not None
-        self.w(f"    {disc}: {self.elem_type(u.discriminant.type)}")
+        members = {disc, "value"}
+        members |= {pyname(a.decl.name, reserved) for a in u.arms if a.decl.name is not None}
+        if u.default is not None and u.default.name is not None:
+            members.add(pyname(u.default.name, reserved))
+        self.w(f"    {disc}: {self.in_class(self.elem_type(u.discriminant.type), members)}")
         self.w("    value: Any = None")
         explicit = sorted({c.resolved for arm in u.arms for c in arm.cases if c.resolved is not None})
         props = []
@@ -231,7 +249,7 @@ class _Emitter:
                 self.w(f"    {pyname(name, reserved)} = _xdr.arm_property(")
                 self.w(f"        {u.name!r}, {name!r}, {disc!r}, {cases}, {explicit_set}")
                 self.w("    )")
-        self.methods(cls, f"xdr_{u.name}")
+        self.methods(cls, f"xdr_{u.name}", members)
         self.export(cls)
 
     def typedef_order(self) -> list[ir.TypedefDef]:
