@@ -68,12 +68,14 @@ class ControlChannel:
 
 
 def die_with_parent(parent_pid: int) -> bool:
-    """Ask Linux to send this process SIGTERM when its parent dies; False if it already has.
+    """Ask Linux to SIGKILL this process when its parent dies; False if it already has.
 
-    The control channel's end of file is the portable way to notice; this catches a parent
-    killed while the worker sits in a long backend call."""
+    A parent that stops cleanly ends its workers gracefully itself; one that dies without
+    doing so has crashed, and its workers must not serve on as orphans (a checkpoint, not
+    the orphan, is what survives a crash). The control channel's end of file is the portable
+    way to notice; this also catches a parent killed while the worker sits in a long call."""
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0) != 0:
+        if libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) != 0:
             log.warning("prctl(PR_SET_PDEATHSIG): %s", os.strerror(ctypes.get_errno()))
     return os.getppid() == parent_pid

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -28,6 +29,7 @@ class ServerProcess:
                 cwd=ROOT,
                 stdout=out,
                 stderr=subprocess.STDOUT,
+                start_new_session=True,  # kill() takes the server's workers down with it
             )
         deadline = time.monotonic() + 120
         while not self.ready.exists():
@@ -40,8 +42,13 @@ class ServerProcess:
         self.address = self.ready.read_text().strip()
 
     def kill(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
+        """SIGKILL the server and its worker processes at once, as a crash of the node would."""
+        import psutil
+
+        children = psutil.Process(self.proc.pid).children(recursive=True)
+        os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
+        psutil.wait_procs(children, timeout=30)
 
     def stop(self) -> None:
         if self.proc.poll() is None:
