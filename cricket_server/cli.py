@@ -31,6 +31,7 @@ from types import FrameType
 import click
 
 from cricket_server.backends import BACKEND_NAMES, make_backend
+from cricket_server.checkpointing import CheckpointTrigger
 from cricket_server.memory import AddressArena
 from cricket_server.service import CricketService
 from cricket_server.session import SessionManager
@@ -141,6 +142,18 @@ def _format_address(host: str, port: int) -> str:
     show_default=True,
     help="With process isolation: workers kept started and warm for the next connections.",
 )
+@click.option(
+    "--checkpoint-dir",
+    metavar="DIR",
+    help="Checkpoint every session into DIR on SIGUSR1, every --checkpoint-every seconds, "
+    "and once more at a graceful shutdown (thread isolation).",
+)
+@click.option(
+    "--checkpoint-every",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="SECONDS",
+    help="With --checkpoint-dir: also checkpoint periodically.",
+)
 def main(
     listen: tuple[str, ...],
     unix_path: str | None,
@@ -151,6 +164,8 @@ def main(
     sim_memory: str | None,
     isolation: str,
     spare_workers: int,
+    checkpoint_dir: str | None,
+    checkpoint_every: float | None,
 ) -> None:
     """Serve remote CUDA driver calls (ONC RPC program CRICKET_PROG, version 1)."""
     logging.basicConfig(
@@ -163,6 +178,8 @@ def main(
     if register and not addresses:
         raise click.UsageError("--register needs a TCP address (--listen)")
     sim_bytes = parse_size(sim_memory) if sim_memory is not None else None
+    if checkpoint_every is not None and checkpoint_dir is None:
+        raise click.UsageError("--checkpoint-every needs --checkpoint-dir")
 
     stop = threading.Event()
 
@@ -176,10 +193,15 @@ def main(
     listeners = _Listeners(addresses, unix_path, register, ready_file)
     mode, backend = resolve_isolation(isolation, backend)
     if mode == "process":
+        if checkpoint_dir is not None:
+            raise click.UsageError(
+                "--checkpoint-dir needs --isolation thread: with process isolation no process "
+                "holds every session yet (a client can still checkpoint its own session)"
+            )
         spec = WorkerSpec(backend, sim_bytes, log_level.lower(), server_version())
         _serve_in_workers(listeners, stop, WorkerPool(spec, spares=spare_workers))
     else:
-        _serve_in_threads(listeners, stop, backend, sim_bytes)
+        _serve_in_threads(listeners, stop, backend, sim_bytes, checkpoint_dir, checkpoint_every)
     log.info("cricket-server stopped")
 
 
@@ -209,17 +231,30 @@ def _gpu_answers_in_a_child() -> bool:
 
 
 def _serve_in_threads(
-    listeners: _Listeners, stop: threading.Event, backend: str, sim_bytes: int | None
+    listeners: _Listeners,
+    stop: threading.Event,
+    backend: str,
+    sim_bytes: int | None,
+    checkpoint_dir: str | None = None,
+    checkpoint_every: float | None = None,
 ) -> None:
     """Every connection served by a thread of this process, over one backend."""
     the_backend = make_backend(backend, sim_memory=sim_bytes)
     try:
         arena = AddressArena(*the_backend.address_space())
         manager = SessionManager(the_backend, arena, server_version=server_version())
+        trigger = None
+        if checkpoint_dir is not None:
+            trigger = CheckpointTrigger(manager, checkpoint_dir, checkpoint_every).start()
+            trigger.install_sigusr1()
         server = RpcServer([CricketService(manager)])
         try:
             _serve(server, listeners, stop, f"backend {the_backend.name}, isolation thread")
         finally:
+            if trigger is not None:
+                trigger.stop()
+                log.info("final checkpoint into %s", checkpoint_dir)
+                trigger.checkpoint_now()
             server.shutdown()
             manager.close_all("server shutdown")
     finally:
