@@ -37,6 +37,7 @@ from cricket_xdr.rpc.errors import ConnectionLost
 from cricket_xdr.stubs import Pending
 from cricket_xdr.xdr import Encoder
 
+from .datapath import DataPaths
 from .errors import HelloRefused, NotConnectedError, error_name
 from .reconnect import CallsLost, resume_after_loss
 from .replay import calls_of, renew_log, replay_log
@@ -167,6 +168,7 @@ class Connection:
         self._lost_procs: list[str] = []  # pipelined calls that failed with the connection
         self._local_message: str | None = None
         self._param_info: dict[int, tuple[tuple[int, int], ...]] = {}
+        self.datapaths: DataPaths | None = None  # copy routing (cricket_client.datapath)
         self.closed = False
         name = client_name or f"{os.path.basename(sys.argv[0]) or 'python'}@{socket.gethostname()}"
         self.client_name = name[:1024]
@@ -256,6 +258,47 @@ class Connection:
         if err == 0 and deferred:
             err = deferred
         return err
+
+    @_resuming
+    def sync_window(
+        self,
+        proc: str,
+        calls: list[tuple[Any, ...]],
+        *,
+        window: int,
+        before: Callable[[int], None] | None = None,
+        after: Callable[[int], None] | None = None,
+    ) -> int:
+        """The same synchronizing procedure with several argument tuples, at most `window` in
+        flight: `before(i)` runs just before call i is sent, `after(i)` once its reply says
+        success (e.g. to fill and drain the slots of a shared-memory ring). Returns the first
+        failure (or a pending asynchronous one) as the CUresult; no `after` runs past it."""
+        self._local_message = None
+        replay_log(self).begin([(proc, tuple(args)) for args in calls])
+        method = getattr(self._stub, proc + "_async")
+        pendings: deque[tuple[int, Pending]] = deque()
+        err = 0
+
+        def settle() -> None:
+            nonlocal err
+            i, pending = pendings.popleft()
+            code = _err_of(pending.result())
+            err = err or code
+            if not err and after is not None:
+                after(i)
+
+        for i, args in enumerate(calls):
+            if len(pendings) >= window:
+                settle()
+            if err:
+                break
+            if before is not None:
+                before(i)
+            pendings.append((i, method(*args)))
+        while pendings:
+            settle()
+        deferred = self._collect(block=False)
+        return err or deferred
 
     @_resuming
     def post(self, proc: str, *args: Any) -> None:
@@ -399,6 +442,8 @@ class Connection:
         if self.closed:
             return
         self.closed = True
+        if self.datapaths is not None:
+            self.datapaths.close()
         try:
             # The server answers a connection's calls in order: GOODBYE comes after every
             # pipelined call sent before it. Errors of those are dropped, as at process exit.

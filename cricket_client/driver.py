@@ -39,6 +39,7 @@ from ._types import (
     as_int,
 )
 from .connection import Connection, get_connection
+from .datapath import DataPaths
 from .errors import NotSupportedRemotely, error_string, to_result
 from .host_buffers import HostBufferError, read_host, writable_view, write_host
 from .kernel_args import LaunchArgumentError, pack_kernel_params
@@ -282,6 +283,14 @@ def cuMemGetAddressRange(dptr: Any) -> tuple[Any, CUdeviceptr | None, int | None
     return _out(err, CUdeviceptr(r.value.base), r.value.size)
 
 
+def _bulk(conn: Connection) -> DataPaths:
+    """The connection's copy routing (cricket_client.datapath), made on first use."""
+    paths = conn.datapaths
+    if paths is None:
+        paths = conn.datapaths = DataPaths(conn)
+    return paths
+
+
 def _chunks(n: int) -> list[tuple[int, int]]:
     return [(off, min(COPY_CHUNK, n - off)) for off in range(0, n, COPY_CHUNK)]
 
@@ -292,6 +301,9 @@ def _htod(call: str, dst: int, src: Any, n: int, stream: int | None) -> tuple[An
         data = read_host(src, n, f"{call}: srcHost")
     except HostBufferError as exc:
         raise TypeError(str(exc)) from None
+    routed = _bulk(conn).htod(dst, data, stream) if n else None
+    if routed is not None:
+        return _out(routed)
     if stream is None:
         if n <= COPY_CHUNK:
             return _out(conn.sync("CU_MEMCPY_HTOD", dst, data)[0])
@@ -312,6 +324,9 @@ def _dtoh(call: str, dst: Any, src: int, n: int, stream: int | None) -> tuple[An
         view = writable_view(dst, n, f"{call}: dstHost")
     except HostBufferError as exc:
         raise TypeError(str(exc)) from None
+    routed = _bulk(conn).dtoh(view, src, stream) if n else None
+    if routed is not None:
+        return _out(routed)
     chunks = _chunks(n) or [(0, 0)]
     if stream is None:
         err = conn.sync_into(

@@ -26,6 +26,7 @@ from cricket_server.backends.base import (
     CudaError,
 )
 from cricket_server.checkpointing import checkpoint_call
+from cricket_server.datapath import DataPathProcedures
 from cricket_server.session import Session, SessionManager, negotiate_version
 from rpc_spec import cricket_rpc as proto
 
@@ -70,7 +71,7 @@ def _options(options: list[Any]) -> dict[int, int]:
     return {int(o.option): int(o.value) for o in options}
 
 
-class CricketService(proto.CRICKET_V1_Server):
+class CricketService(DataPathProcedures, proto.CRICKET_V1_Server):
     """Serves CRICKET_V1 over the sessions of one `SessionManager`."""
 
     # Host-to-device payloads are used before the handler returns: no copy out of the record.

@@ -104,6 +104,13 @@ __all__ = [
     'CHECKPOINT_SESSION',
     'CHECKPOINT_SERVER',
     'SESSION_CALLS',
+    'DATA_SHM_OFFER',
+    'DATA_SHM_ACCEPT',
+    'DATA_SHM_HTOD',
+    'DATA_SHM_DTOH',
+    'DATA_TCP_OFFER',
+    'DATA_TCP_HTOD',
+    'DATA_TCP_DTOH',
     'int_result',
     'u64_result',
     'handle_result',
@@ -140,6 +147,10 @@ __all__ = [
     'device_attribute_value',
     'device_properties',
     'device_properties_result',
+    'shm_offer',
+    'shm_offer_result',
+    'channel_offer',
+    'channel_offer_result',
     'cu_ptr',
     'cu_handle',
     'mem_data',
@@ -184,6 +195,10 @@ __all__ = [
     'xdr_device_attribute_value',
     'xdr_device_properties',
     'xdr_device_properties_result',
+    'xdr_shm_offer',
+    'xdr_shm_offer_result',
+    'xdr_channel_offer',
+    'xdr_channel_offer_result',
     'xdr_cu_ptr',
     'xdr_cu_handle',
     'xdr_mem_data',
@@ -288,6 +303,13 @@ RT_MEMSET_2D = 204
 CHECKPOINT_SESSION = 300
 CHECKPOINT_SERVER = 301
 SESSION_CALLS = 302
+DATA_SHM_OFFER = 350
+DATA_SHM_ACCEPT = 351
+DATA_SHM_HTOD = 352
+DATA_SHM_DTOH = 353
+DATA_TCP_OFFER = 354
+DATA_TCP_HTOD = 355
+DATA_TCP_DTOH = 356
 
 
 @_dc.dataclass(slots=True)
@@ -1010,6 +1032,82 @@ class device_properties_result:
         return xdr_device_properties_result.decode(data)  # type: ignore[no-any-return]
 
 
+@_dc.dataclass(slots=True)
+class shm_offer:
+    """struct shm_offer."""
+
+    name: str
+    size: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_shm_offer.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> shm_offer:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_shm_offer.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class shm_offer_result:
+    """union shm_offer_result: ``err`` selects the arm; ``value`` holds its value."""
+
+    err: int
+    value: Any = None
+
+    offer = _xdr.arm_property(
+        'shm_offer_result', 'offer', 'err', frozenset([0]), frozenset([0])
+    )
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_shm_offer_result.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> shm_offer_result:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_shm_offer_result.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class channel_offer:
+    """struct channel_offer."""
+
+    port: int
+    secret: bytes
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_channel_offer.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> channel_offer:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_channel_offer.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class channel_offer_result:
+    """union channel_offer_result: ``err`` selects the arm; ``value`` holds its value."""
+
+    err: int
+    value: Any = None
+
+    offer = _xdr.arm_property(
+        'channel_offer_result', 'offer', 'err', frozenset([0]), frozenset([0])
+    )
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_channel_offer_result.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> channel_offer_result:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_channel_offer_result.decode(data)  # type: ignore[no-any-return]
+
+
 # Codecs, named like rpcgen's C functions.
 xdr_int_result = _xdr.Union('int_result')
 xdr_u64_result = _xdr.Union('u64_result')
@@ -1047,6 +1145,10 @@ xdr_checkpoint_result = _xdr.Union('checkpoint_result')
 xdr_device_attribute_value = _xdr.Struct('device_attribute_value')
 xdr_device_properties = _xdr.Struct('device_properties')
 xdr_device_properties_result = _xdr.Union('device_properties_result')
+xdr_shm_offer = _xdr.Struct('shm_offer')
+xdr_shm_offer_result = _xdr.Union('shm_offer_result')
+xdr_channel_offer = _xdr.Struct('channel_offer')
+xdr_channel_offer_result = _xdr.Union('channel_offer_result')
 xdr_cu_ptr = _xdr.xdr_u_hyper
 xdr_cu_handle = _xdr.xdr_u_hyper
 xdr_mem_data = _xdr.VarOpaque(None)
@@ -1369,6 +1471,38 @@ xdr_device_properties_result.define(
     ],
     default=_xdr.xdr_void,
 )
+xdr_shm_offer.define(
+    shm_offer,
+    [
+        ('name', _xdr.String(MAX_NAME)),
+        ('size', _xdr.xdr_u_hyper),
+    ],
+)
+xdr_shm_offer_result.define(
+    shm_offer_result,
+    'err',
+    _xdr.xdr_int,
+    [
+        ((0,), xdr_shm_offer),
+    ],
+    default=_xdr.xdr_void,
+)
+xdr_channel_offer.define(
+    channel_offer,
+    [
+        ('port', _xdr.xdr_u_int),
+        ('secret', _xdr.VarOpaque(MAX_TOKEN)),
+    ],
+)
+xdr_channel_offer_result.define(
+    channel_offer_result,
+    'err',
+    _xdr.xdr_int,
+    [
+        ((0,), xdr_channel_offer),
+    ],
+    default=_xdr.xdr_void,
+)
 
 # Typedefs: the Python type each name stands for.
 cu_ptr = int
@@ -1379,6 +1513,9 @@ attribute_list = list
 option_list = list
 ckpt_path = str
 device_attribute_list = list
+
+# Codecs of procedure arguments and results without a name of their own.
+_codec1 = _xdr.String(MAX_NAME)
 
 
 class CRICKET_V1_Client:
@@ -2617,6 +2754,138 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 302, b"")
         return _Pending(call, xdr_u64_result.decode)
 
+    def DATA_SHM_OFFER(self, arg1: int, *, timeout: float | None = None) -> shm_offer_result:
+        """Call DATA_SHM_OFFER (350) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_u_hyper.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 350, _enc.buffers(), timeout=timeout)
+        return xdr_shm_offer_result.decode(body)  # type: ignore[no-any-return]
+
+    def DATA_SHM_OFFER_async(self, arg1: int) -> _Pending:
+        """Send DATA_SHM_OFFER (350); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_u_hyper.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 350, _enc.buffers())
+        return _Pending(call, xdr_shm_offer_result.decode)
+
+    def DATA_SHM_ACCEPT(self, arg1: mem_data, *, timeout: float | None = None) -> int:
+        """Call DATA_SHM_ACCEPT (351) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_mem_data.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 351, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def DATA_SHM_ACCEPT_async(self, arg1: mem_data) -> _Pending:
+        """Send DATA_SHM_ACCEPT (351); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_mem_data.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 351, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def DATA_SHM_HTOD(self, arg1: cu_ptr, arg2: int, arg3: int, arg4: cu_handle, arg5: bool, *, timeout: float | None = None) -> int:
+        """Call DATA_SHM_HTOD (352) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_ptr.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        _xdr.xdr_u_hyper.pack(_enc, arg3)
+        xdr_cu_handle.pack(_enc, arg4)
+        _xdr.xdr_bool.pack(_enc, arg5)
+        body = self._rpc.call(0x20c0ffee, 1, 352, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def DATA_SHM_HTOD_async(self, arg1: cu_ptr, arg2: int, arg3: int, arg4: cu_handle, arg5: bool) -> _Pending:
+        """Send DATA_SHM_HTOD (352); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_ptr.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        _xdr.xdr_u_hyper.pack(_enc, arg3)
+        xdr_cu_handle.pack(_enc, arg4)
+        _xdr.xdr_bool.pack(_enc, arg5)
+        call = self._rpc.call_async(0x20c0ffee, 1, 352, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def DATA_SHM_DTOH(self, arg1: cu_ptr, arg2: int, arg3: int, arg4: cu_handle, arg5: bool, *, timeout: float | None = None) -> int:
+        """Call DATA_SHM_DTOH (353) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_ptr.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        _xdr.xdr_u_hyper.pack(_enc, arg3)
+        xdr_cu_handle.pack(_enc, arg4)
+        _xdr.xdr_bool.pack(_enc, arg5)
+        body = self._rpc.call(0x20c0ffee, 1, 353, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def DATA_SHM_DTOH_async(self, arg1: cu_ptr, arg2: int, arg3: int, arg4: cu_handle, arg5: bool) -> _Pending:
+        """Send DATA_SHM_DTOH (353); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_ptr.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        _xdr.xdr_u_hyper.pack(_enc, arg3)
+        xdr_cu_handle.pack(_enc, arg4)
+        _xdr.xdr_bool.pack(_enc, arg5)
+        call = self._rpc.call_async(0x20c0ffee, 1, 353, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def DATA_TCP_OFFER(self, arg1: str, arg2: int, *, timeout: float | None = None) -> channel_offer_result:
+        """Call DATA_TCP_OFFER (354) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _codec1.pack(_enc, arg1)
+        _xdr.xdr_u_int.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 354, _enc.buffers(), timeout=timeout)
+        return xdr_channel_offer_result.decode(body)  # type: ignore[no-any-return]
+
+    def DATA_TCP_OFFER_async(self, arg1: str, arg2: int) -> _Pending:
+        """Send DATA_TCP_OFFER (354); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _codec1.pack(_enc, arg1)
+        _xdr.xdr_u_int.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 354, _enc.buffers())
+        return _Pending(call, xdr_channel_offer_result.decode)
+
+    def DATA_TCP_HTOD(self, arg1: cu_ptr, arg2: int, arg3: int, arg4: cu_handle, arg5: bool, *, timeout: float | None = None) -> int:
+        """Call DATA_TCP_HTOD (355) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_ptr.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        _xdr.xdr_u_int.pack(_enc, arg3)
+        xdr_cu_handle.pack(_enc, arg4)
+        _xdr.xdr_bool.pack(_enc, arg5)
+        body = self._rpc.call(0x20c0ffee, 1, 355, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def DATA_TCP_HTOD_async(self, arg1: cu_ptr, arg2: int, arg3: int, arg4: cu_handle, arg5: bool) -> _Pending:
+        """Send DATA_TCP_HTOD (355); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_ptr.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        _xdr.xdr_u_int.pack(_enc, arg3)
+        xdr_cu_handle.pack(_enc, arg4)
+        _xdr.xdr_bool.pack(_enc, arg5)
+        call = self._rpc.call_async(0x20c0ffee, 1, 355, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def DATA_TCP_DTOH(self, arg1: cu_ptr, arg2: int, arg3: int, arg4: cu_handle, arg5: bool, *, timeout: float | None = None) -> int:
+        """Call DATA_TCP_DTOH (356) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_ptr.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        _xdr.xdr_u_int.pack(_enc, arg3)
+        xdr_cu_handle.pack(_enc, arg4)
+        _xdr.xdr_bool.pack(_enc, arg5)
+        body = self._rpc.call(0x20c0ffee, 1, 356, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def DATA_TCP_DTOH_async(self, arg1: cu_ptr, arg2: int, arg3: int, arg4: cu_handle, arg5: bool) -> _Pending:
+        """Send DATA_TCP_DTOH (356); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_ptr.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        _xdr.xdr_u_int.pack(_enc, arg3)
+        xdr_cu_handle.pack(_enc, arg4)
+        _xdr.xdr_bool.pack(_enc, arg5)
+        call = self._rpc.call_async(0x20c0ffee, 1, 356, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
 
 class CRICKET_V1_Server:
     """Service of program CRICKET_PROG version CRICKET_V1: subclass it, override what
@@ -2867,6 +3136,27 @@ class CRICKET_V1_Server:
         ),
         302: _Procedure(
             302, 'SESSION_CALLS', (), xdr_u64_result
+        ),
+        350: _Procedure(
+            350, 'DATA_SHM_OFFER', (_xdr.xdr_u_hyper,), xdr_shm_offer_result
+        ),
+        351: _Procedure(
+            351, 'DATA_SHM_ACCEPT', (xdr_mem_data,), _xdr.xdr_int
+        ),
+        352: _Procedure(
+            352, 'DATA_SHM_HTOD', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle, _xdr.xdr_bool), _xdr.xdr_int
+        ),
+        353: _Procedure(
+            353, 'DATA_SHM_DTOH', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle, _xdr.xdr_bool), _xdr.xdr_int
+        ),
+        354: _Procedure(
+            354, 'DATA_TCP_OFFER', (_codec1, _xdr.xdr_u_int), xdr_channel_offer_result
+        ),
+        355: _Procedure(
+            355, 'DATA_TCP_HTOD', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_int, xdr_cu_handle, _xdr.xdr_bool), _xdr.xdr_int
+        ),
+        356: _Procedure(
+            356, 'DATA_TCP_DTOH', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_int, xdr_cu_handle, _xdr.xdr_bool), _xdr.xdr_int
         ),
     }
 
@@ -3193,3 +3483,31 @@ class CRICKET_V1_Server:
     def SESSION_CALLS(self, ctx: Any) -> u64_result:
         """SESSION_CALLS (302): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.SESSION_CALLS")
+
+    def DATA_SHM_OFFER(self, ctx: Any, arg1: int) -> shm_offer_result:
+        """DATA_SHM_OFFER (350): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.DATA_SHM_OFFER")
+
+    def DATA_SHM_ACCEPT(self, ctx: Any, arg1: mem_data) -> int:
+        """DATA_SHM_ACCEPT (351): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.DATA_SHM_ACCEPT")
+
+    def DATA_SHM_HTOD(self, ctx: Any, arg1: cu_ptr, arg2: int, arg3: int, arg4: cu_handle, arg5: bool) -> int:
+        """DATA_SHM_HTOD (352): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.DATA_SHM_HTOD")
+
+    def DATA_SHM_DTOH(self, ctx: Any, arg1: cu_ptr, arg2: int, arg3: int, arg4: cu_handle, arg5: bool) -> int:
+        """DATA_SHM_DTOH (353): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.DATA_SHM_DTOH")
+
+    def DATA_TCP_OFFER(self, ctx: Any, arg1: str, arg2: int) -> channel_offer_result:
+        """DATA_TCP_OFFER (354): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.DATA_TCP_OFFER")
+
+    def DATA_TCP_HTOD(self, ctx: Any, arg1: cu_ptr, arg2: int, arg3: int, arg4: cu_handle, arg5: bool) -> int:
+        """DATA_TCP_HTOD (355): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.DATA_TCP_HTOD")
+
+    def DATA_TCP_DTOH(self, ctx: Any, arg1: cu_ptr, arg2: int, arg3: int, arg4: cu_handle, arg5: bool) -> int:
+        """DATA_TCP_DTOH (356): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.DATA_TCP_DTOH")

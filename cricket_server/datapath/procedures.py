@@ -1,0 +1,221 @@
+"""CRICKET_V1 procedures 350-399: copies through shared memory and parallel data channels.
+
+Mixed into `CricketService`; every procedure runs through its `_run` (counted for replay,
+errors as CUresults). The state is the connection's (`state_of`), freed when it ends.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from cricket_server.backends.base import (
+    CUDA_ERROR_INVALID_VALUE,
+    CUDA_ERROR_NOT_SUPPORTED,
+    CUDA_ERROR_UNKNOWN,
+    CudaError,
+)
+from cricket_server.session import Session
+from rpc_spec import cricket_rpc as proto
+
+from .channels import ChannelError, ChannelListener, DataChannels
+from .shm import ServerSegment
+
+__all__ = ["ConnectionDataPaths", "DataPathProcedures", "state_of", "STATE_KEY"]
+
+log = logging.getLogger("cricket_server.datapath")
+STATE_KEY = "cricket.datapath"
+
+
+@dataclass
+class ConnectionDataPaths:
+    """The data paths one connection set up: its shared segment and its data channels."""
+
+    segment: ServerSegment | None = None
+    listener: ChannelListener | None = None
+    channels: DataChannels | None = None
+    staging: bytearray = field(default_factory=bytearray)  # received channel bytes, reused
+
+    def accepted_segment(self, call: str) -> ServerSegment:
+        if self.segment is None or not self.segment.accepted:
+            raise CudaError(
+                CUDA_ERROR_INVALID_VALUE, f"{call}: no shared segment accepted on this connection"
+            )
+        return self.segment
+
+    def ready_channels(self, call: str, count: int) -> DataChannels:
+        if self.channels is None:
+            if self.listener is None:
+                raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{call}: no data channels offered")
+            try:
+                self.channels = self.listener.wait()
+            except ChannelError as e:
+                self.drop_channels()
+                raise CudaError(CUDA_ERROR_UNKNOWN, f"{call}: {e}") from None
+        if len(self.channels) != count:
+            raise CudaError(
+                CUDA_ERROR_INVALID_VALUE,
+                f"{call}: {count} data channels named, {len(self.channels)} connected",
+            )
+        return self.channels
+
+    def buffer(self, size: int) -> memoryview:
+        if len(self.staging) < size:
+            self.staging = bytearray(size)
+        return memoryview(self.staging)[:size]
+
+    def drop_segment(self) -> None:
+        if self.segment is not None:
+            self.segment.close()
+            self.segment = None
+
+    def drop_channels(self) -> None:
+        if self.channels is not None:
+            self.channels.close()
+            self.channels = None
+        if self.listener is not None:
+            self.listener.close()
+            self.listener = None
+
+    def close(self) -> None:
+        self.drop_segment()
+        self.drop_channels()
+        self.staging = bytearray()
+
+
+def state_of(ctx: Any) -> ConnectionDataPaths:
+    """The connection's data paths (made on first use, closed with the connection)."""
+    state = ctx.connection.state.get(STATE_KEY)
+    if state is None:
+        state = ctx.connection.state[STATE_KEY] = ConnectionDataPaths()
+        ctx.connection.add_close_callback(state.close)
+    return state
+
+
+def _channel_failure(paths: ConnectionDataPaths, call: str, exc: OSError) -> CudaError:
+    paths.drop_channels()
+    log.warning("%s: data channels dropped: %s", call, exc)
+    return CudaError(CUDA_ERROR_UNKNOWN, f"{call}: data channel failed: {exc}")
+
+
+class DataPathProcedures:
+    """The DATA_* procedures; needs `CricketService._run`/`_status`/`_result`."""
+
+    _run: Any
+    _status: Any
+    _result: Any
+
+    # -- shared memory ---------------------------------------------------------------------
+    def DATA_SHM_OFFER(self, ctx: Any, size: int) -> proto.shm_offer_result:  # noqa: N802
+        paths = state_of(ctx)
+
+        def offer(s: Session) -> proto.shm_offer:
+            paths.drop_segment()
+            try:
+                paths.segment = ServerSegment(size)
+            except ValueError as e:
+                raise CudaError(CUDA_ERROR_INVALID_VALUE, f"shared memory offer: {e}") from None
+            except OSError as e:
+                raise CudaError(CUDA_ERROR_NOT_SUPPORTED, f"shared memory offer: {e}") from None
+            return proto.shm_offer(name=paths.segment.name, size=size)
+
+        return self._result(proto.shm_offer_result, ctx, "shared memory offer", offer)
+
+    def DATA_SHM_ACCEPT(self, ctx: Any, proof: Any) -> int:  # noqa: N802
+        paths = state_of(ctx)
+
+        def accept(s: Session) -> None:
+            if paths.segment is None:
+                raise CudaError(CUDA_ERROR_INVALID_VALUE, "shared memory accept: nothing offered")
+            if not paths.segment.accept(bytes(proof)):
+                paths.drop_segment()
+                raise CudaError(
+                    CUDA_ERROR_INVALID_VALUE,
+                    "shared memory accept: the proof does not match the segment (another host?)",
+                )
+
+        return self._status(ctx, "shared memory accept", accept)
+
+    def DATA_SHM_HTOD(  # noqa: N802
+        self, ctx: Any, dst: int, offset: int, size: int, stream: int, asynchronous: bool
+    ) -> int:
+        call = "cuMemcpyHtoDAsync" if asynchronous else "cuMemcpyHtoD"
+        paths = state_of(ctx)
+
+        def copy(s: Session) -> None:
+            data = paths.accepted_segment(call).span(call, offset, size)
+            s.memcpy_htod(dst, data, stream if asynchronous else None)
+
+        return self._status(ctx, call, copy)
+
+    def DATA_SHM_DTOH(  # noqa: N802
+        self, ctx: Any, src: int, offset: int, size: int, stream: int, asynchronous: bool
+    ) -> int:
+        call = "cuMemcpyDtoHAsync" if asynchronous else "cuMemcpyDtoH"
+        paths = state_of(ctx)
+
+        def copy(s: Session) -> None:
+            target = paths.accepted_segment(call).span(call, offset, size)
+            data = s.memcpy_dtoh(src, size, stream if asynchronous else None)
+            target[:] = data
+
+        return self._status(ctx, call, copy)
+
+    # -- parallel TCP data channels --------------------------------------------------------
+    def DATA_TCP_OFFER(self, ctx: Any, host: str, count: int) -> proto.channel_offer_result:  # noqa: N802
+        paths = state_of(ctx)
+
+        def offer(s: Session) -> proto.channel_offer:
+            paths.drop_channels()
+            try:
+                paths.listener = ChannelListener(host, count)
+            except ValueError as e:
+                raise CudaError(CUDA_ERROR_INVALID_VALUE, f"data channel offer: {e}") from None
+            except OSError as e:
+                raise CudaError(
+                    CUDA_ERROR_NOT_SUPPORTED, f"data channel offer: cannot listen on {host}: {e}"
+                ) from None
+            return proto.channel_offer(port=paths.listener.port, secret=paths.listener.secret)
+
+        return self._result(proto.channel_offer_result, ctx, "data channel offer", offer)
+
+    def DATA_TCP_HTOD(  # noqa: N802
+        self, ctx: Any, dst: int, size: int, count: int, stream: int, asynchronous: bool
+    ) -> int:
+        call = "cuMemcpyHtoDAsync" if asynchronous else "cuMemcpyHtoD"
+        paths = state_of(ctx)
+
+        def copy(s: Session) -> None:
+            channels = paths.ready_channels(call, count)
+            data = paths.buffer(size)
+            try:
+                channels.receive_into(data)  # first: the bytes are on their way whatever follows
+            except OSError as e:
+                raise _channel_failure(paths, call, e) from None
+            s.memcpy_htod(dst, data, stream if asynchronous else None)
+
+        return self._status(ctx, call, copy)
+
+    def DATA_TCP_DTOH(  # noqa: N802
+        self, ctx: Any, src: int, size: int, count: int, stream: int, asynchronous: bool
+    ) -> int:
+        call = "cuMemcpyDtoHAsync" if asynchronous else "cuMemcpyDtoH"
+        paths = state_of(ctx)
+
+        def copy(s: Session) -> None:
+            channels = paths.ready_channels(call, count)
+            try:
+                data = s.memcpy_dtoh(src, size, stream if asynchronous else None)
+            except BaseException:
+                try:
+                    channels.send(None, size)  # the client waits for each part: say "none"
+                except OSError as e:
+                    raise _channel_failure(paths, call, e) from None
+                raise
+            try:
+                channels.send(memoryview(data).cast("B"), size)
+            except OSError as e:
+                raise _channel_failure(paths, call, e) from None
+
+        return self._status(ctx, call, copy)

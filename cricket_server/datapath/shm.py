@@ -1,0 +1,64 @@
+"""A shared-memory segment a same-host client copies through.
+
+The server creates `/dev/shm/cricket-<random>` (owner-only), writes 32 random bytes at its
+start and tells the client the name. A client that reads those bytes back (DATA_SHM_ACCEPT)
+shares the host's /dev/shm, so copies may then move through the segment. The file is
+unlinked when the connection ends.
+"""
+
+from __future__ import annotations
+
+import hmac
+import mmap
+import os
+import secrets
+from pathlib import Path
+
+__all__ = ["ServerSegment", "SHM_DIR", "PROOF_BYTES", "MAX_SEGMENT"]
+
+SHM_DIR = Path("/dev/shm")
+PROOF_BYTES = 32
+MAX_SEGMENT = 1 << 30
+
+
+class ServerSegment:
+    """One mapped /dev/shm file; `view` is writable, `accepted` once the client proved it."""
+
+    def __init__(self, size: int, directory: Path = SHM_DIR) -> None:
+        if not PROOF_BYTES <= size <= MAX_SEGMENT:
+            raise ValueError(
+                f"shared segment of {size} bytes: allowed {PROOF_BYTES}..{MAX_SEGMENT}"
+            )
+        self.name = f"cricket-{os.getpid()}-{secrets.token_hex(12)}"
+        self.path = directory / self.name
+        self.size = size
+        self.accepted = False
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.ftruncate(fd, size)
+            self._map = mmap.mmap(fd, size)
+        except BaseException:
+            os.close(fd)
+            self.path.unlink(missing_ok=True)
+            raise
+        os.close(fd)
+        self._proof = secrets.token_bytes(PROOF_BYTES)
+        self._map[:PROOF_BYTES] = self._proof
+        self.view = memoryview(self._map)
+
+    def accept(self, proof: bytes) -> bool:
+        """Whether `proof` is what the segment held: then the client shares this host."""
+        self.accepted = hmac.compare_digest(bytes(proof), self._proof)
+        return self.accepted
+
+    def span(self, call: str, offset: int, size: int) -> memoryview:
+        if offset < 0 or size < 0 or offset + size > self.size:
+            raise IndexError(
+                f"{call}: bytes {offset}..{offset + size} outside the {self.size}-byte shared segment"
+            )
+        return self.view[offset : offset + size]
+
+    def close(self) -> None:
+        self.path.unlink(missing_ok=True)
+        self.view.release()
+        self._map.close()
