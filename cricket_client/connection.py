@@ -23,6 +23,7 @@ import functools
 import os
 import re
 import socket
+import ssl
 import struct
 import sys
 import threading
@@ -33,7 +34,7 @@ from importlib import resources
 from typing import Any, TypeVar
 
 from cricket_xdr.rpc.client import RpcClient
-from cricket_xdr.rpc.errors import ConnectionLost
+from cricket_xdr.rpc.errors import AuthError, ConnectionLost
 from cricket_xdr.stubs import Pending
 from cricket_xdr.xdr import Encoder
 
@@ -41,6 +42,7 @@ from .datapath import DataPaths
 from .errors import HelloRefused, NotConnectedError, error_name
 from .reconnect import CallsLost, resume_after_loss
 from .replay import calls_of, renew_log, replay_log
+from .security import Security, explain_auth_error, open_rpc
 
 __all__ = [
     "Connection",
@@ -147,6 +149,8 @@ class Connection:
         *,
         timeout: float | None = None,
         client_name: str | None = None,
+        tls: ssl.SSLContext | bool | None = None,
+        token: bytes | str | None = None,
     ) -> None:
         from rpc_spec import cricket_rpc as proto
 
@@ -159,7 +163,13 @@ class Connection:
         self.address = address
         self.proto = proto
         self.timeout = timeout
-        self._rpc = RpcClient(parse_address(address), timeout=timeout)
+        self.security = Security.resolve(tls=tls, token=token)  # see cricket_client.security
+        self._rpc = open_rpc(
+            parse_address(address),
+            self.security,
+            program=(proto.CRICKET_PROG, proto.CRICKET_V1),
+            timeout=timeout,
+        )
         self._stub = proto.CRICKET_V1_Client(self._rpc)
         self._lock = threading.Lock()
         self._pending: deque[tuple[str, Any]] = deque()
@@ -182,6 +192,9 @@ class Connection:
             )
             if reply.err != 0:
                 raise HelloRefused(f"{address}: HELLO refused with {error_name(reply.err)}")
+        except AuthError as exc:  # the server requires a token or TLS
+            self._rpc.close()
+            raise explain_auth_error(exc, self.security) from None
         except BaseException:
             self._rpc.close()
             raise

@@ -24,11 +24,11 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from cricket_xdr.rpc.client import RpcClient
 from cricket_xdr.rpc.errors import ConnectionLost, RpcError
 
 from .errors import CricketClientError, HelloRefused, error_name
 from .replay import replay
+from .security import Security, open_rpc
 
 if TYPE_CHECKING:
     from .connection import Connection
@@ -120,8 +120,12 @@ def _resume(conn: Connection, lost: BaseException, deadline_s: float) -> bool:
         address = next_address(conn)
         left = deadline - time.monotonic()
         try:
-            rpc = RpcClient(
-                parse_address(address), timeout=conn.timeout, connect_timeout=max(left, 0.1)
+            rpc = open_rpc(  # authenticates again: token and TLS as the first connection
+                parse_address(address),
+                getattr(conn, "security", None) or Security(),
+                program=(proto.CRICKET_PROG, proto.CRICKET_V1),
+                timeout=conn.timeout,
+                connect_timeout=max(left, 0.1),
             )
         except OSError as e:
             reason, refused = f"{address}: {e}", False

@@ -30,12 +30,14 @@ from types import FrameType
 
 import click
 
+from cricket_server.auth import SecurityFiles, security_admission, security_options
 from cricket_server.backends import BACKEND_NAMES, make_backend
 from cricket_server.checkpointing import CheckpointTrigger
 from cricket_server.memory import AddressArena
 from cricket_server.service import CricketService
 from cricket_server.session import SessionManager
 from cricket_server.workers import WorkerPool, WorkerSpec, WorkerStartError
+from cricket_xdr.rpc.handshake import Admission
 from cricket_xdr.rpc.server import RpcServer
 from rpc_spec import cricket_rpc as proto
 
@@ -154,6 +156,7 @@ def _format_address(host: str, port: int) -> str:
     metavar="SECONDS",
     help="With --checkpoint-dir: also checkpoint periodically.",
 )
+@security_options
 def main(
     listen: tuple[str, ...],
     unix_path: str | None,
@@ -166,6 +169,7 @@ def main(
     spare_workers: int,
     checkpoint_dir: str | None,
     checkpoint_every: float | None,
+    security: SecurityFiles,
 ) -> None:
     """Serve remote CUDA driver calls (ONC RPC program CRICKET_PROG, version 1)."""
     logging.basicConfig(
@@ -190,7 +194,9 @@ def main(
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
 
-    listeners = _Listeners(addresses, unix_path, register, ready_file)
+    listeners = _Listeners(
+        addresses, unix_path, register, ready_file, security_admission(security)
+    )
     mode, backend = resolve_isolation(isolation, backend)
     if mode == "process":
         if checkpoint_dir is not None:
@@ -198,7 +204,9 @@ def main(
                 "--checkpoint-dir needs --isolation thread: with process isolation no process "
                 "holds every session yet (a client can still checkpoint its own session)"
             )
-        spec = WorkerSpec(backend, sim_bytes, log_level.lower(), server_version())
+        spec = WorkerSpec(
+            backend, sim_bytes, log_level.lower(), server_version(), security=security
+        )
         _serve_in_workers(listeners, stop, WorkerPool(spec, spares=spare_workers))
     else:
         _serve_in_threads(listeners, stop, backend, sim_bytes, checkpoint_dir, checkpoint_every)
@@ -207,12 +215,14 @@ def main(
 
 @dataclass(frozen=True)
 class _Listeners:
-    """Where to listen and what to announce once listening."""
+    """Where to listen, what to announce once listening, and what each connection must do
+    before its calls are served (TLS, a token: `--auth-token-file`, `--tls-*`)."""
 
     addresses: list[tuple[str, int]]
     unix_path: str | None
     register: bool
     ready_file: str | None
+    admission: Admission | None = None
 
 
 def resolve_isolation(isolation: str, backend: str) -> tuple[str, str]:
@@ -281,6 +291,7 @@ def _serve_in_workers(listeners: _Listeners, stop: threading.Event, pool: Worker
 def _serve(server: RpcServer, listeners: _Listeners, stop: threading.Event, what: str) -> None:
     """Listen, announce, and wait for `stop`; `what` ends the log line ("backend sim, ...")."""
     unix_path, ready_file = listeners.unix_path, listeners.ready_file
+    server.admission = listeners.admission  # a server handing connections off ignores it
     bound = [server.listen_tcp(host, port) for host, port in listeners.addresses]
     if unix_path is not None:
         server.listen_unix(unix_path)

@@ -18,6 +18,7 @@ import socket
 import threading
 from types import FrameType
 
+from cricket_server.auth import SecurityError, SecurityFiles
 from cricket_server.backends import BACKEND_NAMES, make_backend
 from cricket_server.backends.base import Backend
 from cricket_server.memory import AddressArena
@@ -139,6 +140,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--log-level", default="info")
     parser.add_argument("--server-version", default="0.0.0")
     parser.add_argument("--va-slot", type=int, default=0)
+    for option in ("--auth-token-file", "--tls-cert", "--tls-key", "--tls-client-ca"):
+        parser.add_argument(option)
     return parser.parse_args(argv)
 
 
@@ -161,7 +164,15 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         log.error("could not create the %s backend: %s", args.backend, exc)
         return 1
+    files = SecurityFiles(args.auth_token_file, args.tls_cert, args.tls_key, args.tls_client_ca)
+    try:
+        admission = files.admission()  # the worker runs its connection's TLS and token setup
+    except SecurityError as exc:
+        log.error("%s", exc)
+        backend.close()
+        return 1
     worker = Worker(backend, channel, args.server_version, args.va_slot)
+    worker.server.admission = admission if admission.required else None
     try:
         if stop.is_set():
             return 0

@@ -22,6 +22,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from cricket_server.auth import SecurityFiles
 from cricket_server.service import format_peer
 
 from .control import ControlChannel
@@ -45,6 +46,7 @@ class WorkerSpec:
     sim_memory: int | None = None
     log_level: str = "info"
     server_version: str = "0.0.0"
+    security: SecurityFiles = SecurityFiles()  # token and TLS files: each worker reads them
 
     def command(self, control_fd: int, va_slot: int) -> list[str]:
         cmd = [
@@ -55,6 +57,7 @@ class WorkerSpec:
         ]  # fmt: skip
         if self.sim_memory is not None:
             cmd += ["--sim-memory", str(self.sim_memory)]
+        cmd += self.security.worker_args()
         return cmd
 
 

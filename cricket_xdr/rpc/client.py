@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import select
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Sequence
@@ -103,6 +104,12 @@ class RpcClient:
     (None waits forever). `auth`: credentials for every call (AUTH_NONE by default).
     `max_record`: largest reply accepted. `max_fragment`: calls are split into fragments of at
     most this many bytes.
+
+    Connection setup (`handshake`), before any call: `tls` (an `ssl.SSLContext`): RPC over
+    TLS after RFC 9289 (the AUTH_TLS probe, then the handshake; `server_hostname` is checked
+    against the server's certificate, default the address's host); `token`: prove it with
+    AUTH_CRICKET_TOKEN. `program`: the (program, version) their NULL calls name. Failures:
+    `tls.TlsError`, `AuthError`.
     """
 
     def __init__(
@@ -114,10 +121,23 @@ class RpcClient:
         max_record: int = DEFAULT_MAX_RECORD,
         max_fragment: int = MAX_FRAGMENT,
         connect_timeout: float | None = 30.0,
+        tls: ssl.SSLContext | None = None,
+        server_hostname: str | None = None,
+        token: bytes | None = None,
+        program: tuple[int, int] = (0, 0),
     ) -> None:
         self.address = address
         self.timeout = timeout
-        self._sock = connect_socket(address, connect_timeout)
+        self._sock: Any = _set_up(
+            connect_socket(address, connect_timeout),
+            address,
+            tls,
+            server_hostname,
+            token,
+            program,
+            connect_timeout,
+        )
+        self._buffered = getattr(self._sock, "pending", None)  # TLS: bytes a poll cannot see
         self._fd = self._sock.fileno()
         self._conn = ClientConnection(auth=auth, max_record=max_record, max_fragment=max_fragment)
         self._lock = threading.Lock()  # guards everything below and the connection's state
@@ -391,7 +411,7 @@ class RpcClient:
                     return False
                 poller = select.poll()
                 poller.register(self._fd, select.POLLIN)
-                if not poller.poll(remaining * 1000):
+                if not (self._buffered and self._buffered()) and not poller.poll(remaining * 1000):
                     return False
             view = conn.read_buffer()
             if view is not None:
@@ -480,6 +500,39 @@ class RpcClient:
 
     def __repr__(self) -> str:
         return f"<RpcClient {self._where()} in flight {len(self._pending)}>"
+
+
+def _set_up(
+    sock: socket.socket,
+    address: Address,
+    tls: ssl.SSLContext | None,
+    server_hostname: str | None,
+    token: bytes | None,
+    program: tuple[int, int],
+    timeout: float | None,
+) -> Any:
+    """STARTTLS and the token proof on a new connection (see `handshake`)."""
+    if tls is None and token is None:
+        return sock
+    from .handshake import authenticate, start_tls
+
+    where = address if isinstance(address, str) else f"{address[0]}:{address[1]}"
+    if server_hostname is None and not isinstance(address, str):
+        server_hostname = address[0]
+    try:
+        sock.settimeout(timeout)
+        conn: Any = sock
+        if tls is not None:
+            conn = start_tls(
+                sock, tls, server_hostname=server_hostname, program=program, where=where
+            )
+        if token is not None:
+            authenticate(conn, token, program=program)
+        sock.settimeout(None)
+        return conn
+    except BaseException:
+        sock.close()
+        raise
 
 
 def _skip(pieces: Sequence[Any], sent: int) -> list[memoryview]:

@@ -25,6 +25,7 @@ from .client import Address
 from .connection import NEED_DATA, ServerConnection
 from .dispatch import ConnectionInfo, Dispatcher
 from .errors import MessageDecodeError, RecordTooLarge
+from .handshake import Admission, admit
 from .record import DEFAULT_MAX_RECORD, MAX_FRAGMENT, Buffer, nbytes
 
 __all__ = ["RpcServer"]
@@ -63,8 +64,10 @@ class _Connection:
 
     def serve(self) -> None:
         server = self.server
-        sock = self.sock
         conn = ServerConnection(max_record=server.max_record, max_fragment=server.max_fragment)
+        if server.admission is not None and not self._admit(conn, server.admission):
+            return
+        sock = self.sock
         dispatch = server._dispatcher.dispatch
         info = self.info
         scratch = memoryview(bytearray(_SCRATCH))
@@ -126,6 +129,27 @@ class _Connection:
             server._forget(self)
             info.run_close_callbacks()
 
+    def _admit(self, conn: ServerConnection, admission: Admission) -> bool:
+        """Connection setup (STARTTLS, token proof; see `handshake.admit`) on this thread;
+        False when the connection ended during it (then closed here)."""
+        try:
+            sock = admit(self.sock, conn, admission, self.info, self.server._dispatcher.dispatch)
+        except (OSError, RecordTooLarge, MessageDecodeError) as exc:
+            if not self.close_requested:
+                log.info("%r: connection setup failed: %s", self.info, exc)
+            sock = None
+        except Exception:
+            log.exception("%r: connection setup failed", self.info)
+            sock = None
+        if sock is not None and not self.close_requested:
+            self.sock = sock
+            return True
+        with contextlib.suppress(OSError):
+            self.sock.close()
+        self.server._forget(self)
+        self.info.run_close_callbacks()
+        return False
+
     def send(self, pieces: list[Buffer]) -> None:
         sock = self.sock
         with self.write_lock:
@@ -153,6 +177,9 @@ class RpcServer:
     `max_record`: largest call accepted (a bigger fragment header closes that connection).
     `auth_verifiers`: flavor -> verifier (default: AUTH_NONE and AUTH_SYS); see `auth`.
     `idle_timeout`: seconds a connection may stay silent (or stall inside a record).
+    `admission`: what a connection must do before its calls are served (RPC-over-TLS, a
+    token proof; see `handshake.Admission`); done on the connection's thread, so a server
+    that hands connections off never runs it.
     `hand_off`: when given, each accepted connection is passed to `hand_off(sock, peer)`
     instead of being served here (e.g. to another process, which serves it with `adopt`);
     the callee owns the socket.
@@ -167,8 +194,10 @@ class RpcServer:
         idle_timeout: float | None = None,
         max_fragment: int = MAX_FRAGMENT,
         hand_off: Callable[[socket.socket, object], None] | None = None,
+        admission: Admission | None = None,
     ) -> None:
         self._hand_off = hand_off
+        self.admission = admission if admission is not None and admission.required else None
         self._dispatcher = Dispatcher(services, auth_verifiers)
         self.max_record = max_record
         self.max_fragment = max_fragment

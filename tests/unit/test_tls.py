@@ -1,0 +1,107 @@
+"""RPC over TLS (RFC 9289): cricket-server --tls-cert/--tls-key[/--tls-client-ca], the client's
+CRICKET_TLS_* configuration, refusals, and TLS with a token; both isolation modes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from security_helpers import copy_round_trip, running_server
+from tls_certs import TlsFiles, make_tls_files
+
+import cricket_client
+from cricket_xdr.rpc.errors import AuthError
+from cricket_xdr.rpc.tls import TlsError, client_context
+
+TOKEN = "tls-and-token-secret"
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("CRICKET_TOKEN", "CRICKET_TOKEN_FILE", "CRICKET_TLS", "CRICKET_TLS_CA",
+                 "CRICKET_TLS_CERT", "CRICKET_TLS_KEY", "CRICKET_TLS_SERVER_NAME"):  # fmt: skip
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
+    return make_tls_files(tmp_path_factory.mktemp("certs"))
+
+
+def server_tls(certs: TlsFiles, *, client_ca: bool = False) -> list[str]:
+    options = ["--tls-cert", str(certs.server.cert), "--tls-key", str(certs.server.key)]
+    if client_ca:
+        options += ["--tls-client-ca", str(certs.client_ca.cert)]
+    return options
+
+
+@pytest.mark.parametrize("isolation", ["thread", "process"])
+def test_tls_without_client_certificates(
+    tmp_path: Path, certs: TlsFiles, isolation: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with running_server(tmp_path, isolation, *server_tls(certs)) as address:
+        monkeypatch.setenv("CRICKET_TLS_CA", str(certs.server_ca.cert))
+        conn = cricket_client.connect(address, make_default=False)
+        try:
+            assert conn._rpc._sock.version() == "TLSv1.3"
+            copy_round_trip(conn)
+        finally:
+            conn.close()
+        # Without TLS the server serves nothing but NULL.
+        with pytest.raises(AuthError, match="TLS"):
+            cricket_client.connect(address, make_default=False, tls=False)
+
+
+def test_client_that_does_not_trust_the_server_refuses(tmp_path: Path, certs: TlsFiles) -> None:
+    with running_server(tmp_path, "thread", *server_tls(certs)) as address:
+        with pytest.raises(TlsError, match="certificate is not trusted.*CRICKET_TLS_CA"):
+            cricket_client.connect(
+                address, make_default=False, tls=client_context(str(certs.other_ca.cert))
+            )
+        with pytest.raises(TlsError, match="certificate is not trusted"):
+            cricket_client.connect(address, make_default=False, tls=True)  # system trust
+
+
+@pytest.mark.parametrize("isolation", ["thread", "process"])
+def test_tls_with_client_certificates(
+    tmp_path: Path, certs: TlsFiles, isolation: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with running_server(tmp_path, isolation, *server_tls(certs, client_ca=True)) as address:
+        ca = str(certs.server_ca.cert)
+        with pytest.raises(TlsError, match="refused the TLS connection"):
+            cricket_client.connect(address, make_default=False, tls=client_context(ca))
+        stranger = client_context(
+            ca, str(certs.stranger_client.cert), str(certs.stranger_client.key)
+        )
+        with pytest.raises(TlsError, match="refused the TLS connection"):
+            cricket_client.connect(address, make_default=False, tls=stranger)
+        monkeypatch.setenv("CRICKET_TLS_CA", ca)
+        monkeypatch.setenv("CRICKET_TLS_CERT", str(certs.client.cert))
+        monkeypatch.setenv("CRICKET_TLS_KEY", str(certs.client.key))
+        conn = cricket_client.connect(address, make_default=False)
+        try:
+            copy_round_trip(conn)
+        finally:
+            conn.close()
+
+
+@pytest.mark.parametrize("isolation", ["thread", "process"])
+def test_tls_and_token_together(
+    tmp_path: Path, certs: TlsFiles, isolation: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = tmp_path / "token"
+    token.write_text(TOKEN)
+    token.chmod(0o600)
+    options = [*server_tls(certs), "--auth-token-file", str(token)]
+    with running_server(tmp_path, isolation, *options) as address:
+        tls = client_context(str(certs.server_ca.cert))
+        with pytest.raises(AuthError, match="set CRICKET_TOKEN"):
+            cricket_client.connect(address, make_default=False, tls=tls)
+        with pytest.raises(AuthError, match="requires TLS"):
+            cricket_client.connect(address, make_default=False, tls=False, token=TOKEN)
+        monkeypatch.setenv("CRICKET_TOKEN", TOKEN)
+        conn = cricket_client.connect(address, make_default=False, tls=tls)
+        try:
+            copy_round_trip(conn)
+        finally:
+            conn.close()
