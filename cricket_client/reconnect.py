@@ -24,11 +24,11 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from cricket_xdr.rpc.errors import ConnectionLost, RpcError
+from cricket_xdr.rpc.errors import AuthError, ConnectionLost, RpcError
 
 from .errors import CricketClientError, HelloRefused, error_name
 from .replay import replay
-from .security import Security, open_rpc
+from .security import Security, explain_auth_error, open_rpc
 
 if TYPE_CHECKING:
     from .connection import Connection
@@ -111,6 +111,7 @@ def _resume(conn: Connection, lost: BaseException, deadline_s: float) -> bool:
     from .connection import parse_address
 
     proto = conn.proto
+    security = getattr(conn, "security", None) or Security()
     deadline = time.monotonic() + deadline_s
     delay = _FIRST_DELAY
     reason: str = str(lost)
@@ -122,7 +123,7 @@ def _resume(conn: Connection, lost: BaseException, deadline_s: float) -> bool:
         try:
             rpc = open_rpc(  # authenticates again: token and TLS as the first connection
                 parse_address(address),
-                getattr(conn, "security", None) or Security(),
+                security,
                 program=(proto.CRICKET_PROG, proto.CRICKET_V1),
                 timeout=conn.timeout,
                 connect_timeout=max(left, 0.1),
@@ -139,6 +140,9 @@ def _resume(conn: Connection, lost: BaseException, deadline_s: float) -> bool:
                     ),
                     timeout=max(left, 1.0),
                 )
+            except AuthError as e:  # the server wants a token or TLS this one lacks
+                rpc.close()
+                raise explain_auth_error(e, security) from None
             except RpcError as e:
                 rpc.close()
                 reason, refused = f"{address}: {e}", False

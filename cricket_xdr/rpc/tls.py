@@ -20,7 +20,7 @@ import socket
 import ssl
 import threading
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 from .errors import LocalRpcError
 from .message import AUTH_NONE, OpaqueAuth
@@ -160,7 +160,7 @@ class TlsSocket:
         with self._lock:
             while got < want:
                 try:
-                    n = self._tls.read(want - got, view[got:want])
+                    n = cast(int, self._tls.read(want - got, view[got:want]))  # into view
                 except ssl.SSLWantReadError:
                     break
                 except ssl.SSLZeroReturnError:

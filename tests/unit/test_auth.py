@@ -127,3 +127,28 @@ class _RawRpc:
         while (event := conn.next_event()) is NEED_DATA:
             conn.receive_data(self._sock.recv(65536))
         return bytes(event.result())
+
+
+@pytest.mark.parametrize("with_token", [True, False])
+def test_reconnect_proves_the_token_again(tmp_path: Path, with_token: bool) -> None:
+    from cricket_client import driver as cuda
+    from cricket_client.errors import HelloRefused
+    from cricket_client.reconnect import enable_reconnect
+    from cricket_client.security import Security
+
+    with running_server(
+        tmp_path, "thread", "--auth-token-file", str(token_file(tmp_path))
+    ) as address:
+        conn = cricket_client.connect(address, make_default=False, token=TOKEN)
+        if not with_token:
+            conn.security = Security()  # as if the token had been forgotten since
+        enable_reconnect(conn, deadline=0.5)
+        conn._rpc._sock.shutdown(socket.SHUT_RDWR)  # the connection breaks
+        # The session died with its connection, so resuming it is refused; but only after
+        # the new connection proved the token (else the server would not answer HELLO).
+        expected = HelloRefused if with_token else AuthError
+        with conn.active(), pytest.raises(expected) as refused:
+            cuda.cuInit(0)
+        if not with_token:
+            assert "set CRICKET_TOKEN" in str(refused.value)
+        conn.closed = True

@@ -105,3 +105,53 @@ def test_tls_and_token_together(
             copy_round_trip(conn)
         finally:
             conn.close()
+
+
+def test_tls_socket_nonblocking_sends_keep_every_byte(certs: TlsFiles) -> None:
+    """The client's contract: a send with MSG_DONTWAIT takes what it can, the rest is sent
+    again later starting at the first byte not taken; the peer gets every byte once."""
+    import socket
+    import threading
+
+    from cricket_xdr.rpc.tls import TlsSocket, server_context
+
+    a, b = socket.socketpair()
+    for s in (a, b):
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 14)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 14)
+    server = TlsSocket(
+        b, server_context(str(certs.server.cert), str(certs.server.key)), server_side=True
+    )
+    client = TlsSocket(
+        a, client_context(str(certs.server_ca.cert)), server_side=False, server_hostname="localhost"
+    )
+    accepting = threading.Thread(target=server.handshake, args=(10,))
+    accepting.start()
+    client.handshake(10)
+    accepting.join()
+    payload = bytes(range(256)) * (4 << 12)  # 4 MiB
+    received = bytearray()
+
+    def read_all() -> None:
+        view = memoryview(bytearray(1 << 16))
+        while len(received) < len(payload):
+            n = server.recv_into(view)
+            assert n
+            received.extend(view[:n])
+
+    reader = threading.Thread(target=read_all)
+    reader.start()
+    rest = [memoryview(payload[:1000]), memoryview(payload[1000:])]
+    partial = 0
+    while rest:
+        sent = client.sendmsg(rest, (), socket.MSG_DONTWAIT)
+        partial += sent < sum(len(r) for r in rest)
+        while rest and sent >= len(rest[0]):
+            sent -= len(rest.pop(0))
+        if rest:
+            rest[0] = rest[0][sent:]
+    reader.join(30)
+    assert partial, "the socket buffers never filled: the test did not exercise partial sends"
+    assert bytes(received) == payload
+    a.close()
+    b.close()
