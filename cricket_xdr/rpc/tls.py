@@ -89,6 +89,9 @@ class TlsSocket:
     ) -> None:
         self.raw = sock
         self.family = sock.family
+        self.context = context  # for further connections of the same peer (data channels)
+        self.server_side = server_side
+        self.server_hostname = server_hostname
         self._in = ssl.MemoryBIO()
         self._out = ssl.MemoryBIO()
         self._tls = context.wrap_bio(
