@@ -200,6 +200,14 @@ def checkpoint_main(argv: list[str] | None = None) -> None:
     metavar="SECONDS",
     help="Free the restored sessions no client has resumed after this long (default: keep).",
 )
+@click.option(
+    "--isolation",
+    type=click.Choice(["auto", "process", "thread"]),
+    default="auto",
+    show_default=True,
+    help="process: each restored session (and each new connection) in a worker process of its "
+    "own, at the same addresses; thread: all in this process; auto: process on cuda.",
+)
 def restart(
     directory: str,
     listen: str,
@@ -210,8 +218,54 @@ def restart(
     checkpoint_dir: str | None,
     checkpoint_every: float | None,
     resume_timeout: float | None,
+    isolation: str,
 ) -> None:
     """Restore the sessions of the checkpoint in DIRECTORY and serve them."""
+    from cricket_server.cli import resolve_isolation
+
+    logging.basicConfig(
+        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    if checkpoint_every is not None and checkpoint_dir is None:
+        raise click.UsageError("--checkpoint-every needs --checkpoint-dir")
+    mode, backend = resolve_isolation(isolation, backend)
+    if mode == "process":
+        from .restart_workers import restart_in_workers
+
+        restart_in_workers(
+            directory,
+            listen,
+            backend,
+            ready_file,
+            sim_memory,
+            log_level,
+            (checkpoint_dir, checkpoint_every),
+            resume_timeout,
+        )
+        return
+    _restart_in_threads(
+        directory,
+        listen,
+        backend,
+        ready_file,
+        sim_memory,
+        checkpoint_dir,
+        checkpoint_every,
+        resume_timeout,
+    )
+
+
+def _restart_in_threads(
+    directory: str,
+    listen: str,
+    backend: str,
+    ready_file: str | None,
+    sim_memory: str | None,
+    checkpoint_dir: str | None,
+    checkpoint_every: float | None,
+    resume_timeout: float | None,
+) -> None:
+    """Every restored session (and new connection) served by this process."""
     from cricket_server.backends import make_backend
     from cricket_server.checkpointing import (
         CheckpointTrigger,
@@ -225,9 +279,6 @@ def restart(
     from cricket_server.session import SessionManager
     from cricket_xdr.rpc.server import RpcServer
 
-    logging.basicConfig(
-        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
     log = logging.getLogger("cricket_restart")
     host, port = parse_address(listen)
     stop = threading.Event()
@@ -258,8 +309,6 @@ def restart(
             directory,
             _rate(report.bytes, report.seconds),
         )
-        if checkpoint_every is not None and checkpoint_dir is None:
-            raise click.UsageError("--checkpoint-every needs --checkpoint-dir")
         trigger = None
         if checkpoint_dir is not None:
             trigger = CheckpointTrigger(manager, checkpoint_dir, checkpoint_every).start()

@@ -308,15 +308,30 @@ def write_checkpoint(
     return summary
 
 
+def _write_all(manager: SessionManager, target: Path) -> CheckpointSummary:
+    return write_checkpoint(manager, manager.sessions(), target)
+
+
 class CheckpointTrigger:
     """Server-side triggers: every checkpoint of all sessions into one directory, written by a
     thread of its own when `request()`ed (SIGUSR1: `install_sigusr1()`) and every `every`
     seconds (cricket-server --checkpoint-dir DIR --checkpoint-every SECONDS)."""
 
     def __init__(
-        self, manager: SessionManager, directory: str | os.PathLike[str], every: float | None = None
+        self,
+        manager: SessionManager | None,
+        directory: str | os.PathLike[str],
+        every: float | None = None,
+        *,
+        write: Callable[[Path], CheckpointSummary] | None = None,
     ) -> None:
+        """`write(directory)` writes one checkpoint; default: every session of `manager`
+        (process isolation passes the worker pool's `checkpoint_workers` instead)."""
+        if write is None:
+            assert manager is not None
+            write = partial(_write_all, manager)
         self.manager = manager
+        self._write = write
         self.directory = Path(directory)
         self.every = every
         self.completed = 0  # checkpoints written (or failed) so far
@@ -352,7 +367,7 @@ class CheckpointTrigger:
     def checkpoint_now(self) -> CheckpointSummary | None:
         """Write a checkpoint of every session; a failure is logged and kept in last_error."""
         try:
-            self.last = write_checkpoint(self.manager, self.manager.sessions(), self.directory)
+            self.last = self._write(self.directory)
             self.last_error = None
         except (CheckpointError, CudaError, OSError) as e:
             log.error("checkpoint %s failed: %s", self.directory, e)
@@ -596,11 +611,13 @@ def _handles_of(s: ck.session_image) -> Iterator[int]:
                 yield k.function.handle
 
 
-def check_fits(manager: SessionManager, ckpt: Checkpoint) -> None:
+def check_fits(
+    manager: SessionManager, ckpt: Checkpoint, images: list[ck.session_image] | None = None
+) -> None:
     """Refuse before touching the device what this server cannot hold at the same addresses."""
     base, end = manager.arena.base, manager.arena.base + manager.arena.size
     taken = {s.id for s in manager.sessions()}
-    for s in ckpt.manifest.sessions:
+    for s in ckpt.manifest.sessions if images is None else images:
         if s.session_id in taken:
             raise CheckpointError(
                 ckpt.path, f"session {s.session_id:#x} already lives on this server"
@@ -623,16 +640,30 @@ def check_fits(manager: SessionManager, ckpt: Checkpoint) -> None:
 
 
 def restore_checkpoint(
-    manager: SessionManager, path: str | os.PathLike[str], *, progress: Progress = _no_progress
+    manager: SessionManager,
+    path: str | os.PathLike[str],
+    *,
+    progress: Progress = _no_progress,
+    only: set[int] | None = None,
+    verified: bool = False,
 ) -> RestoreReport:
-    """Verify the checkpoint at `path`, then bring back every session in it (all or none)."""
+    """Verify the checkpoint at `path`, then bring back every session in it (all or none).
+
+    `only`: the ids of the sessions to bring back (a worker of cricket-restart restores one);
+    `verified`: the caller has verified the whole checkpoint already (blobs are still checked
+    as they are copied, and a failure still releases everything)."""
     start = time.monotonic()
     ckpt = Checkpoint.open(path)
-    ckpt.verify()
-    check_fits(manager, ckpt)
+    images = [s for s in ckpt.manifest.sessions if only is None or s.session_id in only]
+    if only is not None and len(images) != len(only):
+        missing = sorted(only - {s.session_id for s in images})
+        raise CheckpointError(ckpt.path, f"holds no session {', '.join(map(hex, missing))}")
+    if not verified:
+        ckpt.verify()
+    check_fits(manager, ckpt, images)
     report = RestoreReport([], 0, 0.0)
     try:
-        for image in ckpt.manifest.sessions:
+        for image in images:
             session = manager.adopt(
                 image.session_id, bytes(image.token), image.peer, image.client_name
             )

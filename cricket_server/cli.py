@@ -25,6 +25,7 @@ import sys
 import tempfile
 import threading
 from dataclasses import dataclass
+from functools import partial
 from importlib import metadata
 from types import FrameType
 
@@ -37,6 +38,7 @@ from cricket_server.memory import AddressArena
 from cricket_server.service import CricketService
 from cricket_server.session import SessionManager
 from cricket_server.workers import WorkerPool, WorkerSpec, WorkerStartError
+from cricket_server.workers.checkpoints import checkpoint_workers
 from cricket_xdr.rpc.handshake import Admission
 from cricket_xdr.rpc.server import RpcServer
 from rpc_spec import cricket_rpc as proto
@@ -148,7 +150,7 @@ def _format_address(host: str, port: int) -> str:
     "--checkpoint-dir",
     metavar="DIR",
     help="Checkpoint every session into DIR on SIGUSR1, every --checkpoint-every seconds, "
-    "and once more at a graceful shutdown (thread isolation).",
+    "and once more at a graceful shutdown.",
 )
 @click.option(
     "--checkpoint-every",
@@ -199,15 +201,12 @@ def main(
     )
     mode, backend = resolve_isolation(isolation, backend)
     if mode == "process":
-        if checkpoint_dir is not None:
-            raise click.UsageError(
-                "--checkpoint-dir needs --isolation thread: with process isolation no process "
-                "holds every session yet (a client can still checkpoint its own session)"
-            )
         spec = WorkerSpec(
             backend, sim_bytes, log_level.lower(), server_version(), security=security
         )
-        _serve_in_workers(listeners, stop, WorkerPool(spec, spares=spare_workers))
+        pool = WorkerPool(spec, spares=spare_workers)
+        trigger = _worker_checkpoint_trigger(pool, checkpoint_dir, checkpoint_every)
+        _serve_in_workers(listeners, stop, pool, trigger)
     else:
         _serve_in_threads(listeners, stop, backend, sim_bytes, checkpoint_dir, checkpoint_every)
     log.info("cricket-server stopped")
@@ -271,7 +270,12 @@ def _serve_in_threads(
         the_backend.close()
 
 
-def _serve_in_workers(listeners: _Listeners, stop: threading.Event, pool: WorkerPool) -> None:
+def _serve_in_workers(
+    listeners: _Listeners,
+    stop: threading.Event,
+    pool: WorkerPool,
+    trigger: CheckpointTrigger | None = None,
+) -> None:
     """Every connection handed to a worker process of its own; see `cricket_server.workers`."""
     try:
         try:
@@ -285,7 +289,27 @@ def _serve_in_workers(listeners: _Listeners, stop: threading.Event, pool: Worker
         finally:
             server.shutdown()
     finally:
+        _final_checkpoint(trigger)
         pool.close()
+
+
+def _worker_checkpoint_trigger(
+    pool: WorkerPool, directory: str | None, every: float | None
+) -> CheckpointTrigger | None:
+    """--checkpoint-dir under process isolation: SIGUSR1, periodic and final checkpoints of
+    every worker's session (`cricket_server.workers.checkpoints`)."""
+    if directory is None:
+        return None
+    trigger = CheckpointTrigger(None, directory, every, write=partial(checkpoint_workers, pool))
+    trigger.start().install_sigusr1()
+    return trigger
+
+
+def _final_checkpoint(trigger: CheckpointTrigger | None) -> None:
+    if trigger is not None:
+        trigger.stop()
+        log.info("final checkpoint into %s", trigger.directory)
+        trigger.checkpoint_now()
 
 
 def _serve(server: RpcServer, listeners: _Listeners, stop: threading.Event, what: str) -> None:

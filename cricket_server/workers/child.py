@@ -25,6 +25,7 @@ from cricket_server.memory import AddressArena
 from cricket_server.session import Session, SessionManager
 from cricket_xdr.rpc.server import RpcServer
 
+from .checkpoints import ForwardedCalls, answer_part_request
 from .control import ControlChannel, die_with_parent
 from .service import WorkerService
 
@@ -79,6 +80,7 @@ class Worker:
             channel=channel,
         )
         self.service = WorkerService(self.manager)
+        self.service.forwarded = ForwardedCalls(channel)
         self.server = RpcServer([self.service])
         self.done = threading.Event()
         self.serving = False
@@ -98,9 +100,12 @@ class Worker:
             if not self.done.is_set():
                 log.warning("control channel: %s: shutting down", exc)
         finally:
+            self.service.forwarded.main_gone()
             self.done.set()
 
     def _take(self, fields: list[str], fds: list[int]) -> None:
+        if not fds and self._checkpoint_message(fields):
+            return
         if fields != ["serve"] or len(fds) != 1 or self.serving:
             log.error(
                 "control channel: unexpected message %r with %d descriptors", fields, len(fds)
@@ -115,6 +120,41 @@ class Worker:
             return
         log.debug("serving connection from %r", info.peer)
         info.add_close_callback(self._connection_ended)
+
+    def _checkpoint_message(self, fields: list[str]) -> bool:
+        """`checkpoint RID TMP` (write this worker's part, in a thread of its own) and
+        `checkpoint-server-result ...`; False for any other message."""
+        if fields[0] == "checkpoint" and len(fields) == 3:
+            threading.Thread(
+                target=answer_part_request,
+                args=(self.manager, self.channel, fields[1], fields[2]),
+                name="checkpoint-part",
+                daemon=True,
+            ).start()
+            return True
+        if fields[0] == "checkpoint-server-result" and len(fields) >= 3:
+            self.service.forwarded.answer(fields)
+            return True
+        return False
+
+    def restore(self, path: str, session_id: int) -> bool:
+        """Bring back one session of a checkpoint (cricket-restart, process isolation); on
+        failure say why on the control channel (`restore-failed`) and return False."""
+        from checkpoint.format import CheckpointError
+        from cricket_server.checkpointing import restore_checkpoint
+
+        try:
+            report = restore_checkpoint(self.manager, path, only={session_id}, verified=True)
+        except CheckpointError as exc:
+            log.error("restore of session %#x failed: %s", session_id, exc)
+            self.channel.send("restore-failed", str(exc).replace("\n", " ")[:3000])
+            return False
+        for note in report.moved_globals + report.warnings:
+            log.warning("restore: %s", note)
+        for session in report.sessions:
+            self.channel.send("session", f"{session.id:#x}", session.peer)
+        log.info("restored session %#x from %s (%d bytes)", session_id, path, report.bytes)
+        return True
 
     def _connection_ended(self) -> None:
         self.manager.close_all("connection closed")
@@ -140,6 +180,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--log-level", default="info")
     parser.add_argument("--server-version", default="0.0.0")
     parser.add_argument("--va-slot", type=int, default=0)
+    parser.add_argument("--restore", metavar="DIR", help="restore a session of this checkpoint")
+    parser.add_argument("--restore-session", type=lambda t: int(t, 0), default=0)
     for option in ("--auth-token-file", "--tls-cert", "--tls-key", "--tls-client-ca"):
         parser.add_argument(option)
     return parser.parse_args(argv)
@@ -177,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
         if stop.is_set():
             return 0
         threading.Thread(target=worker.listen_to_main, name="control", daemon=True).start()
+        if args.restore and not worker.restore(args.restore, args.restore_session):
+            return 1
         channel.send("ready", backend.name)
         while not (stop.is_set() or worker.done.wait(0.5)):
             pass

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from cricket_server.auth import SecurityFiles
 from cricket_server.service import format_peer
 
+from .checkpoints import PartRequests, checkpoint_result_fields
 from .control import ControlChannel
 
 log = logging.getLogger("cricket_server.workers")
@@ -68,6 +69,7 @@ class _Worker:
     backend: str = ""  # set when the worker says it is ready
     peer: str | None = None  # the connection it serves, once handed one
     sessions: list[str] = field(default_factory=list)
+    error: str | None = None  # why it could not restore its session (cricket-restart)
 
     @property
     def pid(self) -> int:
@@ -111,6 +113,8 @@ class WorkerPool:
         self._thread = threading.Thread(
             target=self._supervise, name="worker-supervisor", daemon=True
         )
+        self.parts = PartRequests()  # checkpoint requests to workers (workers.checkpoints)
+        self._restored: dict[bytes, _Worker] = {}  # session token -> worker holding it
 
     # -- the main process's API ------------------------------------------------------------
     def start(self, timeout: float = START_LIMIT) -> str:
@@ -206,7 +210,7 @@ class WorkerPool:
                     delay = self._next_start - time.monotonic()
                     if delay <= 0:
                         for _ in range(missing):
-                            if not self._start_worker():
+                            if self._start_worker() is None:
                                 break
                         delay = 1.0
                 for key, _ in self._selector.select(min(delay, 1.0)):
@@ -225,30 +229,33 @@ class WorkerPool:
                 self._start_error = self._start_error or "the worker supervisor failed"
                 self._cond.notify_all()
 
-    def _start_worker(self) -> bool:
+    def _start_worker(self, extra: list[str] | None = None) -> _Worker | None:
+        """Start a spare worker, or (`extra`: a restore's arguments) one that is no spare."""
         channel, theirs = ControlChannel.pair()
         try:
             process = subprocess.Popen(
-                self.spec.command(theirs.fileno(), next(self._va_slots)), pass_fds=[theirs.fileno()]
+                self.spec.command(theirs.fileno(), next(self._va_slots)) + (extra or []),
+                pass_fds=[theirs.fileno()],
             )
         except OSError as exc:
             channel.close()
             log.error("could not start a worker: %s", exc)
             self._count_failure(f"could not start a worker: {exc}")
-            return False
+            return None
         finally:
             theirs.close()
         worker = _Worker(process, channel)
         self._selector.register(channel.sock, selectors.EVENT_READ, worker)
         with self._cond:
             self._workers[worker.pid] = worker
-            self._spares.append(worker)
+            if extra is None:
+                self._spares.append(worker)
             closing = self._closing
             self._cond.notify_all()
         if closing:
             self._signal(worker, signal.SIGTERM)
         log.debug("worker %d started", worker.pid)
-        return True
+        return worker
 
     def _on_message(self, worker: _Worker) -> None:
         try:
@@ -272,12 +279,13 @@ class WorkerPool:
             log.info("worker %d ready (backend %s, %s)", worker.pid, worker.backend, role)
         elif fields[0] == "session" and len(fields) >= 2:
             worker.sessions.append(fields[1])
-        else:
+        elif not self._on_checkpoint_message(worker, fields):
             log.warning("worker %d sent an unknown message %r", worker.pid, " ".join(fields))
 
     def _reap(self, worker: _Worker) -> None:
         self._selector.unregister(worker.channel.sock)
         worker.channel.close()
+        self.parts.gone(worker)
         try:
             status = worker.process.wait(self.grace)
         except subprocess.TimeoutExpired:
@@ -289,6 +297,7 @@ class WorkerPool:
             del self._workers[worker.pid]
             if worker in self._spares:
                 self._spares.remove(worker)
+            self._forget_restored(worker)
             self._cond.notify_all()
         log.info(
             "worker %d ended (%s): session %s, peer %s",
@@ -308,3 +317,103 @@ class WorkerPool:
             if self._backend is None:
                 self._start_error = why
             self._cond.notify_all()
+
+    # -- checkpoints and restored sessions (cricket_server.workers.checkpoints) --------------
+    @property
+    def backend_name(self) -> str:
+        return self._backend or self.spec.backend
+
+    def holding_sessions(self) -> list[_Worker]:
+        """Live workers that hold a session."""
+        with self._cond:
+            return [w for w in self._workers.values() if w.sessions]
+
+    def _on_checkpoint_message(self, worker: _Worker, fields: list[str]) -> bool:
+        """Checkpoint messages of a worker; False for anything else."""
+        if self.parts.take(worker, fields):
+            return True
+        if fields[0] == "checkpoint-server" and len(fields) == 4:
+            threading.Thread(
+                target=self._forwarded_checkpoint, args=(worker, fields), daemon=True
+            ).start()
+            return True
+        if fields[0] == "restore-failed":
+            worker.error = " ".join(fields[1:])
+            return True
+        return False
+
+    def _forwarded_checkpoint(self, worker: _Worker, fields: list[str]) -> None:
+        from .checkpoints import decode_path
+
+        rid, session, path = fields[1], int(fields[2], 16), str(decode_path(fields[3]))
+        answer = checkpoint_result_fields(self, path, session)
+        with contextlib.suppress(OSError):
+            worker.channel.send("checkpoint-server-result", rid, *answer)
+
+    def start_restored(self, path: str, sessions: dict[int, bytes], timeout: float) -> None:
+        """Start one worker per restored session (id -> token) of the checkpoint at `path`;
+        wait until every one has restored its session. On any failure every one of them is
+        stopped and WorkerStartError names the session and why."""
+        started: list[_Worker] = []
+        for sid, token in sessions.items():
+            extra = ["--restore", path, "--restore-session", f"{sid:#x}", "--va-slot", "0"]
+            worker = self._start_worker(extra)
+            if worker is None:
+                self._stop_all(started)
+                raise WorkerStartError(f"could not start a worker for session {sid:#x}")
+            started.append(worker)
+            with self._cond:
+                self._restored[token] = worker
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            self._cond.wait_for(
+                lambda: all(w.backend or w.pid not in self._workers for w in started),
+                max(0.0, deadline - time.monotonic()),
+            )
+            failed = [w for w in started if not w.backend]
+        if failed:
+            self._stop_all(started)
+            w = failed[0]
+            raise WorkerStartError(w.error or f"worker {w.pid} did not restore its session")
+
+    def waiting_restored(self) -> bool:
+        """Whether restored sessions still wait for their clients."""
+        with self._cond:
+            return bool(self._restored)
+
+    def hand_off_restored(self, token: bytes, sock: socket.socket, peer: object) -> bool:
+        """Give `sock` to the worker holding the restored session of `token`, once; False
+        when no worker waits for that token (the caller hands the socket on as usual)."""
+        with self._cond:
+            worker = self._restored.pop(token, None)
+        if worker is None:
+            return False
+        worker.peer = format_peer(peer)
+        try:
+            worker.channel.send_socket(sock)
+        except OSError as exc:
+            log.warning("worker %d (restored) did not take the connection: %s", worker.pid, exc)
+            return False
+        log.info("connection from %s handed to worker %d (restored session %s)", worker.peer,
+                 worker.pid, ", ".join(worker.sessions))  # fmt: skip
+        sock.close()
+        return True
+
+    def stop_unclaimed(self) -> int:
+        """SIGTERM the restored workers no client has resumed; how many."""
+        with self._cond:
+            workers = list(self._restored.values())
+            self._restored.clear()
+        for w in workers:
+            self._signal(w, signal.SIGTERM)
+        return len(workers)
+
+    def _stop_all(self, workers: list[_Worker]) -> None:
+        for w in workers:
+            self._signal(w, signal.SIGKILL)
+        with self._cond:
+            self._cond.wait_for(lambda: all(w.pid not in self._workers for w in workers), 30)
+
+    def _forget_restored(self, worker: _Worker) -> None:
+        for token in [t for t, w in self._restored.items() if w is worker]:
+            del self._restored[token]

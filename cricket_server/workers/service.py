@@ -15,6 +15,9 @@ from typing import Any, TypeVar
 
 from cricket_server.service import CricketService
 from cricket_server.session import Session
+from rpc_spec import cricket_rpc as proto
+
+from .checkpoints import ForwardedCalls
 
 log = logging.getLogger("cricket_server.workers")
 
@@ -63,6 +66,22 @@ class WorkerService(CricketService):
                 STICKY_ERRORS[code],
             )
         return code, value
+
+    forwarded: ForwardedCalls | None = None  # set by the worker: its control channel
+
+    def CHECKPOINT_SERVER(self, ctx: Any, path: str, session_id: int) -> proto.checkpoint_result:
+        """Every session lives in a worker of its own: the main process asks each worker for
+        its part and commits the checkpoint (cricket_server.workers.checkpoints)."""
+        if self.forwarded is None:
+            return super().CHECKPOINT_SERVER(ctx, path, session_id)
+        code, text = self.forwarded.call(path, session_id)
+        if code != 0:
+            return proto.checkpoint_result(code, text[: proto.MAX_NAME])
+        sessions, size, stored, calls = (int(x) for x in text.split())
+        done = proto.checkpoint_done(
+            sessions=sessions, bytes=size, stored_bytes=stored, calls=calls
+        )
+        return proto.checkpoint_result(0, done)
 
     def GOODBYE(self, ctx: Any) -> int:
         result = super().GOODBYE(ctx)

@@ -16,6 +16,9 @@ from behaviour_helpers import BACKEND, ROOT, check
 
 from cricket_client import driver as cuda
 
+# Isolation of the servers these tests start (CRICKET_TEST_ISOLATION, as the suite's server).
+ISOLATION = os.environ.get("CRICKET_TEST_ISOLATION", "auto")
+
 
 class ServerProcess:
     """A cricket-server or cricket-restart subprocess on a free loopback port."""
@@ -69,18 +72,24 @@ def server_list() -> Iterator[list[ServerProcess]]:
 
 
 def start_server(
-    servers: list[ServerProcess], folder: Path, isolation: str = "auto"
+    servers: list[ServerProcess], folder: Path, isolation: str = ISOLATION, *extra: str
 ) -> ServerProcess:
     """cricket-server; isolation "auto" is thread on sim and process on cuda."""
     args = ["-m", "cricket_server", "--listen", "127.0.0.1:0", "--backend", BACKEND]
-    args += ["--isolation", isolation]
+    args += ["--isolation", isolation, *extra]
     servers.append(ServerProcess(args, folder, f"server{len(servers)}"))
     return servers[-1]
 
 
 def start_restart(
-    servers: list[ServerProcess], folder: Path, ckpt: Path, *extra: str, listen: str = "127.0.0.1:0"
+    servers: list[ServerProcess],
+    folder: Path,
+    ckpt: Path,
+    *extra: str,
+    listen: str = "127.0.0.1:0",
+    isolation: str = ISOLATION,
 ) -> ServerProcess:
+    """cricket-restart of `ckpt`; isolation as for start_server."""
     args = [
         "-m",
         "checkpoint",
@@ -90,6 +99,8 @@ def start_restart(
         listen,
         "--backend",
         BACKEND,
+        "--isolation",
+        isolation,
         *extra,
     ]
     servers.append(ServerProcess(args, folder, f"restart{len(servers)}"))
