@@ -1,6 +1,8 @@
 """`make bench`: run every benchmark, print one table, write bench/results/<host>.json.
 
-Usage: python -m bench [--only xdr,rpc,alloc] [--out PATH]
+Usage: python -m bench [--only xdr,rpc,driver,copies,alloc] [--out PATH]
+
+`copies` also draws bench/results/<host>-copies.png (bandwidth against size per data path).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from bench.common import Row, print_table, write_report
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
-    parser.add_argument("--only", default="xdr,rpc,driver,alloc", help="comma-separated: xdr, rpc, driver, alloc")
+    parser.add_argument("--only", default="xdr,rpc,driver,copies,alloc",
+                        help="comma-separated: xdr, rpc, driver, copies, alloc")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--quick", action="store_true", help="fewer repeats, no 1 GiB copies")
     args = parser.parse_args(argv)
@@ -33,6 +36,11 @@ def main(argv: list[str] | None = None) -> int:
         from bench import driver_remote
 
         rows += driver_remote.run(quick=args.quick)
+    out = args.out or Path("bench/results") / f"{platform.node() or 'host'}.json"
+    if "copies" in wanted:
+        from bench import copies
+
+        rows += copies.run(quick=args.quick, plot_path=out.with_name(out.stem + "-copies.png"))
     if "alloc" in wanted:
         from cricket_server.backends.cuda import gpu_available
 
@@ -43,7 +51,6 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print("alloc: skipped (the VMM allocator needs a GPU)")
     print_table(rows)
-    out = args.out or Path("bench/results") / f"{platform.node() or 'host'}.json"
     write_report(rows, out)
     print(f"\nwrote {out}")
     return 0

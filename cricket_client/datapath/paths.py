@@ -80,25 +80,27 @@ class DataPaths:
         return self._route(len(view), lambda path: self._receive(path, view, src, stream))
 
     def _route(self, size: int, move: Any) -> int | None:
-        if size == 0 or not self._usable():
-            return None
-        with self.lock:
-            while (path := self.pick(size)) is not Path.RPC:
-                try:
-                    self._ready(path)
-                    err = move(path)
-                except OSError as e:
-                    log.warning(
-                        "copy of %d bytes over %s failed (%s): path switched off",
-                        size,
-                        path.value,
-                        e,
-                    )
-                    self._drop(path)
-                    self._off.add(path)
-                    continue
-                self.last_path = path
-                return int(err)
+        if size:
+            with self.lock:
+                while self._usable() and (path := self.pick(size)) is not Path.RPC:
+                    transport = self.conn._rpc
+                    try:
+                        self._ready(path)
+                        err = move(path)
+                    except OSError as e:
+                        log.warning(
+                            "copy of %d bytes over %s failed (%s): path switched off",
+                            size,
+                            path.value,
+                            e,
+                        )
+                        self._drop(path)
+                        self._off.add(path)
+                        continue
+                    if self.conn._rpc is not transport:
+                        continue  # reconnected meanwhile: set up again on the new server
+                    self.last_path = path
+                    return int(err)
         self.last_path = Path.RPC
         return None
 
@@ -212,11 +214,12 @@ class DataPaths:
 
     def _settle(self, futures: list[Any], err: int) -> None:
         """Wait for a transfer's parts. After a failed call the channels may be out of step
-        (the server may not have touched them): they are closed, the next copy opens anew."""
+        (the server may not have touched them): they are closed, the next copy opens anew.
+        A part that failed here (a broken channel) is an OSError: the path is switched off."""
         if err:
             self._drop(Path.TCP)
         failures = [e for f in futures if (e := f.exception()) is not None]
-        if failures and not err:
+        if failures:
             self._drop(Path.TCP)
             raise OSError(f"data channel transfer failed: {failures[0]}")
 

@@ -30,6 +30,7 @@ class ClientSegment:
             self._map = mmap.mmap(fd, size)
         finally:
             os.close(fd)
+        self.name = name
         self.size = size
         self.view = memoryview(self._map)
         self.proof = bytes(self.view[:PROOF_BYTES])

@@ -60,6 +60,13 @@ class ConnectionDataPaths:
             )
         return self.channels
 
+    def shared_span(self, call: str, offset: int, size: int) -> memoryview:
+        """Bytes of the accepted segment; a span outside it is CUDA_ERROR_INVALID_VALUE."""
+        try:
+            return self.accepted_segment(call).span(call, offset, size)
+        except IndexError as e:
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, str(e)) from None
+
     def buffer(self, size: int) -> memoryview:
         if len(self.staging) < size:
             self.staging = bytearray(size)
@@ -144,7 +151,7 @@ class DataPathProcedures:
         paths = state_of(ctx)
 
         def copy(s: Session) -> None:
-            data = paths.accepted_segment(call).span(call, offset, size)
+            data = paths.shared_span(call, offset, size)
             s.memcpy_htod(dst, data, stream if asynchronous else None)
 
         return self._status(ctx, call, copy)
@@ -156,7 +163,7 @@ class DataPathProcedures:
         paths = state_of(ctx)
 
         def copy(s: Session) -> None:
-            target = paths.accepted_segment(call).span(call, offset, size)
+            target = paths.shared_span(call, offset, size)
             data = s.memcpy_dtoh(src, size, stream if asynchronous else None)
             target[:] = data
 

@@ -49,6 +49,9 @@ class ServerSegment:
     def accept(self, proof: bytes) -> bool:
         """Whether `proof` is what the segment held: then the client shares this host."""
         self.accepted = hmac.compare_digest(bytes(proof), self._proof)
+        # Both ends have it mapped now (or the client failed): the name is not needed any
+        # more, and an unlinked segment cannot outlive the processes, however they end.
+        self.path.unlink(missing_ok=True)
         return self.accepted
 
     def span(self, call: str, offset: int, size: int) -> memoryview:

@@ -1,0 +1,186 @@
+"""Copy bandwidth against size for each data path (D8), side by side in one run.
+
+Local cuda-python from pageable numpy memory (where a GPU answers), and cricket_client through
+a cricket-server subprocess on loopback with the path forced: inline RPC, parallel TCP data
+channels, shared memory. `run()` gives table rows (P3 ratios at 64 MiB and 1 GiB) and the
+series `bench.plot.copy_bandwidth` draws.
+"""
+
+from __future__ import annotations
+
+import time
+from types import ModuleType
+
+import numpy as np
+
+from bench.common import Row
+from bench.raw_socket import echo_peer, stream_gbps
+from bench.server_proc import cricket_server
+
+SIZES = [64 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20, 1 << 30]
+PATHS = ("rpc", "tcp", "shm")
+Series = dict[str, dict[str, list[tuple[int, float]]]]  # label -> direction -> [(size, GB/s)]
+
+
+def _ok(result):
+    if int(result[0]) != 0:
+        raise RuntimeError(f"CUDA call failed: {result[0]!r}")
+    return result[1] if len(result) == 2 else None
+
+
+def _label(size: int) -> str:
+    return (
+        f"{size >> 30} GiB"
+        if size >= 1 << 30
+        else f"{size >> 20} MiB"
+        if size >= 1 << 20
+        else f"{size >> 10} KiB"
+    )
+
+
+def _measure(cu: ModuleType, sizes: list[int]) -> dict[str, list[tuple[int, float]]]:
+    """Best-of-n HtoD and DtoH GB/s per size on the current context of `cu`."""
+    out: dict[str, list[tuple[int, float]]] = {"HtoD": [], "DtoH": []}
+    for size in sizes:
+        host = np.random.default_rng(size).integers(0, 255, size, dtype=np.uint8)
+        back = np.empty_like(host)
+        dptr = _ok(cu.cuMemAlloc(size))
+        repeats = 3 if size >= (256 << 20) else 8
+        h2d, d2h = [], []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            _ok(cu.cuMemcpyHtoD(dptr, host, size))
+            t1 = time.perf_counter()
+            _ok(cu.cuMemcpyDtoH(back, dptr, size))
+            t2 = time.perf_counter()
+            h2d.append(t1 - t0)
+            d2h.append(t2 - t1)
+        if not np.array_equal(host, back):
+            raise RuntimeError(f"copy benchmark: {_label(size)} came back different")
+        _ok(cu.cuMemFree(dptr))
+        out["HtoD"].append((size, size / min(h2d) / 1e9))
+        out["DtoH"].append((size, size / min(d2h) / 1e9))
+    return out
+
+
+def _context(cu: ModuleType) -> None:
+    _ok(cu.cuInit(0))
+    dev = _ok(cu.cuDeviceGet(0))
+    _ok(cu.cuCtxSetCurrent(_ok(cu.cuDevicePrimaryCtxRetain(dev))))
+
+
+def _local_driver() -> ModuleType | None:
+    try:
+        from cricket_server.backends.cuda import gpu_available
+
+        if not gpu_available():
+            return None
+        from cuda.bindings import driver
+
+        return driver
+    except ImportError:
+        return None
+
+
+def measure(quick: bool = False) -> tuple[str, Series, float]:
+    """(backend, series, raw one-stream socket GB/s)."""
+    import cricket_client
+    from cricket_client import driver as remote
+    from cricket_client.datapath import DataPaths, Mode
+
+    sizes = [s for s in SIZES if not quick or s <= (64 << 20)]
+    local = _local_driver()
+    series: Series = {}
+    if local is not None:
+        _context(local)
+        series["local cuda-python (pageable)"] = _measure(local, sizes)
+    backend = "cuda" if local is not None else "sim"
+    with echo_peer() as sock:
+        raw = stream_gbps(sock, 1 << 30)
+    with cricket_server(backend) as address:
+        for path in PATHS:
+            conn = cricket_client.connect(address)
+            conn.datapaths = DataPaths(conn, mode=Mode(path))
+            _context(remote)
+            series[f"remote {path}"] = _measure(remote, sizes)
+            taken = conn.datapaths.last_path
+            if taken is None or taken.value != path:
+                raise RuntimeError(f"copy benchmark: the {path} path was not taken")
+            conn.close()
+    return backend, series, raw
+
+
+def rows(backend: str, series: Series, raw: float) -> list[Row]:
+    tag = f"[{backend}]"
+    local = series.get("local cuda-python (pageable)")
+    out: list[Row] = []
+    for direction in ("HtoD", "DtoH"):
+        for size in (64 << 20, 1 << 30):
+
+            def at(label: str, size: int = size, direction: str = direction) -> float | None:
+                points = dict(series.get(label, {}).get(direction, []))
+                return points.get(size)
+
+            shm, tcp, rpc = at("remote shm"), at("remote tcp"), at("remote rpc")
+            if shm is None:
+                continue
+            name = f"copies {tag}: {direction} {_label(size)}"
+            if local:
+                out.append(
+                    Row(
+                        f"{name} shm",
+                        shm,
+                        "GB/s",
+                        "local cuda-python, pageable numpy",
+                        at("local cuda-python (pageable)"),
+                        shm / at("local cuda-python (pageable)"),
+                        "P3 shm >= 0.8 x local",
+                    )
+                )
+            else:
+                out.append(
+                    Row(
+                        f"{name} shm",
+                        shm,
+                        "GB/s",
+                        "remote inline RPC",
+                        rpc,
+                        shm / rpc if rpc else None,
+                        "(no GPU: sim)",
+                    )
+                )
+            out.append(
+                Row(
+                    f"{name} tcp",
+                    tcp,
+                    "GB/s",
+                    "raw Python socket stream (1)",
+                    raw,
+                    tcp / raw if tcp else None,
+                    "P3 tcp >= 0.8 x raw",
+                )
+            )
+            out.append(
+                Row(
+                    f"{name} rpc",
+                    rpc,
+                    "GB/s",
+                    "raw Python socket stream (1)",
+                    raw,
+                    rpc / raw if rpc else None,
+                    "one stream",
+                )
+            )
+    return out
+
+
+def run(quick: bool = False, plot_path=None) -> list[Row]:
+    backend, series, raw = measure(quick)
+    if plot_path is not None:
+        from bench.plot import copy_bandwidth
+
+        copy_bandwidth(
+            series, raw, plot_path, title=f"Copy bandwidth by data path ({backend} backend)"
+        )
+        print(f"wrote {plot_path}")
+    return rows(backend, series, raw)
