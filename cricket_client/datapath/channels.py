@@ -26,8 +26,9 @@ def secure_channel(sock: socket.socket, host: str) -> socket.socket:
 
 
 class ClientChannels:
-    """Connected, authenticated data channels; `start_send`/`start_receive` run one transfer's
-    parts in parallel threads and give futures to wait on."""
+    """Connected, authenticated data channels; `start_send`/`start_receive` queue one
+    transfer's parts (one thread per channel, so transfers queued one after another keep
+    their order on every channel) and give futures to wait on."""
 
     def __init__(
         self, host: str, port: int, secret: bytes, count: int, source: str | None = None
@@ -45,7 +46,10 @@ class ClientChannels:
         except BaseException:
             self.close()
             raise
-        self._pool = ThreadPoolExecutor(count, thread_name_prefix="data-channel")
+        # One thread per channel: transfers queued on a channel run in order, never together.
+        self._pools = [
+            ThreadPoolExecutor(1, thread_name_prefix=f"data-channel-{i}") for i in range(count)
+        ]
 
     def __len__(self) -> int:
         return len(self.socks)
@@ -74,7 +78,7 @@ class ClientChannels:
 
     def _each(self, fn: Callable[[int, int, int], None], n: int) -> list[Future[None]]:
         return [
-            self._pool.submit(fn, i, off, m)
+            self._pools[i].submit(fn, i, off, m)
             for i, (off, m) in enumerate(part_bounds(n, len(self.socks)))
         ]
 
@@ -85,6 +89,5 @@ class ClientChannels:
             except OSError:
                 pass
             s.close()
-        pool = getattr(self, "_pool", None)
-        if pool is not None:
+        for pool in getattr(self, "_pools", ()):
             pool.shutdown(wait=False)

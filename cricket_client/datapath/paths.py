@@ -23,14 +23,15 @@ from .shm import ClientSegment
 if TYPE_CHECKING:
     from ..connection import Connection
 
-__all__ = ["DataPaths", "CHANNELS_ENV", "SHM_PIECE", "SHM_SLOTS", "TCP_PIECE"]
+__all__ = ["DataPaths", "CHANNELS_ENV", "SHM_PIECE", "SHM_SLOTS", "TCP_PIECE", "TCP_WINDOW"]
 
 log = logging.getLogger("cricket_client.datapath")
 
 CHANNELS_ENV = "CRICKET_DATA_CHANNELS"
 SHM_PIECE = 8 << 20
 SHM_SLOTS = 8
-TCP_PIECE = 64 << 20
+TCP_PIECE = 16 << 20
+TCP_WINDOW = 3
 DEFAULT_CHANNELS = 4
 
 
@@ -175,42 +176,29 @@ class DataPaths:
         )
 
     def _tcp_htod(self, dst: int, data: memoryview, stream: int | None) -> int:
-        channels = self._channels
-        assert channels is not None
-        for off in range(0, len(data), TCP_PIECE):
-            piece = data[off : off + TCP_PIECE]
-            sends = channels.start_send(piece)
-            err, _ = self.conn.sync(
-                "DATA_TCP_HTOD",
-                dst + off,
-                len(piece),
-                len(channels),
-                stream or 0,
-                stream is not None,
-            )
-            self._settle(sends, err)
-            if err:
-                return err
-        return 0
+        return self._tcp("DATA_TCP_HTOD", dst, data, stream, htod=True)
 
     def _tcp_dtoh(self, view: memoryview, src: int, stream: int | None) -> int:
+        return self._tcp("DATA_TCP_DTOH", src, view, stream, htod=False)
+
+    def _tcp(self, proc: str, dev: int, host: memoryview, stream: int | None, *, htod: bool) -> int:
+        """Pieces of TCP_PIECE bytes, TCP_WINDOW calls in flight: the channels carry the next
+        piece while the server copies one to or from the device."""
         channels = self._channels
         assert channels is not None
-        for off in range(0, len(view), TCP_PIECE):
-            piece = view[off : off + TCP_PIECE]
-            receives = channels.start_receive(piece)
-            err, _ = self.conn.sync(
-                "DATA_TCP_DTOH",
-                src + off,
-                len(piece),
-                len(channels),
-                stream or 0,
-                stream is not None,
-            )
-            self._settle(receives, err)
-            if err:
-                return err
-        return 0
+        n, k = len(host), len(channels)
+        pieces = [(off, min(TCP_PIECE, n - off)) for off in range(0, n, TCP_PIECE)]
+        futures: list[Any] = []
+
+        def start(i: int) -> None:
+            off, m = pieces[i]
+            part = host[off : off + m]
+            futures.extend(channels.start_send(part) if htod else channels.start_receive(part))
+
+        calls = [(dev + off, m, k, stream or 0, stream is not None) for off, m in pieces]
+        err = self.conn.sync_window(proc, calls, window=TCP_WINDOW, before=start)
+        self._settle(futures, err)
+        return err
 
     def _settle(self, futures: list[Any], err: int) -> None:
         """Wait for a transfer's parts. After a failed call the channels may be out of step
