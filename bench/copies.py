@@ -19,6 +19,7 @@ from bench.server_proc import cricket_server
 
 SIZES = [64 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20, 1 << 30]
 PATHS = ("rpc", "tcp", "shm")
+LOCAL = "local cuda-python (pageable)"
 Series = dict[str, dict[str, list[tuple[int, float]]]]  # label -> direction -> [(size, GB/s)]
 
 
@@ -75,7 +76,7 @@ def _local_driver() -> ModuleType | None:
 
         if not gpu_available():
             return None
-        from cuda.bindings import driver
+        from cuda.bindings import driver  # type: ignore[import-untyped]
 
         return driver
     except ImportError:
@@ -93,7 +94,7 @@ def measure(quick: bool = False) -> tuple[str, Series, float]:
     series: Series = {}
     if local is not None:
         _context(local)
-        series["local cuda-python (pageable)"] = _measure(local, sizes)
+        series[LOCAL] = _measure(local, sizes)
     backend = "cuda" if local is not None else "sim"
     with echo_peer() as sock:
         raw = stream_gbps(sock, 1 << 30)
@@ -111,66 +112,46 @@ def measure(quick: bool = False) -> tuple[str, Series, float]:
 
 
 def rows(backend: str, series: Series, raw: float) -> list[Row]:
+    """P3 rows at 64 MiB and 1 GiB: shared memory against local pageable copies (against
+    the inline RPC where no GPU answers), parallel TCP and inline RPC against one raw stream."""
     tag = f"[{backend}]"
-    local = series.get("local cuda-python (pageable)")
     out: list[Row] = []
+
+    def row(
+        name: str, value: float | None, base_name: str, base: float | None, target: str
+    ) -> None:
+        if value is not None:
+            ratio = value / base if base else None
+            out.append(Row(name, value, "GB/s", base_name, base, ratio, target))
+
     for direction in ("HtoD", "DtoH"):
         for size in (64 << 20, 1 << 30):
-
-            def at(label: str, size: int = size, direction: str = direction) -> float | None:
-                points = dict(series.get(label, {}).get(direction, []))
-                return points.get(size)
-
-            shm, tcp, rpc = at("remote shm"), at("remote tcp"), at("remote rpc")
-            if shm is None:
-                continue
+            at = {label: dict(by.get(direction, [])).get(size) for label, by in series.items()}
             name = f"copies {tag}: {direction} {_label(size)}"
-            if local:
-                out.append(
-                    Row(
-                        f"{name} shm",
-                        shm,
-                        "GB/s",
-                        "local cuda-python, pageable numpy",
-                        at("local cuda-python (pageable)"),
-                        shm / at("local cuda-python (pageable)"),
-                        "P3 shm >= 0.8 x local",
-                    )
+            if LOCAL in at:
+                row(
+                    f"{name} shm",
+                    at.get("remote shm"),
+                    "local cuda-python, pageable numpy",
+                    at[LOCAL],
+                    "P3 shm >= 0.8 x local",
                 )
             else:
-                out.append(
-                    Row(
-                        f"{name} shm",
-                        shm,
-                        "GB/s",
-                        "remote inline RPC",
-                        rpc,
-                        shm / rpc if rpc else None,
-                        "(no GPU: sim)",
-                    )
+                row(
+                    f"{name} shm",
+                    at.get("remote shm"),
+                    "remote inline RPC (no GPU: sim)",
+                    at.get("remote rpc"),
+                    "",
                 )
-            out.append(
-                Row(
-                    f"{name} tcp",
-                    tcp,
-                    "GB/s",
-                    "raw Python socket stream (1)",
-                    raw,
-                    tcp / raw if tcp else None,
-                    "P3 tcp >= 0.8 x raw",
-                )
+            row(
+                f"{name} tcp",
+                at.get("remote tcp"),
+                "raw Python socket, one stream",
+                raw,
+                "P3 tcp >= 0.8 x raw",
             )
-            out.append(
-                Row(
-                    f"{name} rpc",
-                    rpc,
-                    "GB/s",
-                    "raw Python socket stream (1)",
-                    raw,
-                    rpc / raw if rpc else None,
-                    "one stream",
-                )
-            )
+            row(f"{name} rpc", at.get("remote rpc"), "raw Python socket, one stream", raw, "")
     return out
 
 

@@ -126,7 +126,10 @@ class DataPaths:
     def _open_channels(self) -> ClientChannels:
         from ..connection import parse_address
 
-        host, _port = parse_address(self.conn.address)
+        address = parse_address(self.conn.address)
+        if isinstance(address, str):
+            raise OSError(f"{address}: data channels need a TCP server address")
+        host = address[0]
         err, reply = self.conn.sync("DATA_TCP_OFFER", host, self.channel_count)
         if err:
             raise OSError(f"the server offers no data channels ({err})")

@@ -66,7 +66,7 @@ def data_link(links: Sequence[Link], route_index: int | None, server_ip: str) ->
 
 def local_links() -> list[Link]:
     """This host's interfaces with their addresses (pyroute2)."""
-    from pyroute2 import IPRoute
+    from pyroute2 import IPRoute  # type: ignore[import-untyped]
 
     with IPRoute() as ipr:
         nets: dict[int, list[str]] = {}
@@ -88,7 +88,7 @@ def local_links() -> list[Link]:
 
 def route_index(server_ip: str) -> int | None:
     """The interface index the kernel routes `server_ip` through (pyroute2)."""
-    from pyroute2 import IPRoute
+    from pyroute2 import IPRoute  # type: ignore[import-untyped]
 
     with IPRoute() as ipr:
         routes = ipr.route("get", dst=server_ip)
