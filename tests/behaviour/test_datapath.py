@@ -5,6 +5,7 @@ isolation modes (thread and process), on the backend under test."""
 from __future__ import annotations
 
 import ctypes
+import socket
 import subprocess
 import sys
 import time
@@ -201,5 +202,32 @@ def test_the_segment_file_is_unlinked_once_mapped(datapath_server: str) -> None:
         out = bytearray(4097)
         check(cuda.cuMemcpyDtoH(out, ptr, 4097))
         assert out == b"x" * 4097
+    finally:
+        conn.close()
+
+
+def test_a_data_channel_without_the_sessions_secret_is_refused(datapath_server: str) -> None:
+    from cricket_client.datapath.channels import ClientChannels
+    from cricket_client.datapath.wire import HELLO_FORMAT
+
+    conn = _session(datapath_server, Mode.RPC)
+    try:
+        err, reply = conn.sync("DATA_TCP_OFFER", "127.0.0.1", 1)
+        assert err == 0
+        port, secret = int(reply.value.port), bytes(reply.value.secret)
+        wrong = bytes(b ^ 0xFF for b in secret)
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as intruder:
+            intruder.sendall(HELLO_FORMAT.pack(wrong, 0))
+            assert intruder.recv(1) == b""  # the server closed it
+        channels = ClientChannels("127.0.0.1", port, secret, 1)
+        ptr = check(cuda.cuMemAlloc(4097))
+        data = bytes(range(256)) * 16 + b"!"
+        sends = channels.start_send(memoryview(data))
+        err, _ = conn.sync("DATA_TCP_HTOD", int(ptr), len(data), 1, 0, False)
+        assert err == 0 and all(f.exception() is None for f in sends)
+        out = bytearray(len(data))
+        check(cuda.cuMemcpyDtoH(out, ptr, len(out)))
+        assert out == data
+        channels.close()
     finally:
         conn.close()
