@@ -206,7 +206,8 @@ def checkpoint_main(argv: list[str] | None = None) -> None:
     default="auto",
     show_default=True,
     help="process: each restored session (and each new connection) in a worker process of its "
-    "own, at the same addresses; thread: all in this process; auto: process on cuda.",
+    "own, at the same addresses; thread: all in this process; auto: process on cuda, and for "
+    "sessions that were served by separate worker processes.",
 )
 def restart(
     directory: str,
@@ -229,6 +230,8 @@ def restart(
     if checkpoint_every is not None and checkpoint_dir is None:
         raise click.UsageError("--checkpoint-every needs --checkpoint-dir")
     mode, backend = resolve_isolation(isolation, backend)
+    if isolation == "auto" and mode == "thread" and _needs_workers(directory):
+        mode = "process"
     if mode == "process":
         from .restart_workers import restart_in_workers
 
@@ -253,6 +256,19 @@ def restart(
         checkpoint_every,
         resume_timeout,
     )
+
+
+def _needs_workers(directory: str) -> bool:
+    """Whether the checkpoint's sessions cannot share one process (they came from workers
+    of a process-isolated server and share handle values or addresses)."""
+    from cricket_server.checkpointing import sessions_conflict
+
+    from .reader import Checkpoint
+
+    try:
+        return sessions_conflict(Checkpoint.open(directory).manifest.sessions) is not None
+    except CheckpointError:
+        return False  # the restore itself reports what is wrong
 
 
 def _restart_in_threads(

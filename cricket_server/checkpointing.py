@@ -611,13 +611,39 @@ def _handles_of(s: ck.session_image) -> Iterator[int]:
                 yield k.function.handle
 
 
+def sessions_conflict(images: list[ck.session_image]) -> str | None:
+    """Why these sessions cannot live in one process (None: they can). Sessions served by
+    separate worker processes (process isolation) may share handle values or addresses."""
+    handles: dict[int, int] = {}
+    ranges: list[tuple[int, int, int]] = []
+    for s in images:
+        for handle in _handles_of(s):
+            other = handles.setdefault(handle, s.session_id)
+            if other != s.session_id:
+                return f"sessions {other:#x} and {s.session_id:#x} both hold handle {handle:#x}"
+        ranges += [(a.ptr, a.ptr + a.size, s.session_id) for a in s.allocations]
+    ranges.sort()
+    for (_, end, first), (start, _, second) in zip(ranges, ranges[1:], strict=False):
+        if start < end and first != second:
+            return f"sessions {first:#x} and {second:#x} both hold device address {start:#x}"
+    return None
+
+
 def check_fits(
     manager: SessionManager, ckpt: Checkpoint, images: list[ck.session_image] | None = None
 ) -> None:
     """Refuse before touching the device what this server cannot hold at the same addresses."""
     base, end = manager.arena.base, manager.arena.base + manager.arena.size
     taken = {s.id for s in manager.sessions()}
-    for s in ckpt.manifest.sessions if images is None else images:
+    images = ckpt.manifest.sessions if images is None else images
+    conflict = sessions_conflict(images)
+    if conflict is not None:
+        raise CheckpointError(
+            ckpt.path,
+            f"{conflict}: they were served by separate worker processes; restore them with "
+            "cricket-restart --isolation process (a worker per session)",
+        )
+    for s in images:
         if s.session_id in taken:
             raise CheckpointError(
                 ckpt.path, f"session {s.session_id:#x} already lives on this server"
@@ -711,6 +737,7 @@ __all__ = [
     "checkpoint_call",
     "CheckpointTrigger",
     "close_unclaimed",
+    "sessions_conflict",
 ]
 
 

@@ -269,7 +269,8 @@ def test_process_isolation_checkpoints_every_worker_and_restarts_one_per_session
         ids = {s.session_id for s in Checkpoint.open(tmp_path / "all").manifest.sessions}
         assert ids == {c.info.session_id for c in conns}
         server.kill()
-        restarted = start_restart(servers, tmp_path, tmp_path / "all", isolation="process")
+        # auto: the sessions share handle values (separate workers), so a worker per session
+        restarted = start_restart(servers, tmp_path, tmp_path / "all", isolation="auto")
         monkeypatch.setenv(cricket_client.ADDRESS_ENV, restarted.address)
         for conn, ptr, payload in zip(conns, ptrs, data, strict=True):
             with conn.active():
