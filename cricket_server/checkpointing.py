@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from checkpoint.format import CheckpointError
-from checkpoint.reader import Checkpoint
+from checkpoint.reader import Checkpoint, blob_refs, staging_budget
 from checkpoint.writer import BlobSink, CheckpointWriter
 from cricket_server.backends.base import CudaError
 from cricket_server.backends.sim.cubin import parse_image  # an image parser, used for any backend
@@ -629,6 +629,14 @@ def sessions_conflict(images: list[ck.session_image]) -> str | None:
     return None
 
 
+def _blobs_of(images: list[ck.session_image]) -> list[ck.blob_ref]:
+    body = ck.manifest_body(
+        created_by="", created_unix_ns=0, backend="", driver_version=0, va_base=0, va_size=0,
+        sessions=images,
+    )  # fmt: skip
+    return [ref for _what, ref in blob_refs(body)]
+
+
 def check_fits(
     manager: SessionManager, ckpt: Checkpoint, images: list[ck.session_image] | None = None
 ) -> None:
@@ -684,9 +692,9 @@ def restore_checkpoint(
     if only is not None and len(images) != len(only):
         missing = sorted(only - {s.session_id for s in images})
         raise CheckpointError(ckpt.path, f"holds no session {', '.join(map(hex, missing))}")
-    if not verified:
-        ckpt.verify()
     check_fits(manager, ckpt, images)
+    if not verified and not ckpt.stage(staging_budget(), _blobs_of(images)):
+        ckpt.verify()  # too large to stage: read twice (the second pass checks again)
     report = RestoreReport([], 0, 0.0)
     try:
         for image in images:

@@ -198,3 +198,55 @@ def test_restored_sessions_no_client_took_can_be_freed(tmp_path: Path) -> None:
     assert m.sessions() == [taken]
     taken.close("test")
     assert m.arena.free_bytes() == free
+
+
+def _count_reads(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    reads: dict[str, int] = {}
+    original = Checkpoint._read_pieces
+
+    def counting(self: Checkpoint, ref: object) -> object:
+        reads[ref.file] = reads.get(ref.file, 0) + 1  # type: ignore[attr-defined]
+        return original(self, ref)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Checkpoint, "_read_pieces", counting)
+    return reads
+
+
+def test_a_restore_that_fits_in_host_memory_reads_each_blob_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old, state = build(manager())
+    write_checkpoint(old.manager, [old], tmp_path / "c")
+    reads = _count_reads(monkeypatch)
+    (s,) = restore_checkpoint(manager(), tmp_path / "c").sessions
+    assert reads and set(reads.values()) == {1}
+    for ptr, data in state["data"].items():  # type: ignore[attr-defined]
+        assert bytes(s.memcpy_dtoh(ptr, len(data))) == data
+
+
+def test_a_restore_too_large_to_stage_verifies_first_then_reads_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old, state = build(manager())
+    write_checkpoint(old.manager, [old], tmp_path / "c")
+    monkeypatch.setattr("cricket_server.checkpointing.staging_budget", lambda: 1000)
+    reads = _count_reads(monkeypatch)
+    (s,) = restore_checkpoint(manager(), tmp_path / "c").sessions
+    assert set(reads.values()) == {2}
+    for ptr, data in state["data"].items():  # type: ignore[attr-defined]
+        assert bytes(s.memcpy_dtoh(ptr, len(data))) == data
+
+
+def test_staging_a_damaged_blob_fails_naming_it_and_keeps_nothing(tmp_path: Path) -> None:
+    old, _state = build(manager())
+    write_checkpoint(old.manager, [old], tmp_path / "c")
+    ckpt = Checkpoint.open(tmp_path / "c")
+    blob = max((tmp_path / "c").rglob("alloc-*"), key=lambda p: p.stat().st_size)
+    raw = bytearray(blob.read_bytes())
+    raw[len(raw) // 2] ^= 1
+    blob.write_bytes(bytes(raw))
+    with pytest.raises(CheckpointError) as failed:
+        ckpt.stage(1 << 40)
+    assert failed.value.path == str(blob)
+    assert ckpt._staged == {}
+    assert not ckpt.stage(10)  # over the budget: nothing read
