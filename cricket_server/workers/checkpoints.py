@@ -140,9 +140,14 @@ class ForwardedCalls:
 
 
 class HasChannel(Protocol):
-    pid: int
-    channel: Any
-    sessions: list[str]
+    """What the main side uses of a worker."""
+
+    @property
+    def pid(self) -> int: ...
+    @property
+    def channel(self) -> Any: ...
+    @property
+    def sessions(self) -> list[str]: ...
 
 
 @dataclass
@@ -202,9 +207,10 @@ class PartRequests:
 class WorkerCheckpoints(Protocol):
     """What `checkpoint_workers` needs of a `WorkerPool`."""
 
-    parts: PartRequests
-    backend_name: str
-
+    @property
+    def parts(self) -> PartRequests: ...
+    @property
+    def backend_name(self) -> str: ...
     def holding_sessions(self) -> list[Any]: ...
 
 

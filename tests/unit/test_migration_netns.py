@@ -44,7 +44,7 @@ def _need_root() -> None:
         why = "network namespaces need root (CAP_NET_ADMIN)"
     else:
         try:
-            import pyroute2  # noqa: F401
+            import pyroute2  # type: ignore[import-untyped]  # noqa: F401
         except ImportError:
             why = "pyroute2 is not installed"
     if why is not None:
@@ -58,7 +58,7 @@ class Namespace:
     .1 on the root side, .2 inside."""
 
     def __init__(self, name: str, net: int, n: int) -> None:
-        from pyroute2 import IPRoute, NetNS, netns
+        from pyroute2 import IPRoute, NetNS, netns  # type: ignore[import-untyped]
 
         self.name = name
         self.outside = f"10.{net}.{n}.1"
@@ -80,7 +80,7 @@ class Namespace:
                 ns.link("set", index=index, state="up")
 
     def remove(self) -> None:
-        from pyroute2 import IPRoute, netns
+        from pyroute2 import IPRoute, netns  # type: ignore[import-untyped]
 
         with contextlib.suppress(Exception), IPRoute() as ip:
             found = ip.link_lookup(ifname=self.link)
@@ -94,7 +94,7 @@ class Namespace:
         name = self.name
 
         def preexec() -> None:
-            from pyroute2 import netns
+            from pyroute2 import netns  # type: ignore[import-untyped]
 
             netns.setns(name)
             os.setsid()  # its own process group: a kill takes its workers with it
