@@ -34,6 +34,7 @@ import click
 from cricket_server.auth import SecurityFiles, security_admission, security_options
 from cricket_server.backends import BACKEND_NAMES, make_backend
 from cricket_server.checkpointing import CheckpointTrigger
+from cricket_server.limits import ServerLimits, SessionGate, rpc_limits
 from cricket_server.memory import AddressArena
 from cricket_server.service import CricketService
 from cricket_server.session import SessionManager
@@ -158,6 +159,43 @@ def _format_address(host: str, port: int) -> str:
     metavar="SECONDS",
     help="With --checkpoint-dir: also checkpoint periodically.",
 )
+@click.option(
+    "--max-session-memory",
+    metavar="BYTES",
+    help="Device memory one session may hold at once (e.g. 4G); an allocation beyond it gets "
+    "CUDA_ERROR_OUT_OF_MEMORY.",
+)
+@click.option(
+    "--max-sessions",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Sessions served at once; a HELLO beyond them is refused (CUDA_ERROR_OUT_OF_MEMORY).",
+)
+@click.option(
+    "--max-record",
+    metavar="BYTES",
+    help="Largest RPC call record accepted (e.g. 64M); a larger one closes its connection.",
+)
+@click.option(
+    "--idle-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="SECONDS",
+    help="Close a connection that sends nothing for this long (its session is freed).",
+)
+@click.option(
+    "--max-in-flight",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Calls of one connection answered but not yet written, plus the one running; reading "
+    "waits beyond them (back-pressure through TCP).",
+)
+@click.option(
+    "--resume-grace",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="SECONDS",
+    help="Keep a session whose connection dropped this long, for a HELLO with its token "
+    "(the client's reconnect); thread isolation.",
+)
 @security_options
 def main(
     listen: tuple[str, ...],
@@ -172,6 +210,12 @@ def main(
     checkpoint_dir: str | None,
     checkpoint_every: float | None,
     security: SecurityFiles,
+    max_session_memory: str | None,
+    max_sessions: int | None,
+    max_record: str | None,
+    idle_timeout: float | None,
+    max_in_flight: int | None,
+    resume_grace: float | None,
 ) -> None:
     """Serve remote CUDA driver calls (ONC RPC program CRICKET_PROG, version 1)."""
     logging.basicConfig(
@@ -186,6 +230,14 @@ def main(
     sim_bytes = parse_size(sim_memory) if sim_memory is not None else None
     if checkpoint_every is not None and checkpoint_dir is None:
         raise click.UsageError("--checkpoint-every needs --checkpoint-dir")
+    limits = ServerLimits(
+        max_session_memory=parse_size(max_session_memory) if max_session_memory else None,
+        max_sessions=max_sessions,
+        max_record=parse_size(max_record) if max_record else None,
+        idle_timeout=idle_timeout,
+        max_in_flight=max_in_flight,
+        resume_grace=resume_grace,
+    )
 
     stop = threading.Event()
 
@@ -201,14 +253,29 @@ def main(
     )
     mode, backend = resolve_isolation(isolation, backend)
     if mode == "process":
+        if limits.resume_grace is not None:
+            raise click.UsageError(
+                "--resume-grace needs --isolation thread: a worker process ends with its "
+                "connection"
+            )
         spec = WorkerSpec(
-            backend, sim_bytes, log_level.lower(), server_version(), security=security
+            backend,
+            sim_bytes,
+            log_level.lower(),
+            server_version(),
+            max_session_memory=limits.max_session_memory,
+            max_record=limits.max_record,
+            idle_timeout=limits.idle_timeout,
+            max_in_flight=limits.max_in_flight,
+            security=security,
         )
         pool = WorkerPool(spec, spares=spare_workers)
         trigger = _worker_checkpoint_trigger(pool, checkpoint_dir, checkpoint_every)
-        _serve_in_workers(listeners, stop, pool, trigger)
+        _serve_in_workers(listeners, stop, pool, limits, trigger)
     else:
-        _serve_in_threads(listeners, stop, backend, sim_bytes, checkpoint_dir, checkpoint_every)
+        _serve_in_threads(
+            listeners, stop, backend, sim_bytes, checkpoint_dir, checkpoint_every, limits
+        )
     log.info("cricket-server stopped")
 
 
@@ -246,17 +313,21 @@ def _serve_in_threads(
     sim_bytes: int | None,
     checkpoint_dir: str | None = None,
     checkpoint_every: float | None = None,
+    limits: ServerLimits | None = None,
 ) -> None:
     """Every connection served by a thread of this process, over one backend."""
+    limits = limits or ServerLimits()
     the_backend = make_backend(backend, sim_memory=sim_bytes)
     try:
         arena = AddressArena(*the_backend.address_space())
-        manager = SessionManager(the_backend, arena, server_version=server_version())
+        manager = SessionManager(
+            the_backend, arena, server_version=server_version(), limits=limits
+        )
         trigger = None
         if checkpoint_dir is not None:
             trigger = CheckpointTrigger(manager, checkpoint_dir, checkpoint_every).start()
             trigger.install_sigusr1()
-        server = RpcServer([CricketService(manager)])
+        server = RpcServer([CricketService(manager)], **rpc_limits(limits))
         try:
             _serve(server, listeners, stop, f"backend {the_backend.name}, isolation thread")
         finally:
@@ -274,21 +345,29 @@ def _serve_in_workers(
     listeners: _Listeners,
     stop: threading.Event,
     pool: WorkerPool,
+    limits: ServerLimits | None = None,
     trigger: CheckpointTrigger | None = None,
 ) -> None:
     """Every connection handed to a worker process of its own; see `cricket_server.workers`."""
+    gate = None
+    hand_off = pool.hand_off
+    if limits is not None and limits.max_sessions is not None:
+        gate = SessionGate(limits.max_sessions, pool.serving, pool.hand_off)
+        hand_off = gate.hand_off
     try:
         try:
             backend = pool.start()
         except WorkerStartError as exc:
             raise click.ClickException(f"--isolation process: {exc}") from exc
         # This process serves no call itself; the program is declared for --register.
-        server = RpcServer([proto.CRICKET_V1_Server()], hand_off=pool.hand_off)
+        server = RpcServer([proto.CRICKET_V1_Server()], hand_off=hand_off)
         try:
             _serve(server, listeners, stop, f"backend {backend}, isolation process")
         finally:
             server.shutdown()
     finally:
+        if gate is not None:
+            gate.close()
         _final_checkpoint(trigger)
         pool.close()
 

@@ -141,14 +141,14 @@ class CricketService(DataPathProcedures, proto.CRICKET_V1_Server):
             elif token:
                 session = self.manager.resume(token)  # a session a restart brought back
                 state.session = session
-                ctx.connection.add_close_callback(lambda s=session: s.close("connection closed"))
+                self._bind(ctx, session)
                 log.info(
                     "session %#x resumed by %s", session.id, format_peer(ctx.connection.peer)
                 )
             else:
                 session = self.manager.open(format_peer(ctx.connection.peer), args.client_name)
                 state.session = session
-                ctx.connection.add_close_callback(lambda s=session: s.close("connection closed"))
+                self._bind(ctx, session)
             backend = self.manager.backend
             ok = proto.hello_ok(
                 protocol_version=version,
@@ -171,6 +171,14 @@ class CricketService(DataPathProcedures, proto.CRICKET_V1_Server):
             log.exception("HELLO from %s failed", format_peer(ctx.connection.peer))
             return proto.hello_result(CUDA_ERROR_UNKNOWN, None)
 
+    def _bind(self, ctx: Any, session: Session) -> None:
+        """Make `session` this connection's; its end frees it (or starts its grace)."""
+        conn_id = ctx.connection.id
+        session.connection_id = conn_id
+        ctx.connection.add_close_callback(
+            lambda s=session: self.manager.connection_lost(s, conn_id)
+        )
+
     def GOODBYE(self, ctx: Any) -> int:
         state = self._state(ctx)
         if state.session is not None:
@@ -188,6 +196,14 @@ class CricketService(DataPathProcedures, proto.CRICKET_V1_Server):
         return checkpoint_call(self.manager, [session], path)
 
     def CHECKPOINT_SERVER(self, ctx: Any, path: str, session_id: int) -> proto.checkpoint_result:
+        own = self._state(ctx).session
+        if own is not None and session_id != own.id:  # a client may name only its own session
+            log.warning(
+                "session %#x: CHECKPOINT_SERVER of session %#x refused", own.id, session_id
+            )
+            return proto.checkpoint_result(
+                CUDA_ERROR_INVALID_VALUE, f"checkpoint: no session {session_id:#x} here"
+            )
         if getattr(self.manager, "channel", None) is not None:  # a worker (process isolation)
             return proto.checkpoint_result(
                 CUDA_ERROR_NOT_SUPPORTED,

@@ -36,6 +36,7 @@ from cricket_server.backends.base import (
     CudaError,
     ParamInfo,
 )
+from cricket_server.limits import ServerLimits, session_limit_error
 from cricket_server.memory import ALLOC_ALIGNMENT, AddressArena, DeviceHeap
 from cricket_server.resources import (
     ContextRecord,
@@ -122,8 +123,10 @@ class SessionManager:
         *,
         server_version: str = "0.1.0",
         heap_factory: HeapFactory | None = None,
+        limits: ServerLimits | None = None,
     ) -> None:
         self.backend = backend
+        self.limits = limits or ServerLimits()
         self.arena = arena
         self.server_version = server_version
         self.registry = HandleRegistry()
@@ -131,10 +134,17 @@ class SessionManager:
         self._buffer_ids = itertools.count(1)
         self._sessions: dict[int, Session] = {}
         self._lock = threading.Lock()
+        self._grace_timers: dict[int, threading.Timer] = {}  # dropped sessions awaiting HELLO
 
     def open(self, peer: str, client_name: str) -> Session:
+        limit = self.limits.max_sessions
+        if limit is not None and len(self.sessions()) >= limit:
+            raise session_limit_error(len(self.sessions()), limit)
         bsession = self.backend.open_session()
         with self._lock:
+            if limit is not None and len(self._sessions) >= limit:
+                bsession.close()
+                raise session_limit_error(len(self._sessions), limit)
             session_id = secrets.randbits(64)
             while session_id == 0 or session_id in self._sessions:
                 session_id = secrets.randbits(64)
@@ -174,12 +184,45 @@ class SessionManager:
                     and secrets.compare_digest(session.token, token)
                 ):
                     session.resumable = False
+                    timer = self._grace_timers.pop(session.id, None)
+                    if timer is not None:
+                        timer.cancel()
                     return session
         raise CudaError(
             CUDA_ERROR_INVALID_VALUE,
             "HELLO: no restored session waits for that token (a session ends with its "
-            "connection unless a restart brought it back)",
+            "connection unless a restart brought it back, or --resume-grace keeps it a while)",
         )
+
+    def connection_lost(self, session: Session, connection_id: int | None = None) -> None:
+        """Connection `connection_id` of `session` ended without GOODBYE: free the session,
+        or, with `limits.resume_grace`, keep it that long for a HELLO with its token. Nothing
+        happens when the session has moved to another connection since."""
+        if connection_id is not None and session.connection_id not in (None, connection_id):
+            return
+        grace = self.limits.resume_grace
+        if not grace or session.closed:
+            session.close("connection closed")
+            return
+        with self._lock:
+            session.resumable = True
+            timer = threading.Timer(grace, self._grace_over, (session,))
+            timer.daemon = True
+            self._grace_timers[session.id] = timer
+        log.info(
+            "session %#x: connection lost; kept %g s for its client to resume (--resume-grace)",
+            session.id,
+            grace,
+        )
+        timer.start()
+
+    def _grace_over(self, session: Session) -> None:
+        with self._lock:
+            if self._grace_timers.get(session.id) is None or not session.resumable:
+                return
+            del self._grace_timers[session.id]
+            session.resumable = False
+        session.close(f"not resumed within {self.limits.resume_grace:g} s")
 
     def advance_buffer_ids(self, past: int) -> None:
         """Issue buffer ids above `past` from now on (restored allocations keep theirs)."""
@@ -202,6 +245,10 @@ class SessionManager:
             self._sessions.pop(session.id, None)
 
     def close_all(self, reason: str = "server shutdown") -> None:
+        with self._lock:
+            timers, self._grace_timers = list(self._grace_timers.values()), {}
+        for timer in timers:
+            timer.cancel()
         for session in self.sessions():
             session.close(reason)
 
@@ -227,7 +274,8 @@ class Session:
         self.lock = threading.RLock()
         self.last_error = ""
         self.closed = False
-        self.resumable = False  # a restored session no connection has taken yet
+        self.resumable = False  # a restored (or dropped, --resume-grace) session, untaken
+        self.connection_id: int | None = None  # the RPC connection serving it now
         self.calls = 0  # calls executed (CricketService._run counts them; replay needs it)
         self.initialized = False
         self.handles = HandleTable(manager.registry, session_id)
@@ -238,6 +286,7 @@ class Session:
             lambda dev: manager.new_heap(dev, bsession),
             manager.next_buffer_id,
             self._global_spans,
+            manager.limits.max_session_memory,
         )
         self._backend_dev: int | None = None
 

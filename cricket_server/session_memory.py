@@ -20,6 +20,7 @@ from cricket_server.backends.base import (
     CUDA_SUCCESS,
     CudaError,
 )
+from cricket_server.limits import memory_quota_error
 from cricket_server.memory import ALLOC_ALIGNMENT, DeviceHeap
 
 log = logging.getLogger("cricket_server.session")
@@ -87,8 +88,10 @@ class SessionMemory:
         new_heap: Callable[[int], DeviceHeap],
         next_buffer_id: Callable[[], int],
         globals_: Callable[[], Iterable[Span]],
+        quota: int | None = None,
     ) -> None:
         self._session_id = session_id
+        self.quota = quota  # bytes this session may hold at once (--max-session-memory)
         self._new_heap = new_heap
         self._next_buffer_id = next_buffer_id
         self._globals = globals_
@@ -129,6 +132,10 @@ class SessionMemory:
         """The allocation starting at `ptr`."""
         return self._allocs.get(ptr)
 
+    def used(self) -> int:
+        """Bytes of the session's allocations (what the quota counts)."""
+        return sum(a.size for a in self._allocs.values())
+
     def allocations(self) -> list[Allocation]:
         return list(self._allocs.values())
 
@@ -139,6 +146,12 @@ class SessionMemory:
     def alloc(self, call: str, size: int, dev: int, ctx: int, align: int = ALLOC_ALIGNMENT) -> int:
         if size <= 0:
             raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{call}: size must be > 0, got {size}")
+        if self.quota is not None:
+            used = self.used()
+            if used + size > self.quota:
+                error = memory_quota_error(call, size, used, self.quota)
+                log.warning("session %#x: %s", self._session_id, error.message)
+                raise error
         heap = self._heaps.get(dev)
         if heap is None:
             heap = self._heaps[dev] = self._new_heap(dev)

@@ -21,6 +21,7 @@ from types import FrameType
 from cricket_server.auth import SecurityError, SecurityFiles
 from cricket_server.backends import BACKEND_NAMES, make_backend
 from cricket_server.backends.base import Backend
+from cricket_server.limits import ServerLimits, rpc_limits
 from cricket_server.memory import AddressArena
 from cricket_server.session import Session, SessionManager
 from cricket_xdr.rpc.server import RpcServer
@@ -39,9 +40,15 @@ class WorkerSessionManager(SessionManager):
     """A `SessionManager` that tells the main process about each session it opens."""
 
     def __init__(
-        self, backend: Backend, arena: AddressArena, *, server_version: str, channel: ControlChannel
+        self,
+        backend: Backend,
+        arena: AddressArena,
+        *,
+        server_version: str,
+        channel: ControlChannel,
+        limits: ServerLimits | None = None,
     ) -> None:
-        super().__init__(backend, arena, server_version=server_version)
+        super().__init__(backend, arena, server_version=server_version, limits=limits)
         self.channel = channel
 
     def open(self, peer: str, client_name: str) -> Session:
@@ -69,8 +76,14 @@ class Worker:
     """The warmed state of a worker and the serving of its one connection."""
 
     def __init__(
-        self, backend: Backend, channel: ControlChannel, server_version: str, va_slot: int = 0
+        self,
+        backend: Backend,
+        channel: ControlChannel,
+        server_version: str,
+        va_slot: int = 0,
+        limits: ServerLimits | None = None,
     ) -> None:
+        limits = limits or ServerLimits()
         self.backend = backend
         self.channel = channel
         self.manager = WorkerSessionManager(
@@ -78,10 +91,11 @@ class Worker:
             worker_arena(backend, va_slot),
             server_version=server_version,
             channel=channel,
+            limits=limits,
         )
         self.service = WorkerService(self.manager)
         self.service.forwarded = ForwardedCalls(channel)
-        self.server = RpcServer([self.service])
+        self.server = RpcServer([self.service], **rpc_limits(limits))
         self.done = threading.Event()
         self.serving = False
 
@@ -180,10 +194,14 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--log-level", default="info")
     parser.add_argument("--server-version", default="0.0.0")
     parser.add_argument("--va-slot", type=int, default=0)
-    parser.add_argument("--restore", metavar="DIR", help="restore a session of this checkpoint")
-    parser.add_argument("--restore-session", type=lambda t: int(t, 0), default=0)
     for option in ("--auth-token-file", "--tls-cert", "--tls-key", "--tls-client-ca"):
         parser.add_argument(option)
+    parser.add_argument("--restore", metavar="DIR", help="restore a session of this checkpoint")
+    parser.add_argument("--restore-session", type=lambda t: int(t, 0), default=0)
+    parser.add_argument("--max-session-memory", type=int)
+    parser.add_argument("--max-record", type=int)
+    parser.add_argument("--idle-timeout", type=float)
+    parser.add_argument("--max-in-flight", type=int)
     return parser.parse_args(argv)
 
 
@@ -206,6 +224,12 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         log.error("could not create the %s backend: %s", args.backend, exc)
         return 1
+    limits = ServerLimits(
+        max_session_memory=args.max_session_memory,
+        max_record=args.max_record,
+        idle_timeout=args.idle_timeout,
+        max_in_flight=args.max_in_flight,
+    )
     files = SecurityFiles(args.auth_token_file, args.tls_cert, args.tls_key, args.tls_client_ca)
     try:
         admission = files.admission()  # the worker runs its connection's TLS and token setup
@@ -213,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         log.error("%s", exc)
         backend.close()
         return 1
-    worker = Worker(backend, channel, args.server_version, args.va_slot)
+    worker = Worker(backend, channel, args.server_version, args.va_slot, limits)
     worker.server.admission = admission if admission.required else None
     try:
         if stop.is_set():

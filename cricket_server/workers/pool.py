@@ -48,6 +48,10 @@ class WorkerSpec:
     log_level: str = "info"
     server_version: str = "0.0.0"
     security: SecurityFiles = SecurityFiles()  # token and TLS files: each worker reads them
+    max_session_memory: int | None = None  # --max-session-memory
+    max_record: int | None = None  # --max-record
+    idle_timeout: float | None = None  # --idle-timeout
+    max_in_flight: int | None = None  # --max-in-flight
 
     def command(self, control_fd: int, va_slot: int) -> list[str]:
         cmd = [
@@ -59,6 +63,14 @@ class WorkerSpec:
         if self.sim_memory is not None:
             cmd += ["--sim-memory", str(self.sim_memory)]
         cmd += self.security.worker_args()
+        for option, value in (
+            ("--max-session-memory", self.max_session_memory),
+            ("--max-record", self.max_record),
+            ("--idle-timeout", self.idle_timeout),
+            ("--max-in-flight", self.max_in_flight),
+        ):
+            if value is not None:
+                cmd += [option, str(value)]
         return cmd
 
 
@@ -151,6 +163,11 @@ class WorkerPool:
             log.error("no worker took the connection from %s; closing it", who)
         finally:
             sock.close()
+
+    def serving(self) -> int:
+        """Workers handed a connection and not yet reaped (each holds one session)."""
+        with self._cond:
+            return len(self._workers) - len(self._spares)
 
     def close(self) -> None:
         """SIGTERM every worker (they free their sessions), SIGKILL what outlives `grace`."""

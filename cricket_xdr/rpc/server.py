@@ -77,6 +77,9 @@ class _Connection:
         next_event = conn.next_event
         deferred = server._dispatcher.deferred_replies
         held: list[Buffer] = []  # replies of DEFERRED_REPLIES procedures not written yet
+        held_max = _HELD_MAX if server.max_in_flight is None else min(
+            _HELD_MAX, server.max_in_flight - 1
+        )
         try:
             while not self.close_requested:
                 view = conn.read_buffer()
@@ -99,7 +102,7 @@ class _Connection:
                     hold = call.proc in deferred.get((call.prog, call.vers), ())
                     pieces = dispatch(conn, call, info)
                     del call  # lets the reader reuse a large call record's storage
-                    if hold and len(pieces) == 1 and len(held) < _HELD_MAX:
+                    if hold and len(pieces) == 1 and len(held) < held_max:
                         held.append(pieces[0])  # written with a later reply, in one write
                         continue
                     if held:
@@ -177,6 +180,9 @@ class RpcServer:
     `max_record`: largest call accepted (a bigger fragment header closes that connection).
     `auth_verifiers`: flavor -> verifier (default: AUTH_NONE and AUTH_SYS); see `auth`.
     `idle_timeout`: seconds a connection may stay silent (or stall inside a record).
+    `max_in_flight`: calls of one connection answered but held back (DEFERRED_REPLIES) plus
+    the one running, at most. A connection is read only when none of its received calls
+    waits, so a client pipelining more than one receive holds is held back by TCP.
     `admission`: what a connection must do before its calls are served (RPC-over-TLS, a
     token proof; see `handshake.Admission`); done on the connection's thread, so a server
     that hands connections off never runs it.
@@ -193,6 +199,7 @@ class RpcServer:
         auth_verifiers: Mapping[int, Verifier] | None = None,
         idle_timeout: float | None = None,
         max_fragment: int = MAX_FRAGMENT,
+        max_in_flight: int | None = None,
         hand_off: Callable[[socket.socket, object], None] | None = None,
         admission: Admission | None = None,
     ) -> None:
@@ -202,6 +209,7 @@ class RpcServer:
         self.max_record = max_record
         self.max_fragment = max_fragment
         self.idle_timeout = idle_timeout
+        self.max_in_flight = max_in_flight
         self._lock = threading.Lock()
         self._listeners: list[socket.socket] = []
         self._unix_paths: list[str] = []
