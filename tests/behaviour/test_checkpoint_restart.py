@@ -359,3 +359,50 @@ def test_a_restart_on_the_same_address_needs_no_new_address(
         assert conn.address == server.address
     finally:
         conn.close()
+
+
+def test_a_restored_worker_no_client_resumes_is_stopped_after_the_resume_timeout(
+    tmp_path: Path, servers: list[ServerProcess]
+) -> None:
+    server = start_server(servers, tmp_path)
+    conn = open_session(server.address, make_default=False)
+    try:
+        with conn.active():
+            check(cuda.cuMemAlloc(4096))
+            cricket_client.checkpoint(tmp_path / "c")
+        session = conn.info.session_id
+    finally:
+        conn.close()
+    restarted = start_restart(
+        servers, tmp_path, tmp_path / "c", "--resume-timeout", "0.5", isolation="process"
+    )
+    deadline = time.monotonic() + 60
+    while "freed 1 restored session(s)" not in restarted.log.read_text():
+        assert time.monotonic() < deadline, restarted.log.read_text()
+        time.sleep(0.05)
+    while f"ended (exit status 0): session {session:#x}" not in restarted.log.read_text():
+        assert time.monotonic() < deadline, restarted.log.read_text()
+        time.sleep(0.05)
+
+
+def test_a_damaged_checkpoint_is_refused_before_any_worker_starts(
+    tmp_path: Path, servers: list[ServerProcess]
+) -> None:
+    server = start_server(servers, tmp_path)
+    conn = open_session(server.address, make_default=False)
+    try:
+        with conn.active():
+            ptr = check(cuda.cuMemAlloc(70_000))
+            check(cuda.cuMemcpyHtoD(ptr, random.Random(2).randbytes(70_000), 70_000))
+            cricket_client.checkpoint(tmp_path / "c")
+    finally:
+        conn.close()
+    (blob,) = (tmp_path / "c").rglob("alloc-*")
+    blob.write_bytes(blob.read_bytes()[:-1])
+    refused = subprocess.run(
+        [sys.executable, "-m", "checkpoint", "restart", str(tmp_path / "c"), "--listen",
+         "127.0.0.1:0", "--backend", BACKEND, "--isolation", "process"],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert refused.returncode == 1
+    assert str(blob) in refused.stderr and "worker" not in refused.stderr
