@@ -13,7 +13,7 @@ import hashlib
 import os
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -218,25 +218,30 @@ class Checkpoint:
         for _ in self.pieces(ref):
             pass
 
-    def problems(self) -> list[CheckpointError]:
+    def problems(self, progress: Callable[[int], None] | None = None) -> list[CheckpointError]:
         """Every problem of every blob (empty: the checkpoint is whole), in manifest order.
-        Blobs are checked by several threads at once (hashing releases the GIL)."""
+        Blobs are checked by several threads at once (hashing releases the GIL);
+        `progress(n)` is called (one call at a time) with each checked blob's size."""
         refs = [ref for _what, ref in blob_refs(self.manifest)]
+        lock = threading.Lock()
 
         def check(ref: ck.blob_ref) -> CheckpointError | None:
             try:
                 self.check_blob(ref)
             except CheckpointError as e:
                 return e
+            if progress is not None:
+                with lock:
+                    progress(ref.size)
             return None
 
         workers = min(len(refs), os.cpu_count() or 1, VERIFY_THREADS) or 1
         with ThreadPoolExecutor(workers, thread_name_prefix="checkpoint-verify") as pool:
             return [e for e in pool.map(check, refs) if e is not None]
 
-    def verify(self) -> VerifyReport:
+    def verify(self, progress: Callable[[int], None] | None = None) -> VerifyReport:
         """Check every blob; raise the first problem (CheckpointError naming the file)."""
-        found = self.problems()
+        found = self.problems(progress)
         if found:
             raise found[0]
         refs = [ref for _what, ref in blob_refs(self.manifest)]

@@ -20,9 +20,9 @@ import time
 from functools import partial
 from types import FrameType
 
-from .cli import _fail, _rate, with_suppressed_unlink
+from .cli import ProgressBar, _fail, _rate, with_suppressed_unlink
 from .format import CheckpointError
-from .reader import Checkpoint
+from .reader import Checkpoint, blob_refs
 
 log = logging.getLogger("cricket_restart")
 
@@ -65,7 +65,9 @@ def restart_in_workers(
     start = time.monotonic()
     try:
         ckpt = Checkpoint.open(directory)
-        report = ckpt.verify()
+        bar = ProgressBar(sum(ref.size for _what, ref in blob_refs(ckpt.manifest)), "verify")
+        report = ckpt.verify(bar)
+        bar.finish()
     except CheckpointError as e:
         _fail(e)
         return
