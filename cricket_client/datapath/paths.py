@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -129,7 +130,10 @@ class DataPaths:
         address = parse_address(self.conn.address)
         if isinstance(address, str):
             raise OSError(f"{address}: data channels need a TCP server address")
-        host = address[0]
+        try:  # the server listens on an address, it resolves no names
+            host = socket.getaddrinfo(address[0], address[1], type=socket.SOCK_STREAM)[0][4][0]
+        except OSError as e:
+            raise OSError(f"{address[0]}: cannot resolve for data channels: {e}") from None
         err, reply = self.conn.sync("DATA_TCP_OFFER", host, self.channel_count)
         if err:
             raise OSError(f"the server offers no data channels ({err})")

@@ -1,6 +1,6 @@
 """Data channels: extra TCP connections of one session that carry a copy's bytes in parallel.
 
-DATA_TCP_OFFER opens a listener on the host the client named (port 0) and answers its port
+DATA_TCP_OFFER opens a listener on the IP address the client named (port 0) and answers its port
 and a fresh secret. Each data channel the client opens starts with the secret and its index
 (`HELLO_FORMAT`); a connection with anything else is closed. A transfer of `n` bytes over
 `k` channels sends part `i` = bytes `[i*n//k, (i+1)*n//k)` on channel `i`, each part after
@@ -13,6 +13,7 @@ of the RPC connection applies here the same way); it returns the socket unchange
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import logging
 import secrets
 import socket
@@ -105,9 +106,13 @@ class ChannelListener:
     def __init__(self, host: str, count: int) -> None:
         if not 1 <= count <= MAX_CHANNELS:
             raise ValueError(f"data channels: {count} asked for, 1..{MAX_CHANNELS} allowed")
+        try:
+            ip = ipaddress.ip_address(host)  # an address of this host, never a name to resolve
+        except ValueError:
+            raise ValueError(f"data channels: {host!r} is not an IP address") from None
         self.count = count
         self.secret = secrets.token_bytes(SECRET_BYTES)
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        family = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
         self._listener = socket.socket(family, socket.SOCK_STREAM)
         try:
             self._listener.bind((host, 0))

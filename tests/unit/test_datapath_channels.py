@@ -94,3 +94,9 @@ def test_a_failed_copy_sends_empty_parts() -> None:
         client.close()
         server.close()
         listener.close()
+
+
+@pytest.mark.parametrize("host", ["localhost", "127.0.0.1\0", "example.invalid"])
+def test_the_listener_takes_only_an_ip_address(host: str) -> None:
+    with pytest.raises(ValueError, match="is not an IP address"):
+        ChannelListener(host, 1)
