@@ -8,6 +8,13 @@ ASCII text, a verb then its fields separated by single spaces:
     | worker -> main   | `ready BACKEND`          | warmed up (backend created), may serve    |
     | worker -> main   | `session ID PEER`        | HELLO opened session ID (hex) for PEER    |
     | main -> worker   | `serve` + one socket fd  | serve this accepted connection (SCM_RIGHTS)|
+    | main -> worker   | `checkpoint RID TMP`     | write your session's part into TMP (hex)  |
+    | worker -> main   | `part RID IDS ...`       | part written (`part-failed RID WHY`: not) |
+    | worker -> main   | `checkpoint-server RID SESSION PATH` | a CHECKPOINT_SERVER call, forwarded |
+    | main -> worker   | `checkpoint-server-result RID CODE TEXT` | its answer               |
+    | worker -> main   | `restore-failed WHY`     | cricket-restart: the session did not come back |
+
+The checkpoint messages are described in `cricket_server.workers.checkpoints`.
 
 End of file on either side means the other process is gone: the main process reaps the worker,
 the worker shuts down.
