@@ -26,6 +26,7 @@ __all__ = ["ConnectionDataPaths", "DataPathProcedures", "state_of", "STATE_KEY"]
 
 log = logging.getLogger("cricket_server.datapath")
 STATE_KEY = "cricket.datapath"
+MAX_TCP_PIECE = 256 << 20  # bytes one DATA_TCP_HTOD may make the server buffer
 
 
 @dataclass
@@ -194,6 +195,11 @@ class DataPathProcedures:
         paths = state_of(ctx)
 
         def copy(s: Session) -> None:
+            if size > MAX_TCP_PIECE:
+                raise CudaError(
+                    CUDA_ERROR_INVALID_VALUE,
+                    f"{call}: {size} bytes in one data-channel transfer, at most {MAX_TCP_PIECE}",
+                )
             channels = paths.ready_channels(call, count)
             data = paths.buffer(size)
             try:
