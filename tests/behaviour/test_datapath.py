@@ -231,3 +231,15 @@ def test_a_data_channel_without_the_sessions_secret_is_refused(datapath_server: 
         channels.close()
     finally:
         conn.close()
+
+
+def test_a_data_channel_transfer_larger_than_the_server_buffers_is_refused(
+    datapath_server: str,
+) -> None:
+    conn = _session(datapath_server, Mode.RPC)
+    try:
+        err, _ = conn.sync("DATA_TCP_HTOD", 0, 1 << 40, 1, 0, False)
+        assert err == cuda.CUresult.CUDA_ERROR_INVALID_VALUE
+        assert "at most 268435456" in cricket_client.last_error_message()
+    finally:
+        conn.close()
