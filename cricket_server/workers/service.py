@@ -72,8 +72,9 @@ class WorkerService(CricketService):
     def CHECKPOINT_SERVER(self, ctx: Any, path: str, session_id: int) -> proto.checkpoint_result:
         """Every session lives in a worker of its own: the main process asks each worker for
         its part and commits the checkpoint (cricket_server.workers.checkpoints)."""
-        if self.forwarded is None:
-            return super().CHECKPOINT_SERVER(ctx, path, session_id)
+        own = self._state(ctx).session
+        if self.forwarded is None or (own is not None and session_id != own.id):
+            return super().CHECKPOINT_SERVER(ctx, path, session_id)  # refuses another's
         code, text = self.forwarded.call(path, session_id)
         if code != 0:
             return proto.checkpoint_result(code, text[: proto.MAX_NAME])
