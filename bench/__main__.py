@@ -41,6 +41,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench import copies
 
         rows += copies.run(quick=args.quick, plot_path=out.with_name(out.stem + "-copies.png"))
+    if "load" in wanted:
+        from bench import load
+
+        rows += load.run()
     if "alloc" in wanted:
         from cricket_server.backends.cuda import gpu_available
 
