@@ -14,11 +14,29 @@ import os
 import secrets
 from pathlib import Path
 
-__all__ = ["ServerSegment", "SHM_DIR", "PROOF_BYTES", "MAX_SEGMENT"]
+__all__ = ["ServerSegment", "SHM_DIR", "PROOF_BYTES", "MAX_SEGMENT", "sweep_stale"]
 
 SHM_DIR = Path("/dev/shm")
 PROOF_BYTES = 32
 MAX_SEGMENT = 1 << 30
+
+
+def sweep_stale(directory: Path = SHM_DIR) -> list[str]:
+    """Unlink segments whose server process is gone (killed between offer and answer);
+    only this user's files. Returns the names removed."""
+    removed = []
+    for path in directory.glob("cricket-*-*"):
+        pid = path.name.split("-")[1]
+        try:
+            if not pid.isdigit() or Path(f"/proc/{pid}").exists():
+                continue
+            if path.stat().st_uid != os.getuid():
+                continue
+            path.unlink()
+            removed.append(path.name)
+        except OSError:
+            continue  # raced with its owner or another sweeper
+    return removed
 
 
 class ServerSegment:
@@ -29,6 +47,7 @@ class ServerSegment:
             raise ValueError(
                 f"shared segment of {size} bytes: allowed {PROOF_BYTES}..{MAX_SEGMENT}"
             )
+        sweep_stale(directory)
         self.name = f"cricket-{os.getpid()}-{secrets.token_hex(12)}"
         self.path = directory / self.name
         self.size = size

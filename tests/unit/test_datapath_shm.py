@@ -45,3 +45,19 @@ def test_spans_outside_the_segment_are_refused(tmp_path: Path) -> None:
     with pytest.raises(IndexError, match="bytes 4000..4200 outside the 4096-byte shared segment"):
         server.span("cuMemcpyHtoD", 4000, 200)
     server.close()
+
+
+def test_segments_of_dead_servers_are_swept(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    (tmp_path / f"cricket-{dead}-abc").write_bytes(b"x")
+    (tmp_path / f"cricket-{os.getpid()}-def").write_bytes(b"x")
+    server = ServerSegment(4096, directory=tmp_path)
+    names = {p.name for p in tmp_path.iterdir()}
+    assert f"cricket-{dead}-abc" not in names
+    assert f"cricket-{os.getpid()}-def" in names and server.name in names
+    server.close()
