@@ -8,7 +8,7 @@ import socket
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from .wire import (
+from rpc_spec.data_channel import (
     HELLO_FORMAT,
     IO_TIMEOUT,
     LENGTH,

@@ -54,6 +54,10 @@ class DataPaths:
     # -- what is possible ------------------------------------------------------------------
     def capabilities(self) -> Capabilities:
         remote_tcp = not self.conn.address.startswith("unix:")
+        # Data channels are plain TCP: on a TLS-protected connection the copies stay inside
+        # the encrypted RPC (or in shared memory, which never leaves the host).
+        if getattr(getattr(self.conn, "security", None), "tls", None):
+            remote_tcp = False
         return Capabilities(
             shm=Path.SHM not in self._off,
             tcp=remote_tcp and Path.TCP not in self._off,

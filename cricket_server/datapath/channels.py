@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from cricket_client.datapath.wire import (
+from rpc_spec.data_channel import (
     HELLO_FORMAT,
     IO_TIMEOUT,
     LENGTH,

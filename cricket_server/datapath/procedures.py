@@ -175,6 +175,12 @@ class DataPathProcedures:
         paths = state_of(ctx)
 
         def offer(s: Session) -> proto.channel_offer:
+            if ctx.connection.state.get("tls") is not None:
+                raise CudaError(
+                    CUDA_ERROR_NOT_SUPPORTED,
+                    "data channel offer: this connection is TLS-protected and data channels "
+                    "are not; copies stay inside the encrypted RPC",
+                )
             paths.drop_channels()
             try:
                 paths.listener = ChannelListener(host, count)

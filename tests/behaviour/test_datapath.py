@@ -208,7 +208,7 @@ def test_the_segment_file_is_unlinked_once_mapped(datapath_server: str) -> None:
 
 def test_a_data_channel_without_the_sessions_secret_is_refused(datapath_server: str) -> None:
     from cricket_client.datapath.channels import ClientChannels
-    from cricket_client.datapath.wire import HELLO_FORMAT
+    from rpc_spec.data_channel import HELLO_FORMAT
 
     conn = _session(datapath_server, Mode.RPC)
     try:

@@ -9,8 +9,8 @@ import time
 import pytest
 
 from cricket_client.datapath.channels import ClientChannels
-from cricket_client.datapath.wire import HELLO_FORMAT, ChannelError, part_bounds
 from cricket_server.datapath.channels import ChannelListener
+from rpc_spec.data_channel import HELLO_FORMAT, ChannelError, part_bounds
 
 
 @pytest.mark.parametrize(("n", "k"), [(0, 4), (1, 4), (3, 2), (4097, 4), (10, 3)])

@@ -155,3 +155,38 @@ def test_tls_socket_nonblocking_sends_keep_every_byte(certs: TlsFiles) -> None:
     assert bytes(received) == payload
     a.close()
     b.close()
+
+
+def test_bulk_copies_never_leave_tls(
+    tmp_path: Path, certs: TlsFiles, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Data channels are plain TCP: a TLS connection neither offers nor accepts them, and a
+    large copy forced onto them stays inside the encrypted RPC, bit-exact."""
+    import numpy as np
+
+    from cricket_client import driver as cuda
+
+    E = cuda.CUresult
+    monkeypatch.setenv("CRICKET_DATA_PATH", "tcp")
+    with running_server(tmp_path, "thread", *server_tls(certs)) as address:
+        monkeypatch.setenv("CRICKET_TLS_CA", str(certs.server_ca.cert))
+        conn = cricket_client.connect(address, make_default=False)
+        try:
+            with conn.active():
+                assert cuda.cuInit(0) == (E.CUDA_SUCCESS,)
+                err, ctx = cuda.cuDevicePrimaryCtxRetain(cuda.CUdevice(0))
+                assert cuda.cuCtxSetCurrent(ctx) == (E.CUDA_SUCCESS,)
+                data = np.random.default_rng(3).integers(0, 255, 32 << 20, dtype=np.uint8)
+                err, ptr = cuda.cuMemAlloc(data.nbytes)
+                assert cuda.cuMemcpyHtoD(ptr, data, data.nbytes) == (E.CUDA_SUCCESS,)
+                back = np.zeros_like(data)
+                assert cuda.cuMemcpyDtoH(back, ptr, back.nbytes) == (E.CUDA_SUCCESS,)
+                assert np.array_equal(back, data)
+                assert conn.datapaths is not None
+                assert not conn.datapaths.capabilities().tcp
+                assert str(conn.datapaths.last_path) != "tcp"
+                err, _offer = conn.sync("DATA_TCP_OFFER", "127.0.0.1", 2)
+                assert err == E.CUDA_ERROR_NOT_SUPPORTED
+                assert "TLS" in cricket_client.last_error_message()
+        finally:
+            conn.close()

@@ -1,4 +1,4 @@
-"""The data-channel wire format both ends share (the server imports it from here).
+"""The data-channel wire format both ends share (client and server import it from here).
 
 A channel opens with `HELLO_FORMAT` (the offer's secret, the channel's index). A transfer of
 `n` bytes over `k` channels sends part `i` (`part_bounds`) on channel `i`, after an 8-byte
