@@ -245,9 +245,6 @@ def test_process_isolation_checkpoints_every_worker_and_restarts_one_per_session
     """cricket-checkpoint --server asks a process-isolated server: every worker writes its
     session; cricket-restart --isolation process gives each session a worker of its own and
     routes each client's HELLO to the worker holding its session."""
-    # Copies over the RPC: a bulk data path accepted by the first server is not offered
-    # again after a resume (cricket_client.datapath), which is not what this test is about.
-    monkeypatch.setenv("CRICKET_DATA_PATH", "rpc")
     server = start_server(servers, tmp_path, "process")
     conns = [open_session(server.address, make_default=False) for _ in range(2)]
     data = [random.Random(i).randbytes(70_000 + i) for i in range(2)]
