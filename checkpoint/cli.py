@@ -89,8 +89,9 @@ def take(server: str, session: str, timeout: float, directory: str) -> None:
 
     Also: `cricket-checkpoint inspect DIR` and `cricket-checkpoint verify DIR`."""
     from cricket_client.connection import parse_address
-    from cricket_xdr.rpc.client import RpcClient
-    from cricket_xdr.rpc.errors import RpcError
+    from cricket_client.security import Security, explain_auth_error, open_rpc
+    from cricket_xdr.rpc.errors import AuthError, RpcError
+    from cricket_xdr.rpc.tls import TlsError
     from rpc_spec import cricket_rpc as proto
 
     try:
@@ -102,12 +103,17 @@ def take(server: str, session: str, timeout: float, directory: str) -> None:
     path = os.path.abspath(directory)
     start = time.monotonic()
     try:
-        rpc = RpcClient(parse_address(server), timeout=timeout)
+        # The token (CRICKET_TOKEN[_FILE]) and TLS (CRICKET_TLS_*) settings of any client.
+        program = (proto.CRICKET_PROG, proto.CRICKET_V1)
+        security = Security.resolve()
+        rpc = open_rpc(parse_address(server), security, program=program, timeout=timeout)
         try:
             result = proto.CRICKET_V1_Client(rpc).CHECKPOINT_SERVER(path, session_id)
+        except AuthError as exc:
+            raise explain_auth_error(exc, security) from None
         finally:
             rpc.close()
-    except (OSError, RpcError, ValueError) as e:
+    except (OSError, RpcError, TlsError, ValueError) as e:
         _fail(Exception(f"{server}: {e}"))
         return
     if result.err != 0:

@@ -152,3 +152,22 @@ def test_reconnect_proves_the_token_again(tmp_path: Path, with_token: bool) -> N
         if not with_token:
             assert "set CRICKET_TOKEN" in str(refused.value)
         conn.closed = True
+
+
+def test_cricket_checkpoint_proves_the_token(tmp_path: Path) -> None:
+    """cricket-checkpoint --server is a client like any other: it needs the token."""
+    import os
+    import subprocess
+    import sys
+
+    with running_server(
+        tmp_path, "thread", "--auth-token-file", str(token_file(tmp_path))
+    ) as address:
+        run = [sys.executable, "-m", "checkpoint", "--server", address, str(tmp_path / "ckpt")]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CRICKET_")}
+        refused = subprocess.run(run, capture_output=True, text=True, env=env, timeout=60)
+        assert refused.returncode != 0 and "CRICKET_TOKEN" in refused.stdout + refused.stderr
+        taken = subprocess.run(run, capture_output=True, text=True, timeout=60,
+                               env={**env, "CRICKET_TOKEN": TOKEN})  # fmt: skip
+        assert taken.returncode == 0, taken.stdout + taken.stderr
+        assert (tmp_path / "ckpt").is_dir()
