@@ -135,7 +135,7 @@ class DataPaths:
         if isinstance(address, str):
             raise OSError(f"{address}: data channels need a TCP server address")
         try:  # the server listens on an address, it resolves no names
-            host = socket.getaddrinfo(address[0], address[1], type=socket.SOCK_STREAM)[0][4][0]
+            host = str(socket.getaddrinfo(address[0], address[1], type=socket.SOCK_STREAM)[0][4][0])
         except OSError as e:
             raise OSError(f"{address[0]}: cannot resolve for data channels: {e}") from None
         err, reply = self.conn.sync("DATA_TCP_OFFER", host, self.channel_count)

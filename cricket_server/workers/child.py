@@ -114,7 +114,8 @@ class Worker:
             if not self.done.is_set():
                 log.warning("control channel: %s: shutting down", exc)
         finally:
-            self.service.forwarded.main_gone()
+            if self.service.forwarded is not None:
+                self.service.forwarded.main_gone()
             self.done.set()
 
     def _take(self, fields: list[str], fds: list[int]) -> None:
@@ -147,7 +148,8 @@ class Worker:
             ).start()
             return True
         if fields[0] == "checkpoint-server-result" and len(fields) >= 3:
-            self.service.forwarded.answer(fields)
+            if self.service.forwarded is not None:
+                self.service.forwarded.answer(fields)
             return True
         return False
 
