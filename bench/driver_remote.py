@@ -8,6 +8,7 @@ Ratios are remote cost over local cost: lower is better.
 
 from __future__ import annotations
 
+import ctypes
 import time
 from pathlib import Path
 from types import ModuleType
@@ -76,6 +77,34 @@ class Workload:
         finally:
             _ok(cu.cuMemFree(dptr))
 
+    def decoding_loop_s(self, steps: int, launches: int = 10, n: int = 1024) -> float:
+        """Seconds for a decoding-like loop (P4): per step a small HtoD, `launches` small
+        kernels, and a 4-byte DtoH the next step depends on."""
+        cu = self.cu
+        saxpy = _ok(cu.cuModuleGetFunction(self.module, b"saxpy"))
+        x, y = _ok(cu.cuMemAlloc(4 * n)), _ok(cu.cuMemAlloc(4 * n))
+        host = np.ones(n, dtype=np.float32)
+        token = bytearray(4)
+        args = ((2.0, x, y, n), (ctypes.c_float, None, None, ctypes.c_int))
+        try:
+            _ok(cu.cuMemcpyHtoD(y, host, host.nbytes))
+            _ok(cu.cuCtxSynchronize())
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                _ok(cu.cuMemcpyHtoD(x, host, host.nbytes))
+                for _ in range(launches):
+                    cu.cuLaunchKernel(saxpy, (n + 255) // 256, 1, 1, 256, 1, 1, 0, 0, args, 0)
+                _ok(cu.cuMemcpyDtoH(token, y, 4))
+            seconds = time.perf_counter() - t0
+            expected = 1.0 + 2.0 * launches * steps
+            got = np.frombuffer(token, dtype=np.float32)[0]
+            if abs(got - expected) > 1e-3 * expected:
+                raise RuntimeError(f"decoding loop: y[0] is {got}, expected {expected}")
+            return seconds
+        finally:
+            cu.cuMemFree(x)
+            cu.cuMemFree(y)
+
     def close(self) -> None:
         self.cu.cuModuleUnload(self.module)
 
@@ -97,6 +126,7 @@ def _measure(work: Workload, quick: bool) -> dict:
     out = {
         "small": work.small_call_us(2000 if quick else 10000),
         "launch": work.launch_rate(5000 if quick else 50000),
+        "decode": work.decoding_loop_s(200 if quick else 2000),
     }
     for label, size in COPY_SIZES.items():
         if quick and size > (64 << 20):
@@ -142,6 +172,11 @@ def run(quick: bool = False) -> list[Row]:
                     local["launch"] / 1e3 if local else None,
                     (local["launch"] / remote["launch"]) if local else None,
                     "P2 slowdown <= 2"))
+    steps = 200 if quick else 2000
+    rows.append(Row(f"driver {tag}: decoding loop, {steps} steps x (HtoD 4 KiB, 10 launches, DtoH 4 B)",
+                    remote["decode"], "s", "local cuda-python, same loop" if local else "",
+                    local["decode"] if local else None,
+                    remote["decode"] / local["decode"] if local else None, "P4 <= 1.5"))
     for label in COPY_SIZES:
         if label not in remote:
             continue
