@@ -196,6 +196,13 @@ def _format_address(host: str, port: int) -> str:
     help="Keep a session whose connection dropped this long, for a HELLO with its token "
     "(the client's reconnect); thread isolation.",
 )
+@click.option(
+    "--checkpoint-root",
+    type=click.Path(file_okay=False),
+    metavar="DIR",
+    help="Checkpoint paths named by clients (cricket_client.checkpoint, cricket-checkpoint "
+    "--server) must lie inside DIR; without it a client may name any path the server can write.",
+)
 @security_options
 def main(
     listen: tuple[str, ...],
@@ -216,6 +223,7 @@ def main(
     idle_timeout: float | None,
     max_in_flight: int | None,
     resume_grace: float | None,
+    checkpoint_root: str | None,
 ) -> None:
     """Serve remote CUDA driver calls (ONC RPC program CRICKET_PROG, version 1)."""
     logging.basicConfig(
@@ -237,6 +245,7 @@ def main(
         idle_timeout=idle_timeout,
         max_in_flight=max_in_flight,
         resume_grace=resume_grace,
+        checkpoint_root=os.path.abspath(checkpoint_root) if checkpoint_root else None,
     )
 
     stop = threading.Event()
@@ -267,6 +276,7 @@ def main(
             max_record=limits.max_record,
             idle_timeout=limits.idle_timeout,
             max_in_flight=limits.max_in_flight,
+            checkpoint_root=limits.checkpoint_root,
             security=security,
         )
         pool = WorkerPool(spec, spares=spare_workers)

@@ -8,6 +8,7 @@
 | idle_timeout        | --idle-timeout         | the connection is closed, its session freed        |
 | max_in_flight       | --max-in-flight        | the server stops reading that connection (TCP)     |
 | resume_grace        | --resume-grace         | a dropped session waits that long for its token    |
+| checkpoint_root     | --checkpoint-root      | a client-named checkpoint path outside it: refused |
 
 None means no limit (resume_grace None: a session ends with its connection).
 """
@@ -15,13 +16,18 @@ None means no limit (resume_grace None: a session ends with its connection).
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from cricket_server.backends.base import CUDA_ERROR_OUT_OF_MEMORY, CudaError
+from cricket_server.backends.base import (
+    CUDA_ERROR_INVALID_VALUE,
+    CUDA_ERROR_OUT_OF_MEMORY,
+    CudaError,
+)
 from cricket_xdr.rpc.server import RpcServer
 from rpc_spec import cricket_rpc as proto
 
@@ -38,6 +44,22 @@ class ServerLimits:
     idle_timeout: float | None = None
     max_in_flight: int | None = None
     resume_grace: float | None = None
+    checkpoint_root: str | None = None
+
+
+def confine_checkpoint_path(path: str, root: str | None) -> str:
+    """The checkpoint directory a client named, inside `root` when one is set (a relative
+    path is taken from `root`); CudaError(CUDA_ERROR_INVALID_VALUE) when it lies outside."""
+    if root is None:
+        return path
+    base = os.path.realpath(root)
+    target = os.path.realpath(os.path.join(base, path))
+    if os.path.commonpath([base, target]) != base or target == base:
+        raise CudaError(
+            CUDA_ERROR_INVALID_VALUE,
+            f"checkpoint: {path!r} is not inside the server's checkpoint root (--checkpoint-root)",
+        )
+    return target
 
 
 def session_limit_error(count: int, limit: int) -> CudaError:

@@ -27,6 +27,7 @@ from cricket_server.backends.base import (
 )
 from cricket_server.checkpointing import checkpoint_call
 from cricket_server.datapath import DataPathProcedures
+from cricket_server.limits import confine_checkpoint_path
 from cricket_server.session import Session, SessionManager, negotiate_version
 from rpc_spec import cricket_rpc as proto
 
@@ -187,15 +188,30 @@ class CricketService(DataPathProcedures, proto.CRICKET_V1_Server):
         return CUDA_SUCCESS
 
     # -- checkpoint/restart (cricket_server.checkpointing) ----------------------------------
+    def _checkpoint_path(self, path: str) -> str:
+        """The client's path, confined to --checkpoint-root when the server has one."""
+        limits = getattr(self.manager, "limits", None)
+        return confine_checkpoint_path(path, getattr(limits, "checkpoint_root", None))
+
     def CHECKPOINT_SESSION(self, ctx: Any, path: str) -> proto.checkpoint_result:
         session = self._state(ctx).session
         if session is None or session.closed:
             return proto.checkpoint_result(
                 CUDA_ERROR_NOT_INITIALIZED, "checkpoint: no session on this connection"
             )
+        try:
+            path = self._checkpoint_path(path)
+        except CudaError as e:
+            log.warning("session %#x: %s", session.id, e.message)
+            return proto.checkpoint_result(e.code, e.message[: proto.MAX_NAME])
         return checkpoint_call(self.manager, [session], path)
 
     def CHECKPOINT_SERVER(self, ctx: Any, path: str, session_id: int) -> proto.checkpoint_result:
+        try:
+            path = self._checkpoint_path(path)
+        except CudaError as e:
+            log.warning("CHECKPOINT_SERVER from %s: %s", ctx.connection.peer, e.message)
+            return proto.checkpoint_result(e.code, e.message[: proto.MAX_NAME])
         own = self._state(ctx).session
         if own is not None and session_id != own.id:  # a client may name only its own session
             log.warning(

@@ -204,6 +204,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-record", type=int)
     parser.add_argument("--idle-timeout", type=float)
     parser.add_argument("--max-in-flight", type=int)
+    parser.add_argument("--checkpoint-root")
     return parser.parse_args(argv)
 
 
@@ -231,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         max_record=args.max_record,
         idle_timeout=args.idle_timeout,
         max_in_flight=args.max_in_flight,
+        checkpoint_root=args.checkpoint_root,
     )
     files = SecurityFiles(args.auth_token_file, args.tls_cert, args.tls_key, args.tls_client_ca)
     try:

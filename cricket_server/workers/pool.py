@@ -52,6 +52,7 @@ class WorkerSpec:
     max_record: int | None = None  # --max-record
     idle_timeout: float | None = None  # --idle-timeout
     max_in_flight: int | None = None  # --max-in-flight
+    checkpoint_root: str | None = None  # --checkpoint-root
 
     def command(self, control_fd: int, va_slot: int) -> list[str]:
         cmd = [
@@ -68,6 +69,7 @@ class WorkerSpec:
             ("--max-record", self.max_record),
             ("--idle-timeout", self.idle_timeout),
             ("--max-in-flight", self.max_in_flight),
+            ("--checkpoint-root", self.checkpoint_root),
         ):
             if value is not None:
                 cmd += [option, str(value)]

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from cricket_server.backends.base import CudaError
 from cricket_server.service import CricketService
 from cricket_server.session import Session
 from rpc_spec import cricket_rpc as proto
@@ -75,6 +76,10 @@ class WorkerService(CricketService):
         own = self._state(ctx).session
         if self.forwarded is None or (own is not None and session_id != own.id):
             return super().CHECKPOINT_SERVER(ctx, path, session_id)  # refuses another's
+        try:
+            path = self._checkpoint_path(path)
+        except CudaError as e:
+            return proto.checkpoint_result(e.code, e.message[: proto.MAX_NAME])
         code, text = self.forwarded.call(path, session_id)
         if code != 0:
             return proto.checkpoint_result(code, text[: proto.MAX_NAME])
