@@ -42,7 +42,7 @@ from .connection import Connection, get_connection
 from .datapath import DataPaths
 from .errors import NotSupportedRemotely, error_string, to_result
 from .host_buffers import HostBufferError, read_host, writable_view, write_host
-from .kernel_args import LaunchArgumentError, pack_kernel_params
+from .kernel_args import LaunchArgumentError, LaunchName, pack_kernel_params
 from .modules import ImageError, image_bytes
 
 _SUCCESS = CUresult.CUDA_SUCCESS
@@ -739,7 +739,7 @@ def _launch(
     if err:
         return _out(err)
     try:
-        params = pack_kernel_params(f"{call}: function {func:#x}", layout, kernel_params, extra)
+        params = pack_kernel_params(LaunchName(call, func), layout, kernel_params, extra)
     except LaunchArgumentError as exc:
         return _fail(conn, _INVALID_VALUE, str(exc), 0)
     args = conn.proto.launch_args(

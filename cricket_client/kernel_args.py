@@ -29,7 +29,7 @@ from typing import Any
 
 from ._types import Handle
 
-__all__ = ["LaunchArgumentError", "ParamLayout", "pack_kernel_params"]
+__all__ = ["LaunchArgumentError", "LaunchName", "ParamLayout", "pack_kernel_params"]
 
 CU_LAUNCH_PARAM_END = 0
 CU_LAUNCH_PARAM_BUFFER_POINTER = 1
@@ -55,6 +55,29 @@ _SCALAR_TYPES = (
     ctypes.c_float,
     ctypes.c_double,
 )
+
+
+# ctypes scalar -> struct code, for the precompiled packing of `((values), (types))`
+_STRUCT_CODES: dict[Any, str] = {
+    ctypes.c_bool: "?",
+    ctypes.c_byte: "b",
+    ctypes.c_ubyte: "B",
+    ctypes.c_short: "h",
+    ctypes.c_ushort: "H",
+    ctypes.c_int: "i",
+    ctypes.c_uint: "I",
+    ctypes.c_long: "q" if ctypes.sizeof(ctypes.c_long) == 8 else "i",
+    ctypes.c_ulong: "Q" if ctypes.sizeof(ctypes.c_long) == 8 else "I",
+    ctypes.c_longlong: "q",
+    ctypes.c_ulonglong: "Q",
+    ctypes.c_size_t: "Q" if ctypes.sizeof(ctypes.c_size_t) == 8 else "I",
+    ctypes.c_float: "f",
+    ctypes.c_double: "d",
+}
+_SCALAR_VALUES = (int, float)
+# (layout, types) -> (one struct for the whole buffer, whether each slot is pointer-like), or
+# None where the slow path must pack (structures, sizes that differ, overlapping parameters)
+_PLANS: dict[tuple[Any, Any], tuple[struct.Struct, tuple[bool, ...]] | None] = {}
 
 
 class LaunchArgumentError(ValueError):
@@ -111,7 +134,7 @@ def _typed_bytes(value: Any, ctype: Any, size: int, where: str) -> bytes:
     return raw
 
 
-def _read_pointer_array(kernel_params: Any, count: int, func: str) -> list[int]:
+def _read_pointer_array(kernel_params: Any, count: int, func: object) -> list[int]:
     if isinstance(kernel_params, int):
         if kernel_params == 0:
             raise LaunchArgumentError(f"{func} takes {count} parameters, got none")
@@ -124,7 +147,7 @@ def _read_pointer_array(kernel_params: Any, count: int, func: str) -> list[int]:
     return list(struct.unpack(f"<{count}Q", view[: 8 * count]))
 
 
-def _read_extra(extra: Any, need: int, func: str) -> bytes:
+def _read_extra(extra: Any, need: int, func: object) -> bytes:
     if isinstance(extra, int):
         def word(i: int) -> int:
             return int(ctypes.c_uint64.from_address(extra + 8 * i).value)
@@ -159,10 +182,67 @@ def _read_extra(extra: Any, need: int, func: str) -> bytes:
     return ctypes.string_at(ptr, need) if need else b""
 
 
-def pack_kernel_params(func: str, layout: ParamLayout, kernel_params: Any, extra: Any = None) -> bytes:
+def _plan(layout: ParamLayout, types: tuple[Any, ...]) -> tuple[struct.Struct, tuple[bool, ...]] | None:
+    """One struct packing every parameter at its offset, when each is a plain scalar (or a
+    pointer-like value of 8 bytes) of exactly its parameter's size."""
+    fmt, at, pointers = ["<"], 0, []
+    for (off, size), ctype in zip(layout, types, strict=True):
+        code = "Q" if ctype is None else _STRUCT_CODES.get(ctype)
+        if code is None or off < at or struct.calcsize("<" + code) != size:
+            return None
+        fmt.append(f"{off - at}x{code}" if off > at else code)
+        at = off + size
+        pointers.append(ctype is None)
+    return struct.Struct("".join(fmt) + f"{_buffer_size(layout) - at}x"), tuple(pointers)
+
+
+def _pack_planned(layout: ParamLayout, values: tuple[Any, ...], types: tuple[Any, ...]) -> bytes | None:
+    """The buffer by the cached plan of (layout, types); None where the general path must
+    pack (or name the mistake): values of other types, out of range, or no plan."""
+    key = (layout, types)
+    try:
+        plan = _PLANS[key]
+    except KeyError:
+        plan = _PLANS[key] = _plan(layout, types)
+    except TypeError:  # unhashable layout
+        return None
+    if plan is None:
+        return None
+    packer, pointers = plan
+    items = list(values)
+    for i, pointer in enumerate(pointers):
+        value = items[i]
+        if pointer:
+            if isinstance(value, Handle):
+                items[i] = value.value
+            elif type(value) is not int:
+                return None
+        elif type(value) not in _SCALAR_VALUES:
+            return None
+    try:
+        return packer.pack(*items)
+    except (struct.error, OverflowError):
+        return None  # the general path wraps or refuses like ctypes
+
+
+class LaunchName:
+    """"cuLaunchKernel: function 0x12" for error messages, formatted only when one is raised."""
+
+    __slots__ = ("call", "func")
+
+    def __init__(self, call: str, func: int) -> None:
+        self.call = call
+        self.func = func
+
+    def __str__(self) -> str:
+        return f"{self.call}: function {self.func:#x}"
+
+
+def pack_kernel_params(
+    func: str | LaunchName, layout: ParamLayout, kernel_params: Any, extra: Any = None
+) -> bytes:
     """The packed argument buffer for a launch of the function named `func` (for errors)."""
     count = len(layout)
-    total = _buffer_size(layout)
     has_params = kernel_params is not None and not (
         isinstance(kernel_params, int) and kernel_params == 0
     )
@@ -170,13 +250,12 @@ def pack_kernel_params(func: str, layout: ParamLayout, kernel_params: Any, extra
     if has_params and has_extra:
         raise LaunchArgumentError(f"{func}: kernelParams and extra are both given")
     if has_extra:
-        return _read_extra(extra, total, func)
+        return _read_extra(extra, _buffer_size(layout), func)
     if not has_params:
         if count:
             raise LaunchArgumentError(f"{func} takes {count} parameters, got none")
         return b""
 
-    buf = bytearray(total)
     if isinstance(kernel_params, tuple):
         if not (
             len(kernel_params) == 2
@@ -192,6 +271,10 @@ def pack_kernel_params(func: str, layout: ParamLayout, kernel_params: Any, extra
             raise TypeError("Argument 'kernelParams' has tuples with different length")
         if len(values) != count:
             raise LaunchArgumentError(f"{func} takes {count} parameters, got {len(values)}")
+        packed = _pack_planned(layout, values, types)
+        if packed is not None:
+            return packed
+        buf = bytearray(_buffer_size(layout))
         for i, ((off, size), value, ctype) in enumerate(zip(layout, values, types, strict=True)):
             where = f"{func} parameter {i}"
             raw = (
@@ -211,6 +294,7 @@ def pack_kernel_params(func: str, layout: ParamLayout, kernel_params: Any, extra
                 f"tuple[Any, ...]] or an object with the buffer protocol or an int, got "
                 f"{type(kernel_params).__name__}"
             ) from None
+    buf = bytearray(_buffer_size(layout))
     for i, ((off, size), ptr) in enumerate(
         zip(layout, _read_pointer_array(kernel_params, count, func), strict=True)
     ):
