@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 from cricket_xdr.rpc.client import RpcClient
 from cricket_xdr.rpc.errors import AuthError, ConnectionLost
 from cricket_xdr.stubs import Pending
-from cricket_xdr.xdr import Encoder
+from cricket_xdr.xdr import Encoder, xdr_int
 
 from .datapath import DataPaths
 from .errors import HelloRefused, NotConnectedError, error_name
@@ -109,10 +109,22 @@ def _resuming(method: F) -> F:
     """Run a call method; when the connection is lost and reconnecting is on, resume the
     session on a server holding it (cricket_client.reconnect) and run it once more."""
 
+    one_call = method.__name__ in ("sync", "post")
+
     @functools.wraps(method)
     def wrapper(self: Connection, *args: Any, **kwargs: Any) -> Any:
         book = replay_log(self)
         transport = self._rpc
+        if one_call and not book.logging:
+            # Fast path (one call, nothing logged): only its sequence number to keep.
+            mark = book.count(args[0])
+            try:
+                return method(self, *args, **kwargs)
+            except ConnectionLost as lost:
+                book.rollback(mark)
+                if not resume_after_loss(self, lost, transport):
+                    raise
+                return wrapper(self, *args, **kwargs)
         mark = book.begin(calls_of(method.__name__, self, args))
         try:
             result = method(self, *args, **kwargs)
@@ -127,6 +139,16 @@ def _resuming(method: F) -> F:
         return result
 
     return wrapper  # type: ignore[return-value]
+
+
+_INT = struct.Struct(">i")
+
+
+def _decode_int(body: Any) -> int:
+    """An XDR int result (a CUresult): the common reply of pipelined calls, decoded at once."""
+    if len(body) == 4:
+        return int(_INT.unpack(body)[0])
+    return int(xdr_int.decode(body))  # names what is wrong with the body
 
 
 def _answered(pending: Any) -> bool:
@@ -338,9 +360,15 @@ class Connection:
                 server.VERSION,
                 procedure.number,
                 procedure.arg_codecs,
-                procedure.result_codec.decode,
+                _decode_int if procedure.result_codec is xdr_int else procedure.result_codec.decode,
             )
         prog, vers, number, codecs, decode = how
+        if len(args) == 1 and len(codecs) == 1:  # the common case: one argument
+            enc = Encoder()
+            codecs[0].pack(enc, args[0])
+            return Pending(
+                self._rpc.call_async(prog, vers, number, enc.buffers(), defer=True), decode
+            )
         enc = Encoder()
         for codec, arg in zip(codecs, args, strict=True):
             codec.pack(enc, arg)
@@ -397,11 +425,17 @@ class Connection:
         """Whether `addr` lies in the server's device address range (unified addressing)."""
         return self.info.va_base <= addr < self.info.va_base + self.info.va_size
 
-    @_resuming
     def param_layout(self, func: int) -> tuple[int, tuple[tuple[int, int], ...]]:
         """(CUresult, ((offset, size), ...)) of a function, fetched once and cached."""
         layout = self._param_info.get(func)
         if layout is not None:
+            return 0, layout
+        return self._fetch_param_layout(func)
+
+    @_resuming
+    def _fetch_param_layout(self, func: int) -> tuple[int, tuple[tuple[int, int], ...]]:
+        layout = self._param_info.get(func)
+        if layout is not None:  # fetched meanwhile (another thread, or before a resume)
             return 0, layout
         self._local_message = None
         reply = self._stub.CU_FUNC_GET_PARAM_INFO(func)

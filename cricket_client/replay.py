@@ -126,6 +126,18 @@ class ReplayLog:
         if path is not None:
             self.checkpoint_path = path
 
+    @property
+    def logging(self) -> bool:
+        """Whether calls are logged (not only numbered) now."""
+        return self.enabled and not self.overflowed
+
+    def count(self, proc: str) -> tuple[int, int]:
+        """Number one call without logging it (`logging` is False); the mark undoes it."""
+        mark = (self.seq, len(self.entries))
+        if proc not in UNCOUNTED:
+            self.seq += 1
+        return mark
+
     def begin(self, calls: list[tuple[str, tuple[Any, ...]]]) -> tuple[int, int]:
         """Number (and log) the calls about to be sent; the mark undoes it (`rollback`)."""
         mark = (self.seq, len(self.entries))
@@ -222,7 +234,7 @@ def calls_of(
         return [(args[0], tuple(a)) for a in args[1]]
     if method == "sync_into":
         return [(args[0], tuple(a)) for a, _view in args[1]]
-    if method == "param_layout" and args[0] not in conn._param_info:
+    if method == "_fetch_param_layout" and args[0] not in conn._param_info:
         return [("CU_FUNC_GET_PARAM_INFO", (args[0],))]
     return []
 
