@@ -51,12 +51,12 @@ class HandleKind(enum.IntEnum):
         return self.name.lower()
 
 
+_KINDS = {kind.value: kind for kind in HandleKind}
+
+
 def kind_of(handle: int) -> HandleKind | None:
     """The kind tagged into `handle`, or None when the tag names no kind."""
-    try:
-        return HandleKind(handle >> KIND_SHIFT)
-    except ValueError:
-        return None
+    return _KINDS.get(handle >> KIND_SHIFT)
 
 
 # -- records: what a handle stands for --------------------------------------------------------

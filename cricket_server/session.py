@@ -277,6 +277,7 @@ class Session:
         self.resumable = False  # a restored (or dropped, --resume-grace) session, untaken
         self.connection_id: int | None = None  # the RPC connection serving it now
         self.calls = 0  # calls executed (CricketService._run counts them; replay needs it)
+        self._param_bytes: dict[int, int] = {}  # function handle -> argument bytes it takes
         self.initialized = False
         self.handles = HandleTable(manager.registry, session_id)
         self._stack: list[int] = []  # context handles, top last
@@ -770,9 +771,11 @@ class Session:
         self.current(call)
         fn = self.function(call, handle)
         obj = self._stream(call, stream)
-        if fn.params is None:
-            fn.params = tuple(self.bsession.func_param_info(fn.obj))
-        need = fn.params_size()
+        need = self._param_bytes.get(fn.handle)
+        if need is None:
+            if fn.params is None:
+                fn.params = tuple(self.bsession.func_param_info(fn.obj))
+            need = self._param_bytes[fn.handle] = fn.params_size()
         if len(params) < need:
             raise CudaError(
                 CUDA_ERROR_INVALID_VALUE,

@@ -16,12 +16,13 @@ transport may write them together with later replies.
 from __future__ import annotations
 
 import logging
+import struct
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cricket_xdr.xdr import Decoder, Encoder, XdrError
+from cricket_xdr.xdr import Decoder, Encoder, XdrError, xdr_int
 
 from .auth import Credential, Verifier, default_verifiers, verify_none
 from .connection import ServerConnection
@@ -132,6 +133,8 @@ class Dispatcher:
             dict(verifiers) if verifiers is not None else default_verifiers()
         )
         self._plain_none = self.verifiers.get(AUTH_NONE) is verify_none
+        # (program, version, procedure) -> (Procedure, bound handler, takes views), on first call
+        self._routes: dict[tuple[int, int, int], tuple[Any, Callable[..., Any], bool]] = {}
 
     @property
     def programs(self) -> list[tuple[int, int]]:
@@ -166,11 +169,17 @@ class Dispatcher:
             if len(call.body):
                 return conn.reply_error(xid, GARBAGE_ARGS)
             return conn.reply_success(xid)
-        procedure = service.PROCEDURES.get(call.proc)
-        if procedure is None:
-            return conn.reply_error(xid, PROC_UNAVAIL)
+        route = self._routes.get((call.prog, call.vers, call.proc))
+        if route is None:
+            procedure = service.PROCEDURES.get(call.proc)
+            if procedure is None:
+                return conn.reply_error(xid, PROC_UNAVAIL)
+            views = call.proc in getattr(service, "VIEW_ARGS", ())
+            route = (procedure, getattr(service, procedure.name), views)
+            self._routes[(call.prog, call.vers, call.proc)] = route
+        procedure, handler, views = route
         try:
-            if call.proc in getattr(service, "VIEW_ARGS", ()):
+            if views:
                 args = _decode_views(procedure.arg_codecs, call.body)
             else:
                 args = self._decode_args(procedure.arg_codecs, call.body)
@@ -184,7 +193,7 @@ class Dispatcher:
             return conn.reply_error(xid, SYSTEM_ERR)
         ctx = CallContext(xid, call.prog, call.vers, call.proc, credential, info)
         try:
-            result = getattr(service, procedure.name)(ctx, *args)
+            result = handler(ctx, *args)
         except NotImplementedError:
             return conn.reply_error(xid, PROC_UNAVAIL)
         except Exception:
@@ -240,9 +249,14 @@ class _TrailingBytes(Exception):
     """Arguments sent to a procedure that takes none."""
 
 
+_INT = struct.Struct(">i")
+
+
 def _encode_result(codec: Any, value: Any) -> list[Buffer]:
     if codec is None:
         return []
+    if codec is xdr_int and type(value) is int:  # a status: the most common result
+        return [_INT.pack(value)]
     enc = Encoder()
     codec.pack(enc, value)
     return [b for b in enc.buffers() if len(b)]
