@@ -109,7 +109,7 @@ def _resuming(method: F) -> F:
     """Run a call method; when the connection is lost and reconnecting is on, resume the
     session on a server holding it (cricket_client.reconnect) and run it once more."""
 
-    one_call = method.__name__ in ("sync", "post")
+    one_call = method.__name__ in ("sync", "post", "post_encoded")
 
     @functools.wraps(method)
     def wrapper(self: Connection, *args: Any, **kwargs: Any) -> Any:
@@ -341,7 +341,20 @@ class Connection:
         if proc not in PIPELINED:
             raise ValueError(f"{proc} is not marked pipelined in cricket.x")
         self._local_message = None
-        pending = self._send_deferrable(proc, args)
+        self._keep(proc, self._send_deferrable(proc, args))
+
+    @_resuming
+    def post_encoded(self, proc: str, body: bytes) -> None:
+        """`post` with the arguments already XDR-encoded in `body` (the launch hot path; the
+        replay log, when it logs, keeps them decoded)."""
+        if proc not in PIPELINED:
+            raise ValueError(f"{proc} is not marked pipelined in cricket.x")
+        self._local_message = None
+        prog, vers, number, _codecs, decode = self._how_to_send(proc)
+        self._keep(proc, Pending(self._rpc.call_async(prog, vers, number, body, defer=True), decode))
+
+    def _keep(self, proc: str, pending: Pending) -> None:
+        """Remember a pipelined call's reply to collect; collect some when too many wait."""
         with self._lock:
             self._pending.append((proc, pending))
             too_many = len(self._pending) > _MAX_PENDING
@@ -351,6 +364,19 @@ class Connection:
     def _send_deferrable(self, proc: str, args: tuple[Any, ...]) -> Pending:
         """Send a pipelined call; small ones may wait in the RPC client to share one write
         with the calls after them (sent at the latest with the next synchronizing call)."""
+        prog, vers, number, codecs, decode = self._how_to_send(proc)
+        if len(args) == 1 and len(codecs) == 1:  # the common case: one argument
+            enc = Encoder()
+            codecs[0].pack(enc, args[0])
+            return Pending(
+                self._rpc.call_async(prog, vers, number, enc.buffers(), defer=True), decode
+            )
+        enc = Encoder()
+        for codec, arg in zip(codecs, args, strict=True):
+            codec.pack(enc, arg)
+        return Pending(self._rpc.call_async(prog, vers, number, enc.buffers(), defer=True), decode)
+
+    def _how_to_send(self, proc: str) -> tuple[int, int, int, tuple[Any, ...], Callable[[Any], Any]]:
         how = _HOW_TO_SEND.get(proc)
         if how is None:
             server = self.proto.CRICKET_V1_Server
@@ -362,17 +388,7 @@ class Connection:
                 procedure.arg_codecs,
                 _decode_int if procedure.result_codec is xdr_int else procedure.result_codec.decode,
             )
-        prog, vers, number, codecs, decode = how
-        if len(args) == 1 and len(codecs) == 1:  # the common case: one argument
-            enc = Encoder()
-            codecs[0].pack(enc, args[0])
-            return Pending(
-                self._rpc.call_async(prog, vers, number, enc.buffers(), defer=True), decode
-            )
-        enc = Encoder()
-        for codec, arg in zip(codecs, args, strict=True):
-            codec.pack(enc, arg)
-        return Pending(self._rpc.call_async(prog, vers, number, enc.buffers(), defer=True), decode)
+        return how
 
     def _collect(self, *, block: bool, keep: int = 0, take: bool = True) -> int:
         """Take finished pipelined replies (all but `keep` of them when blocking). With `take`,

@@ -11,6 +11,7 @@ raises NotSupportedRemotely (an AttributeError) naming it.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,6 +45,7 @@ from .errors import NotSupportedRemotely, error_string, to_result
 from .host_buffers import HostBufferError, read_host, writable_view, write_host
 from .kernel_args import LaunchArgumentError, LaunchName, pack_kernel_params
 from .modules import ImageError, image_bytes
+from .replay import replay_log
 
 _SUCCESS = CUresult.CUDA_SUCCESS
 _INVALID_VALUE = CUresult.CUDA_ERROR_INVALID_VALUE
@@ -720,6 +722,28 @@ def cuFuncGetParamInfo(func: Any, paramIndex: int) -> tuple[Any, int | None, int
 # -- launches -------------------------------------------------------------------------------
 
 
+# launch_args of rpc_spec/cricket.x up to the params' length: function, grid, block, shared
+# memory bytes, stream, then the opaque's length (XDR, big-endian)
+_LAUNCH_HEAD = struct.Struct(">Q7IQI")
+
+
+def _launch_body(
+    func: int,
+    grid: tuple[int, int, int],
+    block: tuple[int, int, int],
+    shared: int,
+    stream: Any,
+    params: bytes,
+) -> bytes | None:
+    """launch_args XDR-encoded by one struct, or None where the codec must (and will name
+    what is wrong: values out of range, not integers)."""
+    try:
+        head = _LAUNCH_HEAD.pack(func, *grid, *block, shared, _stream(stream), len(params))
+    except (struct.error, TypeError):
+        return None
+    return head + params + b"\0" * (-len(params) & 3)
+
+
 def _launch(
     call: str,
     proc: str,
@@ -742,6 +766,10 @@ def _launch(
         params = pack_kernel_params(LaunchName(call, func), layout, kernel_params, extra)
     except LaunchArgumentError as exc:
         return _fail(conn, _INVALID_VALUE, str(exc), 0)
+    body = _launch_body(func, grid, block, shared, stream, params)
+    if body is not None and not replay_log(conn).logging:
+        conn.post_encoded(proc, body)
+        return (_SUCCESS,)
     args = conn.proto.launch_args(
         function=func,
         grid_x=int(grid[0]),

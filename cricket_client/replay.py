@@ -230,6 +230,8 @@ def calls_of(
     """The (procedure, arguments) a Connection call method is about to send."""
     if method in ("sync", "post"):
         return [(args[0], tuple(args[1:]))]
+    if method == "post_encoded":  # logged decoded, as `post` would have sent them
+        return [(args[0], _decoded_args(conn, args[0], args[1]))]
     if method == "sync_many":
         return [(args[0], tuple(a)) for a in args[1]]
     if method == "sync_into":
@@ -237,6 +239,16 @@ def calls_of(
     if method == "_fetch_param_layout" and args[0] not in conn._param_info:
         return [("CU_FUNC_GET_PARAM_INFO", (args[0],))]
     return []
+
+
+def _decoded_args(conn: Connection, proc: str, body: bytes) -> tuple[Any, ...]:
+    from cricket_xdr.xdr import Decoder
+
+    codecs = conn.proto.CRICKET_V1_Server.PROCEDURES[int(getattr(conn.proto, proc))].arg_codecs
+    dec = Decoder(body)
+    args = tuple(codec.unpack(dec) for codec in codecs)
+    dec.done()
+    return args
 
 
 def replay(conn: Connection) -> None:
