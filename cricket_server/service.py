@@ -190,8 +190,7 @@ class CricketService(DataPathProcedures, proto.CRICKET_V1_Server):
     # -- checkpoint/restart (cricket_server.checkpointing) ----------------------------------
     def _checkpoint_path(self, path: str) -> str:
         """The client's path, confined to --checkpoint-root when the server has one."""
-        limits = getattr(self.manager, "limits", None)
-        return confine_checkpoint_path(path, getattr(limits, "checkpoint_root", None))
+        return confine_checkpoint_path(path, self.manager.limits.checkpoint_root)
 
     def CHECKPOINT_SESSION(self, ctx: Any, path: str) -> proto.checkpoint_result:
         session = self._state(ctx).session
