@@ -56,7 +56,7 @@ class DataPaths:
         remote_tcp = not self.conn.address.startswith("unix:")
         # Data channels are plain TCP: on a TLS-protected connection the copies stay inside
         # the encrypted RPC (or in shared memory, which never leaves the host).
-        if getattr(getattr(self.conn, "security", None), "tls", None):
+        if self.conn.security.tls is not None:
             remote_tcp = False
         return Capabilities(
             shm=Path.SHM not in self._off,
