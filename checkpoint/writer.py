@@ -2,10 +2,11 @@
 
 `CheckpointWriter(target)` writes into a fresh temporary directory next to `target`; each
 blob goes through `BlobSink.write` (sha256 of the stored bytes, zstd where it pays, the file
-fsynced); `commit(body)` writes the manifest, fsyncs it and the directory, and puts the new
-directory in place of `target` in one step (renameat2 RENAME_EXCHANGE, then the old one is
-deleted). Leaving the `with` block without a commit deletes the temporary directory, so a
-failure (or a crash: the temporary directory is never looked at) leaves `target` as it was.
+written behind and fsynced; checkpoint.pipeline overlaps copy-out, hashing and writing);
+`commit(body)` writes the manifest, fsyncs it and the directory, and puts the new directory
+in place of `target` in one step (renameat2 RENAME_EXCHANGE, then the old one is deleted).
+Leaving the `with` block without a commit deletes the temporary directory, so a failure (or
+a crash: the temporary directory is never looked at) leaves `target` as it was.
 """
 
 from __future__ import annotations
@@ -13,16 +14,12 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import errno
-import hashlib
 import os
-import queue
 import secrets
 import shutil
-import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
-from typing import Any, BinaryIO
 
 from rpc_spec import checkpoint_rpc as ck
 
@@ -32,12 +29,10 @@ from .format import (
     CheckpointError,
     encode_manifest,
     zstd_available,
-    zstd_compressor,
 )
+from .pipeline import store_blob
+from .writebehind import WriteBehind
 
-PAYS_RATIO = 0.8  # compress a blob when a sample of it shrinks to at most this fraction
-SAMPLE = 1 << 20  # bytes of the first piece compressed on trial
-MIN_COMPRESS = 4096  # smaller blobs are written raw
 _RENAME_EXCHANGE = 2
 
 
@@ -92,21 +87,18 @@ class BlobSink:
         self.stored_bytes = 0
 
     def write(self, name: str, pieces: Iterable[bytes | memoryview]) -> ck.blob_ref:
-        """Store the concatenation of `pieces` as file `name` (relative to the root). From the
-        second piece on, hashing, compressing and writing run in a thread of their own while
-        the next piece is fetched (both release the GIL for large buffers)."""
+        """Store the concatenation of `pieces` as file `name` (relative to the root), fsynced
+        before this returns. Taking the pieces, hashing and writing overlap
+        (checkpoint.pipeline)."""
         path = self.root / name
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
-            blob = _BlobFile(f, self.compress)
-            it = iter(pieces)
-            first = next(it, None)
-            if first is not None:
-                blob.feed(memoryview(first).cast("B"))
-                second = next(it, None)
-                if second is not None:
-                    _pipelined(blob, second, it)
-            blob.finish()
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            file = WriteBehind(fd)
+            blob = store_blob(pieces, file, compress=self.compress)
+            file.finish()
+        finally:
+            os.close(fd)
         self.bytes += blob.size
         self.stored_bytes += blob.stored
         return ck.blob_ref(
@@ -114,70 +106,8 @@ class BlobSink:
             codec=blob.codec,
             size=blob.size,
             stored_size=blob.stored,
-            sha256=blob.digest.digest(),
+            sha256=blob.sha256,
         )
-
-
-class _BlobFile:
-    """One blob being written: codec chosen on the first piece, sha256 of what is stored."""
-
-    def __init__(self, f: BinaryIO, compress: bool) -> None:
-        self.f = f
-        self.compress = compress
-        self.digest = hashlib.sha256()
-        self.codec = ck.blob_codec.BLOB_RAW
-        self.compressor: Any = None
-        self.size = self.stored = 0
-
-    def feed(self, view: memoryview) -> None:
-        if self.size == 0 and self.compress and len(view) >= MIN_COMPRESS:
-            sample = view[:SAMPLE]
-            trial = zstd_compressor().compress(sample)  # type: ignore[attr-defined]
-            if len(trial) <= PAYS_RATIO * len(sample):
-                self.codec = ck.blob_codec.BLOB_ZSTD
-                self.compressor = zstd_compressor().compressobj()  # type: ignore[attr-defined]
-        self.size += len(view)
-        self._put(self.compressor.compress(view) if self.compressor is not None else view)
-
-    def _put(self, out: bytes | memoryview) -> None:
-        if out:
-            self.digest.update(out)
-            self.f.write(out)
-            self.stored += len(out)
-
-    def finish(self) -> None:
-        if self.compressor is not None:
-            self._put(self.compressor.flush())
-        self.f.flush()
-        os.fsync(self.f.fileno())
-
-
-def _pipelined(blob: _BlobFile, second: bytes | memoryview, rest: Iterator[Any]) -> None:
-    """Feed `second` and `rest` to `blob` in a worker thread, fetching ahead by two pieces."""
-    work: queue.Queue[memoryview | None] = queue.Queue(maxsize=2)
-    failed: list[BaseException] = []
-
-    def consume() -> None:
-        while (view := work.get()) is not None:
-            if not failed:
-                try:
-                    blob.feed(view)
-                except BaseException as e:  # handed to the fetching thread
-                    failed.append(e)
-
-    worker = threading.Thread(target=consume, name="checkpoint-blob", daemon=True)
-    worker.start()
-    try:
-        work.put(memoryview(second).cast("B"))
-        for piece in rest:
-            if failed:
-                break
-            work.put(memoryview(piece).cast("B"))
-    finally:
-        work.put(None)
-        worker.join()
-    if failed:
-        raise failed[0]
 
 
 class CheckpointWriter:
