@@ -132,6 +132,36 @@ class BackendSession(abc.ABC):
     def mem_get_info(self) -> tuple[int, int]:
         """(free, total) bytes on the current device."""
 
+    # -- registered host memory (optional) ------------------------------------------------
+    # A client's shared segment stays mapped for the life of its connection: a backend may
+    # page-lock it once and then copy between it and the device directly, without staging.
+    def register_host(self, view: memoryview) -> object | None:
+        """Page-lock `view` (writable host memory, mapped until `unregister_host`) for the
+        `*_registered` copies; returns a token, or None when this backend cannot (the caller
+        then copies with memcpy_htod/memcpy_dtoh). May raise CudaError (e.g. not permitted):
+        the caller falls back the same way."""
+        return None
+
+    def unregister_host(self, token: object) -> None:  # noqa: B027 - optional hook
+        """Undo `register_host`; a token already released is ignored. A backend that registers
+        also releases every registration in `close`, before its contexts go."""
+
+    def memcpy_htod_registered(
+        self, dst: int, token: object, offset: int, data: memoryview, stream: object | None
+    ) -> None:
+        """Copy `data`, bytes [offset, offset + len(data)) of the memory registered as `token`,
+        to `dst`. When it returns `data` is not needed any more and the caller may overwrite
+        it: a copy on a stream has finished, or works from bytes of its own."""
+        self.memcpy_htod(dst, data, stream)  # which never reads `data` after returning
+
+    def memcpy_dtoh_registered(
+        self, src: int, token: object, offset: int, out: memoryview, stream: object | None
+    ) -> None:
+        """Copy len(out) bytes from `src` into `out`, bytes [offset, offset + len(out)) of the
+        memory registered as `token`; they are there when it returns (a copy on a stream
+        waits for that stream to reach it)."""
+        out[:] = self.memcpy_dtoh(src, len(out), stream)
+
     # -- modules, libraries, functions ----------------------------------------------------
     @abc.abstractmethod
     def module_load(self, image: bytes, jit_options: dict[int, int]) -> object:

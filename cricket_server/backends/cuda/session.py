@@ -24,6 +24,7 @@ from ..base import (
 )
 from ._driver import call, driver, enum_value, error_text
 from .context import DeviceContext
+from .host_memory import HostRegistrations
 from .jit import JitOptions
 from .launch import KernelParams, ParamLayouts
 from .staging import PinnedStager
@@ -84,6 +85,7 @@ class CudaSession(BackendSession):
         self._devices: dict[int, _DeviceState] = {}
         self._libraries: dict[int, Any] = {}
         self._layouts = ParamLayouts()
+        self._host = HostRegistrations(self._activate)
         self._closed = False
 
     # -- devices and contexts -------------------------------------------------------------
@@ -190,6 +192,40 @@ class CudaSession(BackendSession):
             hstream = self._stream(stream)
             call(driver.cuMemcpyDtoHAsync, host, ptr, size, hstream)
             call(driver.cuStreamSynchronize, hstream)
+
+    def register_host(self, view: memoryview) -> object | None:
+        """cuMemHostRegister (portable) of `view` with the current device's context."""
+        self._state()
+        return self._host.register(view, self._dev)
+
+    def unregister_host(self, token: object) -> None:
+        self._host.unregister(token)
+
+    def memcpy_htod_registered(
+        self, dst: int, token: object, offset: int, data: memoryview, stream: object | None
+    ) -> None:
+        """Straight from the registered bytes (no staging), finished before returning."""
+        self._state()
+        size = data.nbytes
+        name = "cuMemcpyHtoD" if stream is None else "cuMemcpyHtoDAsync"
+        src = self._host.address(name, token, offset, size)
+        ptr = driver.CUdeviceptr(dst)
+        if stream is None:  # from page-locked memory: synchronous with the host
+            call(driver.cuMemcpyHtoD, ptr, src, size)
+        else:
+            hstream = self._stream(stream)
+            call(driver.cuMemcpyHtoDAsync, ptr, src, size, hstream)
+            call(driver.cuStreamSynchronize, hstream)
+
+    def memcpy_dtoh_registered(
+        self, src: int, token: object, offset: int, out: memoryview, stream: object | None
+    ) -> None:
+        """Straight into the registered bytes (no staging), finished before returning."""
+        self._state()
+        size = out.nbytes
+        name = "cuMemcpyDtoH" if stream is None else "cuMemcpyDtoHAsync"
+        host = self._host.address(name, token, offset, size)
+        self._dtoh(host, driver.CUdeviceptr(src), size, stream)
 
     def memcpy_dtod(self, dst: int, src: int, size: int, stream: object | None) -> None:
         self._state()
@@ -428,11 +464,12 @@ class CudaSession(BackendSession):
 
     # -- lifetime -------------------------------------------------------------------------
     def close(self) -> None:
-        """Unload libraries, then destroy each context with its streams, events, modules and
-        staging buffers. Raises the first failure after trying everything."""
+        """Unregister host memory, unload libraries, then destroy each context with its
+        streams, events, modules and staging buffers. Raises the first failure after trying
+        everything."""
         if self._closed:
             return
-        errors: list[CudaError] = []
+        errors: list[CudaError] = self._host.release_all()  # before the contexts go
         for library in self._libraries.values():
             try:
                 call(driver.cuLibraryUnload, library)
