@@ -40,6 +40,7 @@ from cricket_xdr.xdr import Encoder, xdr_int
 
 from .datapath import DataPaths
 from .errors import HelloRefused, NotConnectedError, error_name
+from .launch_batch import LaunchBatcher
 from .reconnect import CallsLost, resume_after_loss
 from .replay import calls_of, renew_log, replay_log
 from .security import Security, explain_auth_error, open_rpc
@@ -113,6 +114,8 @@ def _resuming(method: F) -> F:
 
     @functools.wraps(method)
     def wrapper(self: Connection, *args: Any, **kwargs: Any) -> Any:
+        if self._launches._parts:  # gathered launches go first: the server keeps the order
+            self._launches.flush()
         book = replay_log(self)
         transport = self._rpc
         if one_call and not book.logging:
@@ -201,6 +204,7 @@ class Connection:
         self._local_message: str | None = None
         self._param_info: dict[int, tuple[tuple[int, int], ...]] = {}
         self.datapaths: DataPaths | None = None  # copy routing (cricket_client.datapath)
+        self._launches = LaunchBatcher(self._send_launch_batch)
         self.closed = False
         name = client_name or f"{os.path.basename(sys.argv[0]) or 'python'}@{socket.gethostname()}"
         self.client_name = name[:1024]
@@ -352,6 +356,28 @@ class Connection:
         self._local_message = None
         prog, vers, number, _codecs, decode = self._how_to_send(proc)
         self._keep(proc, Pending(self._rpc.call_async(prog, vers, number, body, defer=True), decode))
+
+    def post_launch(self, body: bytes) -> None:
+        """A cuLaunchKernel, its launch_args XDR-encoded in `body`: sent at once when nothing
+        is outstanding, else gathered with the launches after it into one
+        CU_LAUNCH_KERNEL_BATCH call (cricket_client.launch_batch). Counted as one call for
+        replay, as the server counts it; only while the replay log does not log."""
+        self._local_message = None
+        replay_log(self).seq += 1
+        pending = self._pending
+        self._launches.add(body, at_once=not pending or pending[-1][1].done())
+
+    def _send_launch_batch(self, count: int, body: bytes) -> None:
+        prog, vers, number, _codecs, decode = self._how_to_send("CU_LAUNCH_KERNEL_BATCH")
+        try:
+            call = self._rpc.call_async(prog, vers, number, body)
+        except ConnectionLost as lost:  # reported by the next synchronizing call
+            with self._lock:
+                self._lost_procs.append(f"CU_LAUNCH_KERNEL_BATCH ({count} launches)")
+                if self._deferred_exception is None:
+                    self._deferred_exception = lost
+            return
+        self._keep("CU_LAUNCH_KERNEL_BATCH", Pending(call, decode))
 
     def _keep(self, proc: str, pending: Pending) -> None:
         """Remember a pipelined call's reply to collect; collect some when too many wait."""
@@ -505,6 +531,8 @@ class Connection:
         if self.closed:
             return
         self.closed = True
+        with contextlib.suppress(Exception):
+            self._launches.close()  # gathered launches run before GOODBYE, as at process exit
         if self.datapaths is not None:
             self.datapaths.close()
         try:

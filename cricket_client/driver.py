@@ -768,7 +768,10 @@ def _launch(
         return _fail(conn, _INVALID_VALUE, str(exc), 0)
     body = _launch_body(func, grid, block, shared, stream, params)
     if body is not None and not replay_log(conn).logging:
-        conn.post_encoded(proc, body)
+        if proc == "CU_LAUNCH_KERNEL":
+            conn.post_launch(body)  # may share one CU_LAUNCH_KERNEL_BATCH with later ones
+        else:
+            conn.post_encoded(proc, body)
         return (_SUCCESS,)
     args = conn.proto.launch_args(
         function=func,

@@ -27,6 +27,7 @@ from cricket_server.backends.base import (
 )
 from cricket_server.checkpointing import checkpoint_call
 from cricket_server.datapath import DataPathProcedures
+from cricket_server.launch_batch import Launch, decode_launch_batch_args
 from cricket_server.limits import confine_checkpoint_path
 from cricket_server.session import Session, SessionManager, negotiate_version
 from rpc_spec import cricket_rpc as proto
@@ -77,6 +78,7 @@ class CricketService(DataPathProcedures, proto.CRICKET_V1_Server):
 
     # Host-to-device payloads are used before the handler returns: no copy out of the record.
     VIEW_ARGS = frozenset({proto.CU_MEMCPY_HTOD, proto.CU_MEMCPY_HTOD_ASYNC})
+    ARG_DECODERS = {proto.CU_LAUNCH_KERNEL_BATCH: decode_launch_batch_args}
     # Pipelined calls: the client does not wait for each reply, so they may share writes.
     DEFERRED_REPLIES = pipelined_procedure_numbers()
 
@@ -91,15 +93,18 @@ class CricketService(DataPathProcedures, proto.CRICKET_V1_Server):
             state = ctx.connection.state[STATE_KEY] = ConnectionState()
         return state
 
-    def _run(self, ctx: Any, call: str, fn: Callable[[Session], T]) -> tuple[int, T | None]:
-        """Run `fn` on the connection's session; (CUresult, value or None)."""
+    def _run(
+        self, ctx: Any, call: str, fn: Callable[[Session], T], calls: int = 1
+    ) -> tuple[int, T | None]:
+        """Run `fn` on the connection's session; (CUresult, value or None). `calls`: how
+        many client calls it stands for (a batch of launches), as counted for replay."""
         state = self._state(ctx)
         session = state.session
         if session is None or session.closed:
             state.last_error = f"{call}: no session on this connection (call HELLO first)"
             return CUDA_ERROR_NOT_INITIALIZED, None
         with session.lock:
-            session.calls += 1
+            session.calls += calls
             try:
                 return CUDA_SUCCESS, fn(session)
             except CudaError as e:
@@ -567,6 +572,11 @@ class CricketService(DataPathProcedures, proto.CRICKET_V1_Server):
 
     def CU_LAUNCH_COOPERATIVE_KERNEL(self, ctx: Any, args: proto.launch_args) -> int:
         return self._launch(ctx, args, cooperative=True)
+
+    def CU_LAUNCH_KERNEL_BATCH(self, ctx: Any, launches: list[Launch]) -> int:
+        return self._run(
+            ctx, "cuLaunchKernel", lambda s: s.launch_batch(launches), calls=len(launches)
+        )[0]
 
     # -- streams and events -----------------------------------------------------------------
     def CU_STREAM_CREATE(self, ctx: Any, flags: int) -> proto.handle_result:

@@ -22,6 +22,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from cricket_server.backends.base import (
     CUDA_ERROR_INVALID_CONTEXT,
@@ -53,6 +54,9 @@ from cricket_server.resources import (
     kind_of,
 )
 from cricket_server.session_memory import SessionMemory, Span
+
+if TYPE_CHECKING:
+    from cricket_server.launch_batch import Launch
 
 log = logging.getLogger("cricket_server.session")
 
@@ -769,20 +773,58 @@ class Session:
     ) -> None:
         call = "cuLaunchCooperativeKernel" if cooperative else "cuLaunchKernel"
         self.current(call)
-        fn = self.function(call, handle)
+        fn_obj, need, name = self._launch_target(call, handle)
+        if len(params) < need:
+            raise _too_few_params(call, handle, need, len(params), name)
         obj = self._stream(call, stream)
+        self.bsession.launch(fn_obj, grid, block, shared_mem, obj, params, cooperative)
+
+    def _launch_target(self, call: str, handle: int) -> tuple[object, int, str]:
+        """(backend function, bytes of parameters it takes, kernel name) of `handle`."""
+        fn = self.function(call, handle)
         need = self._param_bytes.get(fn.handle)
         if need is None:
             if fn.params is None:
                 fn.params = tuple(self.bsession.func_param_info(fn.obj))
             need = self._param_bytes[fn.handle] = fn.params_size()
-        if len(params) < need:
+        return fn.obj, need, fn.name
+
+    def launch_batch(self, launches: Sequence[Launch]) -> None:
+        """cuLaunchKernel for each launch, in order, each attempted as if it came alone; the
+        first failure is raised afterwards, naming its place in the batch."""
+        call = "cuLaunchKernel"
+        count = len(launches)
+        try:
+            self.current(call)
+        except CudaError as e:
+            raise CudaError(e.code, f"{e.message} (all {count} launches of a batch)") from None
+        targets: dict[int, tuple[object, int, str]] = {}  # handles cannot change in a batch
+        streams: dict[int, object | None] = {}
+        launch = self.bsession.launch
+        first: tuple[int, CudaError] | None = None
+        for index, (handle, gx, gy, gz, bx, by, bz, shared, stream, params) in enumerate(
+            launches
+        ):
+            try:
+                target = targets.get(handle)
+                if target is None:
+                    target = targets[handle] = self._launch_target(call, handle)
+                fn_obj, need, name = target
+                if len(params) < need:
+                    raise _too_few_params(call, handle, need, len(params), name)
+                if stream in streams:
+                    obj = streams[stream]
+                else:
+                    obj = streams[stream] = self._stream(call, stream)
+                launch(fn_obj, (gx, gy, gz), (bx, by, bz), shared, obj, params, False)
+            except CudaError as e:
+                if first is None:
+                    first = (index, e)
+        if first is not None:
+            index, error = first
             raise CudaError(
-                CUDA_ERROR_INVALID_VALUE,
-                f"{call}: function {handle:#x} takes {need} bytes of parameters, "
-                f"got {len(params)} (kernel {fn.name})",
+                error.code, f"launch {index + 1} of {count} in a batch: {error.message}"
             )
-        self.bsession.launch(fn.obj, grid, block, shared_mem, obj, params, cooperative)
 
     # -- streams and events -----------------------------------------------------------------
     def _stream(self, call: str, handle: int) -> object | None:
@@ -1090,3 +1132,11 @@ def _free_order(record: Record) -> int:
         if isinstance(record, kind):
             return i
     return len(_FREE_ORDER)
+
+
+def _too_few_params(call: str, handle: int, need: int, got: int, name: str) -> CudaError:
+    return CudaError(
+        CUDA_ERROR_INVALID_VALUE,
+        f"{call}: function {handle:#x} takes {need} bytes of parameters, got {got} "
+        f"(kernel {name})",
+    )

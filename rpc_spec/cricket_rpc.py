@@ -20,6 +20,7 @@ __all__ = [
     'MAX_TOKEN',
     'MAX_ATTRS',
     'MAX_PARAMS',
+    'MAX_LAUNCH_BATCH',
     'MAX_DEVICE_ATTRS',
     'CRICKET_PROG',
     'CRICKET_V1',
@@ -82,6 +83,7 @@ __all__ = [
     'CU_FUNC_GET_PARAM_INFO',
     'CU_LAUNCH_KERNEL',
     'CU_LAUNCH_COOPERATIVE_KERNEL',
+    'CU_LAUNCH_KERNEL_BATCH',
     'CU_STREAM_CREATE',
     'CU_STREAM_CREATE_WITH_PRIORITY',
     'CU_STREAM_DESTROY',
@@ -157,6 +159,7 @@ __all__ = [
     'name_str',
     'attribute_list',
     'option_list',
+    'launch_batch',
     'ckpt_path',
     'device_attribute_list',
     'xdr_int_result',
@@ -205,6 +208,7 @@ __all__ = [
     'xdr_name_str',
     'xdr_attribute_list',
     'xdr_option_list',
+    'xdr_launch_batch',
     'xdr_ckpt_path',
     'xdr_device_attribute_list',
     'CRICKET_V1_Client',
@@ -219,6 +223,7 @@ MAX_NAME = 1024
 MAX_TOKEN = 64
 MAX_ATTRS = 64
 MAX_PARAMS = 4096
+MAX_LAUNCH_BATCH = 1024
 MAX_DEVICE_ATTRS = 256
 CRICKET_PROG = 0x20c0ffee
 CRICKET_V1 = 1
@@ -281,6 +286,7 @@ CU_FUNC_SET_CACHE_CONFIG = 91
 CU_FUNC_GET_PARAM_INFO = 92
 CU_LAUNCH_KERNEL = 100
 CU_LAUNCH_COOPERATIVE_KERNEL = 101
+CU_LAUNCH_KERNEL_BATCH = 102
 CU_STREAM_CREATE = 110
 CU_STREAM_CREATE_WITH_PRIORITY = 111
 CU_STREAM_DESTROY = 112
@@ -1155,6 +1161,7 @@ xdr_mem_data = _xdr.VarOpaque(None)
 xdr_name_str = _xdr.String(MAX_NAME)
 xdr_attribute_list = _xdr.VarArray(_xdr.xdr_int, MAX_ATTRS)
 xdr_option_list = _xdr.VarArray(xdr_option_value, MAX_ATTRS)
+xdr_launch_batch = _xdr.VarArray(xdr_launch_args, MAX_LAUNCH_BATCH)
 xdr_ckpt_path = _xdr.String(MAX_NAME)
 xdr_device_attribute_list = _xdr.VarArray(_xdr.xdr_int, MAX_DEVICE_ATTRS)
 xdr_int_result.define(
@@ -1511,6 +1518,7 @@ mem_data = bytes
 name_str = str
 attribute_list = list
 option_list = list
+launch_batch = list
 ckpt_path = str
 device_attribute_list = list
 
@@ -2384,6 +2392,20 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 101, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
+    def CU_LAUNCH_KERNEL_BATCH(self, arg1: launch_batch, *, timeout: float | None = None) -> int:
+        """Call CU_LAUNCH_KERNEL_BATCH (102) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_launch_batch.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 102, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_LAUNCH_KERNEL_BATCH_async(self, arg1: launch_batch) -> _Pending:
+        """Send CU_LAUNCH_KERNEL_BATCH (102); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_launch_batch.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 102, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
     def CU_STREAM_CREATE(self, arg1: int, *, timeout: float | None = None) -> handle_result:
         """Call CU_STREAM_CREATE (110) and wait for its result."""
         _enc = _xdr.Encoder()
@@ -3071,6 +3093,9 @@ class CRICKET_V1_Server:
         101: _Procedure(
             101, 'CU_LAUNCH_COOPERATIVE_KERNEL', (xdr_launch_args,), _xdr.xdr_int
         ),
+        102: _Procedure(
+            102, 'CU_LAUNCH_KERNEL_BATCH', (xdr_launch_batch,), _xdr.xdr_int
+        ),
         110: _Procedure(
             110, 'CU_STREAM_CREATE', (_xdr.xdr_u_int,), xdr_handle_result
         ),
@@ -3395,6 +3420,10 @@ class CRICKET_V1_Server:
     def CU_LAUNCH_COOPERATIVE_KERNEL(self, ctx: Any, arg1: launch_args) -> int:
         """CU_LAUNCH_COOPERATIVE_KERNEL (101): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_LAUNCH_COOPERATIVE_KERNEL")
+
+    def CU_LAUNCH_KERNEL_BATCH(self, ctx: Any, arg1: launch_batch) -> int:
+        """CU_LAUNCH_KERNEL_BATCH (102): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_LAUNCH_KERNEL_BATCH")
 
     def CU_STREAM_CREATE(self, ctx: Any, arg1: int) -> handle_result:
         """CU_STREAM_CREATE (110): not served unless overridden."""

@@ -48,7 +48,9 @@ class WorkerService(CricketService):
         found = self._sticky.get(session_id)
         return found[0] if found is not None else None
 
-    def _run(self, ctx: Any, call: str, fn: Callable[[Session], T]) -> tuple[int, T | None]:
+    def _run(
+        self, ctx: Any, call: str, fn: Callable[[Session], T], calls: int = 1
+    ) -> tuple[int, T | None]:
         session = self._state(ctx).session
         if session is not None and not session.closed and session.id in self._sticky:
             code, first = self._sticky[session.id]
@@ -57,7 +59,7 @@ class WorkerService(CricketService):
                 "state is unusable, end the session"
             )
             return code, None
-        code, value = super()._run(ctx, call, fn)
+        code, value = super()._run(ctx, call, fn, calls)
         if code in STICKY_ERRORS and session is not None:
             self._sticky[session.id] = (code, session.last_error)
             log.warning(

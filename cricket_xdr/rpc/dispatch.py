@@ -8,9 +8,12 @@ Order of checks (as RFC 5531 and libtirpc): RPC version, credentials, program, v
 procedure, arguments, handler.
 
 A service may name, in `VIEW_ARGS` (a set of procedure numbers), the procedures whose large
-opaque arguments it takes as read-only memoryviews of the call record instead of copies, and
-in `DEFERRED_REPLIES` those whose replies nobody waits for at once (pipelined calls): the
-transport may write them together with later replies.
+opaque arguments it takes as read-only memoryviews of the call record instead of copies, in
+`ARG_DECODERS` (procedure number -> `decode(body) -> [args]`) its own faster reader of a
+procedure's arguments (it must accept what the generated codecs accept and raise XdrError
+for anything else: that is answered with GARBAGE_ARGS), and in `DEFERRED_REPLIES` those
+whose replies nobody waits for at once (pipelined calls): the transport may write them
+together with later replies.
 """
 
 from __future__ import annotations
@@ -133,8 +136,11 @@ class Dispatcher:
             dict(verifiers) if verifiers is not None else default_verifiers()
         )
         self._plain_none = self.verifiers.get(AUTH_NONE) is verify_none
-        # (program, version, procedure) -> (Procedure, bound handler, takes views), on first call
-        self._routes: dict[tuple[int, int, int], tuple[Any, Callable[..., Any], bool]] = {}
+        # (program, version, procedure) -> (Procedure, bound handler, argument decoder), made
+        # on the first call; the decoder takes the call body and gives the handler's arguments
+        self._routes: dict[
+            tuple[int, int, int], tuple[Any, Callable[..., Any], Callable[[Buffer], list[Any]]]
+        ] = {}
 
     @property
     def programs(self) -> list[tuple[int, int]]:
@@ -174,15 +180,11 @@ class Dispatcher:
             procedure = service.PROCEDURES.get(call.proc)
             if procedure is None:
                 return conn.reply_error(xid, PROC_UNAVAIL)
-            views = call.proc in getattr(service, "VIEW_ARGS", ())
-            route = (procedure, getattr(service, procedure.name), views)
+            route = (procedure, getattr(service, procedure.name), _decoder(service, procedure))
             self._routes[(call.prog, call.vers, call.proc)] = route
-        procedure, handler, views = route
+        procedure, handler, decode = route
         try:
-            if views:
-                args = _decode_views(procedure.arg_codecs, call.body)
-            else:
-                args = self._decode_args(procedure.arg_codecs, call.body)
+            args = decode(call.body)
         except XdrError as exc:
             log.debug("%s: garbage arguments: %s", _Named(call, procedure), exc)
             return conn.reply_error(xid, GARBAGE_ARGS)
@@ -206,18 +208,35 @@ class Dispatcher:
             return conn.reply_error(xid, SYSTEM_ERR)
         return conn.reply_success(xid, body)
 
-    @staticmethod
-    def _decode_args(codecs: Any, body: Buffer) -> list[Any]:
-        if not codecs:
-            if len(body):
-                raise _TrailingBytes
-            return []
-        if len(codecs) == 1:
-            return [codecs[0].decode(body)]
-        dec = Decoder(body)
-        args = [codec.unpack(dec) for codec in codecs]
-        dec.done()
-        return args
+
+
+def _decoder(service: Any, procedure: Any) -> Callable[[Buffer], list[Any]]:
+    """How a procedure's call body becomes its handler's arguments (see the module doc)."""
+    own = getattr(service, "ARG_DECODERS", {}).get(procedure.number)
+    if own is not None:
+        return own  # type: ignore[no-any-return]
+    codecs = procedure.arg_codecs
+    if procedure.number in getattr(service, "VIEW_ARGS", ()):
+        return lambda body: _decode_views(codecs, body)
+    if not codecs:
+        return _decode_nothing
+    if len(codecs) == 1:
+        decode_one = codecs[0].decode
+        return lambda body: [decode_one(body)]
+    return lambda body: _decode_all(codecs, body)
+
+
+def _decode_nothing(body: Buffer) -> list[Any]:
+    if len(body):  # type: ignore[arg-type]
+        raise _TrailingBytes
+    return []
+
+
+def _decode_all(codecs: Any, body: Buffer) -> list[Any]:
+    dec = Decoder(body)
+    args = [codec.unpack(dec) for codec in codecs]
+    dec.done()
+    return args
 
 
 def _decode_views(codecs: Any, body: Buffer) -> list[Any]:

@@ -47,7 +47,8 @@ def test_parse_address() -> None:
 def test_pipelined_procedures_come_from_the_spec() -> None:
     assert pipelined_procedures() == {
         "CU_MEMCPY_HTOD_ASYNC", "CU_MEMCPY_DTOD_ASYNC", "CU_MEMSET_ASYNC", "CU_MEM_FREE_ASYNC",
-        "CU_LAUNCH_KERNEL", "CU_LAUNCH_COOPERATIVE_KERNEL", "CU_STREAM_WAIT_EVENT",
+        "CU_LAUNCH_KERNEL", "CU_LAUNCH_COOPERATIVE_KERNEL", "CU_LAUNCH_KERNEL_BATCH",
+        "CU_STREAM_WAIT_EVENT",
         "CU_EVENT_RECORD", "RT_MEMCPY_2D_HTOD", "RT_MEMCPY_2D_DTOD", "RT_MEMSET_2D",
     }
 

@@ -25,6 +25,7 @@ class FakeCricket(p.CRICKET_V1_Server):
         self.memory: dict[int, bytearray] = {}
         self.next_addr = VA_BASE + 0x1000
         self.launches: list[p.launch_args] = []
+        self.batches: list[int] = []  # launches per CU_LAUNCH_KERNEL_BATCH call
         self.loads: list[tuple[bytes, list[Any]]] = []
         self.param_info_calls = 0
         self.message = ""
@@ -124,6 +125,11 @@ class FakeCricket(p.CRICKET_V1_Server):
             self.message = "cuLaunchKernel: illegal address"
             return ILLEGAL_ADDRESS
         return 0
+
+    def CU_LAUNCH_KERNEL_BATCH(self, ctx: Any, launches: list[p.launch_args]) -> int:
+        self.batches.append(len(launches))
+        codes = [self.CU_LAUNCH_KERNEL(ctx, args) for args in launches]
+        return next((c for c in codes if c), 0)
 
     def CU_MODULE_LOAD_DATA(self, ctx: Any, image: bytes, options: list[Any]) -> p.module_load_result:
         self.loads.append((bytes(image), list(options)))

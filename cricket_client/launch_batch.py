@@ -1,0 +1,137 @@
+"""cuLaunchKernel calls gathered into CU_LAUNCH_KERNEL_BATCH calls (D6).
+
+A launch made while nothing of the connection's is outstanding at the server goes out at once,
+so the GPU starts without delay. Launches made while earlier work is on its way wait here and
+go as one call (one record, one reply) once `max_launches` or `max_bytes` have gathered, when
+any other call is made on the connection (`Connection` flushes first, so the server sees the
+program's order), or `delay` seconds after the first of them at the latest (a background
+thread, started on first need, sees to that: a program that launches and then computes on the
+host still gets its kernels started).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import threading
+import time
+from collections.abc import Callable
+
+__all__ = ["LaunchBatcher", "MAX_LAUNCHES", "MAX_BYTES", "DELAY", "DELAY_ENV"]
+
+MAX_LAUNCHES = 128  # launches in one batch (the protocol allows MAX_LAUNCH_BATCH)
+MAX_BYTES = 1 << 16  # bytes of launch_args in one batch
+DELAY = 0.0005  # seconds a gathered launch may wait for more at the most
+DELAY_ENV = "CRICKET_LAUNCH_DELAY_US"
+_COUNT = struct.Struct(">I")
+
+Send = Callable[[int, bytes], None]  # (launches, launch_batch encoding)
+
+
+def _delay_from_env() -> float:
+    text = os.environ.get(DELAY_ENV)
+    if not text:
+        return DELAY
+    try:
+        micros = float(text)
+    except ValueError:
+        raise ValueError(f"{DELAY_ENV}={text!r}: expected microseconds") from None
+    if micros < 0:
+        raise ValueError(f"{DELAY_ENV}={text!r}: must not be negative")
+    return micros / 1e6
+
+
+class LaunchBatcher:
+    """Encoded launch_args waiting to be sent as one launch_batch by `send(count, body)`.
+
+    `send` must not raise for a lost connection (the connection reports lost calls at its
+    next synchronizing call); it is called with this batcher's lock held, which keeps the
+    batches in order between threads."""
+
+    def __init__(
+        self,
+        send: Send,
+        *,
+        max_launches: int = MAX_LAUNCHES,
+        max_bytes: int = MAX_BYTES,
+        delay: float | None = None,
+    ) -> None:
+        self._send = send
+        self.max_launches = max_launches
+        self.max_bytes = max_bytes
+        self.delay = _delay_from_env() if delay is None else delay
+        self._cond = threading.Condition()
+        self._parts: list[bytes] = []
+        self._bytes = 0
+        self._due: float | None = None  # when the gathered batch must go at the latest
+        self._timer: threading.Thread | None = None
+        self._closed = False
+
+    def __len__(self) -> int:
+        return len(self._parts)
+
+    def add(self, body: bytes, *, at_once: bool) -> None:
+        """Queue one launch; with `at_once` (nothing outstanding), send what is queued now."""
+        with self._cond:
+            parts = self._parts
+            parts.append(body)
+            self._bytes += len(body)
+            if at_once or len(parts) >= self.max_launches or self._bytes >= self.max_bytes:
+                self._flush_locked()
+            elif len(parts) == 1:
+                self._arm_locked()
+
+    def flush(self) -> None:
+        """Send the queued launches now (before another call, so the server keeps order)."""
+        if not self._parts:
+            return
+        with self._cond:
+            if self._parts:
+                self._flush_locked()
+
+    def close(self) -> None:
+        """Send what is queued and stop the timer thread."""
+        with self._cond:
+            if self._parts:
+                self._flush_locked()
+            self._closed = True
+            self._cond.notify_all()
+        timer = self._timer
+        if timer is not None and timer is not threading.current_thread():
+            timer.join()
+
+    def _flush_locked(self) -> None:
+        parts = self._parts
+        count = len(parts)
+        body = _COUNT.pack(count) + b"".join(parts)
+        self._parts = []
+        self._bytes = 0
+        self._due = None
+        self._send(count, body)
+
+    def _arm_locked(self) -> None:
+        """The first launch of a gathered batch: make sure it leaves within `delay`."""
+        self._due = time.monotonic() + self.delay
+        if self._timer is None:
+            self._timer = threading.Thread(
+                target=self._timer_loop, name="cricket-launch-batch", daemon=True
+            )
+            self._timer.start()
+        else:
+            self._cond.notify()
+
+    def _timer_loop(self) -> None:
+        cond = self._cond
+        with cond:
+            while not self._closed:
+                due = self._due
+                if due is None:
+                    cond.wait()
+                    continue
+                left = due - time.monotonic()
+                if left > 0:
+                    cond.wait(left)  # then look again: sent meanwhile, or a new batch armed
+                    continue
+                if self._parts:
+                    self._flush_locked()
+                self._due = None
