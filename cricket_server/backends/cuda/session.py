@@ -26,7 +26,7 @@ from ._driver import call, driver, enum_value, error_text
 from .context import DeviceContext
 from .host_memory import HostRegistrations
 from .jit import JitOptions
-from .launch import KernelParams, ParamLayouts
+from .launch import ParamLayouts
 from .staging import PinnedStager
 from .vmm import VmmBacking
 
@@ -39,6 +39,7 @@ _ELF_MAGIC = b"\x7fELF"
 _FATBIN_MAGIC = b"\x50\xed\x55\xba"  # 0xBA55ED50, little-endian
 _LEGACY = driver.CUstream(driver.CU_STREAM_LEGACY)
 _PER_THREAD = driver.CUstream(driver.CU_STREAM_PER_THREAD)
+_launch_kernel = driver.cuLaunchKernel  # the launch hot path calls it without `call`
 _MEMSET_CALLS = {1: "cuMemsetD8", 2: "cuMemsetD16", 4: "cuMemsetD32"}  # and ...Async
 
 
@@ -350,8 +351,8 @@ class CudaSession(BackendSession):
         cooperative: bool = False,
     ) -> None:
         self._state()
-        args = KernelParams(self._layouts.get(func), params, func)
-        hstream = self._stream(stream)
+        address = self._layouts.buffer(func).fill(params)
+        hstream = _LEGACY if stream is None else self._stream(stream)
         if cooperative:
             call(
                 driver.cuLaunchCooperativeKernel,
@@ -360,10 +361,15 @@ class CudaSession(BackendSession):
                 *block,
                 shared_mem,
                 hstream,
-                args.address,
+                address,
             )
-        else:
-            call(driver.cuLaunchKernel, func, *grid, *block, shared_mem, hstream, args.address, 0)
+            return
+        gx, gy, gz = grid
+        bx, by, bz = block
+        err = _launch_kernel(func, gx, gy, gz, bx, by, bz, shared_mem, hstream, address, 0)[0]
+        if err != CUDA_SUCCESS:
+            code = int(err)
+            raise CudaError(code, f"cuLaunchKernel: {error_text(code)}")
 
     # -- streams and events ---------------------------------------------------------------
     def _stream(self, stream: object | None) -> Any:
