@@ -2,6 +2,12 @@
 
 Mixed into `CricketService`; every procedure runs through its `_run` (counted for replay,
 errors as CUresults). The state is the connection's (`state_of`), freed when it ends.
+
+Shared-memory copies make the checks `Session.memcpy_htod`/`memcpy_dtoh` make, then go
+straight between the segment and the device when the backend page-locked the segment
+(`ServerSegment.registration`), else through the backend's `memcpy_htod`/`memcpy_dtoh`.
+Either way a copy is done with the segment's bytes when its reply goes: the client refills
+or reads that slot next.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from cricket_server.backends.base import (
     CUDA_ERROR_UNKNOWN,
     CudaError,
 )
-from cricket_server.session import Session
+from cricket_server.session import STREAM_LEGACY, Session
 from rpc_spec import cricket_rpc as proto
 
 from .channels import ChannelError, ChannelListener, DataChannels
@@ -101,6 +107,19 @@ def state_of(ctx: Any) -> ConnectionDataPaths:
     return state
 
 
+def _prepare(
+    s: Session, paths: ConnectionDataPaths, call: str, ptr: int, size: int, stream: int | None
+) -> tuple[object | None, object | None]:
+    """(backend stream, registration token or None) of a shared-memory copy, after the
+    checks `Session.memcpy_htod`/`memcpy_dtoh` make: a current context, a stream handle
+    of the session, `size` device bytes at `ptr` that it owns. The segment is page-locked
+    on its first copy (a backend that cannot: None, the usual copy)."""
+    s.current(call)
+    obj = s._stream(call, stream or STREAM_LEGACY)
+    s.memory.span(call, ptr, size)
+    return obj, paths.accepted_segment(call).registration(s.bsession)
+
+
 def _channel_failure(paths: ConnectionDataPaths, call: str, exc: OSError) -> CudaError:
     paths.drop_channels()
     log.warning("%s: data channels dropped: %s", call, exc)
@@ -153,7 +172,14 @@ class DataPathProcedures:
 
         def copy(s: Session) -> None:
             data = paths.shared_span(call, offset, size)
-            s.memcpy_htod(dst, data, stream if asynchronous else None)
+            if not size:  # only the call's checks, as Session.memcpy_htod makes them
+                s.memcpy_htod(dst, data, stream if asynchronous else None)
+                return
+            obj, token = _prepare(s, paths, call, dst, size, stream if asynchronous else None)
+            if token is None:
+                s.bsession.memcpy_htod(dst, data, obj)
+            else:
+                s.bsession.memcpy_htod_registered(dst, token, offset, data, obj)
 
         return self._status(ctx, call, copy)
 
@@ -165,8 +191,14 @@ class DataPathProcedures:
 
         def copy(s: Session) -> None:
             target = paths.shared_span(call, offset, size)
-            data = s.memcpy_dtoh(src, size, stream if asynchronous else None)
-            target[:] = data
+            if not size:
+                s.memcpy_dtoh(src, size, stream if asynchronous else None)
+                return
+            obj, token = _prepare(s, paths, call, src, size, stream if asynchronous else None)
+            if token is None:
+                target[:] = s.bsession.memcpy_dtoh(src, size, obj)
+            else:
+                s.bsession.memcpy_dtoh_registered(src, token, offset, target, obj)
 
         return self._status(ctx, call, copy)
 
