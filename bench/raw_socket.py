@@ -2,7 +2,9 @@
 
 The echo peer runs in another process (`python -m bench.raw_socket serve ADDRESS_FILE`), as
 an RPC server would, so the baseline pays the same process switches as the RPC it is set
-against.
+against. With `spin` (`serve ... --spin` and `round_trip_fn(sock, spin=True)`) both ends
+receive the echo by polling with MSG_DONTWAIT instead of blocking: no thread wake-up, the
+floor a spinning RPC runtime can approach.
 """
 
 from __future__ import annotations
@@ -19,16 +21,22 @@ from pathlib import Path
 MESSAGE = 100
 
 
-def _recv_exact(sock: socket.socket, view: memoryview) -> None:
+def _recv_exact(sock: socket.socket, view: memoryview, spin: bool = False) -> None:
     got = 0
     while got < len(view):
-        n = sock.recv_into(view[got:])
+        if spin:
+            try:
+                n = sock.recv_into(view[got:], 0, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                continue
+        else:
+            n = sock.recv_into(view[got:])
         if n == 0:
             raise ConnectionError("peer closed")
         got += n
 
 
-def serve(address_file: str, unix_path: str | None = None) -> None:
+def serve(address_file: str, unix_path: str | None = None, spin: bool = False) -> None:
     """Echo every 100-byte message; for a message starting with b'B', sink a bulk payload."""
     if unix_path:
         lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -52,7 +60,7 @@ def serve(address_file: str, unix_path: str | None = None) -> None:
         sink = bytearray(1 << 20)
         try:
             while True:
-                _recv_exact(conn, view)
+                _recv_exact(conn, view, spin)
                 if buf[0:1] == b"B":
                     remaining = int.from_bytes(buf[1:9], "big")
                     sview = memoryview(sink)
@@ -67,13 +75,16 @@ def serve(address_file: str, unix_path: str | None = None) -> None:
 
 
 @contextmanager
-def echo_peer(unix: bool = False):
-    """Start the echo peer in a subprocess; yield a connected client socket."""
+def echo_peer(unix: bool = False, spin: bool = False):
+    """Start the echo peer in a subprocess (spinning on its receives with `spin`); yield a
+    connected client socket."""
     with tempfile.TemporaryDirectory() as tmp:
         address_file = os.path.join(tmp, "addr")
         args = [sys.executable, "-m", "bench.raw_socket", "serve", address_file]
         if unix:
             args.append(os.path.join(tmp, "echo.sock"))
+        if spin:
+            args.append("--spin")
         proc = subprocess.Popen(args)
         try:
             deadline = time.monotonic() + 10
@@ -98,14 +109,15 @@ def echo_peer(unix: bool = False):
             proc.wait()
 
 
-def round_trip_fn(sock: socket.socket):
+def round_trip_fn(sock: socket.socket, spin: bool = False):
+    """One 100-byte round trip; with `spin` the echo is received by polling (MSG_DONTWAIT)."""
     out = bytes(MESSAGE)
     buf = bytearray(MESSAGE)
     view = memoryview(buf)
 
     def once() -> None:
         sock.sendall(out)
-        _recv_exact(sock, view)
+        _recv_exact(sock, view, spin)
 
     return once
 
@@ -129,7 +141,8 @@ def stream_gbps(sock: socket.socket, nbytes: int) -> float:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) >= 3 and sys.argv[1] == "serve":
-        serve(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None)
+    argv = [a for a in sys.argv[1:] if a != "--spin"]
+    if len(argv) >= 2 and argv[0] == "serve":
+        serve(argv[1], argv[2] if len(argv) > 2 else None, spin="--spin" in sys.argv)
     else:
-        sys.exit("usage: python -m bench.raw_socket serve ADDRESS_FILE [UNIX_PATH]")
+        sys.exit("usage: python -m bench.raw_socket serve ADDRESS_FILE [UNIX_PATH] [--spin]")

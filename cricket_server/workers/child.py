@@ -205,6 +205,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--idle-timeout", type=float)
     parser.add_argument("--max-in-flight", type=int)
     parser.add_argument("--checkpoint-root")
+    parser.add_argument("--spin-us", type=float, default=0.0)
     return parser.parse_args(argv)
 
 
@@ -243,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     worker = Worker(backend, channel, args.server_version, args.va_slot, limits)
     worker.server.admission = admission if admission.required else None
+    worker.server.spin_us = args.spin_us
     try:
         if stop.is_set():
             return 0

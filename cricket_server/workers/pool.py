@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from cricket_server.auth import SecurityFiles
 from cricket_server.service import format_peer
+from cricket_xdr.rpc.spin import default_spin_us
 
 from .checkpoints import PartRequests, checkpoint_result_fields
 from .control import ControlChannel
@@ -53,6 +54,7 @@ class WorkerSpec:
     idle_timeout: float | None = None  # --idle-timeout
     max_in_flight: int | None = None  # --max-in-flight
     checkpoint_root: str | None = None  # --checkpoint-root
+    spin_us: float = field(default_factory=default_spin_us)  # --spin-us
 
     def command(self, control_fd: int, va_slot: int) -> list[str]:
         cmd = [
@@ -70,6 +72,7 @@ class WorkerSpec:
             ("--idle-timeout", self.idle_timeout),
             ("--max-in-flight", self.max_in_flight),
             ("--checkpoint-root", self.checkpoint_root),
+            ("--spin-us", self.spin_us or None),
         ):
             if value is not None:
                 cmd += [option, str(value)]
