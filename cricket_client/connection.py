@@ -38,8 +38,6 @@ from cricket_xdr.rpc.errors import AuthError, ConnectionLost
 from cricket_xdr.stubs import Pending
 from cricket_xdr.xdr import Encoder, xdr_int
 
-from .allocations import MEMORY_CALLS as _MEMORY_CALLS
-from .allocations import AllocationBook
 from .datapath import DataPaths
 from .errors import HelloRefused, NotConnectedError, error_name
 from .launch_batch import LaunchBatcher
@@ -112,7 +110,7 @@ def _resuming(method: F) -> F:
     """Run a call method; when the connection is lost and reconnecting is on, resume the
     session on a server holding it (cricket_client.reconnect) and run it once more."""
 
-    one_call = method.__name__ in ("sync", "post", "post_checked", "post_encoded")
+    one_call = method.__name__ in ("sync", "post", "post_encoded")
 
     @functools.wraps(method)
     def wrapper(self: Connection, *args: Any, **kwargs: Any) -> Any:
@@ -207,7 +205,6 @@ class Connection:
         self._param_info: dict[int, tuple[tuple[int, int], ...]] = {}
         self.datapaths: DataPaths | None = None  # copy routing (cricket_client.datapath)
         self._launches = LaunchBatcher(self._send_launch_batch)
-        self.allocations = AllocationBook()  # device memory known allocated (small copies)
         self.closed = False
         name = client_name or f"{os.path.basename(sys.argv[0]) or 'python'}@{socket.gethostname()}"
         self.client_name = name[:1024]
@@ -246,12 +243,8 @@ class Connection:
     def sync(self, proc: str, *args: Any) -> tuple[int, Any]:
         """A synchronizing call: (CUresult, reply), with pending asynchronous errors folded in."""
         self._local_message = None
-        if proc in _MEMORY_CALLS:
-            self.allocations.before(proc, args)
         reply = getattr(self._stub, proc)(*args)
         err = _err_of(reply)
-        if not err and proc in _MEMORY_CALLS:
-            self.allocations.after(proc, args, reply)
         deferred = self._collect(block=False)
         if err == 0 and deferred:
             err = deferred
@@ -352,22 +345,7 @@ class Connection:
         if proc not in PIPELINED:
             raise ValueError(f"{proc} is not marked pipelined in cricket.x")
         self._local_message = None
-        if proc in _MEMORY_CALLS:
-            self.allocations.before(proc, args)
         self._keep(proc, self._send_deferrable(proc, args))
-
-    @_resuming
-    def post_checked(self, proc: str, *args: Any) -> None:
-        """Send a synchronous procedure without waiting for its reply, where the caller has
-        ruled out locally what would fail it (e.g. a small host-to-device copy wholly inside
-        a known allocation, see cricket_client.allocations); a failure after all surfaces at
-        the next synchronizing call, like a pipelined call's."""
-        self._local_message = None
-        prog, vers, number, codecs, decode = self._how_to_send(proc)
-        enc = Encoder()
-        for codec, arg in zip(codecs, args, strict=True):
-            codec.pack(enc, arg)
-        self._keep(proc, Pending(self._rpc.call_async(prog, vers, number, enc.buffers()), decode))
 
     @_resuming
     def post_encoded(self, proc: str, body: bytes) -> None:
@@ -527,7 +505,6 @@ class Connection:
         calls still unanswered on the old connection are lost: the next synchronizing call
         raises CallsLost."""
         old, self._rpc = self._rpc, rpc
-        self.allocations.clear()  # a restored module's globals may have moved
         self._stub = self.proto.CRICKET_V1_Client(rpc)
         self.address = address
         with self._lock:

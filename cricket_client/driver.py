@@ -297,20 +297,12 @@ def _chunks(n: int) -> list[tuple[int, int]]:
     return [(off, min(COPY_CHUNK, n - off)) for off in range(0, n, COPY_CHUNK)]
 
 
-UNANSWERED_HTOD_MAX = 1 << 16  # synchronous HtoD copies up to this size may go unanswered
-
-
 def _htod(call: str, dst: int, src: Any, n: int, stream: int | None) -> tuple[Any]:
     conn = _conn()
     try:
         data = read_host(src, n, f"{call}: srcHost")
     except HostBufferError as exc:
         raise TypeError(str(exc)) from None
-    if stream is None and 0 < n <= UNANSWERED_HTOD_MAX and conn.allocations.covers(dst, n):
-        # Wholly inside memory known allocated: nothing left to fail it that CUDA would
-        # report at once, so its reply is not waited for (the bytes are taken now).
-        conn.post_checked("CU_MEMCPY_HTOD", dst, bytes(data))
-        return (_SUCCESS,)
     routed = _bulk(conn).htod(dst, data, stream) if n else None
     if routed is not None:
         return _out(routed)
