@@ -17,6 +17,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from .channels import ClientChannels
+from .memcopy import copy
 from .routes import source_address
 from .select import Capabilities, Limits, Mode, Path, choose, mode_from_env
 from .shm import ClientSegment
@@ -168,11 +169,11 @@ class DataPaths:
 
         def fill(i: int) -> None:
             off, at, m = slot(i)
-            ring[at : at + m] = host[off : off + m]
+            copy(ring[at : at + m], host[off : off + m])
 
         def drain(i: int) -> None:
             off, at, m = slot(i)
-            host[off : off + m] = ring[at : at + m]
+            copy(host[off : off + m], ring[at : at + m])
 
         calls = [
             (dev + off, slot(i)[1], m, stream or 0, stream is not None)
