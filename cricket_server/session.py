@@ -800,7 +800,7 @@ class Session:
             raise CudaError(e.code, f"{e.message} (all {count} launches of a batch)") from None
         targets: dict[int, tuple[object, int, str]] = {}  # handles cannot change in a batch
         streams: dict[int, object | None] = {}
-        launch = self.bsession.launch
+        launch = self.bsession.launcher()
         first: tuple[int, CudaError] | None = None
         for index, (handle, gx, gy, gz, bx, by, bz, shared, stream, params) in enumerate(
             launches
@@ -816,7 +816,7 @@ class Session:
                     obj = streams[stream]
                 else:
                     obj = streams[stream] = self._stream(call, stream)
-                launch(fn_obj, (gx, gy, gz), (bx, by, bz), shared, obj, params, False)
+                launch(fn_obj, gx, gy, gz, bx, by, bz, shared, obj, params)
             except CudaError as e:
                 if first is None:
                     first = (index, e)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import abc
 import enum
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -84,6 +84,11 @@ class ParamInfo:
 class GlobalInfo:
     address: int
     size: int
+
+
+Launcher = Callable[[object, int, int, int, int, int, int, int, object, memoryview], None]
+"""BackendSession.launcher()'s result: (func, grid x/y/z, block x/y/z, shared memory bytes,
+stream, packed parameters)."""
 
 
 class BackendSession(abc.ABC):
@@ -214,6 +219,27 @@ class BackendSession(abc.ABC):
     ) -> None:
         """Launch with the packed argument buffer (D5): parameter i is
         params[info[i].offset : info[i].offset + info[i].size]."""
+
+    def launcher(self) -> Launcher:
+        """A function launching one kernel as `launch` does (not cooperative), for a run of
+        launches made under one hold of the session's lock with nothing else in between
+        (a launch batch): backends may do their per-call preparation once."""
+
+        def launch_one(
+            func: object,
+            gx: int,
+            gy: int,
+            gz: int,
+            bx: int,
+            by: int,
+            bz: int,
+            shared_mem: int,
+            stream: object | None,
+            params: memoryview,
+        ) -> None:
+            self.launch(func, (gx, gy, gz), (bx, by, bz), shared_mem, stream, params)
+
+        return launch_one
 
     # -- streams and events ---------------------------------------------------------------
     @abc.abstractmethod

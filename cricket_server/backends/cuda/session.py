@@ -20,13 +20,14 @@ from ..base import (
     ChunkBacking,
     CudaError,
     GlobalInfo,
+    Launcher,
     ParamInfo,
 )
 from ._driver import call, driver, enum_value, error_text
 from .context import DeviceContext
 from .host_memory import HostRegistrations
 from .jit import JitOptions
-from .launch import ParamLayouts
+from .launch import ParamBuffer, ParamLayouts
 from .staging import PinnedStager
 from .vmm import VmmBacking
 
@@ -375,6 +376,38 @@ class CudaSession(BackendSession):
         if err != CUDA_SUCCESS:
             code = int(err)
             raise CudaError(code, f"cuLaunchKernel: {error_text(code)}")
+
+    def launcher(self) -> Launcher:
+        """`launch` with the context made current once and each function's parameter buffer
+        looked up once, for a launch batch (see BackendSession.launcher)."""
+        self._state()
+        buffer_of = self._layouts.buffer
+        stream_of = self._stream
+        buffers: dict[int, ParamBuffer] = {}  # id(func): the functions outlive the batch
+
+        def launch_one(
+            func: object,
+            gx: int,
+            gy: int,
+            gz: int,
+            bx: int,
+            by: int,
+            bz: int,
+            shared_mem: int,
+            stream: object | None,
+            params: memoryview,
+        ) -> None:
+            buffer = buffers.get(id(func))
+            if buffer is None:
+                buffer = buffers[id(func)] = buffer_of(func)
+            address = buffer.fill(params)
+            hstream = _LEGACY if stream is None else stream_of(stream)
+            err = _launch_kernel(func, gx, gy, gz, bx, by, bz, shared_mem, hstream, address, 0)[0]
+            if err != CUDA_SUCCESS:
+                code = int(err)
+                raise CudaError(code, f"cuLaunchKernel: {error_text(code)}")
+
+        return launch_one
 
     # -- streams and events ---------------------------------------------------------------
     def _stream(self, stream: object | None) -> Any:
