@@ -454,7 +454,9 @@ class Connection:
             return err
 
     def drain(self) -> int:
-        """Wait for every pipelined reply; return the first unreported failure (0 if none)."""
+        """Send gathered launches, wait for every pipelined reply; return the first unreported
+        failure (0 if none)."""
+        self._launches.flush()
         return self._collect(block=True)
 
     @property

@@ -265,3 +265,14 @@ def test_lost_server_raises_an_rpc_error_and_close_still_works() -> None:
         cuda.cuInit(0)
     conn.close()
     assert conn.closed
+
+
+def test_drain_sends_gathered_launches_and_waits_for_them(
+    server: FakeServer, conn: cricket_client.Connection
+) -> None:
+    args = ((2.0, 0x1000, 0x2000, 4), (ctypes.c_float, None, None, ctypes.c_int))
+    for _ in range(5):
+        assert cuda.cuLaunchKernel(cuda.CUfunction(SAXPY), 1, 1, 1, 1, 1, 1, 0, 0, args, 0) == (SUCCESS,)
+    assert conn.drain() == 0
+    assert len(server.service.launches) == 5
+    assert conn.pending_count == 0
