@@ -356,26 +356,13 @@ class CudaSession(BackendSession):
         params: memoryview,
         cooperative: bool = False,
     ) -> None:
+        if not cooperative:
+            self.launcher()(func, *grid, *block, shared_mem, stream, params)
+            return
         self._state()
         address = self._layouts.buffer(func).fill(params)
-        hstream = _LEGACY if stream is None else self._stream(stream)
-        if cooperative:
-            call(
-                driver.cuLaunchCooperativeKernel,
-                func,
-                *grid,
-                *block,
-                shared_mem,
-                hstream,
-                address,
-            )
-            return
-        gx, gy, gz = grid
-        bx, by, bz = block
-        err = _launch_kernel(func, gx, gy, gz, bx, by, bz, shared_mem, hstream, address, 0)[0]
-        if err != CUDA_SUCCESS:
-            code = int(err)
-            raise CudaError(code, f"cuLaunchKernel: {error_text(code)}")
+        hstream = self._stream(stream)
+        call(driver.cuLaunchCooperativeKernel, func, *grid, *block, shared_mem, hstream, address)
 
     def launcher(self) -> Launcher:
         """`launch` with the context made current once and each function's parameter buffer
@@ -401,7 +388,7 @@ class CudaSession(BackendSession):
             if buffer is None:
                 buffer = buffers[id(func)] = buffer_of(func)
             address = buffer.fill(params)
-            hstream = _LEGACY if stream is None else stream_of(stream)
+            hstream = stream_of(stream)
             err = _launch_kernel(func, gx, gy, gz, bx, by, bz, shared_mem, hstream, address, 0)[0]
             if err != CUDA_SUCCESS:
                 code = int(err)
