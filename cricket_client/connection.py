@@ -114,8 +114,7 @@ def _resuming(method: F) -> F:
 
     @functools.wraps(method)
     def wrapper(self: Connection, *args: Any, **kwargs: Any) -> Any:
-        if self._launches._parts:  # gathered launches go first: the server keeps the order
-            self._launches.flush()
+        self._launches.flush()  # gathered launches go first: the server keeps the order
         book = replay_log(self)
         transport = self._rpc
         if one_call and not book.logging:
@@ -363,7 +362,7 @@ class Connection:
         CU_LAUNCH_KERNEL_BATCH call (cricket_client.launch_batch). Counted as one call for
         replay, as the server counts it; only while the replay log does not log."""
         self._local_message = None
-        replay_log(self).seq += 1
+        replay_log(self).count("CU_LAUNCH_KERNEL")
         pending = self._pending
         self._launches.add(body, at_once=not pending or pending[-1][1].done())
 

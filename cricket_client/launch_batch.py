@@ -133,5 +133,6 @@ class LaunchBatcher:
                     cond.wait(left)  # then look again: sent meanwhile, or a new batch armed
                     continue
                 if self._parts:
-                    self._flush_locked()
-                self._due = None
+                    self._flush_locked()  # which clears `_due`
+                else:
+                    self._due = None
