@@ -6,8 +6,9 @@
 
 It sets the server address (else REMOTE_GPU_ADDRESS must be set), calls
 `cricket_client.remote_imports.install()` so that `cuda.bindings.driver`/`runtime` and
-`cuda.cuda`/`cudart` are the remote modules while NVRTC and the rest of cuda-python stay local,
-and runs the program as `__main__` with its own argv.
+`cuda.cuda`/`cudart` are the remote modules for every importer (cuda-python's own pure-Python
+helpers too) while NVRTC and the rest of cuda-python stay local and cuda-python's native driver
+bindings refuse to run, and runs the program as `__main__` with its own argv.
 """
 
 from __future__ import annotations
