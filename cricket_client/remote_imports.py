@@ -74,7 +74,9 @@ NATIVE_BINDINGS = (
     "cuda.bindings._internal.runtime_ptds",
     "cuda.bindings._lib.cyruntime",
     "cuda.bindings._v2.driver",
-    "cuda.bindings._bindings",  # cuda-python 12's cydriver/cyruntime
+    "cuda.bindings._bindings.cydriver",  # the layout of older releases
+    "cuda.bindings._bindings.cyruntime",
+    "cuda.bindings._bindings.cyruntime_ptds",
     "cuda.ccuda",
     "cuda.ccudart",
     "cuda._cuda",
