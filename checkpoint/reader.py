@@ -1,7 +1,8 @@
 """Reading a checkpoint directory: the manifest, its blobs, and checking all of it.
 
 `Checkpoint.open(path)` reads and checks the manifest (CheckpointError naming the file when
-it is missing, of another version, truncated or damaged). `read_blob(ref)` returns a blob's
+it is missing, of another version, truncated or damaged). Every file is opened by `open_in`:
+no symbolic link below the checkpoint directory is followed, and only regular files are read. `read_blob(ref)` returns a blob's
 decoded bytes after checking its size and sha256. `verify()` checks every blob the manifest
 names and raises the first problem; `problems()` lists them all.
 """
@@ -9,9 +10,11 @@ names and raises the first problem; `problems()` lists them all.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import queue
+import stat
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -39,6 +42,46 @@ def staging_budget() -> int:
     except (OSError, ValueError):
         pass
     return 0
+
+
+def open_in(root: Path, rel: Path) -> BinaryIO:
+    """`root / rel` opened for reading, following no symbolic link below `root` (each part
+    is opened with O_NOFOLLOW from its parent's descriptor); only a regular file is opened.
+    CheckpointError naming the file otherwise (FileNotFoundError when it does not exist)."""
+    file = root / rel
+    if not rel.parts:
+        raise CheckpointError(file, "names no file")
+    nofollow = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # a FIFO must not block
+    try:
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as e:
+        raise CheckpointError(root, f"cannot be opened: {e.strerror}") from None
+    here = root
+    try:
+        for part in rel.parts[:-1]:
+            here = here / part
+            inner = os.open(part, nofollow | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        here = file
+        blob = os.open(rel.parts[-1], nofollow, dir_fd=fd)
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(here):
+            raise CheckpointError(
+                here, "is a symbolic link: refused (checkpoint files are read without following "
+                "links)",
+            ) from None
+        raise CheckpointError(here, f"cannot be opened: {e.strerror}") from None
+    finally:
+        os.close(fd)
+    mode = os.fstat(blob).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(blob)
+        raise CheckpointError(file, "is not a regular file: refused")
+    os.set_blocking(blob, True)
+    return os.fdopen(blob, "rb")
 
 
 def blob_refs(body: ck.manifest_body) -> Iterator[tuple[str, ck.blob_ref]]:
@@ -125,7 +168,8 @@ class Checkpoint:
             raise CheckpointError(root, "no such checkpoint directory")
         file = root / MANIFEST
         try:
-            data = file.read_bytes()
+            with open_in(root, Path(MANIFEST)) as f:
+                data = f.read()
         except FileNotFoundError:
             raise CheckpointError(
                 file, "missing: not a checkpoint, or one never completed"
@@ -177,7 +221,7 @@ class Checkpoint:
     def _read_pieces(self, ref: ck.blob_ref) -> Iterator[bytes | memoryview]:
         file = self._file(ref)
         try:
-            f = open(file, "rb")  # noqa: SIM115 - closed by the with below
+            f = open_in(self.path, file.relative_to(self.path))
         except FileNotFoundError:
             raise CheckpointError(file, "missing blob") from None
         except OSError as e:
