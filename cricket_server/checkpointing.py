@@ -688,6 +688,7 @@ def restore_checkpoint(
     as they are copied, and a failure still releases everything)."""
     start = time.monotonic()
     ckpt = Checkpoint.open(path)
+    ckpt.check_manifest()  # what `cricket-checkpoint verify` checks, with or without `verified`
     images = [s for s in ckpt.manifest.sessions if only is None or s.session_id in only]
     if only is not None and len(images) != len(only):
         missing = sorted(only - {s.session_id for s in images})

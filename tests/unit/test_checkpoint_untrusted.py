@@ -7,7 +7,9 @@ the restore, with the same message, before the device is touched."""
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
+import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +20,7 @@ from click.testing import CliRunner
 from checkpoint.cli import tools
 from checkpoint.format import MANIFEST, CheckpointError, decode_manifest, encode_manifest
 from checkpoint.reader import Checkpoint
+from checkpoint.writer import BlobSink
 from cricket_server.backends import make_backend
 from cricket_server.checkpointing import restore_checkpoint, write_checkpoint
 from cricket_server.memory import AddressArena
@@ -72,13 +75,13 @@ def verify_cli(path: Path) -> tuple[int, str]:
 def refused_everywhere(path: Path, expected: str) -> CheckpointError:
     """Verify (API and command) and the restore all refuse `path` naming `expected`; the
     restoring server is left as it was."""
-    with pytest.raises(CheckpointError, match=expected):
+    with pytest.raises(CheckpointError, match=re.escape(expected)):
         Checkpoint.open(path).verify()
     code, output = verify_cli(path)
     assert code == 1 and expected in output, output
     m = manager()
     free = m.arena.free_bytes()
-    with pytest.raises(CheckpointError, match=expected) as info:
+    with pytest.raises(CheckpointError, match=re.escape(expected)) as info:
         restore_checkpoint(m, path)
     assert m.sessions() == [] and m.arena.free_bytes() == free
     return info.value
@@ -141,3 +144,136 @@ def test_a_blob_that_is_a_fifo_is_refused_without_blocking(checkpoint_dir: Path)
         done.set()
         thread.join()
     assert error.path == str(blob)
+
+
+# -- what the manifest asks for -------------------------------------------------------------
+
+
+def _bigger_blob(path: Path) -> Callable[[ck.manifest_body], None]:
+    """Give the first allocation a blob twice its size, checksums and all."""
+
+    def change(body: ck.manifest_body) -> None:
+        a = body.sessions[0].allocations[0]
+        a.contents = BlobSink(path, compress=False).write("s/big", [b"\xee" * (2 * a.size)])
+
+    return change
+
+
+def _session(body: ck.manifest_body) -> ck.session_image:
+    return body.sessions[0]
+
+
+def _overlap(body: ck.manifest_body) -> None:
+    first, second = _session(body).allocations[:2]
+    second.ptr = first.ptr + 16
+
+
+def _stack(body: ck.manifest_body) -> None:
+    _session(body).context_stack = [0x1 << 56 | 0xDEAD]
+
+
+def _stream_ctx(body: ck.manifest_body) -> None:
+    _session(body).streams[0].ctx = 0x1 << 56 | 0xDEAD
+
+
+def _event_ctx(body: ck.manifest_body) -> None:
+    _session(body).events[0].ctx = 0x1 << 56 | 0xDEAD
+
+
+def _duplicate_stream(body: ck.manifest_body) -> None:
+    s = _session(body)
+    s.streams.append(copy.deepcopy(s.streams[0]))
+
+
+def _kindless_handle(body: ck.manifest_body) -> None:
+    _session(body).streams[0].handle = 0x7F << 56 | 5
+
+
+def _global_size(body: ck.manifest_body) -> None:
+    _session(body).modules[0].globals[0].size = 1
+
+
+def _allocation_size(body: ck.manifest_body) -> None:
+    _session(body).allocations[0].size = 16
+
+
+def _outside(body: ck.manifest_body) -> None:
+    a = _session(body).allocations[0]
+    a.ptr = body.va_base + body.va_size - 16
+
+
+def _device(body: ck.manifest_body) -> None:
+    _session(body).allocations[0].dev = 1
+
+
+def _buffer_id(body: ck.manifest_body) -> None:
+    first, second = _session(body).allocations[:2]
+    second.buffer_id = first.buffer_id
+
+
+def _twice(body: ck.manifest_body) -> None:
+    body.sessions.append(copy.deepcopy(body.sessions[0]))
+
+
+def _blob_path(body: ck.manifest_body) -> None:
+    _session(body).allocations[0].contents.file = "../../etc/passwd"
+
+
+TAMPERED = {
+    "an allocation's blob larger than it": (None, "is {size} bytes, its blob s/big holds"),
+    "an allocation smaller than its blob": (_allocation_size, "is 16 bytes, its blob"),
+    "a global smaller than its blob": (_global_size, "global 'bias' is 1 bytes, its blob"),
+    "overlapping allocations": (_overlap, "overlaps allocation"),
+    "a stack of a missing context": (_stack, "the context stack names context 0x10000000000dead"),
+    "a stream of a missing context": (_stream_ctx, "names context 0x10000000000dead, which is"),
+    "an event of a missing context": (_event_ctx, "names context 0x10000000000dead, which is"),
+    "a handle held twice": (_duplicate_stream, "is held twice: by stream and by stream"),
+    "a handle of no kind": (_kindless_handle, "stream handle 0x7f00000000000005 is not a stream"),
+    "an allocation outside the range": (_outside, "lies outside the checkpoint's device address"),
+    "an allocation off its context's device": (_device, "is on device 1, its context"),
+    "a buffer id held twice": (_buffer_id, "as has allocation"),
+    "a session twice": (_twice, "appears twice"),
+    "a blob path out of the checkpoint": (_blob_path, "'../../etc/passwd' leaves the checkpoint"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TAMPERED))
+def test_a_manifest_asking_for_what_a_restore_refuses_fails_verify_and_restore(
+    checkpoint_dir: Path, case: str
+) -> None:
+    change, expected = TAMPERED[case]
+    size = Checkpoint.open(checkpoint_dir).manifest.sessions[0].allocations[0].size
+    rewrite(checkpoint_dir, change or _bigger_blob(checkpoint_dir))
+    error = refused_everywhere(checkpoint_dir, expected.format(size=size))
+    assert error.path == str(checkpoint_dir / MANIFEST)
+
+
+def test_verify_lists_every_problem_of_the_manifest(checkpoint_dir: Path) -> None:
+    def change(body: ck.manifest_body) -> None:
+        _overlap(body)
+        _stream_ctx(body)
+
+    rewrite(checkpoint_dir, change)
+    problems = [p.message for p in Checkpoint.open(checkpoint_dir).problems()]
+    assert len(problems) == 2, problems
+    code, output = verify_cli(checkpoint_dir)
+    assert code == 1 and "overlaps allocation" in output and "names context" in output
+
+
+def test_a_worker_restoring_a_verified_checkpoint_still_checks_the_manifest(
+    checkpoint_dir: Path,
+) -> None:
+    """A worker of cricket-restart --isolation process restores with `verified` (its parent
+    read every blob); the manifest checks still run in the worker."""
+    rewrite(checkpoint_dir, _overlap)
+    sid = Checkpoint.open(checkpoint_dir).manifest.sessions[0].session_id
+    m = manager()
+    with pytest.raises(CheckpointError, match="overlaps allocation"):
+        restore_checkpoint(m, checkpoint_dir, only={sid}, verified=True)
+    assert m.sessions() == []
+
+
+def test_a_checkpoint_as_written_has_no_problems(checkpoint_dir: Path) -> None:
+    assert Checkpoint.open(checkpoint_dir).problems() == []
+    code, output = verify_cli(checkpoint_dir)
+    assert code == 0, output
