@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 
 from checkpoint.format import CheckpointError
 from checkpoint.reader import Checkpoint, blob_refs, staging_budget
+from checkpoint.tokens import TokenDigest
 from checkpoint.writer import BlobSink, CheckpointWriter
 from cricket_server.backends.base import CudaError
 from cricket_server.backends.sim.cubin import parse_image  # an image parser, used for any backend
@@ -234,7 +235,8 @@ def snapshot_session(
         )
     return ck.session_image(
         session_id=session.id,
-        token=session.token,
+        token_salt=session.token_digest.salt,
+        token_digest=session.token_digest.digest,
         peer=session.peer[: ck.CHECKPOINT_MAX_NAME],
         client_name=session.client_name[: ck.CHECKPOINT_MAX_NAME],
         initialized=session.initialized,
@@ -700,7 +702,7 @@ def restore_checkpoint(
     try:
         for image in images:
             session = manager.adopt(
-                image.session_id, bytes(image.token), image.peer, image.client_name
+                image.session_id, TokenDigest.of_image(image), image.peer, image.client_name
             )
             report.sessions.append(session)
             with session.lock:
