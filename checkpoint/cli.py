@@ -2,7 +2,7 @@
 
     cricket-checkpoint --server HOST:PORT [--session ID] DIR   # ask a running server
     cricket-checkpoint inspect DIR                             # what is inside
-    cricket-checkpoint verify DIR                              # check every checksum
+    cricket-checkpoint verify DIR                              # check it as a restore would
     cricket-restart DIR --listen HOST:PORT [--backend sim|cuda|auto] [--ready-file F]
 
 DIR of a server-side checkpoint is a path on the server's file system (a relative one is made
@@ -146,7 +146,8 @@ def inspect(directory: str) -> None:
 @tools.command()
 @click.argument("directory", type=click.Path(file_okay=False))
 def verify(directory: str) -> None:
-    """Check every checksum of the checkpoint in DIRECTORY (exit status 1 on any problem)."""
+    """Check the checkpoint in DIRECTORY as a restore would: the manifest and every blob
+    (exit status 1 on any problem)."""
     from .reader import Checkpoint
 
     start = time.monotonic()

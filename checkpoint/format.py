@@ -82,10 +82,11 @@ def decode_manifest(data: bytes, path: Path) -> ck.manifest_body:
     if magic != MAGIC:
         raise CheckpointError(path, f"not a cricket checkpoint manifest (magic {magic:#010x})")
     if version != FORMAT_VERSION:
+        age = "older" if version < FORMAT_VERSION else "newer"
         raise CheckpointError(
             path,
-            f"manifest format version {version} is not supported (this reader knows "
-            f"version {FORMAT_VERSION})",
+            f"manifest format version {version} is not supported (this reader knows version "
+            f"{FORMAT_VERSION}; the file is {age}: restore it with the release that wrote it)",
         )
     try:
         outer = ck.xdr_manifest_file.decode(data)

@@ -1,17 +1,21 @@
 """Reading a checkpoint directory: the manifest, its blobs, and checking all of it.
 
 `Checkpoint.open(path)` reads and checks the manifest (CheckpointError naming the file when
-it is missing, of another version, truncated or damaged). `read_blob(ref)` returns a blob's
-decoded bytes after checking its size and sha256. `verify()` checks every blob the manifest
-names and raises the first problem; `problems()` lists them all.
+it is missing, of another version, truncated or damaged). Every file is opened by `open_in`:
+no symbolic link below the checkpoint directory is followed, and only regular files are read. `read_blob(ref)` returns a blob's
+decoded bytes after checking its size and sha256. `check_manifest()` raises the first thing
+in the manifest a restore refuses (checkpoint.validate). `verify()` checks the manifest and
+every blob it names and raises the first problem; `problems()` lists them all.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import queue
+import stat
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +26,7 @@ from typing import Any, BinaryIO
 from rpc_spec import checkpoint_rpc as ck
 
 from .format import MANIFEST, CheckpointError, decode_manifest, zstd_pieces
+from .validate import blob_path_problem, manifest_problems
 
 PIECE = 64 << 20  # bytes a blob is read and handed on in
 VERIFY_THREADS = 8
@@ -39,6 +44,46 @@ def staging_budget() -> int:
     except (OSError, ValueError):
         pass
     return 0
+
+
+def open_in(root: Path, rel: Path) -> BinaryIO:
+    """`root / rel` opened for reading, following no symbolic link below `root` (each part
+    is opened with O_NOFOLLOW from its parent's descriptor); only a regular file is opened.
+    CheckpointError naming the file otherwise (FileNotFoundError when it does not exist)."""
+    file = root / rel
+    if not rel.parts:
+        raise CheckpointError(file, "names no file")
+    nofollow = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # a FIFO must not block
+    try:
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as e:
+        raise CheckpointError(root, f"cannot be opened: {e.strerror}") from None
+    here = root
+    try:
+        for part in rel.parts[:-1]:
+            here = here / part
+            inner = os.open(part, nofollow | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        here = file
+        blob = os.open(rel.parts[-1], nofollow, dir_fd=fd)
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(here):
+            raise CheckpointError(
+                here, "is a symbolic link: refused (checkpoint files are read without following "
+                "links)",
+            ) from None
+        raise CheckpointError(here, f"cannot be opened: {e.strerror}") from None
+    finally:
+        os.close(fd)
+    mode = os.fstat(blob).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(blob)
+        raise CheckpointError(file, "is not a regular file: refused")
+    os.set_blocking(blob, True)
+    return os.fdopen(blob, "rb")
 
 
 def blob_refs(body: ck.manifest_body) -> Iterator[tuple[str, ck.blob_ref]]:
@@ -125,7 +170,8 @@ class Checkpoint:
             raise CheckpointError(root, "no such checkpoint directory")
         file = root / MANIFEST
         try:
-            data = file.read_bytes()
+            with open_in(root, Path(MANIFEST)) as f:
+                data = f.read()
         except FileNotFoundError:
             raise CheckpointError(
                 file, "missing: not a checkpoint, or one never completed"
@@ -135,12 +181,21 @@ class Checkpoint:
         return cls(root, decode_manifest(data, file))
 
     def _file(self, ref: ck.blob_ref) -> Path:
-        rel = Path(ref.file)
-        if rel.is_absolute() or ".." in rel.parts:
-            raise CheckpointError(
-                self.path / MANIFEST, f"blob path {ref.file!r} leaves the checkpoint"
-            )
-        return self.path / rel
+        why = blob_path_problem(ref.file)
+        if why is not None:
+            raise CheckpointError(self.path / MANIFEST, f"blob path {ref.file!r} {why}")
+        return self.path / ref.file
+
+    def manifest_problems(self) -> list[CheckpointError]:
+        """Everything in the manifest a restore refuses (checkpoint.validate), each naming
+        the manifest file."""
+        return [CheckpointError(self.path / MANIFEST, p) for p in manifest_problems(self.manifest)]
+
+    def check_manifest(self) -> None:
+        """Raise the first thing in the manifest a restore refuses; reads no blob."""
+        found = self.manifest_problems()
+        if found:
+            raise found[0]
 
     def pieces(self, ref: ck.blob_ref) -> Iterator[bytes | memoryview]:
         """The decoded contents of a blob in pieces of at most PIECE bytes, read as they are
@@ -177,7 +232,7 @@ class Checkpoint:
     def _read_pieces(self, ref: ck.blob_ref) -> Iterator[bytes | memoryview]:
         file = self._file(ref)
         try:
-            f = open(file, "rb")  # noqa: SIM115 - closed by the with below
+            f = open_in(self.path, file.relative_to(self.path))
         except FileNotFoundError:
             raise CheckpointError(file, "missing blob") from None
         except OSError as e:
@@ -219,10 +274,12 @@ class Checkpoint:
             pass
 
     def problems(self, progress: Callable[[int], None] | None = None) -> list[CheckpointError]:
-        """Every problem of every blob (empty: the checkpoint is whole), in manifest order.
-        Blobs are checked by several threads at once (hashing releases the GIL);
-        `progress(n)` is called (one call at a time) with each checked blob's size."""
-        refs = [ref for _what, ref in blob_refs(self.manifest)]
+        """Every problem of the manifest (`manifest_problems`), then of every blob (empty: the
+        checkpoint is whole and a restore would take it), in manifest order. Blobs are checked
+        by several threads at once (hashing releases the GIL); `progress(n)` is called (one
+        call at a time) with each checked blob's size."""
+        found = self.manifest_problems()
+        refs = [r for _what, r in blob_refs(self.manifest) if blob_path_problem(r.file) is None]
         lock = threading.Lock()
 
         def check(ref: ck.blob_ref) -> CheckpointError | None:
@@ -237,10 +294,12 @@ class Checkpoint:
 
         workers = min(len(refs), os.cpu_count() or 1, VERIFY_THREADS) or 1
         with ThreadPoolExecutor(workers, thread_name_prefix="checkpoint-verify") as pool:
-            return [e for e in pool.map(check, refs) if e is not None]
+            return found + [e for e in pool.map(check, refs) if e is not None]
 
     def verify(self, progress: Callable[[int], None] | None = None) -> VerifyReport:
-        """Check every blob; raise the first problem (CheckpointError naming the file)."""
+        """Check the manifest, then every blob; raise the first problem (CheckpointError
+        naming the file)."""
+        self.check_manifest()  # before any blob is read
         found = self.problems(progress)
         if found:
             raise found[0]

@@ -23,6 +23,7 @@ from types import FrameType
 from .cli import ProgressBar, _fail, _rate, with_suppressed_unlink
 from .format import CheckpointError
 from .reader import Checkpoint, blob_refs
+from .tokens import TokenDigest
 
 log = logging.getLogger("cricket_restart")
 
@@ -71,7 +72,7 @@ def restart_in_workers(
     except CheckpointError as e:
         _fail(e)
         return
-    sessions = {s.session_id: bytes(s.token) for s in ckpt.manifest.sessions}
+    sessions = {s.session_id: TokenDigest.of_image(s) for s in ckpt.manifest.sessions}
     sim_bytes = parse_size(sim_memory) if sim_memory else None
     pool = WorkerPool(WorkerSpec(backend, sim_bytes, log_level.lower(), server_version()))
     trigger = None

@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 
 from checkpoint.format import CheckpointError
 from checkpoint.reader import Checkpoint, blob_refs, staging_budget
+from checkpoint.tokens import TokenDigest
 from checkpoint.writer import BlobSink, CheckpointWriter
 from cricket_server.backends.base import CudaError
 from cricket_server.backends.sim.cubin import parse_image  # an image parser, used for any backend
@@ -234,7 +235,8 @@ def snapshot_session(
         )
     return ck.session_image(
         session_id=session.id,
-        token=session.token,
+        token_salt=session.token_digest.salt,
+        token_digest=session.token_digest.digest,
         peer=session.peer[: ck.CHECKPOINT_MAX_NAME],
         client_name=session.client_name[: ck.CHECKPOINT_MAX_NAME],
         initialized=session.initialized,
@@ -688,6 +690,7 @@ def restore_checkpoint(
     as they are copied, and a failure still releases everything)."""
     start = time.monotonic()
     ckpt = Checkpoint.open(path)
+    ckpt.check_manifest()  # what `cricket-checkpoint verify` checks, with or without `verified`
     images = [s for s in ckpt.manifest.sessions if only is None or s.session_id in only]
     if only is not None and len(images) != len(only):
         missing = sorted(only - {s.session_id for s in images})
@@ -699,7 +702,7 @@ def restore_checkpoint(
     try:
         for image in images:
             session = manager.adopt(
-                image.session_id, bytes(image.token), image.peer, image.client_name
+                image.session_id, TokenDigest.of_image(image), image.peer, image.client_name
             )
             report.sessions.append(session)
             with session.lock:

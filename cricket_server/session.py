@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from checkpoint.tokens import TokenDigest
 from cricket_server.backends.base import (
     CUDA_ERROR_INVALID_CONTEXT,
     CUDA_ERROR_INVALID_DEVICE,
@@ -163,8 +164,11 @@ class SessionManager:
         )
         return session
 
-    def adopt(self, session_id: int, token: bytes, peer: str, client_name: str) -> Session:
-        """A session with a given id and token, waiting for its client's HELLO (restore)."""
+    def adopt(
+        self, session_id: int, token_digest: TokenDigest, peer: str, client_name: str
+    ) -> Session:
+        """A session with a given id, waiting for the HELLO of a client with the token of
+        `token_digest` (restore). The token itself is not known until then."""
         bsession = self.backend.open_session()
         with self._lock:
             if session_id == 0 or session_id in self._sessions:
@@ -173,7 +177,8 @@ class SessionManager:
                     CUDA_ERROR_INVALID_VALUE, f"restore: session id {session_id:#x} is taken"
                 )
             session = Session(self, session_id, bsession, peer, client_name)
-            session.token = bytes(token)
+            session.token = b""
+            session.token_digest = token_digest
             session.resumable = True
             self._sessions[session_id] = session
         return session
@@ -182,11 +187,8 @@ class SessionManager:
         """The restored session holding `token`, now taken by the connection that asks."""
         with self._lock:
             for session in self._sessions.values():
-                if (
-                    session.resumable
-                    and not session.closed
-                    and secrets.compare_digest(session.token, token)
-                ):
+                if session.resumable and not session.closed and session.token_digest.matches(token):
+                    session.token = bytes(token)
                     session.resumable = False
                     timer = self._grace_timers.pop(session.id, None)
                     if timer is not None:
@@ -272,7 +274,8 @@ class Session:
         self.backend = manager.backend
         self.bsession = bsession
         self.id = session_id
-        self.token = secrets.token_bytes(32)
+        self.token = secrets.token_bytes(32)  # b"" in a restored session until resumed
+        self.token_digest = TokenDigest.of(self.token)  # what a checkpoint keeps of it
         self.peer = peer
         self.client_name = client_name
         self.lock = threading.RLock()

@@ -15,7 +15,6 @@ __all__ = [
     'CHECKPOINT_MAGIC',
     'CHECKPOINT_FORMAT_VERSION',
     'CHECKPOINT_MAX_NAME',
-    'CHECKPOINT_MAX_TOKEN',
     'blob_codec',
     'BLOB_RAW',
     'BLOB_ZSTD',
@@ -62,9 +61,8 @@ __all__ = [
 
 
 CHECKPOINT_MAGIC = 0x43524b50
-CHECKPOINT_FORMAT_VERSION = 1
+CHECKPOINT_FORMAT_VERSION = 2
 CHECKPOINT_MAX_NAME = 1024
-CHECKPOINT_MAX_TOKEN = 64
 
 
 class blob_codec(_enum.IntEnum):
@@ -329,7 +327,8 @@ class session_image:
     """struct session_image."""
 
     session_id: int
-    token: bytes
+    token_salt: bytes
+    token_digest: bytes
     peer: ckpt_name
     client_name: ckpt_name
     initialized: bool
@@ -535,7 +534,8 @@ xdr_session_image.define(
     session_image,
     [
         ('session_id', _xdr.xdr_u_hyper),
-        ('token', _xdr.VarOpaque(CHECKPOINT_MAX_TOKEN)),
+        ('token_salt', _xdr.FixedOpaque(16)),
+        ('token_digest', _xdr.FixedOpaque(32)),
         ('peer', xdr_ckpt_name),
         ('client_name', xdr_ckpt_name),
         ('initialized', _xdr.xdr_bool),

@@ -22,6 +22,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from checkpoint.tokens import TokenDigest
 from cricket_server.auth import SecurityFiles
 from cricket_server.service import format_peer
 from cricket_xdr.rpc.spin import default_spin_us
@@ -131,7 +132,7 @@ class WorkerPool:
             target=self._supervise, name="worker-supervisor", daemon=True
         )
         self.parts = PartRequests()  # checkpoint requests to workers (workers.checkpoints)
-        self._restored: dict[bytes, _Worker] = {}  # session token -> worker holding it
+        self._restored: dict[TokenDigest, _Worker] = {}  # its token's digest -> worker holding it
 
     # -- the main process's API ------------------------------------------------------------
     def start(self, timeout: float = START_LIMIT) -> str:
@@ -372,12 +373,12 @@ class WorkerPool:
         with contextlib.suppress(OSError):
             worker.channel.send("checkpoint-server-result", rid, *answer)
 
-    def start_restored(self, path: str, sessions: dict[int, bytes], timeout: float) -> None:
-        """Start one worker per restored session (id -> token) of the checkpoint at `path`;
-        wait until every one has restored its session. On any failure every one of them is
-        stopped and WorkerStartError names the session and why."""
+    def start_restored(self, path: str, sessions: dict[int, TokenDigest], timeout: float) -> None:
+        """Start one worker per restored session (id -> its token's digest) of the checkpoint
+        at `path`; wait until every one has restored its session. On any failure every one
+        of them is stopped and WorkerStartError names the session and why."""
         started: list[_Worker] = []
-        for sid, token in sessions.items():
+        for sid, digest in sessions.items():
             extra = ["--restore", path, "--restore-session", f"{sid:#x}", "--va-slot", "0"]
             worker = self._start_worker(extra)
             if worker is None:
@@ -385,7 +386,7 @@ class WorkerPool:
                 raise WorkerStartError(f"could not start a worker for session {sid:#x}")
             started.append(worker)
             with self._cond:
-                self._restored[token] = worker
+                self._restored[digest] = worker
         deadline = time.monotonic() + timeout
         with self._cond:
             self._cond.wait_for(
@@ -407,7 +408,8 @@ class WorkerPool:
         """Give `sock` to the worker holding the restored session of `token`, once; False
         when no worker waits for that token (the caller hands the socket on as usual)."""
         with self._cond:
-            worker = self._restored.pop(token, None)
+            digest = next((d for d in self._restored if d.matches(token)), None)
+            worker = self._restored.pop(digest) if digest is not None else None
         if worker is None:
             return False
         worker.peer = format_peer(peer)
@@ -437,5 +439,5 @@ class WorkerPool:
             self._cond.wait_for(lambda: all(w.pid not in self._workers for w in workers), 30)
 
     def _forget_restored(self, worker: _Worker) -> None:
-        for token in [t for t, w in self._restored.items() if w is worker]:
-            del self._restored[token]
+        for digest in [d for d, w in self._restored.items() if w is worker]:
+            del self._restored[digest]

@@ -37,7 +37,8 @@ def _blob_session(sink: BlobSink, contents: list[bytes]) -> ck.session_image:
         )
     return ck.session_image(
         session_id=1,
-        token=b"t" * 32,
+        token_salt=b"s" * 16,
+        token_digest=b"d" * 32,
         peer="127.0.0.1:1",
         client_name="test",
         initialized=True,

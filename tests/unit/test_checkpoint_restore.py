@@ -62,7 +62,7 @@ def test_restore_brings_back_handles_addresses_and_contents(tmp_path: Path) -> N
     report = restore_checkpoint(m, tmp_path / "c")
     assert report.moved_globals == [] and report.warnings == []
     (s,) = report.sessions
-    assert (s.id, s.token, s.resumable) == (old.id, old.token, True)
+    assert (s.id, s.token_digest, s.resumable) == (old.id, old.token_digest, True)
     assert m.resume(old.token) is s and not s.resumable
     with pytest.raises(Exception, match="no restored session waits"):
         m.resume(old.token)  # taken once

@@ -93,7 +93,7 @@ def test_every_worker_writes_its_part_and_the_checkpoint_restores(tmp_path: Path
     ckpt.verify()
     for w, data in zip(pool.workers, payloads(), strict=True):  # a worker per session
         (s,) = restore_checkpoint(manager(), tmp_path / "c", only={w.session.id}).sessions
-        assert s.id == w.session.id and s.token == w.session.token
+        assert s.id == w.session.id and s.token_digest == w.session.token_digest
         assert bytes(s.memcpy_dtoh(w.ptr, len(data), None)) == data
 
 

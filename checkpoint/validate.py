@@ -1,0 +1,170 @@
+"""What a restore refuses in a checkpoint's manifest, found without a device.
+
+A manifest is untrusted input: its checksum only says it is whole, not that it makes sense.
+`manifest_problems(body)` lists, in manifest order, everything about it that a restore
+refuses; `cricket-checkpoint verify` (`Checkpoint.problems`) and the restore
+(`Checkpoint.check_manifest`) both call it, so the two cannot drift:
+
+| what                 | checked                                                             |
+| -------------------- | ------------------------------------------------------------------- |
+| sessions             | ids non-zero and distinct                                           |
+| handles              | tagged with the kind of object they name; each held once a session  |
+| references           | the context stack, modules, streams, events, libraries and          |
+|                      | allocations name contexts of their session                          |
+| allocations          | non-empty, inside the manifest's device address range, none         |
+|                      | overlapping another, on their context's device, distinct buffer ids |
+| blob sizes           | an allocation's or global's blob decodes to exactly its size        |
+| blob files           | relative paths that stay inside the checkpoint; a raw blob's stored |
+|                      | size is its size                                                    |
+
+What depends on the restoring server (its device count, address range, live handles and
+sessions) is checked by the restore itself (cricket_server.checkpointing.check_fits).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import PurePosixPath
+
+from cricket_server.resources import HandleKind, kind_of
+from rpc_spec import checkpoint_rpc as ck
+
+ADDRESS_LIMIT = 1 << 64
+
+
+def blob_path_problem(file: str) -> str | None:
+    """Why a blob_ref's file cannot be read inside the checkpoint (None: it can)."""
+    rel = PurePosixPath(file)
+    if not rel.parts:
+        return "names no file"
+    if rel.is_absolute() or ".." in rel.parts:
+        return "leaves the checkpoint"
+    return None
+
+
+def _handles(s: ck.session_image) -> Iterator[tuple[HandleKind, int, str]]:
+    """(kind it must have, handle, what holds it) for every handle of a session."""
+    for c in s.contexts:
+        yield HandleKind.CONTEXT, c.handle, "context"
+    for m in s.modules:
+        yield HandleKind.MODULE, m.handle, "module"
+        for f in m.functions:
+            yield HandleKind.FUNCTION, f.handle, f"module {m.handle:#x} function {f.name!r}"
+    for lib in s.libraries:
+        yield HandleKind.LIBRARY, lib.handle, "library"
+        for k in lib.kernels:
+            yield HandleKind.KERNEL, k.handle, f"library {lib.handle:#x} kernel {k.name!r}"
+            if k.function is not None:
+                yield HandleKind.FUNCTION, k.function.handle, f"kernel {k.handle:#x} function"
+    for st in s.streams:
+        yield HandleKind.STREAM, st.handle, "stream"
+    for e in s.events:
+        yield HandleKind.EVENT, e.handle, "event"
+
+
+def _blobs(s: ck.session_image) -> Iterator[tuple[str, ck.blob_ref]]:
+    for m in s.modules:
+        yield f"module {m.handle:#x} image", m.image
+        for g in m.globals:
+            yield f"module {m.handle:#x} global {g.name!r}", g.contents
+    for lib in s.libraries:
+        yield f"library {lib.handle:#x} image", lib.image
+    for a in s.allocations:
+        yield f"allocation {a.ptr:#x}", a.contents
+
+
+def _session_problems(s: ck.session_image, va: tuple[int, int]) -> Iterator[str]:
+    held: dict[int, str] = {}
+    for kind, handle, what in _handles(s):
+        if kind_of(handle) is not kind:
+            yield f"{what} handle {handle:#x} is not a {kind.label} handle"
+        if handle in held:
+            yield f"handle {handle:#x} is held twice: by {held[handle]} and by {what}"
+        held.setdefault(handle, what)
+    devs = {c.handle: c.dev for c in s.contexts}
+
+    def ctx_problem(what: str, ctx: int) -> Iterator[str]:
+        if ctx not in devs:
+            yield f"{what} names context {ctx:#x}, which is not in it"
+
+    for h in s.context_stack:
+        yield from ctx_problem("the context stack", h)
+    for m in s.modules:
+        yield from ctx_problem(f"module {m.handle:#x}", m.ctx)
+        for g in m.globals:
+            if g.contents.size != g.size:
+                yield (
+                    f"module {m.handle:#x} global {g.name!r} is {g.size} bytes, its blob "
+                    f"{g.contents.file} holds {g.contents.size}"
+                )
+    for lib in s.libraries:
+        if lib.ctx != 0:
+            yield from ctx_problem(f"library {lib.handle:#x}", lib.ctx)
+    for st in s.streams:
+        yield from ctx_problem(f"stream {st.handle:#x}", st.ctx)
+    for e in s.events:
+        yield from ctx_problem(f"event {e.handle:#x}", e.ctx)
+    yield from _allocation_problems(s, devs, va)
+    for what, ref in _blobs(s):
+        why = blob_path_problem(ref.file)
+        if why is not None:
+            yield f"{what}: blob path {ref.file!r} {why}"
+        if ref.codec == ck.blob_codec.BLOB_RAW and ref.stored_size != ref.size:
+            yield (
+                f"{what}: raw blob {ref.file} is stored in {ref.stored_size} bytes but "
+                f"holds {ref.size}"
+            )
+
+
+def _allocation_problems(
+    s: ck.session_image, devs: dict[int, int], va: tuple[int, int]
+) -> Iterator[str]:
+    base, end = va
+    buffers: dict[int, int] = {}
+    last: ck.allocation_image | None = None
+    for a in sorted(s.allocations, key=lambda a: a.ptr):
+        span = f"allocation [{a.ptr:#x}, {a.ptr + a.size:#x})"
+        if a.size == 0:
+            yield f"allocation {a.ptr:#x} is empty"
+        elif not (base <= a.ptr and a.ptr + a.size <= end):
+            yield (
+                f"{span} lies outside the checkpoint's device address range "
+                f"[{base:#x}, {end:#x})"
+            )
+        if last is not None and a.ptr < last.ptr + last.size:
+            yield f"{span} overlaps allocation [{last.ptr:#x}, {last.ptr + last.size:#x})"
+        if a.contents.size != a.size:
+            yield f"{span} is {a.size} bytes, its blob {a.contents.file} holds {a.contents.size}"
+        if a.ctx not in devs:
+            yield f"{span} names context {a.ctx:#x}, which is not in it"
+        elif devs[a.ctx] != a.dev:
+            yield (
+                f"{span} is on device {a.dev}, its context {a.ctx:#x} on device {devs[a.ctx]}"
+            )
+        if a.buffer_id in buffers:
+            yield (
+                f"{span} has buffer id {a.buffer_id}, as has allocation "
+                f"{buffers[a.buffer_id]:#x}"
+            )
+        buffers.setdefault(a.buffer_id, a.ptr)
+        if last is None or a.ptr + a.size > last.ptr + last.size:
+            last = a
+
+
+def manifest_problems(body: ck.manifest_body) -> list[str]:
+    """Everything in `body` a restore refuses, each naming the session and object (empty: it
+    makes sense); see the module docstring."""
+    found: list[str] = []
+    end = body.va_base + body.va_size
+    if end > ADDRESS_LIMIT:
+        found.append(f"device address range [{body.va_base:#x}, {end:#x}) overflows 64 bits")
+    seen: set[int] = set()
+    for s in body.sessions:
+        sid = f"session {s.session_id:#x}"
+        if s.session_id == 0:
+            found.append("session id 0 names no session")
+        elif s.session_id in seen:
+            found.append(f"{sid} appears twice")
+        seen.add(s.session_id)
+        found += [f"{sid}: {p}" for p in _session_problems(s, (body.va_base, end))]
+    return found
