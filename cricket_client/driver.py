@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import _enums
+from ._args import c_int, size_t, uint, unsigned
 from ._enums import *  # noqa: F403  (the enums and constants of cuda.bindings.driver)
 from ._enums import (
     CU_STREAM_LEGACY,
@@ -85,8 +86,11 @@ def _stream(h: Any) -> int:
 
 
 def _name(name: Any) -> str:
+    """A symbol name for the wire. Bytes that are not UTF-8 name no symbol of any module: they
+    travel with U+FFFD in their place, and the server answers CUDA_ERROR_NOT_FOUND (or what a
+    bad module handle gives), as the driver does for such a name."""
     if isinstance(name, bytes | bytearray):
-        return bytes(name).split(b"\0", 1)[0].decode()
+        return bytes(name).split(b"\0", 1)[0].decode(errors="replace")
     return str(name)
 
 
@@ -116,7 +120,7 @@ def cuGetErrorString(error: Any) -> tuple[Any, bytes | None]:  # noqa: N802
 
 
 def cuInit(Flags: int) -> tuple[Any]:  # noqa: N802, N803
-    err, _ = _conn().sync("CU_INIT", int(Flags))
+    err, _ = _conn().sync("CU_INIT", uint(Flags, "cuInit: Flags"))
     return _out(err)
 
 
@@ -131,13 +135,14 @@ def cuDeviceGetCount() -> tuple[Any, int | None]:  # noqa: N802
 
 
 def cuDeviceGet(ordinal: int) -> tuple[Any, CUdevice | None]:  # noqa: N802
-    err, r = _conn().sync("CU_DEVICE_GET", int(ordinal))
+    err, r = _conn().sync("CU_DEVICE_GET", c_int(ordinal, "cuDeviceGet: ordinal"))
     return _out(err, CUdevice(r.value) if not err else None)
 
 
 def cuDeviceGetName(length: int, dev: Any) -> tuple[Any, bytes | None]:  # noqa: N802
+    length = c_int(length, "cuDeviceGetName: length")
     err, r = _conn().sync("CU_DEVICE_GET_NAME", as_int(dev))
-    return _out(err, _padded(r.value, int(length)) if not err else None)
+    return _out(err, _padded(r.value, length) if not err else None)
 
 
 def cuDeviceGetAttribute(attrib: Any, dev: Any) -> tuple[Any, int | None]:  # noqa: N802
@@ -156,8 +161,9 @@ def cuDeviceGetUuid(dev: Any) -> tuple[Any, CUuuid | None]:  # noqa: N802
 
 
 def cuDeviceGetPCIBusId(length: int, dev: Any) -> tuple[Any, bytes | None]:  # noqa: N802
+    length = c_int(length, "cuDeviceGetPCIBusId: length")
     err, r = _conn().sync("CU_DEVICE_GET_PCI_BUS_ID", as_int(dev))
-    return _out(err, _padded(r.value, int(length)) if not err else None)
+    return _out(err, _padded(r.value, length) if not err else None)
 
 
 # -- contexts -------------------------------------------------------------------------------
@@ -184,7 +190,8 @@ def cuDevicePrimaryCtxGetState(dev: Any) -> tuple[Any, int | None, int | None]: 
 
 
 def cuDevicePrimaryCtxSetFlags(dev: Any, flags: int) -> tuple[Any]:  # noqa: N802
-    return _out(_conn().sync("CU_DEVICE_PRIMARY_CTX_SET_FLAGS", as_int(dev), int(flags))[0])
+    flags = uint(flags, "cuDevicePrimaryCtxSetFlags: flags")
+    return _out(_conn().sync("CU_DEVICE_PRIMARY_CTX_SET_FLAGS", as_int(dev), flags)[0])
 
 
 def cuCtxCreate(ctxCreateParams: Any, flags: int, dev: Any) -> tuple[Any, CUcontext | None]:  # noqa: N802, N803
@@ -197,7 +204,7 @@ def cuCtxCreate(ctxCreateParams: Any, flags: int, dev: Any) -> tuple[Any, CUcont
             "pass None",
             1,
         )
-    err, r = conn.sync("CU_CTX_CREATE", int(flags), as_int(dev))
+    err, r = conn.sync("CU_CTX_CREATE", uint(flags, "cuCtxCreate: flags"), as_int(dev))
     return _out(err, CUcontext(r.value) if not err else None)
 
 
@@ -238,7 +245,8 @@ def cuCtxGetLimit(limit: Any) -> tuple[Any, int | None]:  # noqa: N802
 
 
 def cuCtxSetLimit(limit: Any, value: int) -> tuple[Any]:  # noqa: N802
-    return _out(_conn().sync("CU_CTX_SET_LIMIT", int(limit), int(value))[0])
+    value = size_t(value, "cuCtxSetLimit: value")
+    return _out(_conn().sync("CU_CTX_SET_LIMIT", int(limit), value)[0])
 
 
 def cuCtxGetStreamPriorityRange() -> tuple[Any, int | None, int | None]:  # noqa: N802
@@ -252,15 +260,18 @@ def cuCtxGetStreamPriorityRange() -> tuple[Any, int | None, int | None]:  # noqa
 
 
 def cuMemAlloc(bytesize: int) -> tuple[Any, CUdeviceptr | None]:  # noqa: N802
-    err, r = _conn().sync("CU_MEM_ALLOC", int(bytesize))
+    err, r = _conn().sync("CU_MEM_ALLOC", size_t(bytesize, "cuMemAlloc: bytesize"))
     return _out(err, CUdeviceptr(r.value) if not err else None)
 
 
 def cuMemAllocPitch(  # noqa: N802
     WidthInBytes: int, Height: int, ElementSizeBytes: int  # noqa: N803
 ) -> tuple[Any, CUdeviceptr | None, int | None]:
+    WidthInBytes = size_t(WidthInBytes, "cuMemAllocPitch: WidthInBytes")
+    Height = size_t(Height, "cuMemAllocPitch: Height")
+    ElementSizeBytes = uint(ElementSizeBytes, "cuMemAllocPitch: ElementSizeBytes")
     err, r = _conn().sync(
-        "CU_MEM_ALLOC_PITCH", int(WidthInBytes), int(Height), int(ElementSizeBytes)
+        "CU_MEM_ALLOC_PITCH", WidthInBytes, Height, ElementSizeBytes
     )
     if err:
         return _out(err, None, None)
@@ -343,24 +354,29 @@ def _dtoh(call: str, dst: Any, src: int, n: int, stream: int | None) -> tuple[An
 
 
 def cuMemcpyHtoD(dstDevice: Any, srcHost: Any, ByteCount: int) -> tuple[Any]:  # noqa: N802, N803
-    return _htod("cuMemcpyHtoD", as_int(dstDevice), srcHost, int(ByteCount), None)
+    ByteCount = size_t(ByteCount, "cuMemcpyHtoD: ByteCount")
+    return _htod("cuMemcpyHtoD", as_int(dstDevice), srcHost, ByteCount, None)
 
 
 def cuMemcpyHtoDAsync(dstDevice: Any, srcHost: Any, ByteCount: int, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
-    return _htod("cuMemcpyHtoDAsync", as_int(dstDevice), srcHost, int(ByteCount), _stream(hStream))
+    ByteCount = size_t(ByteCount, "cuMemcpyHtoDAsync: ByteCount")
+    return _htod("cuMemcpyHtoDAsync", as_int(dstDevice), srcHost, ByteCount, _stream(hStream))
 
 
 def cuMemcpyDtoH(dstHost: Any, srcDevice: Any, ByteCount: int) -> tuple[Any]:  # noqa: N802, N803
-    return _dtoh("cuMemcpyDtoH", dstHost, as_int(srcDevice), int(ByteCount), None)
+    ByteCount = size_t(ByteCount, "cuMemcpyDtoH: ByteCount")
+    return _dtoh("cuMemcpyDtoH", dstHost, as_int(srcDevice), ByteCount, None)
 
 
 def cuMemcpyDtoHAsync(dstHost: Any, srcDevice: Any, ByteCount: int, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
-    return _dtoh("cuMemcpyDtoHAsync", dstHost, as_int(srcDevice), int(ByteCount), _stream(hStream))
+    ByteCount = size_t(ByteCount, "cuMemcpyDtoHAsync: ByteCount")
+    return _dtoh("cuMemcpyDtoHAsync", dstHost, as_int(srcDevice), ByteCount, _stream(hStream))
 
 
 def cuMemcpyDtoD(dstDevice: Any, srcDevice: Any, ByteCount: int) -> tuple[Any]:  # noqa: N802, N803
+    ByteCount = size_t(ByteCount, "cuMemcpyDtoD: ByteCount")
     return _out(
-        _conn().sync("CU_MEMCPY_DTOD", as_int(dstDevice), as_int(srcDevice), int(ByteCount))[0]
+        _conn().sync("CU_MEMCPY_DTOD", as_int(dstDevice), as_int(srcDevice), ByteCount)[0]
     )
 
 
@@ -369,7 +385,7 @@ def cuMemcpyDtoDAsync(dstDevice: Any, srcDevice: Any, ByteCount: int, hStream: A
         "CU_MEMCPY_DTOD_ASYNC",
         as_int(dstDevice),
         as_int(srcDevice),
-        int(ByteCount),
+        size_t(ByteCount, "cuMemcpyDtoDAsync: ByteCount"),
         _stream(hStream),
     )
     return (_SUCCESS,)
@@ -415,19 +431,22 @@ def _host(obj: Any) -> Any:
 
 
 def cuMemcpy(dst: Any, src: Any, ByteCount: int) -> tuple[Any]:  # noqa: N802, N803
-    return _memcpy("cuMemcpy", dst, src, int(ByteCount), None)
+    return _memcpy("cuMemcpy", dst, src, size_t(ByteCount, "cuMemcpy: ByteCount"), None)
 
 
 def cuMemcpyAsync(dst: Any, src: Any, ByteCount: int, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
-    return _memcpy("cuMemcpyAsync", dst, src, int(ByteCount), _stream(hStream))
+    ByteCount = size_t(ByteCount, "cuMemcpyAsync: ByteCount")
+    return _memcpy("cuMemcpyAsync", dst, src, ByteCount, _stream(hStream))
 
 
 def _memset(dst: Any, value: int, width: int, n: int, stream: Any = None, *, asynchronous: bool) -> tuple[Any]:
-    mask = (1 << (8 * width)) - 1
+    call = f"cuMemsetD{8 * width}{'Async' if asynchronous else ''}"
+    value = unsigned(value, width, f"{call}: value")
+    n = size_t(n, f"{call}: N")
     if asynchronous:
-        _conn().post("CU_MEMSET_ASYNC", as_int(dst), int(value) & mask, width, int(n), _stream(stream))
+        _conn().post("CU_MEMSET_ASYNC", as_int(dst), value, width, n, _stream(stream))
         return (_SUCCESS,)
-    return _out(_conn().sync("CU_MEMSET", as_int(dst), int(value) & mask, width, int(n))[0])
+    return _out(_conn().sync("CU_MEMSET", as_int(dst), value, width, n)[0])
 
 
 def cuMemsetD8(dstDevice: Any, uc: int, N: int) -> tuple[Any]:  # noqa: N802, N803
@@ -455,7 +474,8 @@ def cuMemsetD32Async(dstDevice: Any, ui: int, N: int, hStream: Any) -> tuple[Any
 
 
 def cuMemAllocAsync(bytesize: int, hStream: Any) -> tuple[Any, CUdeviceptr | None]:  # noqa: N802
-    err, r = _conn().sync("CU_MEM_ALLOC_ASYNC", int(bytesize), _stream(hStream))
+    bytesize = size_t(bytesize, "cuMemAllocAsync: bytesize")
+    err, r = _conn().sync("CU_MEM_ALLOC_ASYNC", bytesize, _stream(hStream))
     return _out(err, CUdeviceptr(r.value) if not err else None)
 
 
@@ -694,7 +714,8 @@ def cuFuncGetAttribute(attrib: Any, hfunc: Any) -> tuple[Any, int | None]:  # no
 
 
 def cuFuncSetAttribute(hfunc: Any, attrib: Any, value: int) -> tuple[Any]:  # noqa: N802
-    return _out(_conn().sync("CU_FUNC_SET_ATTRIBUTE", as_int(hfunc), int(attrib), int(value))[0])
+    value = c_int(value, "cuFuncSetAttribute: value")
+    return _out(_conn().sync("CU_FUNC_SET_ATTRIBUTE", as_int(hfunc), int(attrib), value)[0])
 
 
 def cuFuncSetCacheConfig(hfunc: Any, config: Any) -> tuple[Any]:  # noqa: N802
@@ -706,7 +727,7 @@ def cuFuncGetParamInfo(func: Any, paramIndex: int) -> tuple[Any, int | None, int
     err, layout = conn.param_layout(as_int(func))
     if err:
         return _out(err, None, None)
-    index = int(paramIndex)
+    index = size_t(paramIndex, "cuFuncGetParamInfo: paramIndex")
     if not 0 <= index < len(layout):
         return _fail(
             conn,
@@ -775,13 +796,13 @@ def _launch(
         return (_SUCCESS,)
     args = conn.proto.launch_args(
         function=func,
-        grid_x=int(grid[0]),
-        grid_y=int(grid[1]),
-        grid_z=int(grid[2]),
-        block_x=int(block[0]),
-        block_y=int(block[1]),
-        block_z=int(block[2]),
-        shared_mem_bytes=int(shared),
+        grid_x=uint(grid[0], f"{call}: gridDimX"),
+        grid_y=uint(grid[1], f"{call}: gridDimY"),
+        grid_z=uint(grid[2], f"{call}: gridDimZ"),
+        block_x=uint(block[0], f"{call}: blockDimX"),
+        block_y=uint(block[1], f"{call}: blockDimY"),
+        block_z=uint(block[2], f"{call}: blockDimZ"),
+        shared_mem_bytes=uint(shared, f"{call}: sharedMemBytes"),
         stream=_stream(stream),
         params=params,
     )
@@ -844,12 +865,14 @@ def cuLaunchCooperativeKernel(  # noqa: N802
 
 
 def cuStreamCreate(Flags: int) -> tuple[Any, CUstream | None]:  # noqa: N802, N803
-    err, r = _conn().sync("CU_STREAM_CREATE", int(Flags))
+    err, r = _conn().sync("CU_STREAM_CREATE", uint(Flags, "cuStreamCreate: Flags"))
     return _out(err, CUstream(r.value) if not err else None)
 
 
 def cuStreamCreateWithPriority(flags: int, priority: int) -> tuple[Any, CUstream | None]:  # noqa: N802
-    err, r = _conn().sync("CU_STREAM_CREATE_WITH_PRIORITY", int(flags), int(priority))
+    flags = uint(flags, "cuStreamCreateWithPriority: flags")
+    priority = c_int(priority, "cuStreamCreateWithPriority: priority")
+    err, r = _conn().sync("CU_STREAM_CREATE_WITH_PRIORITY", flags, priority)
     return _out(err, CUstream(r.value) if not err else None)
 
 
@@ -866,12 +889,13 @@ def cuStreamQuery(hStream: Any) -> tuple[Any]:  # noqa: N802, N803
 
 
 def cuStreamWaitEvent(hStream: Any, hEvent: Any, Flags: int) -> tuple[Any]:  # noqa: N802, N803
-    _conn().post("CU_STREAM_WAIT_EVENT", _stream(hStream), as_int(hEvent), int(Flags))
+    Flags = uint(Flags, "cuStreamWaitEvent: Flags")
+    _conn().post("CU_STREAM_WAIT_EVENT", _stream(hStream), as_int(hEvent), Flags)
     return (_SUCCESS,)
 
 
 def cuEventCreate(Flags: int) -> tuple[Any, CUevent | None]:  # noqa: N802, N803
-    err, r = _conn().sync("CU_EVENT_CREATE", int(Flags))
+    err, r = _conn().sync("CU_EVENT_CREATE", uint(Flags, "cuEventCreate: Flags"))
     return _out(err, CUevent(r.value) if not err else None)
 
 
@@ -909,12 +933,17 @@ def cuOccupancyMaxActiveBlocksPerMultiprocessor(  # noqa: N802
 def cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(  # noqa: N802
     func: Any, blockSize: int, dynamicSMemSize: int, flags: int  # noqa: N803
 ) -> tuple[Any, int | None]:
+    blockSize = c_int(blockSize, "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags: blockSize")
+    dynamicSMemSize = size_t(
+        dynamicSMemSize, "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags: dynamicSMemSize"
+    )
+    flags = uint(flags, "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags: flags")
     err, r = _conn().sync(
         "CU_OCCUPANCY_MAX_ACTIVE_BLOCKS_PER_MULTIPROCESSOR",
         as_int(func),
-        int(blockSize),
-        int(dynamicSMemSize),
-        int(flags),
+        blockSize,
+        dynamicSMemSize,
+        flags,
     )
     return _out(err, r.value if not err else None)
 
@@ -922,6 +951,8 @@ def cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(  # noqa: N802
 def cuOccupancyMaxPotentialBlockSize(  # noqa: N802
     func: Any, blockSizeToDynamicSMemSize: Any, dynamicSMemSize: int, blockSizeLimit: int  # noqa: N803
 ) -> tuple[Any, int | None, int | None]:
+    dynamicSMemSize = size_t(dynamicSMemSize, "cuOccupancyMaxPotentialBlockSize: dynamicSMemSize")
+    blockSizeLimit = c_int(blockSizeLimit, "cuOccupancyMaxPotentialBlockSize: blockSizeLimit")
     conn = _conn()
     if blockSizeToDynamicSMemSize not in (None, 0):
         return _fail(
@@ -934,8 +965,8 @@ def cuOccupancyMaxPotentialBlockSize(  # noqa: N802
     err, r = conn.sync(
         "CU_OCCUPANCY_MAX_POTENTIAL_BLOCK_SIZE",
         as_int(func),
-        int(dynamicSMemSize),
-        int(blockSizeLimit),
+        dynamicSMemSize,
+        blockSizeLimit,
         0,
     )
     if err:
