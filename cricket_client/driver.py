@@ -509,14 +509,27 @@ def _pointer_value(attribute: int, value: int) -> Any:
     return value
 
 
+_PA_MEMORY_TYPE = int(CUpointer_attribute.CU_POINTER_ATTRIBUTE_MEMORY_TYPE)
+
+
 def cuPointerGetAttribute(attribute: Any, ptr: Any) -> tuple[Any, Any]:  # noqa: N802
-    err, r = _conn().sync("CU_POINTER_GET_ATTRIBUTES", [int(attribute)], as_int(ptr))
+    """Unlike cuPointerGetAttributes, an address that is no allocation of this session (never
+    allocated, freed, or another session's) fails with CUDA_ERROR_INVALID_VALUE, as the
+    driver fails a pointer it does not know: the memory type, asked for with it, tells."""
+    conn = _conn()
+    attribute, address = int(attribute), as_int(ptr)
+    attrs = [attribute] if attribute == _PA_MEMORY_TYPE else [attribute, _PA_MEMORY_TYPE]
+    err, r = conn.sync("CU_POINTER_GET_ATTRIBUTES", attrs, address)
     if err:
         return _out(err, None)
-    item = r.value[0]
+    item, kind = r.value[0], r.value[-1]
     if item.err:
         return _out(item.err, None)
-    return (_SUCCESS, _pointer_value(int(attribute), item.value))
+    if not kind.err and kind.value == 0:
+        return _fail(
+            conn, _INVALID_VALUE, f"cuPointerGetAttribute: {address:#x} is not a device pointer", 1
+        )
+    return (_SUCCESS, _pointer_value(attribute, item.value))
 
 
 def cuPointerGetAttributes(  # noqa: N802
