@@ -4,7 +4,6 @@ that session; its pointers look exactly like pointers nobody allocated."""
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from behaviour_helpers import check
 
