@@ -11,6 +11,7 @@ replies nobody has asked for yet cannot deadlock against the server.
 from __future__ import annotations
 
 import contextlib
+import errno
 import select
 import socket
 import ssl
@@ -486,7 +487,10 @@ class RpcClient:
             elif n:
                 conn.receive_data(self._scratch[:n])
         except OSError as exc:
-            self._fail(ConnectionLost(f"{self._where()}: receive failed: {exc}"))
+            why = f"receive failed: {exc}"
+            if exc.errno == errno.ETIMEDOUT:  # what keepalive reports (see KEEPALIVE)
+                why = "the server host stopped answering (TCP keepalive timed out)"
+            self._fail(ConnectionLost(f"{self._where()}: {why}"))
             return False
         if n == 0:
             self._fail(ConnectionLost(f"{self._where()}: server closed the connection"))
