@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import _enums
-from ._args import c_int, size_t, uint, unsigned
+from ._args import c_int, size_t, u64, uint, unsigned
 from ._enums import *  # noqa: F403  (the enums and constants of cuda.bindings.driver)
 from ._enums import (
     CU_STREAM_LEGACY,
@@ -75,9 +75,18 @@ def _out(err: int, *values: Any) -> tuple[Any, ...]:
     return (_SUCCESS, *values)
 
 
+def _handle(value: Any, what: str) -> int:
+    """A handle or device pointer argument: cuda-python takes it as an unsigned 64-bit value
+    (OverflowError for a negative one)."""
+    number = as_int(value)
+    if 0 <= number < 1 << 64:
+        return number
+    return u64(number, what)
+
+
 def _stream(h: Any) -> int:
     """A stream argument as the wire handle: 0 legacy default, 2 per-thread default."""
-    value = as_int(h)
+    value = _handle(h, "hStream")
     if value in (0, CU_STREAM_LEGACY):
         return 0
     if value == CU_STREAM_PER_THREAD:
@@ -209,11 +218,11 @@ def cuCtxCreate(ctxCreateParams: Any, flags: int, dev: Any) -> tuple[Any, CUcont
 
 
 def cuCtxDestroy(ctx: Any) -> tuple[Any]:  # noqa: N802
-    return _out(_conn().sync("CU_CTX_DESTROY", as_int(ctx))[0])
+    return _out(_conn().sync("CU_CTX_DESTROY", _handle(ctx, "ctx"))[0])
 
 
 def cuCtxSetCurrent(ctx: Any) -> tuple[Any]:  # noqa: N802
-    return _out(_conn().sync("CU_CTX_SET_CURRENT", as_int(ctx))[0])
+    return _out(_conn().sync("CU_CTX_SET_CURRENT", _handle(ctx, "ctx"))[0])
 
 
 def cuCtxGetCurrent() -> tuple[Any, CUcontext | None]:  # noqa: N802
@@ -222,7 +231,7 @@ def cuCtxGetCurrent() -> tuple[Any, CUcontext | None]:  # noqa: N802
 
 
 def cuCtxPushCurrent(ctx: Any) -> tuple[Any]:  # noqa: N802
-    return _out(_conn().sync("CU_CTX_PUSH_CURRENT", as_int(ctx))[0])
+    return _out(_conn().sync("CU_CTX_PUSH_CURRENT", _handle(ctx, "ctx"))[0])
 
 
 def cuCtxPopCurrent() -> tuple[Any, CUcontext | None]:  # noqa: N802
@@ -279,7 +288,7 @@ def cuMemAllocPitch(  # noqa: N802
 
 
 def cuMemFree(dptr: Any) -> tuple[Any]:  # noqa: N802
-    return _out(_conn().sync("CU_MEM_FREE", as_int(dptr))[0])
+    return _out(_conn().sync("CU_MEM_FREE", _handle(dptr, "dptr"))[0])
 
 
 def cuMemGetInfo() -> tuple[Any, int | None, int | None]:  # noqa: N802
@@ -290,7 +299,7 @@ def cuMemGetInfo() -> tuple[Any, int | None, int | None]:  # noqa: N802
 
 
 def cuMemGetAddressRange(dptr: Any) -> tuple[Any, CUdeviceptr | None, int | None]:  # noqa: N802
-    err, r = _conn().sync("CU_MEM_GET_ADDRESS_RANGE", as_int(dptr))
+    err, r = _conn().sync("CU_MEM_GET_ADDRESS_RANGE", _handle(dptr, "dptr"))
     if err:
         return _out(err, None, None)
     return _out(err, CUdeviceptr(r.value.base), r.value.size)
@@ -355,36 +364,43 @@ def _dtoh(call: str, dst: Any, src: int, n: int, stream: int | None) -> tuple[An
 
 def cuMemcpyHtoD(dstDevice: Any, srcHost: Any, ByteCount: int) -> tuple[Any]:  # noqa: N802, N803
     ByteCount = size_t(ByteCount, "cuMemcpyHtoD: ByteCount")
-    return _htod("cuMemcpyHtoD", as_int(dstDevice), srcHost, ByteCount, None)
+    return _htod("cuMemcpyHtoD", _handle(dstDevice, "dstDevice"), srcHost, ByteCount, None)
 
 
 def cuMemcpyHtoDAsync(dstDevice: Any, srcHost: Any, ByteCount: int, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
     ByteCount = size_t(ByteCount, "cuMemcpyHtoDAsync: ByteCount")
-    return _htod("cuMemcpyHtoDAsync", as_int(dstDevice), srcHost, ByteCount, _stream(hStream))
+    dst = _handle(dstDevice, "dstDevice")
+    return _htod("cuMemcpyHtoDAsync", dst, srcHost, ByteCount, _stream(hStream))
 
 
 def cuMemcpyDtoH(dstHost: Any, srcDevice: Any, ByteCount: int) -> tuple[Any]:  # noqa: N802, N803
     ByteCount = size_t(ByteCount, "cuMemcpyDtoH: ByteCount")
-    return _dtoh("cuMemcpyDtoH", dstHost, as_int(srcDevice), ByteCount, None)
+    return _dtoh("cuMemcpyDtoH", dstHost, _handle(srcDevice, "srcDevice"), ByteCount, None)
 
 
 def cuMemcpyDtoHAsync(dstHost: Any, srcDevice: Any, ByteCount: int, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
     ByteCount = size_t(ByteCount, "cuMemcpyDtoHAsync: ByteCount")
-    return _dtoh("cuMemcpyDtoHAsync", dstHost, as_int(srcDevice), ByteCount, _stream(hStream))
+    src = _handle(srcDevice, "srcDevice")
+    return _dtoh("cuMemcpyDtoHAsync", dstHost, src, ByteCount, _stream(hStream))
 
 
 def cuMemcpyDtoD(dstDevice: Any, srcDevice: Any, ByteCount: int) -> tuple[Any]:  # noqa: N802, N803
     ByteCount = size_t(ByteCount, "cuMemcpyDtoD: ByteCount")
     return _out(
-        _conn().sync("CU_MEMCPY_DTOD", as_int(dstDevice), as_int(srcDevice), ByteCount)[0]
+        _conn().sync(
+            "CU_MEMCPY_DTOD",
+            _handle(dstDevice, "dstDevice"),
+            _handle(srcDevice, "srcDevice"),
+            ByteCount,
+        )[0]
     )
 
 
 def cuMemcpyDtoDAsync(dstDevice: Any, srcDevice: Any, ByteCount: int, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
     _conn().post(
         "CU_MEMCPY_DTOD_ASYNC",
-        as_int(dstDevice),
-        as_int(srcDevice),
+        _handle(dstDevice, "dstDevice"),
+        _handle(srcDevice, "srcDevice"),
         size_t(ByteCount, "cuMemcpyDtoDAsync: ByteCount"),
         _stream(hStream),
     )
@@ -394,16 +410,16 @@ def cuMemcpyDtoDAsync(dstDevice: Any, srcDevice: Any, ByteCount: int, hStream: A
 def _memcpy(call: str, dst: Any, src: Any, n: int, stream: int | None) -> tuple[Any]:
     """Unified addressing: an address in the server's device range is device memory."""
     conn = _conn()
-    dst_dev = not _is_buffer(dst) and conn.is_device_address(as_int(dst))
-    src_dev = not _is_buffer(src) and conn.is_device_address(as_int(src))
+    dst_dev = not _is_buffer(dst) and conn.is_device_address(_handle(dst, "dst"))
+    src_dev = not _is_buffer(src) and conn.is_device_address(_handle(src, "src"))
     if dst_dev and src_dev:
         if stream is None:
             return cuMemcpyDtoD(dst, src, n)
         return cuMemcpyDtoDAsync(dst, src, n, stream)
     if dst_dev:
-        return _htod(call, as_int(dst), _host(src), n, stream)
+        return _htod(call, _handle(dst, "dst"), _host(src), n, stream)
     if src_dev:
-        return _dtoh(call, _host(dst), as_int(src), n, stream)
+        return _dtoh(call, _host(dst), _handle(src, "src"), n, stream)
     # host to host: done here, after the stream's earlier work when asked for one
     if stream is not None:
         err = conn.sync("CU_STREAM_SYNCHRONIZE", stream)[0]
@@ -427,7 +443,7 @@ def _is_buffer(obj: Any) -> bool:
 
 
 def _host(obj: Any) -> Any:
-    return obj if _is_buffer(obj) else as_int(obj)
+    return obj if _is_buffer(obj) else _handle(obj, "host pointer")
 
 
 def cuMemcpy(dst: Any, src: Any, ByteCount: int) -> tuple[Any]:  # noqa: N802, N803
@@ -444,9 +460,9 @@ def _memset(dst: Any, value: int, width: int, n: int, stream: Any = None, *, asy
     value = unsigned(value, width, f"{call}: value")
     n = size_t(n, f"{call}: N")
     if asynchronous:
-        _conn().post("CU_MEMSET_ASYNC", as_int(dst), value, width, n, _stream(stream))
+        _conn().post("CU_MEMSET_ASYNC", _handle(dst, "dst"), value, width, n, _stream(stream))
         return (_SUCCESS,)
-    return _out(_conn().sync("CU_MEMSET", as_int(dst), value, width, n)[0])
+    return _out(_conn().sync("CU_MEMSET", _handle(dst, "dst"), value, width, n)[0])
 
 
 def cuMemsetD8(dstDevice: Any, uc: int, N: int) -> tuple[Any]:  # noqa: N802, N803
@@ -480,7 +496,7 @@ def cuMemAllocAsync(bytesize: int, hStream: Any) -> tuple[Any, CUdeviceptr | Non
 
 
 def cuMemFreeAsync(dptr: Any, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
-    _conn().post("CU_MEM_FREE_ASYNC", as_int(dptr), _stream(hStream))
+    _conn().post("CU_MEM_FREE_ASYNC", _handle(dptr, "dptr"), _stream(hStream))
     return (_SUCCESS,)
 
 
@@ -517,7 +533,7 @@ def cuPointerGetAttribute(attribute: Any, ptr: Any) -> tuple[Any, Any]:  # noqa:
     allocated, freed, or another session's) fails with CUDA_ERROR_INVALID_VALUE, as the
     driver fails a pointer it does not know: the memory type, asked for with it, tells."""
     conn = _conn()
-    attribute, address = int(attribute), as_int(ptr)
+    attribute, address = int(attribute), _handle(ptr, "ptr")
     attrs = [attribute] if attribute == _PA_MEMORY_TYPE else [attribute, _PA_MEMORY_TYPE]
     err, r = conn.sync("CU_POINTER_GET_ATTRIBUTES", attrs, address)
     if err:
@@ -538,7 +554,7 @@ def cuPointerGetAttributes(  # noqa: N802
     attrs = [int(a) for a in (attributes or [])][: int(numAttributes)]
     if len(attrs) != int(numAttributes):
         raise RuntimeError(f"List is too small: {len(attrs)} < {int(numAttributes)}")
-    err, r = _conn().sync("CU_POINTER_GET_ATTRIBUTES", attrs, as_int(ptr))
+    err, r = _conn().sync("CU_POINTER_GET_ATTRIBUTES", attrs, _handle(ptr, "ptr"))
     if err:
         return _out(err, None)
     # Attributes the pointer does not have read as 0/None, as the driver leaves them.
@@ -653,16 +669,16 @@ def cuModuleLoadFatBinary(fatCubin: Any) -> tuple[Any, CUmodule | None]:  # noqa
 
 
 def cuModuleUnload(hmod: Any) -> tuple[Any]:  # noqa: N802
-    return _out(_conn().sync("CU_MODULE_UNLOAD", as_int(hmod))[0])
+    return _out(_conn().sync("CU_MODULE_UNLOAD", _handle(hmod, "hmod"))[0])
 
 
 def cuModuleGetFunction(hmod: Any, name: Any) -> tuple[Any, CUfunction | None]:  # noqa: N802
-    err, r = _conn().sync("CU_MODULE_GET_FUNCTION", as_int(hmod), _name(name))
+    err, r = _conn().sync("CU_MODULE_GET_FUNCTION", _handle(hmod, "hmod"), _name(name))
     return _out(err, CUfunction(r.value) if not err else None)
 
 
 def cuModuleGetGlobal(hmod: Any, name: Any) -> tuple[Any, CUdeviceptr | None, int | None]:  # noqa: N802
-    err, r = _conn().sync("CU_MODULE_GET_GLOBAL", as_int(hmod), _name(name))
+    err, r = _conn().sync("CU_MODULE_GET_GLOBAL", _handle(hmod, "hmod"), _name(name))
     if err:
         return _out(err, None, None)
     return (_SUCCESS, CUdeviceptr(r.value.ptr), r.value.size)
@@ -700,16 +716,16 @@ def cuLibraryLoadData(  # noqa: N802
 
 
 def cuLibraryUnload(library: Any) -> tuple[Any]:  # noqa: N802
-    return _out(_conn().sync("CU_LIBRARY_UNLOAD", as_int(library))[0])
+    return _out(_conn().sync("CU_LIBRARY_UNLOAD", _handle(library, "library"))[0])
 
 
 def cuLibraryGetKernel(library: Any, name: Any) -> tuple[Any, CUkernel | None]:  # noqa: N802
-    err, r = _conn().sync("CU_LIBRARY_GET_KERNEL", as_int(library), _name(name))
+    err, r = _conn().sync("CU_LIBRARY_GET_KERNEL", _handle(library, "library"), _name(name))
     return _out(err, CUkernel(r.value) if not err else None)
 
 
 def cuKernelGetFunction(kernel: Any) -> tuple[Any, CUfunction | None]:  # noqa: N802
-    err, r = _conn().sync("CU_KERNEL_GET_FUNCTION", as_int(kernel))
+    err, r = _conn().sync("CU_KERNEL_GET_FUNCTION", _handle(kernel, "kernel"))
     return _out(err, CUfunction(r.value) if not err else None)
 
 
@@ -718,26 +734,27 @@ def _function_id(conn: Connection, f: Any) -> tuple[int, int]:
     if isinstance(f, CUkernel):
         err, r = conn.sync("CU_KERNEL_GET_FUNCTION", f.value)
         return (err, 0) if err else (0, int(r.value))
-    return 0, as_int(f)
+    return 0, _handle(f, "f")
 
 
 def cuFuncGetAttribute(attrib: Any, hfunc: Any) -> tuple[Any, int | None]:  # noqa: N802
-    err, r = _conn().sync("CU_FUNC_GET_ATTRIBUTE", int(attrib), as_int(hfunc))
+    err, r = _conn().sync("CU_FUNC_GET_ATTRIBUTE", int(attrib), _handle(hfunc, "hfunc"))
     return _out(err, r.value if not err else None)
 
 
 def cuFuncSetAttribute(hfunc: Any, attrib: Any, value: int) -> tuple[Any]:  # noqa: N802
     value = c_int(value, "cuFuncSetAttribute: value")
-    return _out(_conn().sync("CU_FUNC_SET_ATTRIBUTE", as_int(hfunc), int(attrib), value)[0])
+    func = _handle(hfunc, "hfunc")
+    return _out(_conn().sync("CU_FUNC_SET_ATTRIBUTE", func, int(attrib), value)[0])
 
 
 def cuFuncSetCacheConfig(hfunc: Any, config: Any) -> tuple[Any]:  # noqa: N802
-    return _out(_conn().sync("CU_FUNC_SET_CACHE_CONFIG", as_int(hfunc), int(config))[0])
+    return _out(_conn().sync("CU_FUNC_SET_CACHE_CONFIG", _handle(hfunc, "hfunc"), int(config))[0])
 
 
 def cuFuncGetParamInfo(func: Any, paramIndex: int) -> tuple[Any, int | None, int | None]:  # noqa: N802, N803
     conn = _conn()
-    err, layout = conn.param_layout(as_int(func))
+    err, layout = conn.param_layout(_handle(func, "func"))
     if err:
         return _out(err, None, None)
     index = size_t(paramIndex, "cuFuncGetParamInfo: paramIndex")
@@ -903,7 +920,7 @@ def cuStreamQuery(hStream: Any) -> tuple[Any]:  # noqa: N802, N803
 
 def cuStreamWaitEvent(hStream: Any, hEvent: Any, Flags: int) -> tuple[Any]:  # noqa: N802, N803
     Flags = uint(Flags, "cuStreamWaitEvent: Flags")
-    _conn().post("CU_STREAM_WAIT_EVENT", _stream(hStream), as_int(hEvent), Flags)
+    _conn().post("CU_STREAM_WAIT_EVENT", _stream(hStream), _handle(hEvent, "hEvent"), Flags)
     return (_SUCCESS,)
 
 
@@ -913,24 +930,24 @@ def cuEventCreate(Flags: int) -> tuple[Any, CUevent | None]:  # noqa: N802, N803
 
 
 def cuEventDestroy(hEvent: Any) -> tuple[Any]:  # noqa: N802, N803
-    return _out(_conn().sync("CU_EVENT_DESTROY", as_int(hEvent))[0])
+    return _out(_conn().sync("CU_EVENT_DESTROY", _handle(hEvent, "hEvent"))[0])
 
 
 def cuEventRecord(hEvent: Any, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
-    _conn().post("CU_EVENT_RECORD", as_int(hEvent), _stream(hStream))
+    _conn().post("CU_EVENT_RECORD", _handle(hEvent, "hEvent"), _stream(hStream))
     return (_SUCCESS,)
 
 
 def cuEventSynchronize(hEvent: Any) -> tuple[Any]:  # noqa: N802, N803
-    return _out(_conn().sync("CU_EVENT_SYNCHRONIZE", as_int(hEvent))[0])
+    return _out(_conn().sync("CU_EVENT_SYNCHRONIZE", _handle(hEvent, "hEvent"))[0])
 
 
 def cuEventQuery(hEvent: Any) -> tuple[Any]:  # noqa: N802, N803
-    return _out(_conn().sync("CU_EVENT_QUERY", as_int(hEvent))[0])
+    return _out(_conn().sync("CU_EVENT_QUERY", _handle(hEvent, "hEvent"))[0])
 
 
 def cuEventElapsedTime(hStart: Any, hEnd: Any) -> tuple[Any, float | None]:  # noqa: N802, N803
-    err, r = _conn().sync("CU_EVENT_ELAPSED_TIME", as_int(hStart), as_int(hEnd))
+    err, r = _conn().sync("CU_EVENT_ELAPSED_TIME", _handle(hStart, "hStart"), _handle(hEnd, "hEnd"))
     return _out(err, float(r.value) if not err else None)
 
 
@@ -953,7 +970,7 @@ def cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(  # noqa: N802
     flags = uint(flags, "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags: flags")
     err, r = _conn().sync(
         "CU_OCCUPANCY_MAX_ACTIVE_BLOCKS_PER_MULTIPROCESSOR",
-        as_int(func),
+        _handle(func, "func"),
         blockSize,
         dynamicSMemSize,
         flags,
@@ -977,7 +994,7 @@ def cuOccupancyMaxPotentialBlockSize(  # noqa: N802
         )
     err, r = conn.sync(
         "CU_OCCUPANCY_MAX_POTENTIAL_BLOCK_SIZE",
-        as_int(func),
+        _handle(func, "func"),
         dynamicSMemSize,
         blockSizeLimit,
         0,

@@ -109,3 +109,14 @@ def test_negative_device_ordinal_is_an_invalid_device(session: Any) -> None:
         E.CUDA_ERROR_INVALID_DEVICE
     )
     assert cuda.cuDeviceTotalMem(-1)[0] == E.CUDA_ERROR_INVALID_DEVICE
+
+
+def test_negative_handles_and_pointers_raise_overflow_error(session: Any) -> None:
+    with pytest.raises(OverflowError, match="dptr"):
+        cuda.cuMemFree(-1)
+    with pytest.raises(OverflowError):
+        cuda.cuMemcpyHtoD(-8, b"x" * 8, 8)
+    with pytest.raises(OverflowError):
+        cuda.cuStreamSynchronize(-1)
+    with pytest.raises(OverflowError):
+        cuda.cuEventQuery(-1)
