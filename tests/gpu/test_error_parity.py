@@ -280,6 +280,10 @@ def stream_flags_negative(cu: ModuleType) -> int:
     return cu.cuStreamCreate(-1)[0]
 
 
+def free_negative_pointer(cu: ModuleType) -> int:
+    return cu.cuMemFree(-1)[0]
+
+
 def negative_device_ordinal(cu: ModuleType) -> int:
     return cu.cuDeviceGet(-1)[0]
 
@@ -324,6 +328,7 @@ ARGUMENT_SCENARIOS: list[Callable[[ModuleType], int]] = [
     alloc_size_given_as_float,
     memset_value_wider_than_a_byte,
     stream_flags_negative,
+    free_negative_pointer,
     negative_device_ordinal,
     negative_limit_value,
     unknown_limit,
