@@ -27,6 +27,7 @@ import ssl
 import struct
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ from importlib import resources
 from typing import Any, TypeVar
 
 from cricket_xdr.rpc.client import RpcClient
-from cricket_xdr.rpc.errors import AuthError, ConnectionLost
+from cricket_xdr.rpc.errors import AuthError, ConnectionLost, ConnectTimeout, RpcTimeout
 from cricket_xdr.stubs import Pending
 from cricket_xdr.xdr import Encoder, xdr_int
 
@@ -43,7 +44,13 @@ from .errors import HelloRefused, NotConnectedError, error_name
 from .launch_batch import LaunchBatcher
 from .reconnect import CallsLost, resume_after_loss
 from .replay import calls_of, renew_log, replay_log
-from .security import Security, explain_auth_error, open_rpc
+from .security import (
+    Security,
+    call_timeout_from_env,
+    connect_timeout_from_env,
+    explain_auth_error,
+    open_rpc,
+)
 
 __all__ = [
     "Connection",
@@ -165,13 +172,20 @@ def _answered(pending: Any) -> bool:
 
 
 class Connection:
-    """A session on cricket-server; see the module docstring."""
+    """A session on cricket-server; see the module docstring.
+
+    `connect_timeout`: seconds for TCP connect, STARTTLS, token proof and HELLO together
+    (default CRICKET_CONNECT_TIMEOUT, else 10), ConnectTimeout past it. `timeout`: seconds a
+    call may wait for its reply (default CRICKET_CALL_TIMEOUT, else no limit), RpcTimeout
+    past it. See cricket_client.security for what is detected without one.
+    """
 
     def __init__(
         self,
         address: str | None = None,
         *,
         timeout: float | None = None,
+        connect_timeout: float | None = None,
         client_name: str | None = None,
         tls: ssl.SSLContext | bool | None = None,
         token: bytes | str | None = None,
@@ -186,6 +200,10 @@ class Connection:
             )
         self.address = address
         self.proto = proto
+        if timeout is None:
+            timeout = call_timeout_from_env()
+        if connect_timeout is None:
+            connect_timeout = connect_timeout_from_env()
         self.timeout = timeout
         self.security = Security.resolve(tls=tls, token=token)  # see cricket_client.security
         self._rpc = open_rpc(
@@ -193,6 +211,7 @@ class Connection:
             self.security,
             program=(proto.CRICKET_PROG, proto.CRICKET_V1),
             timeout=timeout,
+            connect_timeout=connect_timeout,
         )
         self._stub = proto.CRICKET_V1_Client(self._rpc)
         self._lock = threading.Lock()
@@ -207,14 +226,19 @@ class Connection:
         self.closed = False
         name = client_name or f"{os.path.basename(sys.argv[0]) or 'python'}@{socket.gethostname()}"
         self.client_name = name[:1024]
+        deadline = self._rpc.setup_deadline
         try:
-            reply = self._stub.HELLO(
-                proto.hello_args(
-                    protocol_version=proto.CRICKET_PROTOCOL_VERSION,
-                    session_token=b"",
-                    client_name=name[:1024],
+            try:
+                reply = self._stub.HELLO(
+                    proto.hello_args(
+                        protocol_version=proto.CRICKET_PROTOCOL_VERSION,
+                        session_token=b"",
+                        client_name=name[:1024],
+                    ),
+                    timeout=None if deadline is None else max(deadline - time.monotonic(), 0.001),
                 )
-            )
+            except RpcTimeout:
+                raise ConnectTimeout(address, "HELLO", connect_timeout) from None
             if reply.err != 0:
                 raise HelloRefused(f"{address}: HELLO refused with {error_name(reply.err)}")
         except AuthError as exc:  # the server requires a token or TLS

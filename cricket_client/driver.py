@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import _enums
+from ._args import c_int, size_t, u64, uint, unsigned
 from ._enums import *  # noqa: F403  (the enums and constants of cuda.bindings.driver)
 from ._enums import (
     CU_STREAM_LEGACY,
@@ -74,9 +75,18 @@ def _out(err: int, *values: Any) -> tuple[Any, ...]:
     return (_SUCCESS, *values)
 
 
+def _handle(value: Any, what: str) -> int:
+    """A handle or device pointer argument: cuda-python takes it as an unsigned 64-bit value
+    (OverflowError for a negative one)."""
+    number = as_int(value)
+    if 0 <= number < 1 << 64:
+        return number
+    return u64(number, what)
+
+
 def _stream(h: Any) -> int:
     """A stream argument as the wire handle: 0 legacy default, 2 per-thread default."""
-    value = as_int(h)
+    value = _handle(h, "hStream")
     if value in (0, CU_STREAM_LEGACY):
         return 0
     if value == CU_STREAM_PER_THREAD:
@@ -85,8 +95,11 @@ def _stream(h: Any) -> int:
 
 
 def _name(name: Any) -> str:
+    """A symbol name for the wire. Bytes that are not UTF-8 name no symbol of any module: they
+    travel with U+FFFD in their place, and the server answers CUDA_ERROR_NOT_FOUND (or what a
+    bad module handle gives), as the driver does for such a name."""
     if isinstance(name, bytes | bytearray):
-        return bytes(name).split(b"\0", 1)[0].decode()
+        return bytes(name).split(b"\0", 1)[0].decode(errors="replace")
     return str(name)
 
 
@@ -116,7 +129,7 @@ def cuGetErrorString(error: Any) -> tuple[Any, bytes | None]:  # noqa: N802
 
 
 def cuInit(Flags: int) -> tuple[Any]:  # noqa: N802, N803
-    err, _ = _conn().sync("CU_INIT", int(Flags))
+    err, _ = _conn().sync("CU_INIT", uint(Flags, "cuInit: Flags"))
     return _out(err)
 
 
@@ -131,13 +144,14 @@ def cuDeviceGetCount() -> tuple[Any, int | None]:  # noqa: N802
 
 
 def cuDeviceGet(ordinal: int) -> tuple[Any, CUdevice | None]:  # noqa: N802
-    err, r = _conn().sync("CU_DEVICE_GET", int(ordinal))
+    err, r = _conn().sync("CU_DEVICE_GET", c_int(ordinal, "cuDeviceGet: ordinal"))
     return _out(err, CUdevice(r.value) if not err else None)
 
 
 def cuDeviceGetName(length: int, dev: Any) -> tuple[Any, bytes | None]:  # noqa: N802
+    length = c_int(length, "cuDeviceGetName: length")
     err, r = _conn().sync("CU_DEVICE_GET_NAME", as_int(dev))
-    return _out(err, _padded(r.value, int(length)) if not err else None)
+    return _out(err, _padded(r.value, length) if not err else None)
 
 
 def cuDeviceGetAttribute(attrib: Any, dev: Any) -> tuple[Any, int | None]:  # noqa: N802
@@ -156,8 +170,9 @@ def cuDeviceGetUuid(dev: Any) -> tuple[Any, CUuuid | None]:  # noqa: N802
 
 
 def cuDeviceGetPCIBusId(length: int, dev: Any) -> tuple[Any, bytes | None]:  # noqa: N802
+    length = c_int(length, "cuDeviceGetPCIBusId: length")
     err, r = _conn().sync("CU_DEVICE_GET_PCI_BUS_ID", as_int(dev))
-    return _out(err, _padded(r.value, int(length)) if not err else None)
+    return _out(err, _padded(r.value, length) if not err else None)
 
 
 # -- contexts -------------------------------------------------------------------------------
@@ -184,7 +199,8 @@ def cuDevicePrimaryCtxGetState(dev: Any) -> tuple[Any, int | None, int | None]: 
 
 
 def cuDevicePrimaryCtxSetFlags(dev: Any, flags: int) -> tuple[Any]:  # noqa: N802
-    return _out(_conn().sync("CU_DEVICE_PRIMARY_CTX_SET_FLAGS", as_int(dev), int(flags))[0])
+    flags = uint(flags, "cuDevicePrimaryCtxSetFlags: flags")
+    return _out(_conn().sync("CU_DEVICE_PRIMARY_CTX_SET_FLAGS", as_int(dev), flags)[0])
 
 
 def cuCtxCreate(ctxCreateParams: Any, flags: int, dev: Any) -> tuple[Any, CUcontext | None]:  # noqa: N802, N803
@@ -197,16 +213,16 @@ def cuCtxCreate(ctxCreateParams: Any, flags: int, dev: Any) -> tuple[Any, CUcont
             "pass None",
             1,
         )
-    err, r = conn.sync("CU_CTX_CREATE", int(flags), as_int(dev))
+    err, r = conn.sync("CU_CTX_CREATE", uint(flags, "cuCtxCreate: flags"), as_int(dev))
     return _out(err, CUcontext(r.value) if not err else None)
 
 
 def cuCtxDestroy(ctx: Any) -> tuple[Any]:  # noqa: N802
-    return _out(_conn().sync("CU_CTX_DESTROY", as_int(ctx))[0])
+    return _out(_conn().sync("CU_CTX_DESTROY", _handle(ctx, "ctx"))[0])
 
 
 def cuCtxSetCurrent(ctx: Any) -> tuple[Any]:  # noqa: N802
-    return _out(_conn().sync("CU_CTX_SET_CURRENT", as_int(ctx))[0])
+    return _out(_conn().sync("CU_CTX_SET_CURRENT", _handle(ctx, "ctx"))[0])
 
 
 def cuCtxGetCurrent() -> tuple[Any, CUcontext | None]:  # noqa: N802
@@ -215,7 +231,7 @@ def cuCtxGetCurrent() -> tuple[Any, CUcontext | None]:  # noqa: N802
 
 
 def cuCtxPushCurrent(ctx: Any) -> tuple[Any]:  # noqa: N802
-    return _out(_conn().sync("CU_CTX_PUSH_CURRENT", as_int(ctx))[0])
+    return _out(_conn().sync("CU_CTX_PUSH_CURRENT", _handle(ctx, "ctx"))[0])
 
 
 def cuCtxPopCurrent() -> tuple[Any, CUcontext | None]:  # noqa: N802
@@ -238,7 +254,8 @@ def cuCtxGetLimit(limit: Any) -> tuple[Any, int | None]:  # noqa: N802
 
 
 def cuCtxSetLimit(limit: Any, value: int) -> tuple[Any]:  # noqa: N802
-    return _out(_conn().sync("CU_CTX_SET_LIMIT", int(limit), int(value))[0])
+    value = size_t(value, "cuCtxSetLimit: value")
+    return _out(_conn().sync("CU_CTX_SET_LIMIT", int(limit), value)[0])
 
 
 def cuCtxGetStreamPriorityRange() -> tuple[Any, int | None, int | None]:  # noqa: N802
@@ -252,15 +269,18 @@ def cuCtxGetStreamPriorityRange() -> tuple[Any, int | None, int | None]:  # noqa
 
 
 def cuMemAlloc(bytesize: int) -> tuple[Any, CUdeviceptr | None]:  # noqa: N802
-    err, r = _conn().sync("CU_MEM_ALLOC", int(bytesize))
+    err, r = _conn().sync("CU_MEM_ALLOC", size_t(bytesize, "cuMemAlloc: bytesize"))
     return _out(err, CUdeviceptr(r.value) if not err else None)
 
 
 def cuMemAllocPitch(  # noqa: N802
     WidthInBytes: int, Height: int, ElementSizeBytes: int  # noqa: N803
 ) -> tuple[Any, CUdeviceptr | None, int | None]:
+    WidthInBytes = size_t(WidthInBytes, "cuMemAllocPitch: WidthInBytes")
+    Height = size_t(Height, "cuMemAllocPitch: Height")
+    ElementSizeBytes = uint(ElementSizeBytes, "cuMemAllocPitch: ElementSizeBytes")
     err, r = _conn().sync(
-        "CU_MEM_ALLOC_PITCH", int(WidthInBytes), int(Height), int(ElementSizeBytes)
+        "CU_MEM_ALLOC_PITCH", WidthInBytes, Height, ElementSizeBytes
     )
     if err:
         return _out(err, None, None)
@@ -268,7 +288,7 @@ def cuMemAllocPitch(  # noqa: N802
 
 
 def cuMemFree(dptr: Any) -> tuple[Any]:  # noqa: N802
-    return _out(_conn().sync("CU_MEM_FREE", as_int(dptr))[0])
+    return _out(_conn().sync("CU_MEM_FREE", _handle(dptr, "dptr"))[0])
 
 
 def cuMemGetInfo() -> tuple[Any, int | None, int | None]:  # noqa: N802
@@ -279,7 +299,7 @@ def cuMemGetInfo() -> tuple[Any, int | None, int | None]:  # noqa: N802
 
 
 def cuMemGetAddressRange(dptr: Any) -> tuple[Any, CUdeviceptr | None, int | None]:  # noqa: N802
-    err, r = _conn().sync("CU_MEM_GET_ADDRESS_RANGE", as_int(dptr))
+    err, r = _conn().sync("CU_MEM_GET_ADDRESS_RANGE", _handle(dptr, "dptr"))
     if err:
         return _out(err, None, None)
     return _out(err, CUdeviceptr(r.value.base), r.value.size)
@@ -343,33 +363,45 @@ def _dtoh(call: str, dst: Any, src: int, n: int, stream: int | None) -> tuple[An
 
 
 def cuMemcpyHtoD(dstDevice: Any, srcHost: Any, ByteCount: int) -> tuple[Any]:  # noqa: N802, N803
-    return _htod("cuMemcpyHtoD", as_int(dstDevice), srcHost, int(ByteCount), None)
+    ByteCount = size_t(ByteCount, "cuMemcpyHtoD: ByteCount")
+    return _htod("cuMemcpyHtoD", _handle(dstDevice, "dstDevice"), srcHost, ByteCount, None)
 
 
 def cuMemcpyHtoDAsync(dstDevice: Any, srcHost: Any, ByteCount: int, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
-    return _htod("cuMemcpyHtoDAsync", as_int(dstDevice), srcHost, int(ByteCount), _stream(hStream))
+    ByteCount = size_t(ByteCount, "cuMemcpyHtoDAsync: ByteCount")
+    dst = _handle(dstDevice, "dstDevice")
+    return _htod("cuMemcpyHtoDAsync", dst, srcHost, ByteCount, _stream(hStream))
 
 
 def cuMemcpyDtoH(dstHost: Any, srcDevice: Any, ByteCount: int) -> tuple[Any]:  # noqa: N802, N803
-    return _dtoh("cuMemcpyDtoH", dstHost, as_int(srcDevice), int(ByteCount), None)
+    ByteCount = size_t(ByteCount, "cuMemcpyDtoH: ByteCount")
+    return _dtoh("cuMemcpyDtoH", dstHost, _handle(srcDevice, "srcDevice"), ByteCount, None)
 
 
 def cuMemcpyDtoHAsync(dstHost: Any, srcDevice: Any, ByteCount: int, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
-    return _dtoh("cuMemcpyDtoHAsync", dstHost, as_int(srcDevice), int(ByteCount), _stream(hStream))
+    ByteCount = size_t(ByteCount, "cuMemcpyDtoHAsync: ByteCount")
+    src = _handle(srcDevice, "srcDevice")
+    return _dtoh("cuMemcpyDtoHAsync", dstHost, src, ByteCount, _stream(hStream))
 
 
 def cuMemcpyDtoD(dstDevice: Any, srcDevice: Any, ByteCount: int) -> tuple[Any]:  # noqa: N802, N803
+    ByteCount = size_t(ByteCount, "cuMemcpyDtoD: ByteCount")
     return _out(
-        _conn().sync("CU_MEMCPY_DTOD", as_int(dstDevice), as_int(srcDevice), int(ByteCount))[0]
+        _conn().sync(
+            "CU_MEMCPY_DTOD",
+            _handle(dstDevice, "dstDevice"),
+            _handle(srcDevice, "srcDevice"),
+            ByteCount,
+        )[0]
     )
 
 
 def cuMemcpyDtoDAsync(dstDevice: Any, srcDevice: Any, ByteCount: int, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
     _conn().post(
         "CU_MEMCPY_DTOD_ASYNC",
-        as_int(dstDevice),
-        as_int(srcDevice),
-        int(ByteCount),
+        _handle(dstDevice, "dstDevice"),
+        _handle(srcDevice, "srcDevice"),
+        size_t(ByteCount, "cuMemcpyDtoDAsync: ByteCount"),
         _stream(hStream),
     )
     return (_SUCCESS,)
@@ -378,16 +410,16 @@ def cuMemcpyDtoDAsync(dstDevice: Any, srcDevice: Any, ByteCount: int, hStream: A
 def _memcpy(call: str, dst: Any, src: Any, n: int, stream: int | None) -> tuple[Any]:
     """Unified addressing: an address in the server's device range is device memory."""
     conn = _conn()
-    dst_dev = not _is_buffer(dst) and conn.is_device_address(as_int(dst))
-    src_dev = not _is_buffer(src) and conn.is_device_address(as_int(src))
+    dst_dev = not _is_buffer(dst) and conn.is_device_address(_handle(dst, "dst"))
+    src_dev = not _is_buffer(src) and conn.is_device_address(_handle(src, "src"))
     if dst_dev and src_dev:
         if stream is None:
             return cuMemcpyDtoD(dst, src, n)
         return cuMemcpyDtoDAsync(dst, src, n, stream)
     if dst_dev:
-        return _htod(call, as_int(dst), _host(src), n, stream)
+        return _htod(call, _handle(dst, "dst"), _host(src), n, stream)
     if src_dev:
-        return _dtoh(call, _host(dst), as_int(src), n, stream)
+        return _dtoh(call, _host(dst), _handle(src, "src"), n, stream)
     # host to host: done here, after the stream's earlier work when asked for one
     if stream is not None:
         err = conn.sync("CU_STREAM_SYNCHRONIZE", stream)[0]
@@ -411,23 +443,26 @@ def _is_buffer(obj: Any) -> bool:
 
 
 def _host(obj: Any) -> Any:
-    return obj if _is_buffer(obj) else as_int(obj)
+    return obj if _is_buffer(obj) else _handle(obj, "host pointer")
 
 
 def cuMemcpy(dst: Any, src: Any, ByteCount: int) -> tuple[Any]:  # noqa: N802, N803
-    return _memcpy("cuMemcpy", dst, src, int(ByteCount), None)
+    return _memcpy("cuMemcpy", dst, src, size_t(ByteCount, "cuMemcpy: ByteCount"), None)
 
 
 def cuMemcpyAsync(dst: Any, src: Any, ByteCount: int, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
-    return _memcpy("cuMemcpyAsync", dst, src, int(ByteCount), _stream(hStream))
+    ByteCount = size_t(ByteCount, "cuMemcpyAsync: ByteCount")
+    return _memcpy("cuMemcpyAsync", dst, src, ByteCount, _stream(hStream))
 
 
 def _memset(dst: Any, value: int, width: int, n: int, stream: Any = None, *, asynchronous: bool) -> tuple[Any]:
-    mask = (1 << (8 * width)) - 1
+    call = f"cuMemsetD{8 * width}{'Async' if asynchronous else ''}"
+    value = unsigned(value, width, f"{call}: value")
+    n = size_t(n, f"{call}: N")
     if asynchronous:
-        _conn().post("CU_MEMSET_ASYNC", as_int(dst), int(value) & mask, width, int(n), _stream(stream))
+        _conn().post("CU_MEMSET_ASYNC", _handle(dst, "dst"), value, width, n, _stream(stream))
         return (_SUCCESS,)
-    return _out(_conn().sync("CU_MEMSET", as_int(dst), int(value) & mask, width, int(n))[0])
+    return _out(_conn().sync("CU_MEMSET", _handle(dst, "dst"), value, width, n)[0])
 
 
 def cuMemsetD8(dstDevice: Any, uc: int, N: int) -> tuple[Any]:  # noqa: N802, N803
@@ -455,12 +490,13 @@ def cuMemsetD32Async(dstDevice: Any, ui: int, N: int, hStream: Any) -> tuple[Any
 
 
 def cuMemAllocAsync(bytesize: int, hStream: Any) -> tuple[Any, CUdeviceptr | None]:  # noqa: N802
-    err, r = _conn().sync("CU_MEM_ALLOC_ASYNC", int(bytesize), _stream(hStream))
+    bytesize = size_t(bytesize, "cuMemAllocAsync: bytesize")
+    err, r = _conn().sync("CU_MEM_ALLOC_ASYNC", bytesize, _stream(hStream))
     return _out(err, CUdeviceptr(r.value) if not err else None)
 
 
 def cuMemFreeAsync(dptr: Any, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
-    _conn().post("CU_MEM_FREE_ASYNC", as_int(dptr), _stream(hStream))
+    _conn().post("CU_MEM_FREE_ASYNC", _handle(dptr, "dptr"), _stream(hStream))
     return (_SUCCESS,)
 
 
@@ -489,14 +525,27 @@ def _pointer_value(attribute: int, value: int) -> Any:
     return value
 
 
+_PA_MEMORY_TYPE = int(CUpointer_attribute.CU_POINTER_ATTRIBUTE_MEMORY_TYPE)
+
+
 def cuPointerGetAttribute(attribute: Any, ptr: Any) -> tuple[Any, Any]:  # noqa: N802
-    err, r = _conn().sync("CU_POINTER_GET_ATTRIBUTES", [int(attribute)], as_int(ptr))
+    """Unlike cuPointerGetAttributes, an address that is no allocation of this session (never
+    allocated, freed, or another session's) fails with CUDA_ERROR_INVALID_VALUE, as the
+    driver fails a pointer it does not know: the memory type, asked for with it, tells."""
+    conn = _conn()
+    attribute, address = int(attribute), _handle(ptr, "ptr")
+    attrs = [attribute] if attribute == _PA_MEMORY_TYPE else [attribute, _PA_MEMORY_TYPE]
+    err, r = conn.sync("CU_POINTER_GET_ATTRIBUTES", attrs, address)
     if err:
         return _out(err, None)
-    item = r.value[0]
+    item, kind = r.value[0], r.value[-1]
     if item.err:
         return _out(item.err, None)
-    return (_SUCCESS, _pointer_value(int(attribute), item.value))
+    if not kind.err and kind.value == 0:
+        return _fail(
+            conn, _INVALID_VALUE, f"cuPointerGetAttribute: {address:#x} is not a device pointer", 1
+        )
+    return (_SUCCESS, _pointer_value(attribute, item.value))
 
 
 def cuPointerGetAttributes(  # noqa: N802
@@ -505,7 +554,7 @@ def cuPointerGetAttributes(  # noqa: N802
     attrs = [int(a) for a in (attributes or [])][: int(numAttributes)]
     if len(attrs) != int(numAttributes):
         raise RuntimeError(f"List is too small: {len(attrs)} < {int(numAttributes)}")
-    err, r = _conn().sync("CU_POINTER_GET_ATTRIBUTES", attrs, as_int(ptr))
+    err, r = _conn().sync("CU_POINTER_GET_ATTRIBUTES", attrs, _handle(ptr, "ptr"))
     if err:
         return _out(err, None)
     # Attributes the pointer does not have read as 0/None, as the driver leaves them.
@@ -620,16 +669,16 @@ def cuModuleLoadFatBinary(fatCubin: Any) -> tuple[Any, CUmodule | None]:  # noqa
 
 
 def cuModuleUnload(hmod: Any) -> tuple[Any]:  # noqa: N802
-    return _out(_conn().sync("CU_MODULE_UNLOAD", as_int(hmod))[0])
+    return _out(_conn().sync("CU_MODULE_UNLOAD", _handle(hmod, "hmod"))[0])
 
 
 def cuModuleGetFunction(hmod: Any, name: Any) -> tuple[Any, CUfunction | None]:  # noqa: N802
-    err, r = _conn().sync("CU_MODULE_GET_FUNCTION", as_int(hmod), _name(name))
+    err, r = _conn().sync("CU_MODULE_GET_FUNCTION", _handle(hmod, "hmod"), _name(name))
     return _out(err, CUfunction(r.value) if not err else None)
 
 
 def cuModuleGetGlobal(hmod: Any, name: Any) -> tuple[Any, CUdeviceptr | None, int | None]:  # noqa: N802
-    err, r = _conn().sync("CU_MODULE_GET_GLOBAL", as_int(hmod), _name(name))
+    err, r = _conn().sync("CU_MODULE_GET_GLOBAL", _handle(hmod, "hmod"), _name(name))
     if err:
         return _out(err, None, None)
     return (_SUCCESS, CUdeviceptr(r.value.ptr), r.value.size)
@@ -667,16 +716,16 @@ def cuLibraryLoadData(  # noqa: N802
 
 
 def cuLibraryUnload(library: Any) -> tuple[Any]:  # noqa: N802
-    return _out(_conn().sync("CU_LIBRARY_UNLOAD", as_int(library))[0])
+    return _out(_conn().sync("CU_LIBRARY_UNLOAD", _handle(library, "library"))[0])
 
 
 def cuLibraryGetKernel(library: Any, name: Any) -> tuple[Any, CUkernel | None]:  # noqa: N802
-    err, r = _conn().sync("CU_LIBRARY_GET_KERNEL", as_int(library), _name(name))
+    err, r = _conn().sync("CU_LIBRARY_GET_KERNEL", _handle(library, "library"), _name(name))
     return _out(err, CUkernel(r.value) if not err else None)
 
 
 def cuKernelGetFunction(kernel: Any) -> tuple[Any, CUfunction | None]:  # noqa: N802
-    err, r = _conn().sync("CU_KERNEL_GET_FUNCTION", as_int(kernel))
+    err, r = _conn().sync("CU_KERNEL_GET_FUNCTION", _handle(kernel, "kernel"))
     return _out(err, CUfunction(r.value) if not err else None)
 
 
@@ -685,28 +734,30 @@ def _function_id(conn: Connection, f: Any) -> tuple[int, int]:
     if isinstance(f, CUkernel):
         err, r = conn.sync("CU_KERNEL_GET_FUNCTION", f.value)
         return (err, 0) if err else (0, int(r.value))
-    return 0, as_int(f)
+    return 0, _handle(f, "f")
 
 
 def cuFuncGetAttribute(attrib: Any, hfunc: Any) -> tuple[Any, int | None]:  # noqa: N802
-    err, r = _conn().sync("CU_FUNC_GET_ATTRIBUTE", int(attrib), as_int(hfunc))
+    err, r = _conn().sync("CU_FUNC_GET_ATTRIBUTE", int(attrib), _handle(hfunc, "hfunc"))
     return _out(err, r.value if not err else None)
 
 
 def cuFuncSetAttribute(hfunc: Any, attrib: Any, value: int) -> tuple[Any]:  # noqa: N802
-    return _out(_conn().sync("CU_FUNC_SET_ATTRIBUTE", as_int(hfunc), int(attrib), int(value))[0])
+    value = c_int(value, "cuFuncSetAttribute: value")
+    func = _handle(hfunc, "hfunc")
+    return _out(_conn().sync("CU_FUNC_SET_ATTRIBUTE", func, int(attrib), value)[0])
 
 
 def cuFuncSetCacheConfig(hfunc: Any, config: Any) -> tuple[Any]:  # noqa: N802
-    return _out(_conn().sync("CU_FUNC_SET_CACHE_CONFIG", as_int(hfunc), int(config))[0])
+    return _out(_conn().sync("CU_FUNC_SET_CACHE_CONFIG", _handle(hfunc, "hfunc"), int(config))[0])
 
 
 def cuFuncGetParamInfo(func: Any, paramIndex: int) -> tuple[Any, int | None, int | None]:  # noqa: N802, N803
     conn = _conn()
-    err, layout = conn.param_layout(as_int(func))
+    err, layout = conn.param_layout(_handle(func, "func"))
     if err:
         return _out(err, None, None)
-    index = int(paramIndex)
+    index = size_t(paramIndex, "cuFuncGetParamInfo: paramIndex")
     if not 0 <= index < len(layout):
         return _fail(
             conn,
@@ -775,13 +826,13 @@ def _launch(
         return (_SUCCESS,)
     args = conn.proto.launch_args(
         function=func,
-        grid_x=int(grid[0]),
-        grid_y=int(grid[1]),
-        grid_z=int(grid[2]),
-        block_x=int(block[0]),
-        block_y=int(block[1]),
-        block_z=int(block[2]),
-        shared_mem_bytes=int(shared),
+        grid_x=uint(grid[0], f"{call}: gridDimX"),
+        grid_y=uint(grid[1], f"{call}: gridDimY"),
+        grid_z=uint(grid[2], f"{call}: gridDimZ"),
+        block_x=uint(block[0], f"{call}: blockDimX"),
+        block_y=uint(block[1], f"{call}: blockDimY"),
+        block_z=uint(block[2], f"{call}: blockDimZ"),
+        shared_mem_bytes=uint(shared, f"{call}: sharedMemBytes"),
         stream=_stream(stream),
         params=params,
     )
@@ -844,12 +895,14 @@ def cuLaunchCooperativeKernel(  # noqa: N802
 
 
 def cuStreamCreate(Flags: int) -> tuple[Any, CUstream | None]:  # noqa: N802, N803
-    err, r = _conn().sync("CU_STREAM_CREATE", int(Flags))
+    err, r = _conn().sync("CU_STREAM_CREATE", uint(Flags, "cuStreamCreate: Flags"))
     return _out(err, CUstream(r.value) if not err else None)
 
 
 def cuStreamCreateWithPriority(flags: int, priority: int) -> tuple[Any, CUstream | None]:  # noqa: N802
-    err, r = _conn().sync("CU_STREAM_CREATE_WITH_PRIORITY", int(flags), int(priority))
+    flags = uint(flags, "cuStreamCreateWithPriority: flags")
+    priority = c_int(priority, "cuStreamCreateWithPriority: priority")
+    err, r = _conn().sync("CU_STREAM_CREATE_WITH_PRIORITY", flags, priority)
     return _out(err, CUstream(r.value) if not err else None)
 
 
@@ -866,34 +919,35 @@ def cuStreamQuery(hStream: Any) -> tuple[Any]:  # noqa: N802, N803
 
 
 def cuStreamWaitEvent(hStream: Any, hEvent: Any, Flags: int) -> tuple[Any]:  # noqa: N802, N803
-    _conn().post("CU_STREAM_WAIT_EVENT", _stream(hStream), as_int(hEvent), int(Flags))
+    Flags = uint(Flags, "cuStreamWaitEvent: Flags")
+    _conn().post("CU_STREAM_WAIT_EVENT", _stream(hStream), _handle(hEvent, "hEvent"), Flags)
     return (_SUCCESS,)
 
 
 def cuEventCreate(Flags: int) -> tuple[Any, CUevent | None]:  # noqa: N802, N803
-    err, r = _conn().sync("CU_EVENT_CREATE", int(Flags))
+    err, r = _conn().sync("CU_EVENT_CREATE", uint(Flags, "cuEventCreate: Flags"))
     return _out(err, CUevent(r.value) if not err else None)
 
 
 def cuEventDestroy(hEvent: Any) -> tuple[Any]:  # noqa: N802, N803
-    return _out(_conn().sync("CU_EVENT_DESTROY", as_int(hEvent))[0])
+    return _out(_conn().sync("CU_EVENT_DESTROY", _handle(hEvent, "hEvent"))[0])
 
 
 def cuEventRecord(hEvent: Any, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
-    _conn().post("CU_EVENT_RECORD", as_int(hEvent), _stream(hStream))
+    _conn().post("CU_EVENT_RECORD", _handle(hEvent, "hEvent"), _stream(hStream))
     return (_SUCCESS,)
 
 
 def cuEventSynchronize(hEvent: Any) -> tuple[Any]:  # noqa: N802, N803
-    return _out(_conn().sync("CU_EVENT_SYNCHRONIZE", as_int(hEvent))[0])
+    return _out(_conn().sync("CU_EVENT_SYNCHRONIZE", _handle(hEvent, "hEvent"))[0])
 
 
 def cuEventQuery(hEvent: Any) -> tuple[Any]:  # noqa: N802, N803
-    return _out(_conn().sync("CU_EVENT_QUERY", as_int(hEvent))[0])
+    return _out(_conn().sync("CU_EVENT_QUERY", _handle(hEvent, "hEvent"))[0])
 
 
 def cuEventElapsedTime(hStart: Any, hEnd: Any) -> tuple[Any, float | None]:  # noqa: N802, N803
-    err, r = _conn().sync("CU_EVENT_ELAPSED_TIME", as_int(hStart), as_int(hEnd))
+    err, r = _conn().sync("CU_EVENT_ELAPSED_TIME", _handle(hStart, "hStart"), _handle(hEnd, "hEnd"))
     return _out(err, float(r.value) if not err else None)
 
 
@@ -909,12 +963,17 @@ def cuOccupancyMaxActiveBlocksPerMultiprocessor(  # noqa: N802
 def cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(  # noqa: N802
     func: Any, blockSize: int, dynamicSMemSize: int, flags: int  # noqa: N803
 ) -> tuple[Any, int | None]:
+    blockSize = c_int(blockSize, "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags: blockSize")
+    dynamicSMemSize = size_t(
+        dynamicSMemSize, "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags: dynamicSMemSize"
+    )
+    flags = uint(flags, "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags: flags")
     err, r = _conn().sync(
         "CU_OCCUPANCY_MAX_ACTIVE_BLOCKS_PER_MULTIPROCESSOR",
-        as_int(func),
-        int(blockSize),
-        int(dynamicSMemSize),
-        int(flags),
+        _handle(func, "func"),
+        blockSize,
+        dynamicSMemSize,
+        flags,
     )
     return _out(err, r.value if not err else None)
 
@@ -922,6 +981,8 @@ def cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(  # noqa: N802
 def cuOccupancyMaxPotentialBlockSize(  # noqa: N802
     func: Any, blockSizeToDynamicSMemSize: Any, dynamicSMemSize: int, blockSizeLimit: int  # noqa: N803
 ) -> tuple[Any, int | None, int | None]:
+    dynamicSMemSize = size_t(dynamicSMemSize, "cuOccupancyMaxPotentialBlockSize: dynamicSMemSize")
+    blockSizeLimit = c_int(blockSizeLimit, "cuOccupancyMaxPotentialBlockSize: blockSizeLimit")
     conn = _conn()
     if blockSizeToDynamicSMemSize not in (None, 0):
         return _fail(
@@ -933,9 +994,9 @@ def cuOccupancyMaxPotentialBlockSize(  # noqa: N802
         )
     err, r = conn.sync(
         "CU_OCCUPANCY_MAX_POTENTIAL_BLOCK_SIZE",
-        as_int(func),
-        int(dynamicSMemSize),
-        int(blockSizeLimit),
+        _handle(func, "func"),
+        dynamicSMemSize,
+        blockSizeLimit,
         0,
     )
     if err:

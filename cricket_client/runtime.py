@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import _runtime_enums, driver
+from ._args import c_int, size_t, uint
 from ._enums import CUfunction_attribute, CUpointer_attribute
 from ._runtime_enums import *  # noqa: F403  (the enums and constants of cuda.bindings.runtime)
 from ._runtime_enums import (
@@ -176,36 +177,39 @@ def cudaGetDevice() -> tuple[Any, int | None]:  # noqa: N802
 
 
 def cudaSetDevice(device: int) -> tuple[Any]:  # noqa: N802
+    device = c_int(device, "cudaSetDevice: device")
     conn = get_connection()
     err = initialize(conn)
     if not err:
         err, count = driver.cuDeviceGetCount()
-        if not err and not 0 <= int(device) < (count or 0):
+        if not err and not 0 <= device < (count or 0):
             return _fail(
                 conn,
                 cudaError_t.cudaErrorInvalidDevice,
-                f"cudaSetDevice: device {int(device)} does not exist (the server has {count})",
+                f"cudaSetDevice: device {device} does not exist (the server has {count})",
                 0,
             )
     if not err:
-        err = activate(conn, int(device))
+        err = activate(conn, device)
     return _ret(err)
 
 
 def cudaDeviceGetAttribute(attr: Any, device: int) -> tuple[Any, int | None]:  # noqa: N802
+    device = c_int(device, "cudaDeviceGetAttribute: device")
     err = initialize(get_connection())
     if err:
         return _ret(err, None)
-    err, value = driver.cuDeviceGetAttribute(int(attr), int(device))
+    err, value = driver.cuDeviceGetAttribute(int(attr), device)
     return _ret(err, value)
 
 
 def cudaGetDeviceProperties(device: int) -> tuple[Any, cudaDeviceProp | None]:  # noqa: N802
+    device = c_int(device, "cudaGetDeviceProperties: device")
     conn = get_connection()
     err = initialize(conn)
     if err:
         return _ret(err, None)
-    err, r = conn.sync("RT_DEVICE_GET_PROPERTIES", int(device), list(ATTRIBUTES))
+    err, r = conn.sync("RT_DEVICE_GET_PROPERTIES", device, list(ATTRIBUTES))
     if err:
         return _ret(err, None)
     props = r.value
@@ -232,7 +236,8 @@ def cudaDeviceGetLimit(limit: Any) -> tuple[Any, int | None]:  # noqa: N802
 
 
 def cudaDeviceSetLimit(limit: Any, value: int) -> tuple[Any]:  # noqa: N802
-    return _with_context(lambda: driver.cuCtxSetLimit(int(limit), int(value)), 0)
+    value = size_t(value, "cudaDeviceSetLimit: value")
+    return _with_context(lambda: driver.cuCtxSetLimit(int(limit), value), 0)
 
 
 def cudaDeviceGetStreamPriorityRange() -> tuple[Any, int | None, int | None]:  # noqa: N802
@@ -243,9 +248,10 @@ def cudaDeviceGetStreamPriorityRange() -> tuple[Any, int | None, int | None]:  #
 
 
 def cudaMalloc(size: int) -> tuple[Any, int | None]:  # noqa: N802
-    if int(size) == 0:
+    size = size_t(size, "cudaMalloc: size")
+    if size == 0:
         return _with_context(lambda: (0, 0), 1)
-    return _with_context(lambda: _as_ptr(driver.cuMemAlloc(int(size))), 1)
+    return _with_context(lambda: _as_ptr(driver.cuMemAlloc(size)), 1)
 
 
 def _as_ptr(result: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -254,7 +260,9 @@ def _as_ptr(result: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def cudaMallocPitch(width: int, height: int) -> tuple[Any, int | None, int | None]:  # noqa: N802
-    return _with_context(lambda: _as_ptr(driver.cuMemAllocPitch(int(width), int(height), 4)), 2)
+    width = size_t(width, "cudaMallocPitch: width")
+    height = size_t(height, "cudaMallocPitch: height")
+    return _with_context(lambda: _as_ptr(driver.cuMemAllocPitch(width, height, 4)), 2)
 
 
 def cudaFree(devPtr: Any) -> tuple[Any]:  # noqa: N802, N803
@@ -268,7 +276,8 @@ def cudaMemGetInfo() -> tuple[Any, int | None, int | None]:  # noqa: N802
 
 
 def cudaMallocAsync(size: int, hStream: Any) -> tuple[Any, int | None]:  # noqa: N802, N803
-    return _with_context(lambda: _as_ptr(driver.cuMemAllocAsync(int(size), _stream(hStream))), 1)
+    size = size_t(size, "cudaMallocAsync: size")
+    return _with_context(lambda: _as_ptr(driver.cuMemAllocAsync(size, _stream(hStream))), 1)
 
 
 def cudaFreeAsync(devPtr: Any, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
@@ -280,7 +289,8 @@ def cudaMallocHost(size: int) -> tuple[Any, int | None]:  # noqa: N802
 
 
 def cudaHostAlloc(size: int, flags: int) -> tuple[Any, int | None]:  # noqa: N802
-    if int(flags) & cudaHostAllocMapped:  # noqa: F405
+    size = size_t(size, "cudaHostAlloc: size")
+    if uint(flags, "cudaHostAlloc: flags") & cudaHostAllocMapped:  # noqa: F405
         conn = get_connection()
         return _fail(
             conn,
@@ -289,10 +299,10 @@ def cudaHostAlloc(size: int, flags: int) -> tuple[Any, int | None]:  # noqa: N80
             "this machine's memory); allocate device memory and copy",
             1,
         )
-    if int(size) == 0:
+    if size == 0:
         return (_SUCCESS, 0)
     try:
-        block = PINNED.alloc(int(size))
+        block = PINNED.alloc(size)
     except (MemoryError, OSError, ValueError):
         return _ret(cudaError_t.cudaErrorMemoryAllocation, None)
     return (_SUCCESS, block.address)
@@ -388,11 +398,12 @@ def _memcpy(call: str, dst: Any, src: Any, count: int, kind: Any, stream: Any) -
 
 
 def cudaMemcpy(dst: Any, src: Any, count: int, kind: Any) -> tuple[Any]:  # noqa: N802
-    return _memcpy("cudaMemcpy", dst, src, int(count), kind, None)
+    return _memcpy("cudaMemcpy", dst, src, size_t(count, "cudaMemcpy: count"), kind, None)
 
 
 def cudaMemcpyAsync(dst: Any, src: Any, count: int, kind: Any, stream: Any) -> tuple[Any]:  # noqa: N802
-    return _memcpy("cudaMemcpyAsync", dst, src, int(count), kind, _stream(stream))
+    count = size_t(count, "cudaMemcpyAsync: count")
+    return _memcpy("cudaMemcpyAsync", dst, src, count, kind, _stream(stream))
 
 
 def _rows(src: Any, spitch: int, width: int, height: int, what: str) -> bytes:
@@ -494,8 +505,17 @@ def _offset(host: Any, offset: int) -> Any:
 def cudaMemcpy2D(  # noqa: N802
     dst: Any, dpitch: int, src: Any, spitch: int, width: int, height: int, kind: Any
 ) -> tuple[Any]:
+    call = "cudaMemcpy2D"
     return _memcpy2d(
-        "cudaMemcpy2D", dst, int(dpitch), src, int(spitch), int(width), int(height), kind, None
+        call,
+        dst,
+        size_t(dpitch, f"{call}: dpitch"),
+        src,
+        size_t(spitch, f"{call}: spitch"),
+        size_t(width, f"{call}: width"),
+        size_t(height, f"{call}: height"),
+        kind,
+        None,
     )
 
 
@@ -505,25 +525,27 @@ def cudaMemcpy2DAsync(  # noqa: N802
     return _memcpy2d(
         "cudaMemcpy2DAsync",
         dst,
-        int(dpitch),
+        size_t(dpitch, "cudaMemcpy2DAsync: dpitch"),
         src,
-        int(spitch),
-        int(width),
-        int(height),
+        size_t(spitch, "cudaMemcpy2DAsync: spitch"),
+        size_t(width, "cudaMemcpy2DAsync: width"),
+        size_t(height, "cudaMemcpy2DAsync: height"),
         kind,
         _stream(stream),
     )
 
 
 def cudaMemset(devPtr: Any, value: int, count: int) -> tuple[Any]:  # noqa: N802, N803
-    return _with_context(lambda: driver.cuMemsetD8(as_int(devPtr), int(value) & 0xFF, int(count)), 0)
+    value = c_int(value, "cudaMemset: value") & 0xFF
+    count = size_t(count, "cudaMemset: count")
+    return _with_context(lambda: driver.cuMemsetD8(as_int(devPtr), value, count), 0)
 
 
 def cudaMemsetAsync(devPtr: Any, value: int, count: int, stream: Any) -> tuple[Any]:  # noqa: N802, N803
+    value = c_int(value, "cudaMemsetAsync: value") & 0xFF
+    count = size_t(count, "cudaMemsetAsync: count")
     return _with_context(
-        lambda: driver.cuMemsetD8Async(
-            as_int(devPtr), int(value) & 0xFF, int(count), _stream(stream)
-        ),
+        lambda: driver.cuMemsetD8Async(as_int(devPtr), value, count, _stream(stream)),
         0,
     )
 
@@ -532,7 +554,14 @@ def _memset2d(devPtr: Any, pitch: int, value: int, width: int, height: int, stre
     err, conn = _ready()
     if err:
         return _ret(err)
-    args = (as_int(devPtr), int(pitch), int(value) & 0xFF, int(width), int(height))
+    call = "cudaMemset2D" if stream is None else "cudaMemset2DAsync"
+    args = (
+        as_int(devPtr),
+        size_t(pitch, f"{call}: pitch"),
+        c_int(value, f"{call}: value") & 0xFF,
+        size_t(width, f"{call}: width"),
+        size_t(height, f"{call}: height"),
+    )
     if stream is None:
         return _ret(conn.sync("RT_MEMSET_2D", *args, 0)[0])
     conn.post("RT_MEMSET_2D", *args, driver._stream(stream))
@@ -591,12 +620,15 @@ def cudaStreamCreate() -> tuple[Any, cudaStream_t | None]:  # noqa: N802
 
 
 def cudaStreamCreateWithFlags(flags: int) -> tuple[Any, cudaStream_t | None]:  # noqa: N802
-    return _with_context(lambda: _wrap(cudaStream_t, driver.cuStreamCreate(int(flags))), 1)
+    flags = uint(flags, "cudaStreamCreateWithFlags: flags")
+    return _with_context(lambda: _wrap(cudaStream_t, driver.cuStreamCreate(flags)), 1)
 
 
 def cudaStreamCreateWithPriority(flags: int, priority: int) -> tuple[Any, cudaStream_t | None]:  # noqa: N802
+    flags = uint(flags, "cudaStreamCreateWithPriority: flags")
+    priority = c_int(priority, "cudaStreamCreateWithPriority: priority")
     return _with_context(
-        lambda: _wrap(cudaStream_t, driver.cuStreamCreateWithPriority(int(flags), int(priority))),
+        lambda: _wrap(cudaStream_t, driver.cuStreamCreateWithPriority(flags, priority)),
         1,
     )
 
@@ -614,7 +646,8 @@ def cudaStreamQuery(stream: Any) -> tuple[Any]:  # noqa: N802
 
 
 def cudaStreamWaitEvent(stream: Any, event: Any, flags: int) -> tuple[Any]:  # noqa: N802
-    return _with_context(lambda: driver.cuStreamWaitEvent(_stream(stream), event, int(flags)), 0)
+    flags = uint(flags, "cudaStreamWaitEvent: flags")
+    return _with_context(lambda: driver.cuStreamWaitEvent(_stream(stream), event, flags), 0)
 
 
 def cudaEventCreate() -> tuple[Any, cudaEvent_t | None]:  # noqa: N802
@@ -622,7 +655,8 @@ def cudaEventCreate() -> tuple[Any, cudaEvent_t | None]:  # noqa: N802
 
 
 def cudaEventCreateWithFlags(flags: int) -> tuple[Any, cudaEvent_t | None]:  # noqa: N802
-    return _with_context(lambda: _wrap(cudaEvent_t, driver.cuEventCreate(int(flags))), 1)
+    flags = uint(flags, "cudaEventCreateWithFlags: flags")
+    return _with_context(lambda: _wrap(cudaEvent_t, driver.cuEventCreate(flags)), 1)
 
 
 def cudaEventDestroy(event: Any) -> tuple[Any]:  # noqa: N802
@@ -635,7 +669,7 @@ def cudaEventRecord(event: Any, stream: Any) -> tuple[Any]:  # noqa: N802
 
 def cudaEventRecordWithFlags(event: Any, stream: Any, flags: int) -> tuple[Any]:  # noqa: N802
     """cudaEventRecordExternal only matters during stream capture, which is not offered."""
-    if int(flags) & ~cudaEventRecordExternal:  # noqa: F405
+    if uint(flags, "cudaEventRecordWithFlags: flags") & ~cudaEventRecordExternal:  # noqa: F405
         return _fail(get_connection(), _INVALID_VALUE, f"cudaEventRecordWithFlags: flags {flags}", 0)
     return cudaEventRecord(event, stream)
 
@@ -705,6 +739,7 @@ def _function(conn: Connection, func: Any) -> tuple[int, int]:
 def cudaLaunchKernel(  # noqa: N802
     func: Any, gridDim: Any, blockDim: Any, args: Any, sharedMem: int, stream: Any  # noqa: N803
 ) -> tuple[Any]:
+    sharedMem = size_t(sharedMem, "cudaLaunchKernel: sharedMem")  # noqa: N806
     err, conn = _ready()
     if err:
         return _ret(err)
@@ -714,7 +749,7 @@ def cudaLaunchKernel(  # noqa: N802
     if err:
         return _ret(err)
     result = driver.cuLaunchKernel(
-        CUfunction(fn), *grid, *block, int(sharedMem), _stream(stream), args, 0
+        CUfunction(fn), *grid, *block, sharedMem, _stream(stream), args, 0
     )
     return _ret(result[0])
 
@@ -796,6 +831,7 @@ def cudaFuncGetAttributes(func: Any) -> tuple[Any, cudaFuncAttributes | None]:  
 
 
 def cudaFuncSetAttribute(func: Any, attr: Any, value: int) -> tuple[Any]:  # noqa: N802
+    value = c_int(value, "cudaFuncSetAttribute: value")
     err, conn = _ready()
     if err:
         return _ret(err)
@@ -805,7 +841,7 @@ def cudaFuncSetAttribute(func: Any, attr: Any, value: int) -> tuple[Any]:  # noq
     err, fn = _function(conn, func)
     if err:
         return _ret(err)
-    return _ret(driver.cuFuncSetAttribute(CUfunction(fn), target, int(value))[0])
+    return _ret(driver.cuFuncSetAttribute(CUfunction(fn), target, value)[0])
 
 
 def cudaOccupancyMaxActiveBlocksPerMultiprocessor(  # noqa: N802
@@ -819,6 +855,10 @@ def cudaOccupancyMaxActiveBlocksPerMultiprocessor(  # noqa: N802
 def cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(  # noqa: N802
     func: Any, blockSize: int, dynamicSMemSize: int, flags: int  # noqa: N803
 ) -> tuple[Any, int | None]:
+    call = "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags"
+    blockSize = c_int(blockSize, f"{call}: blockSize")  # noqa: N806
+    dynamicSMemSize = size_t(dynamicSMemSize, f"{call}: dynamicSMemSize")  # noqa: N806
+    flags = uint(flags, f"{call}: flags")
     err, conn = _ready()
     if err:
         return _ret(err, None)
@@ -826,7 +866,7 @@ def cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(  # noqa: N802
     if err:
         return _ret(err, None)
     result = driver.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
-        CUfunction(fn), int(blockSize), int(dynamicSMemSize), int(flags)
+        CUfunction(fn), blockSize, dynamicSMemSize, flags
     )
     return _ret(*result)
 

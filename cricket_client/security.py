@@ -12,6 +12,13 @@
 reconnect authenticates again. It also sets how long a thread waiting for a reply polls the
 socket before it blocks: CRICKET_SPIN_US microseconds (default 100 on 4 or more cores, else
 0: off; ignored with TLS).
+
+Deadlines: setting up a connection (TCP connect, STARTTLS, token proof and HELLO) must finish
+within CRICKET_CONNECT_TIMEOUT seconds (default 10), else ConnectTimeout names the address and
+the step. A call has no deadline unless CRICKET_CALL_TIMEOUT (seconds) sets one (RpcTimeout
+then): synchronizing calls may legitimately run for minutes. A peer host that dies or becomes
+unreachable is noticed anyway through TCP keepalive (about 25 s, ConnectionLost); a server
+process that is alive but stuck inside a call is noticed only with CRICKET_CALL_TIMEOUT.
 """
 
 from __future__ import annotations
@@ -28,7 +35,15 @@ from cricket_xdr.rpc.tls import TlsError, client_context
 
 from .errors import CricketClientError
 
-__all__ = ["Security", "open_rpc", "explain_auth_error", "spin_us_from_env"]
+__all__ = [
+    "Security",
+    "open_rpc",
+    "explain_auth_error",
+    "spin_us_from_env",
+    "connect_timeout_from_env",
+    "call_timeout_from_env",
+    "DEFAULT_CONNECT_TIMEOUT",
+]
 
 TOKEN_ENV = "CRICKET_TOKEN"
 TOKEN_FILE_ENV = "CRICKET_TOKEN_FILE"
@@ -38,6 +53,9 @@ TLS_CERT_ENV = "CRICKET_TLS_CERT"
 TLS_KEY_ENV = "CRICKET_TLS_KEY"
 TLS_SERVER_NAME_ENV = "CRICKET_TLS_SERVER_NAME"
 SPIN_ENV = "CRICKET_SPIN_US"
+CONNECT_TIMEOUT_ENV = "CRICKET_CONNECT_TIMEOUT"
+CALL_TIMEOUT_ENV = "CRICKET_CALL_TIMEOUT"
+DEFAULT_CONNECT_TIMEOUT = 10.0  # seconds
 
 
 @dataclass(frozen=True)
@@ -114,16 +132,43 @@ def spin_us_from_env() -> float:
     return value
 
 
+def _seconds_from_env(name: str) -> float | None:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):  # also NaN
+        raise CricketClientError(f"{name}={text!r}: expected a number of seconds above 0, e.g. 10")
+    return value
+
+
+def connect_timeout_from_env() -> float:
+    """CRICKET_CONNECT_TIMEOUT (seconds), else DEFAULT_CONNECT_TIMEOUT."""
+    value = _seconds_from_env(CONNECT_TIMEOUT_ENV)
+    return DEFAULT_CONNECT_TIMEOUT if value is None else value
+
+
+def call_timeout_from_env() -> float | None:
+    """CRICKET_CALL_TIMEOUT (seconds), else None: calls wait as long as they run."""
+    return _seconds_from_env(CALL_TIMEOUT_ENV)
+
+
 def open_rpc(
     address: tuple[str, int] | str,
     security: Security,
     *,
     program: tuple[int, int],
     timeout: float | None = None,
-    connect_timeout: float | None = 30.0,
+    connect_timeout: float | None = None,
 ) -> RpcClient:
     """An RpcClient to `address` with TLS and the token proof done; AuthError and TlsError
-    carry what to do about them."""
+    carry what to do about them. `connect_timeout` (default: CRICKET_CONNECT_TIMEOUT) bounds
+    the setup; ConnectTimeout names the step that did not finish."""
+    if connect_timeout is None:
+        connect_timeout = connect_timeout_from_env()
     server_name = security.server_name
     if server_name is None and isinstance(address, str):
         server_name = "localhost"

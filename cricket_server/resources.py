@@ -12,7 +12,8 @@ protocol; every issued handle has a non-zero kind tag, so neither can be issued.
 `HandleRegistry` is process-wide (issues values, remembers which session owns each live one, for
 log lines); `HandleTable` is one session's view: it resolves a handle to its record or raises
 `CudaError(CUDA_ERROR_INVALID_HANDLE)` (`CUDA_ERROR_INVALID_CONTEXT` for contexts) and logs the
-offending value with the session and, when another session owns it, that session.
+offending value with the session and, when another session owns it, that session (the client's
+message says only that the handle is not owned by this session).
 """
 
 from __future__ import annotations
@@ -236,7 +237,13 @@ class HandleTable:
         actual = kind_of(handle)
         owner = self._registry.owner_of(handle)
         if owner is not None and owner != self._session_id:
-            why = f"{kind.label} handle {handle:#x} belongs to session {owner:#x}"
+            # The client hears only that it is not its own; the log names the owner.
+            why = f"{kind.label} handle {handle:#x} is not owned by this session"
+            log.warning(
+                "session %#x: %s: %s handle %#x belongs to session %#x",
+                self._session_id, call, kind.label, handle, owner,
+            )
+            return CudaError(code, f"{call}: {why}")
         elif actual is not None and actual is not kind:
             article = "an" if actual.label[0] in "aeiou" else "a"
             why = (

@@ -7,6 +7,7 @@ from .dispatch import CallContext, ConnectionInfo
 from .errors import (
     AuthError,
     ConnectionLost,
+    ConnectTimeout,
     GarbageArgs,
     LocalRpcError,
     ProcUnavail,
@@ -30,6 +31,7 @@ __all__ = [
     "CallContext",
     "ConnectionInfo",
     "ConnectionLost",
+    "ConnectTimeout",
     "Credential",
     "GarbageArgs",
     "LocalRpcError",

@@ -11,6 +11,7 @@ replies nobody has asked for yet cannot deadlock against the server.
 from __future__ import annotations
 
 import contextlib
+import errno
 import select
 import socket
 import ssl
@@ -21,11 +22,18 @@ from typing import Any
 
 from .auth import ClientAuth
 from .connection import NEED_DATA, Args, ClientConnection, Reply
-from .errors import ConnectionLost, MessageDecodeError, RecordTooLarge, RpcTimeout
-from .record import DEFAULT_MAX_RECORD, MAX_FRAGMENT, Buffer, nbytes
+from .errors import ConnectionLost, ConnectTimeout, MessageDecodeError, RecordTooLarge, RpcTimeout
+from .record import MAX_FRAGMENT, Buffer, nbytes
 from .spin import Spinner
 
-__all__ = ["RpcClient", "PendingCall", "Address", "connect_socket"]
+__all__ = [
+    "RpcClient",
+    "PendingCall",
+    "Address",
+    "connect_socket",
+    "DEFAULT_MAX_REPLY",
+    "KEEPALIVE",
+]
 
 Address = tuple[str, int] | str
 _IOV_MAX = 1024
@@ -36,24 +44,53 @@ _DEFER_MAX_CALL = 4096  # larger calls are never deferred
 _DEFER_CALLS = 64  # deferred calls are sent once this many wait...
 _DEFER_BYTES = 1 << 16  # ...or this many bytes
 
+DEFAULT_MAX_REPLY = 64 << 20
+"""Largest reply record a client accepts, except a bulk result received into a buffer the
+caller gave (`into=`): that one may be as large as the buffer."""
+
+KEEPALIVE = (10, 5, 3)
+"""TCP keepalive of client connections: first probe after 10 s idle, then every 5 s, the
+connection fails after 3 unanswered probes: a peer host that died or became unreachable is
+noticed within about 25 s, even while a call waits for minutes. A server process that is alive
+but stuck is not detected this way (see RpcClient's `timeout`)."""
+
 
 def connect_socket(address: Address, timeout: float | None) -> socket.socket:
-    """A connected stream socket: `(host, port)` over TCP (no Nagle) or `"unix:/path"`."""
-    if isinstance(address, str):
-        if not address.startswith("unix:"):
-            raise ValueError(f"address {address!r}: expected (host, port) or 'unix:/path'")
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            sock.settimeout(timeout)
-            sock.connect(address[5:])
-        except BaseException:
-            sock.close()
-            raise
-    else:
-        sock = socket.create_connection(tuple(address), timeout=timeout)  # type: ignore[arg-type]
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    """A connected stream socket: `(host, port)` over TCP (no Nagle, keepalive: KEEPALIVE)
+    or `"unix:/path"`. Raises ConnectTimeout when `timeout` seconds pass first."""
+    try:
+        if isinstance(address, str):
+            if not address.startswith("unix:"):
+                raise ValueError(f"address {address!r}: expected (host, port) or 'unix:/path'")
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                sock.settimeout(timeout)
+                sock.connect(address[5:])
+            except BaseException:
+                sock.close()
+                raise
+        else:
+            sock = socket.create_connection(tuple(address), timeout=timeout)  # type: ignore[arg-type]
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            _keepalive(sock)
+    except TimeoutError:
+        raise ConnectTimeout(_where(address), "TCP connect", timeout) from None
     sock.settimeout(None)
     return sock
+
+
+def _keepalive(sock: socket.socket) -> None:
+    idle, interval, count = KEEPALIVE
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for name, value in (("TCP_KEEPIDLE", idle), ("TCP_KEEPINTVL", interval), ("TCP_KEEPCNT", count)):
+        option = getattr(socket, name, None)
+        if option is not None:  # Linux; other systems keep their defaults
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, option, value)
+
+
+def _where(address: Address) -> str:
+    return address if isinstance(address, str) else f"{address[0]}:{address[1]}"
 
 
 class PendingCall:
@@ -102,9 +139,16 @@ class RpcClient:
     """An ONC RPC client on one connection.
 
     `address`: `(host, port)` or `"unix:/path"`. `timeout`: default per-call timeout in seconds
-    (None waits forever). `auth`: credentials for every call (AUTH_NONE by default).
-    `max_record`: largest reply accepted. `max_fragment`: calls are split into fragments of at
-    most this many bytes.
+    (None waits forever: a call may legitimately run for minutes; a dead peer host is still
+    noticed through TCP keepalive, see KEEPALIVE). `auth`: credentials for every call
+    (AUTH_NONE by default). `max_record`: largest reply accepted (default DEFAULT_MAX_REPLY; a
+    larger one fails the connection with RecordTooLarge before any of it is buffered), except a
+    result received into an `into=` buffer. `max_fragment`: calls are split into fragments of
+    at most this many bytes.
+
+    `connect_timeout`: seconds for the whole setup (TCP connect, STARTTLS, token proof);
+    `setup_deadline` (a `time.monotonic()` value) is when it ends, for a first call that
+    belongs to the setup. Raises ConnectTimeout naming the step that was still waiting.
 
     Connection setup (`handshake`), before any call: `tls` (an `ssl.SSLContext`): RPC over
     TLS after RFC 9289 (the AUTH_TLS probe, then the handshake; `server_hostname` is checked
@@ -123,7 +167,7 @@ class RpcClient:
         *,
         timeout: float | None = None,
         auth: ClientAuth | None = None,
-        max_record: int = DEFAULT_MAX_RECORD,
+        max_record: int = DEFAULT_MAX_REPLY,
         max_fragment: int = MAX_FRAGMENT,
         connect_timeout: float | None = 30.0,
         tls: ssl.SSLContext | None = None,
@@ -134,6 +178,9 @@ class RpcClient:
     ) -> None:
         self.address = address
         self.timeout = timeout
+        self.setup_deadline = (
+            None if connect_timeout is None else time.monotonic() + connect_timeout
+        )
         self._sock: Any = _set_up(
             connect_socket(address, connect_timeout),
             address,
@@ -141,6 +188,7 @@ class RpcClient:
             server_hostname,
             token,
             program,
+            self.setup_deadline,
             connect_timeout,
         )
         self._buffered = getattr(self._sock, "pending", None)  # TLS: bytes a poll cannot see
@@ -439,7 +487,10 @@ class RpcClient:
             elif n:
                 conn.receive_data(self._scratch[:n])
         except OSError as exc:
-            self._fail(ConnectionLost(f"{self._where()}: receive failed: {exc}"))
+            why = f"receive failed: {exc}"
+            if exc.errno == errno.ETIMEDOUT:  # what keepalive reports (see KEEPALIVE)
+                why = "the server host stopped answering (TCP keepalive timed out)"
+            self._fail(ConnectionLost(f"{self._where()}: {why}"))
             return False
         if n == 0:
             self._fail(ConnectionLost(f"{self._where()}: server closed the connection"))
@@ -461,6 +512,10 @@ class RpcClient:
                     call._waiter.notify()
         except (RecordTooLarge, MessageDecodeError) as exc:
             self._fail_locked(exc)
+            if not self._send_busy:
+                # Nobody else uses the socket now (the caller is the reader, no sender is
+                # outside the lock): close it, so the peer's further bytes are refused.
+                self._sock.close()
 
     def _release_reader(self) -> None:
         with self._lock:
@@ -508,11 +563,7 @@ class RpcClient:
         return exc
 
     def _where(self) -> str:
-        return (
-            self.address
-            if isinstance(self.address, str)
-            else f"{self.address[0]}:{self.address[1]}"
-        )
+        return _where(self.address)
 
     def __repr__(self) -> str:
         return f"<RpcClient {self._where()} in flight {len(self._pending)}>"
@@ -525,27 +576,46 @@ def _set_up(
     server_hostname: str | None,
     token: bytes | None,
     program: tuple[int, int],
+    deadline: float | None,
     timeout: float | None,
 ) -> Any:
-    """STARTTLS and the token proof on a new connection (see `handshake`)."""
+    """STARTTLS and the token proof on a new connection (see `handshake`), both done before
+    `deadline` (ConnectTimeout otherwise)."""
     if tls is None and token is None:
         return sock
     from .handshake import authenticate, start_tls
+    from .tls import TlsError
 
-    where = address if isinstance(address, str) else f"{address[0]}:{address[1]}"
+    where = _where(address)
     if server_hostname is None and not isinstance(address, str):
         server_hostname = address[0]
+
+    def left() -> float | None:
+        return None if deadline is None else max(deadline - time.monotonic(), 0.001)
+
+    stage = "STARTTLS"
     try:
-        sock.settimeout(timeout)
         conn: Any = sock
         if tls is not None:
+            sock.settimeout(left())
             conn = start_tls(
-                sock, tls, server_hostname=server_hostname, program=program, where=where
+                sock, tls, server_hostname=server_hostname, program=program, where=where,
+                timeout=left(),
             )
+        stage = "the token handshake"
         if token is not None:
+            sock.settimeout(left())
             authenticate(conn, token, program=program)
         sock.settimeout(None)
         return conn
+    except TimeoutError:
+        sock.close()
+        raise ConnectTimeout(where, stage, timeout) from None
+    except TlsError as exc:
+        sock.close()
+        if isinstance(exc.__context__, TimeoutError):
+            raise ConnectTimeout(where, stage, timeout) from None
+        raise
     except BaseException:
         sock.close()
         raise

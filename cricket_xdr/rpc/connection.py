@@ -131,6 +131,7 @@ class ClientConnection(_Connection):
         self._into: dict[int, tuple[bytes, memoryview]] = {}  # xid -> (result head, bulk view)
         self.dropped = 0  # replies that matched no outstanding call
         self._reader.placer = self._place
+        self._reader.placeable = self._placeable
 
     @property
     def outstanding(self) -> int:
@@ -194,6 +195,13 @@ class ClientConnection(_Connection):
         self._outstanding.clear()
         self._into.clear()
         return xids
+
+    def _placeable(self, start: bytes) -> bool:
+        """RecordReader: a record starting with `start` (its xid, when 4 bytes have come) may
+        be a reply to a call sent with `into`."""
+        if not self._into:
+            return False
+        return len(start) < 4 or _U32.unpack(start)[0] in self._into
 
     def _place(self, start: bytes, size: int) -> tuple[int, memoryview] | None:
         """RecordReader placer: a plain SUCCESS reply to a call sent with `into`."""

@@ -13,6 +13,7 @@ __all__ = [
     "LocalRpcError",
     "ConnectionLost",
     "RpcTimeout",
+    "ConnectTimeout",
     "RecordTooLarge",
     "MessageDecodeError",
     "ReplyDecodeError",
@@ -43,6 +44,18 @@ class ConnectionLost(LocalRpcError):
 
 class RpcTimeout(LocalRpcError, TimeoutError):
     """No reply came within the call's timeout; a late reply for it is dropped."""
+
+
+class ConnectTimeout(RpcTimeout):
+    """Setting up a connection (TCP connect, STARTTLS, token proof, the first call) did not
+    finish in time: `where` names the address, `stage` the step that was still waiting."""
+
+    def __init__(self, where: str, stage: str, timeout: float | None) -> None:
+        within = f" within {timeout:g} s" if timeout is not None else ""
+        super().__init__(f"{where}: no answer during {stage}{within} (connection setup)")
+        self.where = where
+        self.stage = stage
+        self.timeout = timeout
 
 
 class RecordTooLarge(LocalRpcError):

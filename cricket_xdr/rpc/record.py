@@ -6,7 +6,9 @@ A record is sent as one or more fragments, each behind a 4-byte big-endian heade
       L = 1 on the record's last fragment
 
 `RecordReader` reassembles records from bytes fed to it and refuses a record larger than its
-maximum as soon as a fragment header announces it, before buffering anything of it.
+maximum as soon as a fragment header announces it, before buffering anything of it (beyond
+its first 64 bytes, when a placer may take it: a bulk record of the size a caller's buffer
+expects is received straight into that buffer, whatever the maximum).
 `frame()` turns a record (a list of bytes-like pieces) into a list of pieces to send, split at a
 maximum fragment size, without joining the pieces.
 """
@@ -96,10 +98,14 @@ class RecordReader:
     After RecordTooLarge the reader is failed and raises it again on every use.
 
     `placer` (optional, see `Placer`) may put the bulk of a large single-fragment record
-    straight into a buffer of its choice; `next_record()` then returns a `Placed` record.
+    straight into a buffer of its choice; `next_record()` then returns a `Placed` record. Such
+    a record may exceed `max_record`.
     """
 
     placer: Placer | None = None
+    placeable: Callable[[bytes], bool] | None = None
+    """`placeable(start)`: whether the placer may take a record that starts with `start` (up
+    to 4 bytes, maybe none yet); lets a record over the maximum be refused early."""
 
     def __init__(self, max_record: int = DEFAULT_MAX_RECORD) -> None:
         self.max_record = max_record
@@ -177,6 +183,18 @@ class RecordReader:
                 last = bool(header & LAST_FRAGMENT)
                 size = self._filled + length
                 if size > self.max_record:
+                    # Only a bulk record a placer takes whole may be larger (its size is what
+                    # the caller's buffer expects); its first bytes decide that.
+                    if (
+                        self.placer is not None
+                        and self._record is None
+                        and last
+                        and (self.placeable is None or self.placeable(bytes(buf[4:8])))
+                    ):
+                        if len(buf) < 4 + min(length, _PLACER_LOOK):
+                            return None
+                        if self._start_placed(length):
+                            continue
                     self._failed = RecordTooLarge(size, self.max_record)
                     raise self._failed
                 if self._record is None and last and len(buf) >= 4 + length:

@@ -226,3 +226,164 @@ def test_another_sessions_pointer_is_refused_like_an_unallocated_one(
             assert data == b"\x5a" * 4096
     finally:
         other.close()
+
+
+# -- argument handling: the same outcome, raised or returned ---------------------------------
+# cuda-python converts arguments to their C types before the driver sees them (OverflowError,
+# TypeError); what only the driver checks comes back as a CUresult. Each scenario's outcome is
+# ("raises", exception type name) or ("returns", CUresult), locally and remotely; the sim
+# backend must give the same outcome as the real driver.
+
+STACK_SIZE = 0  # CU_LIMIT_STACK_SIZE
+SETTABLE_LIMITS = range(0, 7)  # CU_LIMIT_STACK_SIZE .. CU_LIMIT_PERSISTING_L2_CACHE_SIZE
+
+
+def _outcome(scenario: Callable[[ModuleType], int], cu: ModuleType) -> tuple[str, Any]:
+    try:
+        return ("returns", int(scenario(cu)))
+    except (OverflowError, TypeError, ValueError) as exc:
+        return ("raises", type(exc).__name__)
+
+
+def copy_negative_size(cu: ModuleType) -> int:
+    ptr = _ok(cu.cuMemAlloc(64))
+    try:
+        return cu.cuMemcpyHtoD(ptr, b"x" * 8, -1)[0]
+    finally:
+        cu.cuMemFree(ptr)
+
+
+def alloc_negative_size(cu: ModuleType) -> int:
+    return cu.cuMemAlloc(-1)[0]
+
+
+def alloc_size_given_as_text(cu: ModuleType) -> int:
+    return cu.cuMemAlloc("8")[0]
+
+
+def alloc_size_given_as_float(cu: ModuleType) -> int:
+    err, ptr = cu.cuMemAlloc(1.9)
+    if int(err) == 0:
+        _ok(cu.cuMemFree(ptr))
+    return err
+
+
+def memset_value_wider_than_a_byte(cu: ModuleType) -> int:
+    ptr = _ok(cu.cuMemAlloc(64))
+    try:
+        return cu.cuMemsetD8(ptr, 256, 1)[0]
+    finally:
+        cu.cuMemFree(ptr)
+
+
+def stream_flags_negative(cu: ModuleType) -> int:
+    return cu.cuStreamCreate(-1)[0]
+
+
+def free_negative_pointer(cu: ModuleType) -> int:
+    return cu.cuMemFree(-1)[0]
+
+
+def negative_device_ordinal(cu: ModuleType) -> int:
+    return cu.cuDeviceGet(-1)[0]
+
+
+def negative_limit_value(cu: ModuleType) -> int:
+    return cu.cuCtxSetLimit(cu.CUlimit(STACK_SIZE), -1)[0]
+
+
+def unknown_limit(cu: ModuleType) -> int:
+    return cu.cuCtxSetLimit(99, 1)[0]
+
+
+def non_utf8_kernel_name(cu: ModuleType) -> int:
+    mod = _ok(cu.cuModuleLoadData(CUBIN.read_bytes()))
+    try:
+        return cu.cuModuleGetFunction(mod, b"\xff")[0]
+    finally:
+        cu.cuModuleUnload(mod)
+
+
+def pointer_attribute_of_unallocated(cu: ModuleType) -> int:
+    attribute = cu.CUpointer_attribute.CU_POINTER_ATTRIBUTE_RANGE_SIZE
+    return cu.cuPointerGetAttribute(attribute, cu.CUdeviceptr(UNALLOCATED))[0]
+
+
+def _huge_limit(limit: int) -> Callable[[ModuleType], int]:
+    def scenario(cu: ModuleType) -> int:
+        before = _ok(cu.cuCtxGetLimit(cu.CUlimit(limit)))
+        err = cu.cuCtxSetLimit(cu.CUlimit(limit), 1 << 40)[0]
+        if int(err) == 0:
+            cu.cuCtxSetLimit(cu.CUlimit(limit), before)
+        return err
+
+    scenario.__name__ = f"limit_{limit}_set_to_1TiB"
+    return scenario
+
+
+ARGUMENT_SCENARIOS: list[Callable[[ModuleType], int]] = [
+    copy_negative_size,
+    alloc_negative_size,
+    alloc_size_given_as_text,
+    alloc_size_given_as_float,
+    memset_value_wider_than_a_byte,
+    stream_flags_negative,
+    free_negative_pointer,
+    negative_device_ordinal,
+    negative_limit_value,
+    unknown_limit,
+    non_utf8_kernel_name,
+    pointer_attribute_of_unallocated,
+    *[_huge_limit(limit) for limit in SETTABLE_LIMITS],
+]
+
+
+@pytest.fixture(scope="module")
+def sim_connection(
+    local_cu: ModuleType, remote_cu: ModuleType, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Any]:
+    """A session on a sim-backend server, for `with conn.active():`."""
+    import cricket_client
+
+    ready = tmp_path_factory.mktemp("parity-sim") / "ready"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cricket_server", "--backend", "sim", "--listen", "127.0.0.1:0",
+         "--ready-file", str(ready), "--log-level", "warning"],
+        cwd=ROOT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists():
+            assert proc.poll() is None, "cricket-server (sim) exited"
+            assert time.monotonic() < deadline, "cricket-server (sim) did not get ready"
+            time.sleep(0.05)
+        conn = cricket_client.connect(ready.read_text().strip(), make_default=False)
+        with conn.active():
+            _setup(remote_cu)
+        yield conn
+        conn.close()
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+@pytest.mark.parametrize("scenario", ARGUMENT_SCENARIOS, ids=lambda f: f.__name__)
+def test_remote_argument_handling_equals_local(
+    scenario: Callable[[ModuleType], int], local_cu: ModuleType, remote_cu: ModuleType
+) -> None:
+    local = _outcome(scenario, local_cu)
+    remote = _outcome(scenario, remote_cu)
+    assert remote == local, f"{scenario.__name__}: remote {remote}, local {local}"
+
+
+@pytest.mark.parametrize("scenario", ARGUMENT_SCENARIOS, ids=lambda f: f.__name__)
+def test_sim_argument_handling_equals_local(
+    scenario: Callable[[ModuleType], int],
+    local_cu: ModuleType,
+    remote_cu: ModuleType,
+    sim_connection: Any,
+) -> None:
+    local = _outcome(scenario, local_cu)
+    with sim_connection.active():
+        sim = _outcome(scenario, remote_cu)
+    assert sim == local, f"{scenario.__name__}: sim {sim}, local {local}"
