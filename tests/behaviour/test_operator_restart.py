@@ -1,7 +1,7 @@
 """Operator checkpoints and restarts that an unmodified client survives.
 
-The client (unmodified_client.py, a subprocess) uses only the driver API and never takes a
-checkpoint. It builds state; the operator checkpoints it (`cricket-checkpoint --server`,
+The client (unmodified_client.py, a subprocess under `cricket-run`) is a cuda-python program
+that uses only `cuda.bindings.driver` and never takes a checkpoint. It builds state; the operator checkpoints it (`cricket-checkpoint --server`,
 SIGUSR1 with --checkpoint-dir, --checkpoint-every, or the final checkpoint on SIGTERM); the
 server dies; `cricket-restart` serves the checkpoint on the same address; the client goes on
 and reads its data back. Calls made after the checkpoint are reported as CallsLost naming
@@ -80,15 +80,16 @@ def operator_restart(
 
 
 class Client:
-    """unmodified_client.py against `address`, with the default reconnect settings."""
+    """`cricket-run --server ADDRESS unmodified_client.py`, with the default reconnect
+    settings."""
 
     def __init__(self, address: str, folder: Path) -> None:
-        env = dict(os.environ, REMOTE_GPU_ADDRESS=address)
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES="")  # a call that stayed local would fail
         env.pop(DEADLINE_ENV, None)
         self.errors = folder / "client.err"
         with open(self.errors, "wb") as err:
             self.proc = subprocess.Popen(
-                [sys.executable, str(CLIENT)],
+                [sys.executable, "-m", "cricket_client.run", "--server", address, str(CLIENT)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=err,
