@@ -239,6 +239,26 @@ def test_calls_after_an_operator_checkpoint_are_reported_lost_by_name(
 
 
 @pytest.mark.parametrize("isolation", MODES)
+def test_reads_after_an_operator_checkpoint_are_not_reported_lost(
+    tmp_path: Path,
+    servers: list[ServerProcess],
+    clients: list[Client],
+    isolation: str,
+) -> None:
+    server = operator_server(servers, tmp_path, isolation)
+    clients.append(client := Client(server.address, tmp_path))
+    client.expect("ready")
+    operator_checkpoint(server.address, tmp_path / "ckpt")
+    client.send("reads")  # copies to the host, synchronizations, queries: nothing changes
+    client.expect("reads done")
+    server.kill()
+    operator_restart(servers, tmp_path, tmp_path / "ckpt", server.address, isolation)
+    client.send("go")
+    client.expect("ok")  # not "lost ...": the restored session is all the program has seen
+    client.finish()
+
+
+@pytest.mark.parametrize("isolation", MODES)
 @pytest.mark.parametrize("instead", ["fresh server", "restart without it"])
 def test_a_session_no_server_holds_is_a_quick_clear_error(
     tmp_path: Path,

@@ -4,6 +4,7 @@ subprocess and steer it by lines on stdin; it answers by lines on stdout.
 
     (start)  builds state: memory with data, a module and its function, a stream; "ready"
     "more"   makes calls that change state (a memset, a launch); "more done"
+    "reads"  reads its memory back, synchronizes, asks for memory info; "reads done"
     "go"     reads everything back and checks it; a call that raises an exception named
              CallsLost is reported as "lost PROC PROC ..." (its `calls`), and the state is
              then checked as the checkpoint held it;
@@ -73,6 +74,13 @@ def main() -> None:
             launch_add(add, stream, 5)
             check(cuda.cuStreamSynchronize(stream))
             say("more done")
+        elif command == "reads":  # calls that change nothing
+            for ptr, payload in zip(ptrs, data, strict=True):
+                assert read(ptr, len(payload)) == payload
+            check(cuda.cuStreamSynchronize(stream))
+            check(cuda.cuCtxSynchronize())
+            check(cuda.cuMemGetInfo())
+            say("reads done")
         elif command == "go":
             try:
                 first = read(ptrs[0], SIZES[0])

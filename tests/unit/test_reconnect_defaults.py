@@ -131,3 +131,17 @@ def test_a_call_that_never_ran_is_not_numbered() -> None:
     finally:
         conn.close()
         srv.stop()
+
+
+def test_a_restore_that_lacks_only_reads_goes_on_quietly() -> None:
+    conn = resumed(restored=1)
+    book = replay_log(conn)
+    for proc in ("CU_MEM_ALLOC", "CU_STREAM_SYNCHRONIZE", "CU_MEMCPY_DTOH", "CU_MEM_GET_INFO"):
+        book.count(proc)
+    replay(conn)  # nothing the program saw is missing
+    assert book.seq == 1
+    book.count("CU_MEMCPY_DTOH")
+    book.count("CU_MEMSET")  # one change among them: named
+    with pytest.raises(CallsLost) as lost:
+        replay(conn)
+    assert lost.value.calls == [(2, "CU_MEMCPY_DTOH"), (3, "CU_MEMSET")]
