@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from behaviour_helpers import BACKEND, ROOT, check, open_session
-from checkpoint_helpers import ServerProcess, server_list, start_restart
+from behaviour_helpers import ROOT, check, open_session
+from checkpoint_helpers import ServerProcess, server_list, start_restart, start_server
 
 import cricket_client
 from cricket_client import driver as cuda
@@ -43,17 +43,20 @@ def servers() -> Iterator[list[ServerProcess]]:
 
 
 def operator_server(
-    servers: list[ServerProcess],
-    folder: Path,
-    isolation: str,
-    *extra: str,
-    listen: str = "127.0.0.1:0",
+    servers: list[ServerProcess], folder: Path, isolation: str, *extra: str
 ) -> ServerProcess:
-    """cricket-server as an operator starts it."""
-    args = ["-m", "cricket_server", "--listen", listen, "--backend", BACKEND]
-    args += ["--isolation", isolation, *extra]
-    servers.append(ServerProcess(args, folder, f"server{len(servers)}"))
-    return servers[-1]
+    """cricket-server as an operator starts it (`--listen ADDRESS` in `extra` adds an address)."""
+    return start_server(servers, folder, isolation, *extra)
+
+
+def process(server: ServerProcess) -> subprocess.Popen[bytes]:
+    """The server's process (`process` or, in older harnesses, `proc`)."""
+    return server.process if hasattr(server, "process") else server.proc  # type: ignore[no-any-return]
+
+
+def log_text(server: ServerProcess) -> str:
+    log = server.log
+    return log() if callable(log) else log.read_text()  # type: ignore[no-any-return]
 
 
 def operator_checkpoint(address: str, target: Path, *extra: str) -> str:
@@ -154,7 +157,7 @@ def wait_until(condition: Callable[[], bool], what: str, server: ServerProcess) 
     deadline = time.monotonic() + WAIT
     while not condition():
         if time.monotonic() > deadline:
-            pytest.fail(f"no {what} within {WAIT:g} s:\n{server.log.read_text()}")
+            pytest.fail(f"no {what} within {WAIT:g} s:\n{log_text(server)}")
         time.sleep(0.05)
 
 
@@ -164,24 +167,27 @@ def by_cricket_checkpoint(server: ServerProcess, ckpt: Path) -> None:
 
 
 def by_sigusr1(server: ServerProcess, ckpt: Path) -> None:
-    server.proc.send_signal(signal.SIGUSR1)
+    process(server).send_signal(signal.SIGUSR1)
     wait_until(lambda: manifest_version(ckpt) is not None, "checkpoint after SIGUSR1", server)
     server.kill()
 
 
 def by_checkpoint_every(server: ServerProcess, ckpt: Path) -> None:
     # The client is idle: the second checkpoint written from now on began after its calls.
-    seen = manifest_version(ckpt)
     for _ in range(2):
-        wait_until(lambda s=seen: manifest_version(ckpt) not in (None, s), "periodic one", server)
         seen = manifest_version(ckpt)
+
+        def newer(seen: tuple[int, int] | None = seen) -> bool:
+            return manifest_version(ckpt) not in (None, seen)
+
+        wait_until(newer, "periodic checkpoint", server)
     server.kill()
 
 
 def by_final_checkpoint_on_sigterm(server: ServerProcess, ckpt: Path) -> None:
-    server.proc.send_signal(signal.SIGTERM)
-    assert server.proc.wait(timeout=WAIT) == 0, server.log.read_text()
-    assert "final checkpoint into" in server.log.read_text()
+    process(server).send_signal(signal.SIGTERM)
+    assert process(server).wait(timeout=WAIT) == 0, log_text(server)
+    assert "final checkpoint into" in log_text(server)
 
 
 # name: (server options, how the checkpoint is taken and the server ends)
@@ -279,7 +285,7 @@ def test_a_session_no_server_holds_is_a_quick_clear_error(
             operator_checkpoint(server.address, tmp_path / "other", "--session", session)
         server.kill()
         if instead == "fresh server":
-            operator_server(servers, tmp_path, isolation, listen=server.address)
+            operator_server(servers, tmp_path, isolation, "--listen", server.address)
         else:
             operator_restart(servers, tmp_path, tmp_path / "other", server.address, isolation)
         start = time.monotonic()
