@@ -20,6 +20,7 @@ from .errors import (
     NotConnectedError,
     NotSupportedRemotely,
 )
+from .reconnect import CallsLost, SessionNotFound
 from .remote_imports import install
 
 __all__ = [
@@ -36,8 +37,10 @@ __all__ = [
     "redirect",
     "CheckpointFailed",
     "CheckpointInfo",
+    "CallsLost",
     "CricketClientError",
     "HelloRefused",
+    "SessionNotFound",
     "NotConnectedError",
     "NotSupportedRemotely",
 ]

@@ -3,8 +3,9 @@
 `checkpoint(path)` asks the server to write a checkpoint of this session into `path` (a
 directory on the server's file system; a relative path is made absolute here). The server
 takes it between this session's calls, once its streams are synchronized, so it holds
-every call made before. Afterwards the connection reconnects by itself if it is lost
-(`cricket_client.reconnect`), to a server that `cricket-restart` started from a checkpoint.
+every call made before, and the client logs the calls after it, so that after a reconnect
+(`cricket_client.reconnect`) to a server that `cricket-restart` started from it, the calls it
+lacks are sent again (`cricket_client.replay`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from dataclasses import dataclass
 
 from .connection import Connection, get_connection
 from .errors import CricketClientError, error_name
-from .reconnect import enable_reconnect
 from .reconnect import redirect as _redirect
 from .replay import replay_log
 
@@ -49,7 +49,6 @@ def checkpoint(
     _err, reply = conn.sync("CHECKPOINT_SESSION", target)
     if reply.err != 0:
         raise CheckpointFailed(f"checkpoint {target}: {error_name(reply.err)}: {reply.value}")
-    enable_reconnect(conn)
     done = reply.value
     replay_log(conn).restart_at(done.calls, target)  # the calls the checkpoint holds
     return CheckpointInfo(target, done.sessions, done.bytes, done.stored_bytes)

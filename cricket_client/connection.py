@@ -11,6 +11,9 @@ versions, the device address range). The `driver` module calls through `sync()` 
   are collected; the first failure among them is returned in place of this call's CUresult
   when this call itself succeeded, as CUDA reports asynchronous errors.
 
+A call that finds the connection lost resumes the session on a server holding it, within
+`reconnect_deadline` seconds (`cricket_client.reconnect`; CRICKET_RECONNECT_DEADLINE, 0: off).
+
 The process-wide default connection is what `cricket_client.driver` uses; `active()` makes
 another connection the one used by the current thread inside a `with` block.
 """
@@ -35,14 +38,24 @@ from importlib import resources
 from typing import Any, TypeVar
 
 from cricket_xdr.rpc.client import RpcClient
-from cricket_xdr.rpc.errors import AuthError, ConnectionLost, ConnectTimeout, RpcTimeout
+from cricket_xdr.rpc.errors import (
+    AuthError,
+    ConnectionLost,
+    ConnectTimeout,
+    GarbageArgs,
+    ProcUnavail,
+    ProgMismatch,
+    ProgUnavail,
+    RpcMismatch,
+    RpcTimeout,
+)
 from cricket_xdr.stubs import Pending
-from cricket_xdr.xdr import Encoder, xdr_int
+from cricket_xdr.xdr import Encoder, XdrEncodeError, xdr_int
 
 from .datapath import DataPaths
 from .errors import HelloRefused, NotConnectedError, error_name
 from .launch_batch import LaunchBatcher
-from .reconnect import CallsLost, resume_after_loss
+from .reconnect import CallsLost, enable_reconnect, resume_after_loss
 from .replay import calls_of, renew_log, replay_log
 from .security import (
     Security,
@@ -113,6 +126,22 @@ def _err_of(reply: Any) -> int:
     return reply if isinstance(reply, int) else int(reply.err)
 
 
+# A call that failed with one of these never reached CricketService._run, which counts calls:
+# its arguments did not encode, or the server refused it before dispatching it.
+_NOT_RUN = (
+    XdrEncodeError,
+    TypeError,
+    ValueError,
+    OverflowError,
+    GarbageArgs,
+    ProcUnavail,
+    ProgUnavail,
+    ProgMismatch,
+    RpcMismatch,
+    AuthError,
+)
+
+
 def _resuming(method: F) -> F:
     """Run a call method; when the connection is lost and reconnecting is on, resume the
     session on a server holding it (cricket_client.reconnect) and run it once more."""
@@ -134,6 +163,9 @@ def _resuming(method: F) -> F:
                 if not resume_after_loss(self, lost, transport):
                     raise
                 return wrapper(self, *args, **kwargs)
+            except _NOT_RUN:
+                book.rollback(mark)  # the server did not count it either
+                raise
         mark = book.begin(calls_of(method.__name__, self, args))
         try:
             result = method(self, *args, **kwargs)
@@ -142,6 +174,10 @@ def _resuming(method: F) -> F:
             if not resume_after_loss(self, lost, transport):
                 raise
             return wrapper(self, *args, **kwargs)
+        except _NOT_RUN:
+            if one_call:
+                book.rollback(mark)
+            raise
         book.settle(mark, result)
         if book.full():
             renew_log(self)
@@ -189,6 +225,7 @@ class Connection:
         client_name: str | None = None,
         tls: ssl.SSLContext | bool | None = None,
         token: bytes | str | None = None,
+        reconnect_deadline: float | None = None,
     ) -> None:
         from rpc_spec import cricket_rpc as proto
 
@@ -224,6 +261,8 @@ class Connection:
         self.datapaths: DataPaths | None = None  # copy routing (cricket_client.datapath)
         self._launches = LaunchBatcher(self._send_launch_batch)
         self.closed = False
+        if reconnect_deadline is not None:  # else CRICKET_RECONNECT_DEADLINE or the default
+            enable_reconnect(self, reconnect_deadline)
         name = client_name or f"{os.path.basename(sys.argv[0]) or 'python'}@{socket.gethostname()}"
         self.client_name = name[:1024]
         deadline = self._rpc.setup_deadline

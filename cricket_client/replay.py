@@ -4,12 +4,19 @@ restored server so that a server crash loses no acknowledged work.
 Every call the server counts (all but HELLO, GOODBYE, GET_ERROR_MESSAGE and the checkpoint
 procedures: `CricketService._run` counts each call it dispatches) gets the next sequence
 number here, in the order it is sent (the server executes a connection's calls in that
-order). Once the program took a checkpoint (`cricket_client.checkpoint`, which starts the
-log afresh) or `enable_replay(conn)` was called, each call is also logged with a copy of its
-arguments, host data included. After a reconnect the restored session says how many calls
-its checkpoint holds (SESSION_CALLS); the logged calls after that number are sent again, in
-order, and a replayed allocation or creation must give the same pointer or handle as the
-first time, else `ReplayDiverged`.
+order), and its procedure's name goes into a ring of the last `RECENT` names (one list
+store: no copy, no allocation). Once the program took a checkpoint
+(`cricket_client.checkpoint`, which starts the log afresh) or `enable_replay(conn)` was
+called, each call is also logged with a copy of its arguments, host data included. After a
+reconnect the restored session says how many calls its checkpoint holds (SESSION_CALLS);
+the logged calls after that number are sent again, in order, and a replayed allocation or
+creation must give the same pointer or handle as the first time, else `ReplayDiverged`.
+
+A checkpoint the client did not take (`cricket-checkpoint --server`, SIGUSR1, periodic or
+final checkpoints of the server) is not seen by it, so nothing is logged for it: when the
+restored session holds fewer calls than were sent, those calls cannot be replayed and the
+resume raises `CallsLost` naming them (from the ring); the session goes on from the restored
+state, numbered as the server numbers it.
 
 Bounded: when the log would hold more than `max_bytes`, the client first takes a new
 checkpoint at the path of its last one (which empties the log); without a known path it
@@ -31,6 +38,7 @@ if TYPE_CHECKING:
     from .connection import Connection
 
 __all__ = [
+    "RECENT",
     "ReplayDiverged",
     "ReplayLog",
     "MAX_BYTES_ENV",
@@ -55,9 +63,50 @@ UNCOUNTED = frozenset(
         "SESSION_CALLS",
     }
 )
+# Procedures that change nothing a checkpoint holds (they read device memory or ask about
+# state; work they wait for was sent before them). A restore that lacks only such calls
+# lacks nothing the program has seen: the session goes on without CallsLost.
+READ_ONLY = frozenset(
+    {
+        "CU_DRIVER_GET_VERSION",
+        "CU_DEVICE_GET_COUNT",
+        "CU_DEVICE_GET",
+        "CU_DEVICE_GET_NAME",
+        "CU_DEVICE_GET_ATTRIBUTE",
+        "CU_DEVICE_TOTAL_MEM",
+        "CU_DEVICE_GET_UUID",
+        "CU_DEVICE_GET_PCI_BUS_ID",
+        "CU_DEVICE_PRIMARY_CTX_GET_STATE",
+        "CU_CTX_GET_CURRENT",
+        "CU_CTX_SYNCHRONIZE",
+        "CU_CTX_GET_DEVICE",
+        "CU_CTX_GET_LIMIT",
+        "CU_CTX_GET_STREAM_PRIORITY_RANGE",
+        "CU_MEM_GET_INFO",
+        "CU_MEM_GET_ADDRESS_RANGE",
+        "CU_MEMCPY_DTOH",
+        "CU_MEMCPY_DTOH_ASYNC",
+        "CU_POINTER_GET_ATTRIBUTES",
+        "CU_FUNC_GET_ATTRIBUTE",
+        "CU_FUNC_GET_PARAM_INFO",
+        "CU_STREAM_SYNCHRONIZE",
+        "CU_STREAM_QUERY",
+        "CU_EVENT_SYNCHRONIZE",
+        "CU_EVENT_QUERY",
+        "CU_EVENT_ELAPSED_TIME",
+        "CU_OCCUPANCY_MAX_ACTIVE_BLOCKS_PER_MULTIPROCESSOR",
+        "CU_OCCUPANCY_MAX_POTENTIAL_BLOCK_SIZE",
+        "RT_DEVICE_GET_PROPERTIES",
+        "RT_MEMCPY_2D_DTOH",
+        "DATA_SHM_DTOH",
+        "DATA_TCP_DTOH",
+    }
+)
 # results whose value a replay must reproduce exactly (pointers and handles)
 _IDENTITY_RESULTS = frozenset({"ptr_result", "handle_result", "pitch_result", "module_load_result"})
 _ATTR = "_replay_log"
+RECENT = 256  # names of the last counted calls kept, to name the calls a restore lacks
+_RECENT_MASK = RECENT - 1
 
 
 class ReplayDiverged(CricketClientError):
@@ -109,6 +158,7 @@ class ReplayLog:
         self.entries: deque[Entry] = deque()
         self.bytes = 0
         self.renewing = False
+        self.recent: list[str] = [""] * RECENT  # recent[seq % RECENT]: the name of call seq
 
     def restart_at(self, seq: int, path: str | None = None) -> None:
         """A checkpoint holds every call up to `seq`: the log keeps what came after it (calls
@@ -136,6 +186,7 @@ class ReplayLog:
         mark = (self.seq, len(self.entries))
         if proc not in UNCOUNTED:
             self.seq += 1
+            self.recent[self.seq & _RECENT_MASK] = proc
         return mark
 
     def begin(self, calls: list[tuple[str, tuple[Any, ...]]]) -> tuple[int, int]:
@@ -145,6 +196,7 @@ class ReplayLog:
             if proc in UNCOUNTED:
                 continue
             self.seq += 1
+            self.recent[self.seq & _RECENT_MASK] = proc
             if self.enabled and not self.overflowed:
                 frozen, size = _freeze(args)
                 self.entries.append(Entry(self.seq, proc, frozen, size + ENTRY_OVERHEAD))
@@ -184,7 +236,7 @@ class ReplayLog:
     def to_replay(self, restored: int) -> list[Entry] | str:
         """The entries after call `restored`, or why they cannot be had."""
         if not self.enabled:
-            return "no replay log (no checkpoint taken by this client)"
+            return "this program took no checkpoint, so it kept no replay log"
         if self.overflowed:
             return f"the replay log outgrew its bound of {self.max_bytes} bytes"
         if restored < self.base:
@@ -195,6 +247,20 @@ class ReplayLog:
         if restored > self.seq:
             return f"the restored session holds {restored} calls, more than the {self.seq} sent"
         return [e for e in self.entries if e.seq > restored]
+
+    def named(self, first: int, last: int) -> list[tuple[int, str]]:
+        """(sequence number, procedure) of calls `first`..`last` that the ring still names
+        (the last `RECENT` counted calls)."""
+        first = max(first, last - RECENT + 1, 1)
+        return [(seq, self.recent[seq & _RECENT_MASK]) for seq in range(first, last + 1)]
+
+    def resync(self, restored: int) -> None:
+        """The session goes on from a restored state holding `restored` calls (the calls
+        after it are reported lost): number from there; a log that was on logs afresh."""
+        self.seq = self.base = restored
+        self.entries.clear()
+        self.bytes = 0
+        self.overflowed = False
 
 
 def replay_log(conn: Connection) -> ReplayLog:
@@ -252,7 +318,8 @@ def _decoded_args(conn: Connection, proc: str, body: bytes) -> tuple[Any, ...]:
 
 
 def replay(conn: Connection) -> None:
-    """After a resume: send again what the restored session lacks (see the module docstring)."""
+    """After a resume: send again what the restored session lacks (see the module docstring);
+    raises CallsLost naming the calls it lacks when they cannot be sent again."""
     from .reconnect import CallsLost
 
     book = replay_log(conn)
@@ -260,13 +327,37 @@ def replay(conn: Connection) -> None:
     if reply.err != 0:
         raise CallsLost(f"resume: the server does not say how many calls it holds ({reply.err})")
     restored = int(reply.value)
-    todo = book.to_replay(restored)
-    if isinstance(todo, str):
-        if restored != book.seq:
-            raise CallsLost(
-                f"{book.seq - restored} call(s) are not in the restored session: {todo}"
-            )
+    if restored == book.seq:
         return
+    todo = book.to_replay(restored)
+    if isinstance(todo, str) and restored < book.seq and book.seq - restored <= RECENT:
+        missing = book.named(restored + 1, book.seq)
+        if all(proc in READ_ONLY for _seq, proc in missing):
+            log.info(
+                "the restored session lacks calls %d..%d, which changed nothing: going on",
+                restored + 1,
+                book.seq,
+            )
+            book.resync(restored)
+            return
+    if isinstance(todo, str):
+        where = f"session {conn.info.session_id:#x} resumed on {conn.address}"
+        if restored > book.seq:  # a call ran there, then its reply was lost with the server
+            calls = book.named(book.seq + 1, restored)
+            message = (
+                f"{where}: its checkpoint holds {restored - book.seq} call(s) more than were "
+                f"answered here: {_listed(calls)} ran on the old server, but the reply was "
+                "lost; not sent again"
+            )
+        else:
+            calls = book.named(restored + 1, book.seq)
+            message = (
+                f"{where} from a checkpoint that holds calls 1..{restored}; the "
+                f"{book.seq - restored} call(s) after it are not in the restored session and "
+                f"cannot be replayed ({todo}): {_listed(calls)}"
+            )
+        book.resync(restored)
+        raise CallsLost(message, calls)
     log.warning(
         "replaying %d call(s) made after the checkpoint (calls %d..%d)",
         len(todo),
@@ -283,3 +374,9 @@ def replay(conn: Connection) -> None:
         err = again if isinstance(again, int) else int(getattr(again, "err", 0))
         if err:
             log.warning("replayed %s (call %d) failed with %d", entry.proc, entry.seq, err)
+
+
+def _listed(calls: list[tuple[int, str]], most: int = 16) -> str:
+    """"CU_MEMSET_D8 (call 41), ..." for a message; the last `most` of them."""
+    shown = ", ".join(f"{proc} (call {seq})" for seq, proc in calls[-most:])
+    return f"... {len(calls) - most} more, {shown}" if len(calls) > most else shown

@@ -124,11 +124,12 @@ def test_checkpoint_sigkill_restart_and_the_client_goes_on(
         conn.close()
 
 
-def test_a_client_without_a_checkpoint_does_not_reconnect(
-    tmp_path: Path, servers: list[ServerProcess]
+def test_a_client_with_reconnecting_off_does_not_reconnect(
+    tmp_path: Path, servers: list[ServerProcess], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from cricket_xdr.rpc.errors import ConnectionLost
 
+    monkeypatch.setenv("CRICKET_RECONNECT_DEADLINE", "0")
     server = start_server(servers, tmp_path)
     conn = open_session(server.address, make_default=True)
     try:

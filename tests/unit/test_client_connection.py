@@ -256,13 +256,14 @@ def test_deferred_error_survives_a_full_pipeline(
 
 
 def test_lost_server_raises_an_rpc_error_and_close_still_works() -> None:
-    from cricket_xdr.rpc.errors import RpcError
+    from cricket_xdr.rpc.errors import ConnectionLost
 
     srv = FakeServer()
-    conn = cricket_client.connect(srv.address)
+    conn = cricket_client.connect(srv.address, reconnect_deadline=0.5)
     srv.stop()
-    with pytest.raises(RpcError):
-        cuda.cuInit(0)
+    with pytest.raises(ConnectionLost, match="no server took it back within 0.5 s") as lost:
+        cuda.cuInit(0)  # tries to reconnect for 0.5 s: nothing listens there any more
+    assert srv.address in str(lost.value)
     conn.close()
     assert conn.closed
 
