@@ -67,6 +67,7 @@ class _Pending:
     fragment: bytearray = field(default_factory=bytearray)  # the fragment being read
     want: int = 0  # bytes of the fragment still to read
     record: bytearray = field(default_factory=bytearray)  # fragments so far
+    peeking: bool = False  # TLS: part of the first record is here (looked at, not read)
     waiting_slot: bool = False  # TLS: the first record is here, no setup slot free yet
 
 
@@ -164,31 +165,46 @@ class AdmissionGate:
                                       "closing", entry.info, self.admission.deadline)  # fmt: skip
                     self._drop(entry)
             with self._lock:
-                waiting = [e for e in self._pending.values() if e.waiting_slot]
+                polled = [e for e in self._pending.values() if e.peeking or e.waiting_slot]
+            for entry in polled:
+                if entry.peeking:
+                    self._guarded(self._peek, entry)
+            waiting = [e for e in polled if e.waiting_slot]
             if waiting:
                 self._offer_slots(waiting)
             timeout = max(0.0, deadlines[0][0] - now) if deadlines else None
-            if any(e.waiting_slot for e in waiting):
+            if any(e.peeking or e.waiting_slot for e in polled):
                 timeout = _SLOT_POLL if timeout is None else min(timeout, _SLOT_POLL)
             for key, _ in self._selector.select(timeout):
                 if key.data is None:
                     with contextlib.suppress(OSError):
                         self._wake_r.recv(4096)
                     continue
-                try:
-                    self._readable(key.data)
-                except (BlockingIOError, InterruptedError):
-                    pass
-                except Exception as exc:  # a hostile peer ends its own connection only
-                    self._trouble.log(logging.INFO, "%r: connection setup failed: %s",
-                                      key.data.info, exc)  # fmt: skip
-                    self._drop(key.data)
+                self._guarded(self._readable, key.data)
+
+    def _guarded(self, step: Callable[[_Pending], None], entry: _Pending) -> None:
+        """Run one step of a connection's setup; a failure ends that connection only."""
+        try:
+            step(entry)
+        except (BlockingIOError, InterruptedError):
+            pass
+        except Exception as exc:  # a hostile peer ends its own connection only
+            self._trouble.log(logging.INFO, "%r: connection setup failed: %s", entry.info, exc)
+            self._drop(entry)
+
+    def _peek(self, entry: _Pending) -> None:
+        """TLS: once the first record is here, wait for a setup slot. Bytes looked at stay
+        readable, so a connection with part of its record is polled, not watched."""
+        complete = self._first_record_here(entry)
+        if not entry.peeking:
+            self._selector.unregister(entry.sock)
+        entry.peeking = not complete
+        entry.waiting_slot = complete
 
     def _readable(self, entry: _Pending) -> None:
         if self.admission.tls is not None:
-            if self._first_record_here(entry):
-                self._selector.unregister(entry.sock)
-                entry.waiting_slot = True
+            self._peek(entry)
+            if entry.waiting_slot:
                 self._offer_slots([entry])
             return
         record = self._read_record(entry)
@@ -258,8 +274,9 @@ class AdmissionGate:
     def _offer_slots(self, waiting: list[_Pending]) -> None:
         free = self.setup_limit - self._setup_busy()
         for entry in waiting[: max(0, free)]:
-            entry.waiting_slot = False
-            self._forward(entry, admitted=False)
+            if self._is_pending(entry):
+                entry.waiting_slot = False
+                self._forward(entry, admitted=False)
 
     def _forward(self, entry: _Pending, *, admitted: bool) -> None:
         with self._lock:

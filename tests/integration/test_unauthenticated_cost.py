@@ -188,6 +188,13 @@ def test_with_tls_idle_or_stalled_connections_hold_few_workers_briefly(
         idle = [connect_raw(srv.address) for _ in range(20)]
         time.sleep(1.0)
         assert workers(srv) == 1  # nothing sent: no worker
+        main = psutil.Process(srv.process.pid)
+        cpu = sum(main.cpu_times()[:2])
+        for sock in idle[:10]:
+            sock.sendall(starttls_probe()[:3])  # part of a record: looked at, not spun on
+        time.sleep(1.5)
+        assert sum(main.cpu_times()[:2]) - cpu < 0.6
+        assert workers(srv) == 1
         stalled = [connect_raw(srv.address) for _ in range(16)]
         for sock in stalled:  # the STARTTLS probe, then no TLS handshake
             sock.sendall(starttls_probe())
