@@ -485,19 +485,18 @@ def _serve_in_workers(
     """Every connection handed to a worker process of its own; see `cricket_server.workers`.
     With a token or TLS, connections wait for a worker in an `AdmissionGate` first."""
     limits = limits or ServerLimits()
-    gate = admission_gate = None
-    hand_off: Callable[[socket.socket, object], None] = pool.hand_off
-    serving = pool.serving
+    admission_gate = None
+    gate = None
+    if limits.max_sessions is not None:
+        gate = SessionGate(limits.max_sessions, pool.serving, pool.hand_off)
+    to_workers = gate.hand_off if gate is not None else pool.hand_off
+    hand_off: Callable[[socket.socket, object], None] = to_workers
     if listeners.admission is not None:
         admission_gate = AdmissionGate(
-            listeners.admission, pool.hand_off, max_pending=limits.max_pending,
+            listeners.admission, to_workers, max_pending=limits.max_pending,
             setup_busy=pool.in_setup,
         )  # fmt: skip
         hand_off = admission_gate.hand_off
-        serving = partial(_serving_or_pending, pool, admission_gate)
-    if limits.max_sessions is not None:
-        gate = SessionGate(limits.max_sessions, serving, hand_off)
-        hand_off = gate.hand_off
     try:
         try:
             backend = pool.start()
@@ -510,17 +509,12 @@ def _serve_in_workers(
         finally:
             server.shutdown()
     finally:
-        if gate is not None:
-            gate.close()
         if admission_gate is not None:
             admission_gate.close()
+        if gate is not None:
+            gate.close()
         _final_checkpoint(trigger)
         pool.close()
-
-
-def _serving_or_pending(pool: WorkerPool, gate: AdmissionGate) -> int:
-    """Connections --max-sessions counts: served by workers or waiting in the gate."""
-    return pool.serving() + gate.pending
 
 
 def _worker_checkpoint_trigger(

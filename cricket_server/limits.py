@@ -143,13 +143,15 @@ class SessionGate:
     """`--max-sessions` under process isolation: a `hand_off` in front of the worker pool.
 
     A connection beyond the limit (counted in `serving()` workers) is served here by a
-    `RefusingService` instead, so its client gets a clear refusal, not a closed socket."""
+    `RefusingService` instead, so its client gets a clear refusal, not a closed socket.
+    Behind an `AdmissionGate` it sees connections once they proved the token (`admitted`),
+    so connections that never do cannot fill the sessions."""
 
     def __init__(
         self,
         limit: int,
         serving: Callable[[], int],
-        hand_off: Callable[[socket.socket, object], None],
+        hand_off: Callable[[socket.socket, object, bool], None],
         idle_timeout: float = 30.0,
     ) -> None:
         self.limit = limit
@@ -159,14 +161,14 @@ class SessionGate:
         self._refusals = RpcServer([RefusingService(self._error)], idle_timeout=idle_timeout)
         self._lock = threading.Lock()
 
-    def hand_off(self, sock: socket.socket, peer: object) -> None:
+    def hand_off(self, sock: socket.socket, peer: object, admitted: bool = False) -> None:
         with self._lock:
             count = self._serving()
             if count < self.limit:
-                self._hand_off(sock, peer)
+                self._hand_off(sock, peer, admitted)
                 return
         log.warning("connection from %r refused: %s", peer, self._error.message)
-        self._refusals.adopt(sock, peer)
+        self._refusals.adopt(sock, peer, admitted=True)
 
     def close(self) -> None:
         self._refusals.shutdown()

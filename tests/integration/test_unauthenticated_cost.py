@@ -212,3 +212,13 @@ def test_with_tls_idle_or_stalled_connections_hold_few_workers_briefly(
         with conn.active():
             assert cuda.cuInit(0) == (E.CUDA_SUCCESS,)
         conn.close()
+
+
+def test_unauthenticated_connections_do_not_fill_max_sessions(tmp_path: Path) -> None:
+    options = ("--auth-token-file", token_file(tmp_path), "--max-sessions", "1")
+    with running_server(tmp_path, *options, isolation="process", backend="sim") as srv:
+        idle = [connect_raw(srv.address) for _ in range(10)]
+        time.sleep(0.5)
+        serves_with_token(srv.address)  # the one session is this client's, not theirs
+        for sock in idle:
+            sock.close()
