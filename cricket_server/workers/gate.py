@@ -154,33 +154,44 @@ class AdmissionGate:
                     return
                 new, self._new = self._new, []
             for entry in new:
-                entry.sock.setblocking(False)
-                self._selector.register(entry.sock, selectors.EVENT_READ, entry)
                 heapq.heappush(deadlines, (entry.deadline, next(order), entry))
-            now = time.monotonic()
-            while deadlines and deadlines[0][0] <= now:
-                _, _, entry = heapq.heappop(deadlines)
-                if self._is_pending(entry):
-                    self._trouble.log(logging.INFO, "%r: connection setup not done within %g s; "
-                                      "closing", entry.info, self.admission.deadline)  # fmt: skip
-                    self._drop(entry)
-            with self._lock:
-                polled = [e for e in self._pending.values() if e.peeking or e.waiting_slot]
-            for entry in polled:
-                if entry.peeking:
-                    self._guarded(self._peek, entry)
-            waiting = [e for e in polled if e.waiting_slot]
-            if waiting:
-                self._offer_slots(waiting)
-            timeout = max(0.0, deadlines[0][0] - now) if deadlines else None
-            if any(e.peeking or e.waiting_slot for e in polled):
-                timeout = _SLOT_POLL if timeout is None else min(timeout, _SLOT_POLL)
-            for key, _ in self._selector.select(timeout):
-                if key.data is None:
-                    with contextlib.suppress(OSError):
-                        self._wake_r.recv(4096)
-                    continue
-                self._guarded(self._readable, key.data)
+                self._guarded(self._watch, entry)
+            try:
+                self._step(deadlines)
+            except Exception as exc:  # never the end of the gate
+                self._trouble.log(logging.ERROR, "the admission gate failed: %r", exc)
+                time.sleep(_SLOT_POLL)
+
+    def _watch(self, entry: _Pending) -> None:
+        entry.sock.setblocking(False)
+        self._selector.register(entry.sock, selectors.EVENT_READ, entry)
+
+    def _step(self, deadlines: list[tuple[float, int, _Pending]]) -> None:
+        """Close connections past their deadline, poll those that wait, serve readable ones."""
+        now = time.monotonic()
+        while deadlines and deadlines[0][0] <= now:
+            _, _, entry = heapq.heappop(deadlines)
+            if self._is_pending(entry):
+                self._trouble.log(logging.INFO, "%r: connection setup not done within %g s; "
+                                  "closing", entry.info, self.admission.deadline)  # fmt: skip
+                self._drop(entry)
+        with self._lock:
+            polled = [e for e in self._pending.values() if e.peeking or e.waiting_slot]
+        for entry in polled:
+            if entry.peeking:
+                self._guarded(self._peek, entry)
+        waiting = [e for e in polled if e.waiting_slot]
+        if waiting:
+            self._offer_slots(waiting)
+        timeout = max(0.0, deadlines[0][0] - now) if deadlines else None
+        if any(e.peeking or e.waiting_slot for e in polled):
+            timeout = _SLOT_POLL if timeout is None else min(timeout, _SLOT_POLL)
+        for key, _ in self._selector.select(timeout):
+            if key.data is None:
+                with contextlib.suppress(OSError):
+                    self._wake_r.recv(4096)
+                continue
+            self._guarded(self._readable, key.data)
 
     def _guarded(self, step: Callable[[_Pending], None], entry: _Pending) -> None:
         """Run one step of a connection's setup; a failure ends that connection only."""

@@ -1,6 +1,7 @@
 """Per-session limits on streams, events, modules and contexts (--max-streams, --max-events,
 --max-modules, --max-contexts): beyond them CUDA_ERROR_OUT_OF_MEMORY naming the option, and
-the server goes on serving; idle sim streams hold no thread."""
+the server goes on serving (on the backend CRICKET_TEST_BACKEND names, sim by default); idle
+sim streams hold no thread."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import cricket_client
 from cricket_client import driver as cuda
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "behaviour"))
-from security_server import running_server, wait_for  # noqa: E402
+from security_server import BACKEND, running_server, wait_for  # noqa: E402
 
 E = cuda.CUresult
 KERNELS = Path(__file__).resolve().parents[1] / "kernels"
@@ -36,7 +37,7 @@ def a_module_image() -> bytes:
 def test_objects_beyond_the_session_limits_are_out_of_memory(tmp_path: Path, mode: str) -> None:
     options = ("--max-streams", "8", "--max-events", "5", "--max-modules", "2",
                "--max-contexts", "2")  # fmt: skip
-    with running_server(tmp_path, *options, isolation=mode, backend="sim") as srv:
+    with running_server(tmp_path, *options, isolation=mode, backend=BACKEND) as srv:
         conn = session(srv.address)
         with conn.active():
             streams = [cuda.cuStreamCreate(0)[1] for _ in range(8)]

@@ -182,7 +182,7 @@ def test_with_tls_idle_or_stalled_connections_hold_few_workers_briefly(
 ) -> None:
     certs = make_tls_files(tmp_path / "certs")
     options = ("--tls-cert", str(certs.server.cert), "--tls-key", str(certs.server.key),
-               "--handshake-deadline", "3")  # fmt: skip
+               "--handshake-deadline", "8")  # fmt: skip
     with running_server(tmp_path, *options, isolation="process", backend="sim") as srv:
         wait_for(lambda: workers(srv) == 1, "one spare worker")
         idle = [connect_raw(srv.address) for _ in range(20)]
@@ -192,8 +192,9 @@ def test_with_tls_idle_or_stalled_connections_hold_few_workers_briefly(
         cpu = sum(main.cpu_times()[:2])
         for sock in idle[:10]:
             sock.sendall(starttls_probe()[:3])  # part of a record: looked at, not spun on
-        time.sleep(1.5)
-        assert sum(main.cpu_times()[:2]) - cpu < 0.6
+        time.sleep(3.0)
+        used = sum(main.cpu_times()[:2]) - cpu
+        assert used < 0.5, f"the main process used {used:.2f} s of CPU in 3 s"
         assert workers(srv) == 1
         stalled = [connect_raw(srv.address) for _ in range(16)]
         for sock in stalled:  # the STARTTLS probe, then no TLS handshake
@@ -204,7 +205,8 @@ def test_with_tls_idle_or_stalled_connections_hold_few_workers_briefly(
             most = max(most, workers(srv))
             time.sleep(0.1)
         assert most <= 1 + 8 + 2, most  # the spare, 8 in their setup, spares being started
-        assert all(closed_by_server(sock, 30) for sock in idle + stalled)
+        still_open = [i for i, s in enumerate(idle + stalled) if not closed_by_server(s, 30)]
+        assert not still_open, still_open
         for sock in idle + stalled:
             sock.close()
         monkeypatch.setenv("CRICKET_TLS_CA", str(certs.server_ca.cert))
