@@ -4,8 +4,9 @@
 The token file holds the secret (surrounding whitespace is not part of it); the server
 refuses to start when the file is empty or readable or writable by others than its owner
 and group. In process isolation each worker reads the same files itself (`SecurityFiles`
-travels in `WorkerSpec` as paths, never the secret), and runs the setup of its connection:
-the main process only accepts and hands off raw sockets.
+travels in `WorkerSpec` as paths, never the secret); the main process proves a token itself
+before a connection gets a worker, while with TLS the worker runs the setup of its connection
+(see `cricket_server.workers.gate`).
 """
 
 from __future__ import annotations

@@ -23,13 +23,16 @@ working ones.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from importlib import metadata
@@ -40,13 +43,23 @@ import click
 from cricket_server.auth import SecurityFiles, security_admission, security_options
 from cricket_server.backends import BACKEND_NAMES, make_backend
 from cricket_server.checkpointing import CheckpointTrigger
-from cricket_server.limits import ServerLimits, SessionGate, rpc_limits
+from cricket_server.limits import (
+    DEFAULT_MAX_CONTEXTS,
+    DEFAULT_MAX_EVENTS,
+    DEFAULT_MAX_MODULES,
+    DEFAULT_MAX_PENDING,
+    DEFAULT_MAX_STREAMS,
+    ServerLimits,
+    SessionGate,
+    rpc_limits,
+)
 from cricket_server.memory import AddressArena
 from cricket_server.service import CricketService
 from cricket_server.session import SessionManager
 from cricket_server.workers import WorkerPool, WorkerSpec, WorkerStartError
 from cricket_server.workers.checkpoints import checkpoint_workers
-from cricket_xdr.rpc.handshake import Admission
+from cricket_server.workers.gate import AdmissionGate
+from cricket_xdr.rpc.handshake import DEFAULT_HANDSHAKE_DEADLINE, Admission
 from cricket_xdr.rpc.server import RpcServer
 from cricket_xdr.rpc.spin import MAX_SPIN_US, default_spin_us
 from rpc_spec import cricket_rpc as proto
@@ -218,6 +231,68 @@ def _format_address(host: str, port: int) -> str:
     "(lower latency of small calls, one core busy meanwhile); 0: off. Default: 100 with "
     "--isolation process on 4 or more cores, else 0.",
 )
+@click.option(
+    "--max-streams",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_STREAMS,
+    show_default=True,
+    metavar="N",
+    help="Streams one session may hold at once; cuStreamCreate beyond gets "
+    "CUDA_ERROR_OUT_OF_MEMORY.",
+)
+@click.option(
+    "--max-events",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_EVENTS,
+    show_default=True,
+    metavar="N",
+    help="Events one session may hold at once; cuEventCreate beyond gets "
+    "CUDA_ERROR_OUT_OF_MEMORY.",
+)
+@click.option(
+    "--max-modules",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_MODULES,
+    show_default=True,
+    metavar="N",
+    help="Modules and libraries one session may hold loaded at once; a load beyond gets "
+    "CUDA_ERROR_OUT_OF_MEMORY.",
+)
+@click.option(
+    "--max-contexts",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_CONTEXTS,
+    show_default=True,
+    metavar="N",
+    help="Contexts (cuCtxCreate) one session may hold at once; beyond: "
+    "CUDA_ERROR_OUT_OF_MEMORY.",
+)
+@click.option(
+    "--max-buffered",
+    metavar="BYTES",
+    default="1G",
+    show_default=True,
+    help="Bytes that incomplete large call records of all connections of a process may hold "
+    "together; a connection whose record would go beyond is closed.",
+)
+@click.option(
+    "--handshake-deadline",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULT_HANDSHAKE_DEADLINE,
+    show_default=True,
+    metavar="SECONDS",
+    help="With a token or TLS: close a connection that has not finished its setup (STARTTLS, "
+    "token proof) within this time.",
+)
+@click.option(
+    "--max-pending",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_PENDING,
+    show_default=True,
+    metavar="N",
+    help="With a token or TLS and --isolation process: connections in their setup at once; "
+    "a new one beyond them is closed at once.",
+)
 @security_options
 def main(
     listen: tuple[str, ...],
@@ -240,6 +315,13 @@ def main(
     resume_grace: float | None,
     checkpoint_root: str | None,
     spin_us: float | None,
+    max_streams: int,
+    max_events: int,
+    max_modules: int,
+    max_contexts: int,
+    max_buffered: str,
+    handshake_deadline: float,
+    max_pending: int,
 ) -> None:
     """Serve remote CUDA driver calls (ONC RPC program CRICKET_PROG, version 1)."""
     logging.basicConfig(
@@ -262,6 +344,13 @@ def main(
         max_in_flight=max_in_flight,
         resume_grace=resume_grace,
         checkpoint_root=os.path.abspath(checkpoint_root) if checkpoint_root else None,
+        max_streams=max_streams,
+        max_events=max_events,
+        max_modules=max_modules,
+        max_contexts=max_contexts,
+        max_buffered=parse_size(max_buffered),
+        handshake_deadline=handshake_deadline,
+        max_pending=max_pending,
     )
 
     stop = threading.Event()
@@ -273,9 +362,10 @@ def main(
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
 
-    listeners = _Listeners(
-        addresses, unix_path, register, ready_file, security_admission(security)
-    )
+    admission = security_admission(security)
+    if admission is not None:
+        admission = dataclasses.replace(admission, deadline=limits.handshake_deadline)
+    listeners = _Listeners(addresses, unix_path, register, ready_file, admission)
     mode, backend = resolve_isolation(isolation, backend)
     if spin_us is None:
         spin_us = default_spin(mode)
@@ -297,6 +387,12 @@ def main(
             checkpoint_root=limits.checkpoint_root,
             security=security,
             spin_us=spin_us,
+            handshake_deadline=limits.handshake_deadline,
+            max_streams=limits.max_streams,
+            max_events=limits.max_events,
+            max_modules=limits.max_modules,
+            max_contexts=limits.max_contexts,
+            max_buffered=limits.max_buffered,
         )
         pool = WorkerPool(spec, spares=spare_workers)
         trigger = _worker_checkpoint_trigger(pool, checkpoint_dir, checkpoint_every)
@@ -365,6 +461,7 @@ def _serve_in_threads(
             trigger.install_sigusr1()
         server = RpcServer([CricketService(manager)], **rpc_limits(limits))
         server.spin_us = spin_us
+        server.max_pending = limits.max_pending
         try:
             _serve(server, listeners, stop, f"backend {the_backend.name}, isolation thread")
         finally:
@@ -385,12 +482,21 @@ def _serve_in_workers(
     limits: ServerLimits | None = None,
     trigger: CheckpointTrigger | None = None,
 ) -> None:
-    """Every connection handed to a worker process of its own; see `cricket_server.workers`."""
+    """Every connection handed to a worker process of its own; see `cricket_server.workers`.
+    With a token or TLS, connections wait for a worker in an `AdmissionGate` first."""
+    limits = limits or ServerLimits()
+    admission_gate = None
     gate = None
-    hand_off = pool.hand_off
-    if limits is not None and limits.max_sessions is not None:
+    if limits.max_sessions is not None:
         gate = SessionGate(limits.max_sessions, pool.serving, pool.hand_off)
-        hand_off = gate.hand_off
+    to_workers = gate.hand_off if gate is not None else pool.hand_off
+    hand_off: Callable[[socket.socket, object], None] = to_workers
+    if listeners.admission is not None:
+        admission_gate = AdmissionGate(
+            listeners.admission, to_workers, max_pending=limits.max_pending,
+            setup_busy=pool.in_setup,
+        )  # fmt: skip
+        hand_off = admission_gate.hand_off
     try:
         try:
             backend = pool.start()
@@ -403,6 +509,8 @@ def _serve_in_workers(
         finally:
             server.shutdown()
     finally:
+        if admission_gate is not None:
+            admission_gate.close()
         if gate is not None:
             gate.close()
         _final_checkpoint(trigger)

@@ -9,7 +9,19 @@
 | max_in_flight       | --max-in-flight        | the server stops reading that connection (TCP)     |
 | resume_grace        | --resume-grace         | a dropped session waits that long for its token    |
 | checkpoint_root     | --checkpoint-root      | a client-named checkpoint path outside it: refused |
+| max_streams         | --max-streams          | cuStreamCreate: CUDA_ERROR_OUT_OF_MEMORY            |
+| max_events          | --max-events           | cuEventCreate: CUDA_ERROR_OUT_OF_MEMORY             |
+| max_modules         | --max-modules          | cuModuleLoad*, cuLibraryLoad*: CUDA_ERROR_OUT_OF_MEMORY |
+| max_contexts        | --max-contexts         | cuCtxCreate: CUDA_ERROR_OUT_OF_MEMORY               |
+| max_buffered        | --max-buffered         | the connection whose record would go beyond: closed |
+| handshake_deadline  | --handshake-deadline   | a connection not authenticated by then: closed      |
+| max_pending         | --max-pending          | a new connection beyond them is closed at once      |
 
+The object limits count what one session holds at once (modules and libraries together;
+contexts: those of cuCtxCreate, primary contexts aside). `max_buffered` bounds the bytes that
+incomplete records of all connections of a process hold together. `handshake_deadline` and
+`max_pending` apply when the server requires TLS or a token: `max_pending` connections at most
+may be in their setup (STARTTLS, token proof) at once, each for `handshake_deadline` seconds.
 None means no limit (resume_grace None: a session ends with its connection).
 """
 
@@ -28,10 +40,17 @@ from cricket_server.backends.base import (
     CUDA_ERROR_OUT_OF_MEMORY,
     CudaError,
 )
-from cricket_xdr.rpc.server import RpcServer
+from cricket_xdr.rpc.handshake import DEFAULT_HANDSHAKE_DEADLINE
+from cricket_xdr.rpc.server import DEFAULT_MAX_BUFFERED, RpcServer
 from rpc_spec import cricket_rpc as proto
 
 log = logging.getLogger("cricket_server")
+
+DEFAULT_MAX_STREAMS = 4096
+DEFAULT_MAX_EVENTS = 65536
+DEFAULT_MAX_MODULES = 4096
+DEFAULT_MAX_CONTEXTS = 64
+DEFAULT_MAX_PENDING = 64
 
 
 @dataclass(frozen=True)
@@ -45,6 +64,13 @@ class ServerLimits:
     max_in_flight: int | None = None
     resume_grace: float | None = None
     checkpoint_root: str | None = None
+    max_streams: int | None = DEFAULT_MAX_STREAMS
+    max_events: int | None = DEFAULT_MAX_EVENTS
+    max_modules: int | None = DEFAULT_MAX_MODULES
+    max_contexts: int | None = DEFAULT_MAX_CONTEXTS
+    max_buffered: int | None = DEFAULT_MAX_BUFFERED
+    handshake_deadline: float = DEFAULT_HANDSHAKE_DEADLINE
+    max_pending: int = DEFAULT_MAX_PENDING
 
 
 def confine_checkpoint_path(path: str, root: str | None) -> str:
@@ -71,6 +97,14 @@ def session_limit_error(count: int, limit: int) -> CudaError:
     )
 
 
+def object_limit_error(call: str, what: str, limit: int, option: str) -> CudaError:
+    """The refusal of a stream, event, module or context beyond its per-session limit."""
+    return CudaError(
+        CUDA_ERROR_OUT_OF_MEMORY,
+        f"{call}: this session holds {limit} {what}, the server's limit ({option} {limit})",
+    )
+
+
 def memory_quota_error(call: str, size: int, used: int, quota: int) -> CudaError:
     """The refusal of an allocation beyond --max-session-memory."""
     return CudaError(
@@ -85,6 +119,7 @@ def rpc_limits(limits: ServerLimits) -> dict[str, Any]:
     kwargs: dict[str, Any] = {
         "idle_timeout": limits.idle_timeout,
         "max_in_flight": limits.max_in_flight,
+        "max_buffered": limits.max_buffered,
     }
     if limits.max_record is not None:
         kwargs["max_record"] = limits.max_record
@@ -108,13 +143,15 @@ class SessionGate:
     """`--max-sessions` under process isolation: a `hand_off` in front of the worker pool.
 
     A connection beyond the limit (counted in `serving()` workers) is served here by a
-    `RefusingService` instead, so its client gets a clear refusal, not a closed socket."""
+    `RefusingService` instead, so its client gets a clear refusal, not a closed socket.
+    Behind an `AdmissionGate` it sees connections once they proved the token (`admitted`),
+    so connections that never do cannot fill the sessions."""
 
     def __init__(
         self,
         limit: int,
         serving: Callable[[], int],
-        hand_off: Callable[[socket.socket, object], None],
+        hand_off: Callable[[socket.socket, object, bool], None],
         idle_timeout: float = 30.0,
     ) -> None:
         self.limit = limit
@@ -124,14 +161,14 @@ class SessionGate:
         self._refusals = RpcServer([RefusingService(self._error)], idle_timeout=idle_timeout)
         self._lock = threading.Lock()
 
-    def hand_off(self, sock: socket.socket, peer: object) -> None:
+    def hand_off(self, sock: socket.socket, peer: object, admitted: bool = False) -> None:
         with self._lock:
             count = self._serving()
             if count < self.limit:
-                self._hand_off(sock, peer)
+                self._hand_off(sock, peer, admitted)
                 return
         log.warning("connection from %r refused: %s", peer, self._error.message)
-        self._refusals.adopt(sock, peer)
+        self._refusals.adopt(sock, peer, admitted=True)
 
     def close(self) -> None:
         self._refusals.shutdown()

@@ -188,12 +188,14 @@ class HandleTable:
         self._registry = registry
         self._session_id = session_id
         self._records: dict[int, Record] = {}
+        self._counts: dict[HandleKind, int] = dict.fromkeys(HandleKind, 0)
 
     def add(self, kind: HandleKind, make: type[R], /, **fields: Any) -> R:
         """Issue a handle of `kind` and store `make(handle=..., **fields)` under it."""
         handle = self._registry.issue(kind, self._session_id)
         record = make(handle=handle, **fields)
         self._records[handle] = record
+        self._counted(handle, 1)
         return record
 
     def add_with_handle(self, handle: int, make: type[R], /, **fields: Any) -> R:
@@ -201,6 +203,7 @@ class HandleTable:
         self._registry.claim(handle, self._session_id)
         record = make(handle=handle, **fields)
         self._records[handle] = record
+        self._counted(handle, 1)
         return record
 
     def get(self, call: str, kind: HandleKind, handle: int, expect: type[R]) -> R:
@@ -213,6 +216,16 @@ class HandleTable:
     def remove(self, handle: int) -> None:
         if self._records.pop(handle, None) is not None:
             self._registry.retire(handle)
+            self._counted(handle, -1)
+
+    def count(self, kind: HandleKind) -> int:
+        """Live handles of `kind` (what the per-session limits count)."""
+        return self._counts[kind]
+
+    def _counted(self, handle: int, delta: int) -> None:
+        kind = kind_of(handle)
+        if kind is not None:
+            self._counts[kind] += delta
 
     def __contains__(self, handle: int) -> bool:
         return handle in self._records

@@ -38,7 +38,7 @@ from cricket_server.backends.base import (
     CudaError,
     ParamInfo,
 )
-from cricket_server.limits import ServerLimits, session_limit_error
+from cricket_server.limits import ServerLimits, object_limit_error, session_limit_error
 from cricket_server.memory import ALLOC_ALIGNMENT, AddressArena, DeviceHeap
 from cricket_server.resources import (
     ContextRecord,
@@ -421,6 +421,10 @@ class Session:
     def ctx_create(self, flags: int, dev: int) -> int:
         dev = self.device("cuCtxCreate", dev)
         check_ctx_flags("cuCtxCreate", flags)
+        limit = self.manager.limits.max_contexts
+        made = self.handles.count(HandleKind.CONTEXT) - len(self._primary)
+        if limit is not None and made >= limit:
+            raise object_limit_error("cuCtxCreate", "contexts", limit, "--max-contexts")
         ctx = self.handles.add(
             HandleKind.CONTEXT, ContextRecord, ctx=NO_CONTEXT, dev=dev, flags=flags, primary=False
         )
@@ -623,6 +627,7 @@ class Session:
         self, image: bytes, jit_options: dict[int, int], call: str = "cuModuleLoadData"
     ) -> int:
         ctx = self.current(call)
+        self._room_for_module(call)
         obj = self.bsession.module_load(image, jit_options)
         record = self.handles.add(
             HandleKind.MODULE,
@@ -633,6 +638,13 @@ class Session:
             jit_options=dict(jit_options),
         )
         return record.handle
+
+    def _room_for_module(self, call: str) -> None:
+        """--max-modules: modules and libraries together."""
+        limit = self.manager.limits.max_modules
+        held = self.handles.count(HandleKind.MODULE) + self.handles.count(HandleKind.LIBRARY)
+        if limit is not None and held >= limit:
+            raise object_limit_error(call, "modules and libraries", limit, "--max-modules")
 
     def _module(self, call: str, handle: int) -> ModuleRecord:
         return self.handles.get(call, HandleKind.MODULE, handle, ModuleRecord)
@@ -680,6 +692,7 @@ class Session:
         call = "cuLibraryLoadData"
         self.require_init(call)
         ctx = self._stack[-1] if self._stack else NO_CONTEXT  # libraries are context-free
+        self._room_for_module(call)
         obj = self.bsession.library_load(image, jit_options)
         record = self.handles.add(
             HandleKind.LIBRARY,
@@ -840,6 +853,9 @@ class Session:
     def stream_create(self, flags: int, priority: int = 0) -> int:
         call = "cuStreamCreate"
         ctx = self.current(call)
+        limit = self.manager.limits.max_streams
+        if limit is not None and self.handles.count(HandleKind.STREAM) >= limit:
+            raise object_limit_error(call, "streams", limit, "--max-streams")
         obj = self.bsession.stream_create(flags, priority)
         record = self.handles.add(
             HandleKind.STREAM, StreamRecord, ctx=ctx.handle, obj=obj, flags=flags, priority=priority
@@ -874,6 +890,9 @@ class Session:
 
     def event_create(self, flags: int) -> int:
         ctx = self.current("cuEventCreate")
+        limit = self.manager.limits.max_events
+        if limit is not None and self.handles.count(HandleKind.EVENT) >= limit:
+            raise object_limit_error("cuEventCreate", "events", limit, "--max-events")
         obj = self.bsession.event_create(flags)
         return self.handles.add(
             HandleKind.EVENT, EventRecord, ctx=ctx.handle, obj=obj, flags=flags

@@ -12,6 +12,7 @@ main process, which stops the workers itself.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import signal
 import socket
@@ -96,6 +97,7 @@ class Worker:
         self.service = WorkerService(self.manager)
         self.service.forwarded = ForwardedCalls(channel)
         self.server = RpcServer([self.service], **rpc_limits(limits))
+        self.server.on_admitted = self._admitted
         self.done = threading.Event()
         self.serving = False
 
@@ -121,7 +123,7 @@ class Worker:
     def _take(self, fields: list[str], fds: list[int]) -> None:
         if not fds and self._checkpoint_message(fields):
             return
-        if fields != ["serve"] or len(fds) != 1 or self.serving:
+        if fields not in (["serve"], ["serve-admitted"]) or len(fds) != 1 or self.serving:
             log.error(
                 "control channel: unexpected message %r with %d descriptors", fields, len(fds)
             )
@@ -129,12 +131,20 @@ class Worker:
                 socket.socket(fileno=fd).close()
             return
         self.serving = True
-        info = self.server.adopt(socket.socket(fileno=fds[0]))
+        sock = socket.socket(fileno=fds[0])
+        info = self.server.adopt(sock, admitted=fields == ["serve-admitted"])
         if info is None:
             self.done.set()
             return
         log.debug("serving connection from %r", info.peer)
         info.add_close_callback(self._connection_ended)
+
+    def _admitted(self, info: object) -> None:
+        """The connection's setup is done: the main process counts workers in setup."""
+        try:
+            self.channel.send("admitted")
+        except OSError as exc:
+            log.warning("could not tell the main process the connection is admitted: %s", exc)
 
     def _checkpoint_message(self, fields: list[str]) -> bool:
         """`checkpoint RID TMP` (write this worker's part, in a thread of its own) and
@@ -206,6 +216,10 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-in-flight", type=int)
     parser.add_argument("--checkpoint-root")
     parser.add_argument("--spin-us", type=float, default=0.0)
+    parser.add_argument("--handshake-deadline", type=float)
+    for option in ("--max-streams", "--max-events", "--max-modules", "--max-contexts"):
+        parser.add_argument(option, type=int)
+    parser.add_argument("--max-buffered", type=int)
     return parser.parse_args(argv)
 
 
@@ -228,12 +242,20 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         log.error("could not create the %s backend: %s", args.backend, exc)
         return 1
+    given = {
+        name: getattr(args, name)
+        for name in ("max_streams", "max_events", "max_modules", "max_contexts", "max_buffered")
+        if getattr(args, name) is not None
+    }
+    if args.handshake_deadline is not None:
+        given["handshake_deadline"] = args.handshake_deadline
     limits = ServerLimits(
         max_session_memory=args.max_session_memory,
         max_record=args.max_record,
         idle_timeout=args.idle_timeout,
         max_in_flight=args.max_in_flight,
         checkpoint_root=args.checkpoint_root,
+        **given,
     )
     files = SecurityFiles(args.auth_token_file, args.tls_cert, args.tls_key, args.tls_client_ca)
     try:
@@ -243,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         backend.close()
         return 1
     worker = Worker(backend, channel, args.server_version, args.va_slot, limits)
+    admission = dataclasses.replace(admission, deadline=limits.handshake_deadline)
     worker.server.admission = admission if admission.required else None
     worker.server.spin_us = args.spin_us
     try:

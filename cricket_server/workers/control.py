@@ -8,6 +8,8 @@ ASCII text, a verb then its fields separated by single spaces:
     | worker -> main   | `ready BACKEND`          | warmed up (backend created), may serve    |
     | worker -> main   | `session ID PEER`        | HELLO opened session ID (hex) for PEER    |
     | main -> worker   | `serve` + one socket fd  | serve this accepted connection (SCM_RIGHTS)|
+    | main -> worker   | `serve-admitted` + fd    | the same, its setup (token) done already  |
+    | worker -> main   | `admitted`               | its connection's setup is done            |
     | main -> worker   | `checkpoint RID TMP`     | write your session's part into TMP (hex)  |
     | worker -> main   | `part RID IDS ...`       | part written (`part-failed RID WHY`: not) |
     | worker -> main   | `checkpoint-server RID SESSION PATH` | a CHECKPOINT_SERVER call, forwarded |
@@ -58,9 +60,9 @@ class ControlChannel:
     def send(self, *fields: str) -> None:
         self.sock.send(" ".join(fields).encode("ascii", "replace"))
 
-    def send_socket(self, conn: socket.socket) -> None:
+    def send_socket(self, conn: socket.socket, verb: str = "serve") -> None:
         """Pass `conn`'s descriptor (the caller still closes its own copy)."""
-        socket.send_fds(self.sock, [b"serve"], [conn.fileno()])
+        socket.send_fds(self.sock, [verb.encode("ascii")], [conn.fileno()])
 
     def receive(self) -> tuple[list[str], list[int]] | None:
         """The next message's fields and the descriptors it carried; None at end of file."""

@@ -55,6 +55,12 @@ class WorkerSpec:
     idle_timeout: float | None = None  # --idle-timeout
     max_in_flight: int | None = None  # --max-in-flight
     checkpoint_root: str | None = None  # --checkpoint-root
+    handshake_deadline: float | None = None  # --handshake-deadline
+    max_streams: int | None = None  # --max-streams (None: the default)
+    max_events: int | None = None  # --max-events
+    max_modules: int | None = None  # --max-modules
+    max_contexts: int | None = None  # --max-contexts
+    max_buffered: int | None = None  # --max-buffered
     spin_us: float = field(default_factory=default_spin_us)  # --spin-us
 
     def command(self, control_fd: int, va_slot: int) -> list[str]:
@@ -73,6 +79,12 @@ class WorkerSpec:
             ("--idle-timeout", self.idle_timeout),
             ("--max-in-flight", self.max_in_flight),
             ("--checkpoint-root", self.checkpoint_root),
+            ("--handshake-deadline", self.handshake_deadline),
+            ("--max-streams", self.max_streams),
+            ("--max-events", self.max_events),
+            ("--max-modules", self.max_modules),
+            ("--max-contexts", self.max_contexts),
+            ("--max-buffered", self.max_buffered),
             ("--spin-us", self.spin_us or None),
         ):
             if value is not None:
@@ -88,6 +100,7 @@ class _Worker:
     peer: str | None = None  # the connection it serves, once handed one
     sessions: list[str] = field(default_factory=list)
     error: str | None = None  # why it could not restore its session (cricket-restart)
+    in_setup: bool = False  # handed a connection whose setup (TLS, token) is not done yet
 
     @property
     def pid(self) -> int:
@@ -148,8 +161,9 @@ class WorkerPool:
             raise WorkerStartError(error or f"no worker got ready within {timeout:.0f} s")
         return backend
 
-    def hand_off(self, sock: socket.socket, peer: object) -> None:
-        """Give an accepted connection to the spare worker (`RpcServer`'s `hand_off`)."""
+    def hand_off(self, sock: socket.socket, peer: object, admitted: bool = False) -> None:
+        """Give an accepted connection to the spare worker (`RpcServer`'s `hand_off`);
+        `admitted`: its setup was done here (`gate.AdmissionGate`), the worker skips it."""
         who = format_peer(peer)
         try:
             for _ in range(HAND_OFF_ATTEMPTS):
@@ -157,10 +171,12 @@ class WorkerPool:
                 if worker is None:
                     break
                 worker.peer = who
+                worker.in_setup = not admitted
                 try:
-                    worker.channel.send_socket(sock)
+                    worker.channel.send_socket(sock, "serve-admitted" if admitted else "serve")
                 except OSError as exc:
                     worker.peer = None
+                    worker.in_setup = False
                     log.warning("worker %d did not take the connection from %s: %s",
                                 worker.pid, who, exc)  # fmt: skip
                     continue
@@ -169,6 +185,11 @@ class WorkerPool:
             log.error("no worker took the connection from %s; closing it", who)
         finally:
             sock.close()
+
+    def in_setup(self) -> int:
+        """Workers whose connection has not finished its setup yet (`AdmissionGate`)."""
+        with self._cond:
+            return sum(w.in_setup for w in self._workers.values())
 
     def serving(self) -> int:
         """Workers handed a connection and not yet reaped (each holds one session)."""
@@ -300,6 +321,8 @@ class WorkerPool:
                 role = "spare" if worker in self._spares else f"serving {worker.peer}"
                 self._cond.notify_all()
             log.info("worker %d ready (backend %s, %s)", worker.pid, worker.backend, role)
+        elif fields == ["admitted"]:
+            worker.in_setup = False
         elif fields[0] == "session" and len(fields) >= 2:
             worker.sessions.append(fields[1])
         elif not self._on_checkpoint_message(worker, fields):

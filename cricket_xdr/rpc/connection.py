@@ -35,6 +35,7 @@ from .record import (
     LAST_FRAGMENT,
     MAX_FRAGMENT,
     Buffer,
+    BufferBudget,
     Placed,
     RecordReader,
     frame,
@@ -98,6 +99,18 @@ class _Connection:
     @property
     def max_record(self) -> int:
         return self._reader.max_record
+
+    @max_record.setter
+    def max_record(self, value: int) -> None:
+        self._reader.max_record = value
+
+    def use_budget(self, budget: BufferBudget | None) -> None:
+        """Charge large incomplete records to `budget` (see `record.BufferBudget`)."""
+        self._reader.budget = budget
+
+    def release(self) -> None:
+        """The connection ended: give back what its incomplete record took from the budget."""
+        self._reader.release()
 
     @property
     def idle(self) -> bool:

@@ -15,6 +15,7 @@ __all__ = [
     "RpcTimeout",
     "ConnectTimeout",
     "RecordTooLarge",
+    "BufferLimit",
     "MessageDecodeError",
     "ReplyDecodeError",
     "CallDecodeError",
@@ -65,6 +66,21 @@ class RecordTooLarge(LocalRpcError):
         super().__init__(f"record of at least {size} bytes exceeds the maximum of {limit} bytes")
         self.size = size
         self.limit = limit
+
+
+class BufferLimit(RecordTooLarge):
+    """Buffering a record's start would exceed a budget shared by several connections
+    (`record.BufferBudget`); the record is refused like one over the maximum size."""
+
+    def __init__(self, size: int, limit: int, used: int, what: str) -> None:
+        LocalRpcError.__init__(
+            self,
+            f"a record of {size} bytes would exceed {what} of {limit} bytes "
+            f"({used} bytes of it are in use)",
+        )
+        self.size = size
+        self.limit = limit
+        self.used = used
 
 
 class MessageDecodeError(LocalRpcError):

@@ -12,7 +12,9 @@ Client (blocking, on a connected socket no transport uses yet):
 Server: `admit(sock, conn, admission, info, dispatch)` runs on a connection's thread
 before its calls are served. Until the connection has done what `Admission` requires
 (TLS, then the token), it answers NULL calls, the AUTH_TLS probe and the token exchange,
-and refuses every other call with AUTH_ERROR / AUTH_TOOWEAK.
+and refuses every other call with AUTH_ERROR / AUTH_TOOWEAK. The whole setup must end within
+`Admission.deadline` seconds, and its records may be `PRE_AUTH_MAX_RECORD` bytes at most: a
+connection that has not proven anything costs little and not for long.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import logging
 import socket
 import ssl
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -32,12 +35,23 @@ from .message import AUTH_NONE, AUTH_TOOWEAK, NULL_AUTH, CallMessage, OpaqueAuth
 from .record import Buffer
 from .tls import STARTTLS_VERIFIER, TlsError, TlsSocket, channel_binding
 
-__all__ = ["Admission", "admit", "authenticate", "null_call", "start_tls"]
+__all__ = [
+    "Admission",
+    "DEFAULT_HANDSHAKE_DEADLINE",
+    "PRE_AUTH_MAX_RECORD",
+    "admit",
+    "authenticate",
+    "null_call",
+    "screen_token",
+    "start_tls",
+]
 
 log = logging.getLogger("cricket_xdr.rpc.server")
 
 Dispatch = Callable[[ServerConnection, CallMessage, ConnectionInfo], list[Buffer]]
 _SCRATCH = 1 << 16
+PRE_AUTH_MAX_RECORD = 64 << 10  # the setup's records are far smaller
+DEFAULT_HANDSHAKE_DEADLINE = 10.0
 
 
 class _FixedAuth:
@@ -120,11 +134,13 @@ def authenticate(sock: Any, token: bytes, *, program: tuple[int, int]) -> None:
 class Admission:
     """What a connection must do before its calls are served: RPC-over-TLS when `tls` is
     set, then prove `token` when it is set. `handshake_timeout`: seconds a TLS handshake
-    step may take."""
+    step may take. `deadline`: seconds the whole setup may take from the connection's
+    start (`--handshake-deadline`); a connection still unproven then is closed."""
 
     tls: ssl.SSLContext | None = None
     token: bytes | None = None
     handshake_timeout: float = 30.0
+    deadline: float = DEFAULT_HANDSHAKE_DEADLINE
 
     @property
     def required(self) -> bool:
@@ -139,11 +155,40 @@ def admit(
     dispatch: Dispatch,
 ) -> Any:
     """Serve `sock` until it meets `admission`; returns the socket to go on with (a
-    TlsSocket after STARTTLS), or None when the connection is to be closed."""
+    TlsSocket after STARTTLS), or None when the connection is to be closed (also when the
+    setup is not done within `admission.deadline` seconds). `conn` reads records of at most
+    PRE_AUTH_MAX_RECORD bytes meanwhile; its own maximum holds again afterwards."""
     verifier = TokenVerifier(admission.token) if admission.token else None
     tls_due = admission.tls is not None
     scratch = memoryview(bytearray(_SCRATCH))
+    deadline = time.monotonic() + admission.deadline
+    idle_timeout = sock.gettimeout()
+    max_record = conn.max_record
+    conn.max_record = min(max_record, PRE_AUTH_MAX_RECORD)
+    try:
+        sock = _setup(sock, conn, admission, info, dispatch, verifier, tls_due, scratch, deadline)
+    except TimeoutError:
+        log.info("%r: connection setup not done within %g s; closing", info, admission.deadline)
+        return None
+    if sock is not None:
+        sock.settimeout(idle_timeout)
+        conn.max_record = max_record
+    return sock
+
+
+def _setup(
+    sock: Any,
+    conn: ServerConnection,
+    admission: Admission,
+    info: ConnectionInfo,
+    dispatch: Dispatch,
+    verifier: TokenVerifier | None,
+    tls_due: bool,
+    scratch: memoryview,
+    deadline: float,
+) -> Any:
     while tls_due or (verifier is not None and not verifier.authenticated):
+        sock.settimeout(_left(deadline))
         n = sock.recv_into(scratch)
         if not n:
             return None
@@ -153,7 +198,7 @@ def admit(
             if tls_due:
                 pieces, start = _screen_plain(conn, call, info, dispatch)
             elif verifier is not None and not verifier.authenticated:
-                pieces = _screen_token(conn, call, info, dispatch, verifier)
+                pieces = screen_token(conn, call, info, dispatch, verifier)
             else:  # a call sent right behind the last step of the setup
                 pieces = dispatch(conn, call, info)
             sock.sendall(b"".join(pieces))
@@ -166,13 +211,21 @@ def admit(
                     return None
                 assert admission.tls is not None
                 sock = TlsSocket(sock, admission.tls, server_side=True)
-                sock.handshake(admission.handshake_timeout)
+                sock.handshake(admission.handshake_timeout, deadline=deadline)
                 info.state["tls"] = sock
                 tls_due = False
                 if verifier is not None:
                     verifier.binding = sock.channel_binding()
                 break
     return sock
+
+
+def _left(deadline: float) -> float:
+    """Seconds to `deadline`; TimeoutError once it has passed."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("connection setup deadline passed")
+    return left
 
 
 def _screen_plain(
@@ -186,7 +239,7 @@ def _screen_plain(
     return conn.reply_auth_error(call.xid, AUTH_TOOWEAK), False
 
 
-def _screen_token(
+def screen_token(
     conn: ServerConnection,
     call: CallMessage,
     info: ConnectionInfo,

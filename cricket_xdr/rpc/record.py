@@ -9,6 +9,9 @@ A record is sent as one or more fragments, each behind a 4-byte big-endian heade
 maximum as soon as a fragment header announces it, before buffering anything of it (beyond
 its first 64 bytes, when a placer may take it: a bulk record of the size a caller's buffer
 expects is received straight into that buffer, whatever the maximum).
+A `BufferBudget` shared by the readers of a server bounds what their incomplete large records
+hold together: a reader charges a fragment's size before it allocates room for it and gives it
+back when the record is complete (or `release()` when its connection ends).
 `frame()` turns a record (a list of bytes-like pieces) into a list of pieces to send, split at a
 maximum fragment size, without joining the pieces.
 """
@@ -17,15 +20,17 @@ from __future__ import annotations
 
 import struct
 import sys
+import threading
 from collections.abc import Callable, Sequence
 
-from .errors import RecordTooLarge
+from .errors import BufferLimit, RecordTooLarge
 
 __all__ = [
     "LAST_FRAGMENT",
     "MAX_FRAGMENT",
     "DEFAULT_MAX_RECORD",
     "Buffer",
+    "BufferBudget",
     "frame",
     "nbytes",
     "RecordReader",
@@ -89,6 +94,32 @@ def frame(pieces: Sequence[Buffer], total: int, max_fragment: int = MAX_FRAGMENT
     return out
 
 
+class BufferBudget:
+    """Bytes that the incomplete records of several readers may hold at once (thread-safe).
+
+    `what` names the budget in the BufferLimit a refused record raises (e.g. "the server's
+    --max-buffered")."""
+
+    def __init__(self, limit: int, what: str = "the buffer budget") -> None:
+        if limit <= 0:
+            raise ValueError(f"BufferBudget: limit must be positive, got {limit}")
+        self.limit = limit
+        self.what = what
+        self.used = 0
+        self._lock = threading.Lock()
+
+    def take(self, n: int) -> None:
+        """Charge `n` bytes; BufferLimit when they do not fit."""
+        with self._lock:
+            if self.used + n > self.limit:
+                raise BufferLimit(n, self.limit, self.used, self.what)
+            self.used += n
+
+    def give(self, n: int) -> None:
+        with self._lock:
+            self.used -= n
+
+
 class RecordReader:
     """Reassembles records from a byte stream.
 
@@ -106,9 +137,11 @@ class RecordReader:
     placeable: Callable[[bytes], bool] | None = None
     """`placeable(start)`: whether the placer may take a record that starts with `start` (up
     to 4 bytes, maybe none yet); lets a record over the maximum be refused early."""
+    budget: BufferBudget | None = None  # charged for fragments of DIRECT_READ_MIN or more
 
     def __init__(self, max_record: int = DEFAULT_MAX_RECORD) -> None:
         self.max_record = max_record
+        self._charged = 0  # bytes taken from `budget` for the record being assembled
         self._buf = bytearray()  # received bytes not yet placed in a record
         self._record: bytearray | None = None  # the record being assembled
         self._filled = 0  # bytes of _record received so far
@@ -209,6 +242,14 @@ class RecordReader:
                     and self._start_placed(length)
                 ):
                     continue
+                if self.budget is not None and length >= DIRECT_READ_MIN:
+                    try:
+                        self.budget.take(length)
+                    except BufferLimit as exc:
+                        self.release()
+                        self._failed = exc
+                        raise
+                    self._charged += length
                 del buf[:4]
                 if self._record is None:
                     self._record = self._new_record(length) if last else bytearray(length)
@@ -230,7 +271,16 @@ class RecordReader:
             if self._last:
                 self._record = None
                 self._filled = self._frag_end = 0
+                if self._charged:
+                    self.release()
                 return record
+
+    def release(self) -> None:
+        """Give back what the record being assembled took from `budget` (when it is complete,
+        and when its connection ends)."""
+        if self._charged and self.budget is not None:
+            self.budget.give(self._charged)
+        self._charged = 0
 
     def _new_record(self, length: int) -> bytearray:
         """Storage for a single-fragment record: the last large one again when nothing refers

@@ -6,11 +6,18 @@ DEFERRED_REPLIES procedures wait while further calls are already received, and g
 write with the next other reply, or when no received call is left. A connection that
 misbehaves (garbage, an oversized fragment header, a REPLY sent to us, a stall past the idle
 timeout) is closed alone; the others go on.
+
+One client cannot take the server down: a connection that cannot get a thread is refused
+alone (the accept thread goes on); when accepting fails for lack of descriptors or memory
+(EMFILE, ENFILE, ENOBUFS, ENOMEM) the listeners rest for a while (10 ms, doubling up to
+1 s, or until a connection ends) instead of spinning; such failures are logged at most once
+per 10 s; large incomplete records of all connections share one budget (`max_buffered`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import logging
 import os
@@ -19,6 +26,7 @@ import socket
 import ssl
 import struct
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -28,7 +36,8 @@ from .connection import NEED_DATA, ServerConnection
 from .dispatch import ConnectionInfo, Dispatcher
 from .errors import MessageDecodeError, RecordTooLarge
 from .handshake import Admission, admit
-from .record import DEFAULT_MAX_RECORD, MAX_FRAGMENT, Buffer, nbytes
+from .ratelog import RateLimitedLog
+from .record import DEFAULT_MAX_RECORD, MAX_FRAGMENT, Buffer, BufferBudget, nbytes
 from .spin import Spinner
 
 __all__ = ["RpcServer"]
@@ -37,13 +46,19 @@ log = logging.getLogger("cricket_xdr.rpc.server")
 _SCRATCH = 1 << 16
 _IOV_MAX = 1024
 _HELD_MAX = 64  # replies held for one write at most
+DEFAULT_MAX_BUFFERED = 1 << 30
+_OUT_OF_RESOURCES = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
+_PAUSE_MIN, _PAUSE_MAX = 0.01, 1.0  # seconds the listeners rest after such a failure
 
 
 class _Connection:
     """One accepted connection and the thread serving it."""
 
-    def __init__(self, server: RpcServer, sock: socket.socket, peer: object, conn_id: int) -> None:
+    def __init__(
+        self, server: RpcServer, sock: socket.socket, peer: object, conn_id: int, setup: bool
+    ) -> None:
         self.server = server
+        self.setup = setup  # runs the connection setup (server.admission) first
         self.sock = sock
         self.info = ConnectionInfo(conn_id, peer, self.request_close)
         self.write_lock = threading.Lock()
@@ -68,8 +83,15 @@ class _Connection:
     def serve(self) -> None:
         server = self.server
         conn = ServerConnection(max_record=server.max_record, max_fragment=server.max_fragment)
-        if server.admission is not None and not self._admit(conn, server.admission):
-            return
+        conn.use_budget(server._budget)
+        if self.setup:
+            admitted = server.admission is None or self._admit(conn, server.admission)
+            server._setup_done()
+            if not admitted:
+                conn.release()
+                return
+        if server.on_admitted is not None:
+            server.on_admitted(self.info)
         sock = self.sock
         dispatch = server._dispatcher.dispatch
         info = self.info
@@ -131,6 +153,7 @@ class _Connection:
         except Exception:
             log.exception("%r: connection failed", info)
         finally:
+            conn.release()
             with contextlib.suppress(OSError):
                 sock.close()
             server._forget(self)
@@ -216,11 +239,17 @@ class RpcServer:
     `hand_off`: when given, each accepted connection is passed to `hand_off(sock, peer)`
     instead of being served here (e.g. to another process, which serves it with `adopt`);
     the callee owns the socket.
+    `max_pending` (also an attribute): connections in their setup (`admission`) at once; a
+    new one beyond them is closed at once (logged at most once per 10 s). `on_admitted`
+    (attribute): called with a connection's `ConnectionInfo` on its thread once its setup
+    is done (at once without `admission`), before its first call is served.
     `spin_us` (also an attribute, read as each connection starts serving): before each
     blocking receive a connection's thread polls its socket without blocking for up to this
     many microseconds (see `spin.Spinner`); 0 turns it off. Plain sockets only (not after
     STARTTLS); their idle timeout is then kept by the kernel (SO_RCVTIMEO, SO_SNDTIMEO).
     Worth it where a process serves few connections on spare cores.
+    `max_buffered`: bytes the incomplete large records (64 KiB or more) of all connections
+    may hold together; a record that would go beyond closes its connection (None: no bound).
     """
 
     def __init__(
@@ -235,6 +264,8 @@ class RpcServer:
         hand_off: Callable[[socket.socket, object], None] | None = None,
         admission: Admission | None = None,
         spin_us: float = 0.0,
+        max_buffered: int | None = DEFAULT_MAX_BUFFERED,
+        max_pending: int | None = None,
     ) -> None:
         Spinner(spin_us)  # checks the value
         self.spin_us = spin_us
@@ -245,6 +276,19 @@ class RpcServer:
         self.max_fragment = max_fragment
         self.idle_timeout = idle_timeout
         self.max_in_flight = max_in_flight
+        self._budget = (
+            BufferBudget(
+                max_buffered, "the server's bound on buffered incomplete records (--max-buffered)"
+            )
+            if max_buffered is not None
+            else None
+        )
+        self.max_pending = max_pending
+        self.on_admitted: Callable[[ConnectionInfo], None] | None = None
+        self._in_setup = 0  # connections running their setup now
+        self._trouble = RateLimitedLog(log)  # failures of accepting, at most one line per 10 s
+        self._pause = 0.0  # seconds the listeners rest after the last failed accept
+        self._resume_at = 0.0  # time.monotonic() when they listen again
         self._lock = threading.Lock()
         self._listeners: list[socket.socket] = []
         self._unix_paths: list[str] = []
@@ -319,16 +363,24 @@ class RpcServer:
             while not self._stopping:
                 with self._lock:
                     listeners = list(self._listeners)
+                rest = self._resume_at - time.monotonic()
                 for sock in listeners:
-                    if sock not in watched:
+                    if rest <= 0 and sock not in watched:
                         selector.register(sock, selectors.EVENT_READ)
                         watched.add(sock)
-                for key, _ in selector.select():
+                    elif rest > 0 and sock in watched:
+                        selector.unregister(sock)
+                        watched.discard(sock)
+                for key, _ in selector.select(rest if rest > 0 else None):
                     if key.fileobj is self._wake_r:
                         with contextlib.suppress(OSError):
                             self._wake_r.recv(64)
-                    else:
+                        continue
+                    try:
                         self._accept(key.fileobj)  # type: ignore[arg-type]
+                    except Exception as exc:  # never the end of accepting
+                        self._rest()
+                        self._trouble.log(logging.ERROR, "accepting a connection failed: %r", exc)
         finally:
             selector.close()
             self._served.set()
@@ -339,25 +391,49 @@ class RpcServer:
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
-            log.warning("accept on %s failed: %s", listener.getsockname(), exc)
+            if exc.errno in _OUT_OF_RESOURCES:
+                self._rest()
+                self._trouble.log(
+                    logging.WARNING,
+                    "accept on %s failed: %s; not accepting for %g s (or until a connection "
+                    "ends)",
+                    listener.getsockname(),
+                    exc,
+                    self._pause,
+                )
+            else:
+                self._trouble.log(logging.WARNING, "accept on %s failed: %s",
+                                  listener.getsockname(), exc)  # fmt: skip
             return
+        self._pause = 0.0
         peer = peer or listener.getsockname()
         if self._hand_off is None:
             self.adopt(sock, peer)
             return
         try:
             self._hand_off(sock, peer)
-        except Exception:
-            log.exception("handing off the connection from %r failed", peer)
+        except Exception as exc:
+            self._trouble.log(logging.ERROR, "handing off the connection from %r failed: %r",
+                              peer, exc)  # fmt: skip
             with contextlib.suppress(OSError):
                 sock.close()
 
-    def adopt(self, sock: socket.socket, peer: object = None) -> ConnectionInfo | None:
+    def _rest(self) -> None:
+        """Stop listening for a while: 10 ms, doubling with each failure in a row up to 1 s;
+        a connection that ends (descriptors free again) or a successful accept ends it."""
+        self._pause = min(_PAUSE_MAX, max(_PAUSE_MIN, 2 * self._pause))
+        self._resume_at = time.monotonic() + self._pause
+
+    def adopt(
+        self, sock: socket.socket, peer: object = None, *, admitted: bool = False
+    ) -> ConnectionInfo | None:
         """Serve an already-accepted connection `sock` like one this server accepted.
 
         `peer`: its address for logs and `ctx.connection.peer` (default: `getpeername()`).
+        `admitted`: the connection has done its setup elsewhere (`admission` is skipped).
         Returns the connection's `ConnectionInfo` (its close callbacks run when it ends), or
-        None when the server is shutting down (the socket is then closed)."""
+        None when the server is shutting down or no thread could be started to serve it (the
+        socket is then closed; the latter is logged, at most once per 10 s)."""
         if peer is None:
             try:
                 peer = sock.getpeername() or sock.getsockname()
@@ -368,18 +444,46 @@ class RpcServer:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if self.idle_timeout is not None:
             sock.settimeout(self.idle_timeout)
-        conn = _Connection(self, sock, peer, next(self._ids))
+        setup = not admitted and self.admission is not None
+        conn = _Connection(self, sock, peer, next(self._ids), setup)
         with self._lock:
             if self._stopping:
                 sock.close()
                 return None
-            self._connections[conn.info.id] = conn
-        conn.thread.start()
+            if setup and self.max_pending is not None and self._in_setup >= self.max_pending:
+                full = True
+            else:
+                full = False
+                self._in_setup += setup
+                self._connections[conn.info.id] = conn
+        if full:
+            sock.close()
+            self._trouble.log(logging.WARNING, "refused the connection from %r: %d connections "
+                              "are in their setup already (--max-pending)", peer,
+                              self.max_pending)  # fmt: skip
+            return None
+        try:
+            conn.thread.start()
+        except RuntimeError as exc:  # "can't start new thread": out of threads or memory
+            with self._lock:
+                self._connections.pop(conn.info.id, None)
+                self._in_setup -= setup
+            sock.close()
+            self._trouble.log(logging.ERROR, "refused the connection from %r: no thread to "
+                              "serve it (%s)", peer, exc)  # fmt: skip
+            return None
         return conn.info
+
+    def _setup_done(self) -> None:
+        with self._lock:
+            self._in_setup -= 1
 
     def _forget(self, conn: _Connection) -> None:
         with self._lock:
             self._connections.pop(conn.info.id, None)
+        if self._resume_at:  # accepting rests for lack of descriptors: one is free now
+            self._resume_at = 0.0
+            self._wake()
 
     @property
     def connection_count(self) -> int:

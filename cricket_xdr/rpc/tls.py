@@ -19,6 +19,7 @@ import contextlib
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
@@ -104,12 +105,18 @@ class TlsSocket:
 
     # -- handshake -------------------------------------------------------------------------
 
-    def handshake(self, timeout: float | None = None) -> None:
-        """Run the TLS handshake (blocking, within `timeout` seconds a step)."""
+    def handshake(self, timeout: float | None = None, *, deadline: float | None = None) -> None:
+        """Run the TLS handshake (blocking, within `timeout` seconds a step, and all of it
+        before `deadline`, a `time.monotonic()` value, when given: TimeoutError)."""
         previous = self.raw.gettimeout()
         self.raw.settimeout(timeout)
         try:
             while True:
+                if deadline is not None:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise TimeoutError("the TLS handshake took too long")
+                    self.raw.settimeout(left if timeout is None else min(timeout, left))
                 try:
                     self._tls.do_handshake()
                     break

@@ -1,6 +1,8 @@
 """Streams and events of the sim device, with CUDA's ordering rules.
 
-Each stream is a FIFO worked off by its own thread. A work item may also wait for items of
+Each stream is a FIFO worked off by a thread of its own that runs only while the stream has
+queued work: an idle stream holds no thread, so a session's thousands of streams cost
+threads only for those busy at once (at most `--max-streams`). A work item may also wait for items of
 other streams (its dependencies, fixed when it is issued):
 
 - an item on the legacy default stream waits for everything issued before it on every
@@ -15,12 +17,12 @@ context, as on a GPU: later items are skipped and synchronizing calls raise it.
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 
-from cricket_server.backends.base import CudaError
+from cricket_server.backends.base import CUDA_ERROR_OUT_OF_MEMORY, CudaError
 
 CU_STREAM_NON_BLOCKING = 0x1
 CU_EVENT_BLOCKING_SYNC = 0x1
@@ -66,7 +68,8 @@ class Context:
 
 
 class SimStream:
-    """A FIFO of work items executed in order by a worker thread."""
+    """A FIFO of work items executed in order by a worker thread, started when work is
+    queued on an idle stream and ended when the queue is empty."""
 
     def __init__(self, context: Context, flags: int, priority: int, legacy: bool = False) -> None:
         self.context = context
@@ -74,11 +77,11 @@ class SimStream:
         self.priority = priority
         self.legacy = legacy
         self.tail: Work | None = None
-        self._queue: queue.SimpleQueue[Work | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(
-            target=self._run, name=f"sim-stream-{context.name}", daemon=True
-        )
-        self._thread.start()
+        self._queue: deque[Work] = deque()
+        self._lock = threading.Lock()  # guards _queue, _thread, _closed
+        self._thread: threading.Thread | None = None  # the worker, while there is work
+        self._last: threading.Thread | None = None  # the latest worker (for join)
+        self._closed = False
         with context.lock:
             context.streams.append(self)
 
@@ -94,8 +97,21 @@ class SimStream:
         elif self.blocking:
             deps += [s.tail for s in self.context.live() if s.legacy and s.tail is not None]
         work = Work(fn, [d for d in deps if not d.done.is_set()])
+        with self._lock:
+            self._queue.append(work)
+            if self._thread is None:
+                thread = threading.Thread(
+                    target=self._run, name=f"sim-stream-{self.context.name}", daemon=True
+                )
+                try:
+                    thread.start()
+                except RuntimeError as exc:  # out of threads: the work is not queued
+                    self._queue.pop()
+                    raise CudaError(
+                        CUDA_ERROR_OUT_OF_MEMORY, f"sim: no thread to run the stream's work ({exc})"
+                    ) from None
+                self._thread = self._last = thread
         self.tail = work
-        self._queue.put(work)
         return work
 
     def idle(self) -> bool:
@@ -106,17 +122,36 @@ class SimStream:
             self.tail.done.wait()
 
     def close(self) -> None:
-        """Stop the worker once the queued work is done (cuStreamDestroy does not wait).
+        """Leave the context once the queued work is done (cuStreamDestroy does not wait).
 
         The stream stays in the context's list until then, so cuCtxSynchronize and the
         legacy stream still wait for its queued work."""
-        self._queue.put(None)
+        with self._lock:
+            self._closed = True
+            idle = self._thread is None
+        if idle:
+            self._retire()
 
     def join(self) -> None:
-        self._thread.join()
+        """Wait until the queued work is done and the worker thread has ended."""
+        with self._lock:
+            thread = self._last
+        if thread is not None:
+            thread.join()
+
+    def _retire(self) -> None:
+        with self.context.lock:
+            if self in self.context.streams:
+                self.context.streams.remove(self)
 
     def _run(self) -> None:
-        while (work := self._queue.get()) is not None:
+        while True:
+            with self._lock:
+                if not self._queue:
+                    self._thread = None
+                    closed = self._closed
+                    break
+                work = self._queue.popleft()
             for dep in work.deps:
                 dep.done.wait()
             if self.context.error is None:
@@ -132,8 +167,8 @@ class SimStream:
                         )
                     )
             work.done.set()
-        with self.context.lock:
-            self.context.streams.remove(self)
+        if closed:
+            self._retire()
 
 
 class SimEvent:
