@@ -23,6 +23,7 @@ working ones.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import signal
@@ -30,22 +31,36 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from importlib import metadata
 from types import FrameType
+from typing import Any
 
 import click
 
+from checkpoint.cli import ProgressBar
+from checkpoint.cli import _rate as rate
+from checkpoint.format import CheckpointError
+from checkpoint.reader import Checkpoint, blob_refs
 from cricket_server.auth import SecurityFiles, security_admission, security_options
 from cricket_server.backends import BACKEND_NAMES, make_backend
-from cricket_server.checkpointing import CheckpointTrigger
+from cricket_server.checkpointing import (
+    CheckpointTrigger,
+    close_unclaimed,
+    restore_checkpoint,
+    restore_total_bytes,
+    sessions_conflict,
+)
 from cricket_server.limits import ServerLimits, SessionGate, rpc_limits
 from cricket_server.memory import AddressArena
 from cricket_server.service import CricketService
 from cricket_server.session import SessionManager
 from cricket_server.workers import WorkerPool, WorkerSpec, WorkerStartError
 from cricket_server.workers.checkpoints import checkpoint_workers
+from cricket_server.workers.routing import RestoredRouter
 from cricket_xdr.rpc.handshake import Admission
 from cricket_xdr.rpc.server import RpcServer
 from cricket_xdr.rpc.spin import MAX_SPIN_US, default_spin_us
@@ -56,6 +71,7 @@ log = logging.getLogger("cricket_server")
 DEFAULT_LISTEN = "127.0.0.1:28463"
 ISOLATION_MODES = ("auto", "process", "thread")
 _SUFFIXES = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+RESTORE_LIMIT = 3600.0  # seconds the workers of a restart may take to restore their sessions
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -102,168 +118,247 @@ def _format_address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
+_SERVER_OPTIONS = [
+    click.option(
+        "--listen",
+        "listen",
+        multiple=True,
+        metavar="HOST:PORT",
+        help=f"TCP address to serve on; repeatable; port 0 picks a free one (default {DEFAULT_LISTEN} "
+        "unless --unix is given).",
+    ),
+    click.option(
+        "--unix", "unix_path", metavar="PATH", help="Also (or only) serve on this Unix socket."
+    ),
+    click.option(
+        "--backend",
+        type=click.Choice(BACKEND_NAMES),
+        default="auto",
+        show_default=True,
+        help="cuda: this machine's GPUs; sim: the software device; auto: cuda when a GPU answers.",
+    ),
+    click.option("--register", is_flag=True, help="Register the program with the local rpcbind."),
+    click.option(
+        "--log-level",
+        type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
+        default="info",
+        show_default=True,
+    ),
+    click.option(
+        "--ready-file",
+        metavar="PATH",
+        help='Once listening, write "host:port" (or "unix:PATH") here, atomically.',
+    ),
+    click.option(
+        "--sim-memory",
+        metavar="BYTES",
+        help="Size of the sim backend's device memory (e.g. 8G).",
+    ),
+    click.option(
+        "--isolation",
+        type=click.Choice(ISOLATION_MODES),
+        default="auto",
+        show_default=True,
+        help="process: each connection in a worker process of its own (a GPU fault in one session "
+        "cannot spoil the others); thread: every connection in this process; auto: process for "
+        "the cuda backend, thread for sim.",
+    ),
+    click.option(
+        "--spare-workers",
+        type=click.IntRange(min=1),
+        default=1,
+        show_default=True,
+        help="With process isolation: workers kept started and warm for the next connections.",
+    ),
+    click.option(
+        "--checkpoint-dir",
+        metavar="DIR",
+        help="Checkpoint every session into DIR on SIGUSR1, every --checkpoint-every seconds, "
+        "and once more at a graceful shutdown.",
+    ),
+    click.option(
+        "--checkpoint-every",
+        type=click.FloatRange(min=0, min_open=True),
+        metavar="SECONDS",
+        help="With --checkpoint-dir: also checkpoint periodically.",
+    ),
+    click.option(
+        "--max-session-memory",
+        metavar="BYTES",
+        help="Device memory one session may hold at once (e.g. 4G); an allocation beyond it gets "
+        "CUDA_ERROR_OUT_OF_MEMORY.",
+    ),
+    click.option(
+        "--max-sessions",
+        type=click.IntRange(min=1),
+        metavar="N",
+        help="Sessions served at once; a HELLO beyond them is refused (CUDA_ERROR_OUT_OF_MEMORY).",
+    ),
+    click.option(
+        "--max-record",
+        metavar="BYTES",
+        help="Largest RPC call record accepted (e.g. 64M); a larger one closes its connection.",
+    ),
+    click.option(
+        "--idle-timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        metavar="SECONDS",
+        help="Close a connection that sends nothing for this long (its session is freed).",
+    ),
+    click.option(
+        "--max-in-flight",
+        type=click.IntRange(min=1),
+        metavar="N",
+        help="Calls of one connection answered but not yet written, plus the one running; reading "
+        "waits beyond them (back-pressure through TCP).",
+    ),
+    click.option(
+        "--resume-grace",
+        type=click.FloatRange(min=0, min_open=True),
+        metavar="SECONDS",
+        help="Keep a session whose connection dropped this long, for a HELLO with its token "
+        "(the client's reconnect); thread isolation.",
+    ),
+    click.option(
+        "--checkpoint-root",
+        type=click.Path(file_okay=False),
+        metavar="DIR",
+        help="Checkpoint paths named by clients (cricket_client.checkpoint, cricket-checkpoint "
+        "--server) must lie inside DIR; without it a client may name any path the server can write.",
+    ),
+    click.option(
+        "--spin-us",
+        type=click.FloatRange(min=0, max=MAX_SPIN_US),
+        metavar="N",
+        help="Poll a connection's socket for up to N microseconds before each blocking receive "
+        "(lower latency of small calls, one core busy meanwhile); 0: off. Default: 100 with "
+        "--isolation process on 4 or more cores, else 0.",
+    ),
+]
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """Every option of `server_options`, checked: how to build and run one server."""
+
+    addresses: list[tuple[str, int]]
+    unix_path: str | None
+    backend: str
+    register: bool
+    log_level: str
+    ready_file: str | None
+    sim_bytes: int | None
+    isolation: str
+    spare_workers: int
+    checkpoint_dir: str | None
+    checkpoint_every: float | None
+    limits: ServerLimits
+    security: SecurityFiles
+    spin_us: float | None
+
+
+def server_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The one option set of a server command (`cricket-server`, `cricket-restart`): the
+    command gets them checked, as one `options: ServerOptions` argument."""
+
+    @functools.wraps(fn)
+    def command(
+        *args: Any,
+        listen: tuple[str, ...],
+        unix_path: str | None,
+        backend: str,
+        register: bool,
+        log_level: str,
+        ready_file: str | None,
+        sim_memory: str | None,
+        isolation: str,
+        spare_workers: int,
+        checkpoint_dir: str | None,
+        checkpoint_every: float | None,
+        security: SecurityFiles,
+        max_session_memory: str | None,
+        max_sessions: int | None,
+        max_record: str | None,
+        idle_timeout: float | None,
+        max_in_flight: int | None,
+        resume_grace: float | None,
+        checkpoint_root: str | None,
+        spin_us: float | None,
+        **kwargs: Any,
+    ) -> Any:
+        addresses = [parse_address(a) for a in listen]
+        if not addresses and unix_path is None:
+            addresses = [parse_address(DEFAULT_LISTEN)]
+        if register and not addresses:
+            raise click.UsageError("--register needs a TCP address (--listen)")
+        if checkpoint_every is not None and checkpoint_dir is None:
+            raise click.UsageError("--checkpoint-every needs --checkpoint-dir")
+        limits = ServerLimits(
+            max_session_memory=parse_size(max_session_memory) if max_session_memory else None,
+            max_sessions=max_sessions,
+            max_record=parse_size(max_record) if max_record else None,
+            idle_timeout=idle_timeout,
+            max_in_flight=max_in_flight,
+            resume_grace=resume_grace,
+            checkpoint_root=os.path.abspath(checkpoint_root) if checkpoint_root else None,
+        )
+        options = ServerOptions(
+            addresses=addresses,
+            unix_path=unix_path,
+            backend=backend,
+            register=register,
+            log_level=log_level.lower(),
+            ready_file=ready_file,
+            sim_bytes=parse_size(sim_memory) if sim_memory is not None else None,
+            isolation=isolation,
+            spare_workers=spare_workers,
+            checkpoint_dir=checkpoint_dir,
+            checkpoint_every=checkpoint_every,
+            limits=limits,
+            security=security,
+            spin_us=spin_us,
+        )
+        return fn(*args, options=options, **kwargs)
+
+    decorated = security_options(command)
+    for option in reversed(_SERVER_OPTIONS):
+        decorated = option(decorated)
+    return decorated
+
+
+@dataclass(frozen=True)
+class Restore:
+    """Sessions to bring back from the checkpoint in `directory` before listening
+    (`cricket-restart`); `resume_timeout`: free those no client resumed after this long."""
+
+    directory: str
+    resume_timeout: float | None = None
+
+    def needs_workers(self) -> bool:
+        """Whether its sessions cannot share one process (they came from workers of a
+        process-isolated server and share handle values or addresses)."""
+        try:
+            images = Checkpoint.open(self.directory).manifest.sessions
+        except CheckpointError:
+            return False  # the restore itself reports what is wrong
+        return sessions_conflict(images) is not None
+
+
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--listen",
-    "listen",
-    multiple=True,
-    metavar="HOST:PORT",
-    help=f"TCP address to serve on; repeatable; port 0 picks a free one (default {DEFAULT_LISTEN} "
-    "unless --unix is given).",
-)
-@click.option(
-    "--unix", "unix_path", metavar="PATH", help="Also (or only) serve on this Unix socket."
-)
-@click.option(
-    "--backend",
-    type=click.Choice(BACKEND_NAMES),
-    default="auto",
-    show_default=True,
-    help="cuda: this machine's GPUs; sim: the software device; auto: cuda when a GPU answers.",
-)
-@click.option("--register", is_flag=True, help="Register the program with the local rpcbind.")
-@click.option(
-    "--log-level",
-    type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
-    default="info",
-    show_default=True,
-)
-@click.option(
-    "--ready-file",
-    metavar="PATH",
-    help='Once listening, write "host:port" (or "unix:PATH") here, atomically.',
-)
-@click.option(
-    "--sim-memory",
-    metavar="BYTES",
-    help="Size of the sim backend's device memory (e.g. 8G).",
-)
-@click.option(
-    "--isolation",
-    type=click.Choice(ISOLATION_MODES),
-    default="auto",
-    show_default=True,
-    help="process: each connection in a worker process of its own (a GPU fault in one session "
-    "cannot spoil the others); thread: every connection in this process; auto: process for "
-    "the cuda backend, thread for sim.",
-)
-@click.option(
-    "--spare-workers",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="With process isolation: workers kept started and warm for the next connections.",
-)
-@click.option(
-    "--checkpoint-dir",
-    metavar="DIR",
-    help="Checkpoint every session into DIR on SIGUSR1, every --checkpoint-every seconds, "
-    "and once more at a graceful shutdown.",
-)
-@click.option(
-    "--checkpoint-every",
-    type=click.FloatRange(min=0, min_open=True),
-    metavar="SECONDS",
-    help="With --checkpoint-dir: also checkpoint periodically.",
-)
-@click.option(
-    "--max-session-memory",
-    metavar="BYTES",
-    help="Device memory one session may hold at once (e.g. 4G); an allocation beyond it gets "
-    "CUDA_ERROR_OUT_OF_MEMORY.",
-)
-@click.option(
-    "--max-sessions",
-    type=click.IntRange(min=1),
-    metavar="N",
-    help="Sessions served at once; a HELLO beyond them is refused (CUDA_ERROR_OUT_OF_MEMORY).",
-)
-@click.option(
-    "--max-record",
-    metavar="BYTES",
-    help="Largest RPC call record accepted (e.g. 64M); a larger one closes its connection.",
-)
-@click.option(
-    "--idle-timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    metavar="SECONDS",
-    help="Close a connection that sends nothing for this long (its session is freed).",
-)
-@click.option(
-    "--max-in-flight",
-    type=click.IntRange(min=1),
-    metavar="N",
-    help="Calls of one connection answered but not yet written, plus the one running; reading "
-    "waits beyond them (back-pressure through TCP).",
-)
-@click.option(
-    "--resume-grace",
-    type=click.FloatRange(min=0, min_open=True),
-    metavar="SECONDS",
-    help="Keep a session whose connection dropped this long, for a HELLO with its token "
-    "(the client's reconnect); thread isolation.",
-)
-@click.option(
-    "--checkpoint-root",
-    type=click.Path(file_okay=False),
-    metavar="DIR",
-    help="Checkpoint paths named by clients (cricket_client.checkpoint, cricket-checkpoint "
-    "--server) must lie inside DIR; without it a client may name any path the server can write.",
-)
-@click.option(
-    "--spin-us",
-    type=click.FloatRange(min=0, max=MAX_SPIN_US),
-    metavar="N",
-    help="Poll a connection's socket for up to N microseconds before each blocking receive "
-    "(lower latency of small calls, one core busy meanwhile); 0: off. Default: 100 with "
-    "--isolation process on 4 or more cores, else 0.",
-)
-@security_options
-def main(
-    listen: tuple[str, ...],
-    unix_path: str | None,
-    backend: str,
-    register: bool,
-    log_level: str,
-    ready_file: str | None,
-    sim_memory: str | None,
-    isolation: str,
-    spare_workers: int,
-    checkpoint_dir: str | None,
-    checkpoint_every: float | None,
-    security: SecurityFiles,
-    max_session_memory: str | None,
-    max_sessions: int | None,
-    max_record: str | None,
-    idle_timeout: float | None,
-    max_in_flight: int | None,
-    resume_grace: float | None,
-    checkpoint_root: str | None,
-    spin_us: float | None,
-) -> None:
+@server_options
+def main(options: ServerOptions) -> None:
     """Serve remote CUDA driver calls (ONC RPC program CRICKET_PROG, version 1)."""
+    run_server(options)
+
+
+def run_server(options: ServerOptions, restore: Restore | None = None) -> None:
+    """Build the server of `options` and serve until SIGTERM/SIGINT; with `restore`, bring
+    its sessions back first (nothing is served when that fails)."""
     logging.basicConfig(
-        level=log_level.upper(),
+        level=options.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    addresses = [parse_address(a) for a in listen]
-    if not addresses and unix_path is None:
-        addresses = [parse_address(DEFAULT_LISTEN)]
-    if register and not addresses:
-        raise click.UsageError("--register needs a TCP address (--listen)")
-    sim_bytes = parse_size(sim_memory) if sim_memory is not None else None
-    if checkpoint_every is not None and checkpoint_dir is None:
-        raise click.UsageError("--checkpoint-every needs --checkpoint-dir")
-    limits = ServerLimits(
-        max_session_memory=parse_size(max_session_memory) if max_session_memory else None,
-        max_sessions=max_sessions,
-        max_record=parse_size(max_record) if max_record else None,
-        idle_timeout=idle_timeout,
-        max_in_flight=max_in_flight,
-        resume_grace=resume_grace,
-        checkpoint_root=os.path.abspath(checkpoint_root) if checkpoint_root else None,
-    )
-
+    limits = options.limits
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -274,11 +369,17 @@ def main(
     signal.signal(signal.SIGINT, on_signal)
 
     listeners = _Listeners(
-        addresses, unix_path, register, ready_file, security_admission(security)
+        options.addresses,
+        options.unix_path,
+        options.register,
+        options.ready_file,
+        security_admission(options.security),
     )
-    mode, backend = resolve_isolation(isolation, backend)
-    if spin_us is None:
-        spin_us = default_spin(mode)
+    mode, backend = resolve_isolation(options.isolation, options.backend)
+    if options.isolation == "auto" and mode == "thread" and restore and restore.needs_workers():
+        mode = "process"
+    spin_us = options.spin_us if options.spin_us is not None else default_spin(mode)
+    checkpoints = (options.checkpoint_dir, options.checkpoint_every)
     if mode == "process":
         if limits.resume_grace is not None:
             raise click.UsageError(
@@ -287,23 +388,22 @@ def main(
             )
         spec = WorkerSpec(
             backend,
-            sim_bytes,
-            log_level.lower(),
+            options.sim_bytes,
+            options.log_level,
             server_version(),
             max_session_memory=limits.max_session_memory,
             max_record=limits.max_record,
             idle_timeout=limits.idle_timeout,
             max_in_flight=limits.max_in_flight,
             checkpoint_root=limits.checkpoint_root,
-            security=security,
+            security=options.security,
             spin_us=spin_us,
         )
-        pool = WorkerPool(spec, spares=spare_workers)
-        trigger = _worker_checkpoint_trigger(pool, checkpoint_dir, checkpoint_every)
-        _serve_in_workers(listeners, stop, pool, limits, trigger)
+        pool = WorkerPool(spec, spares=options.spare_workers)
+        _serve_in_workers(listeners, stop, pool, limits, checkpoints, restore)
     else:
         _serve_in_threads(
-            listeners, stop, backend, sim_bytes, checkpoint_dir, checkpoint_every, limits, spin_us
+            listeners, stop, backend, options.sim_bytes, checkpoints, limits, spin_us, restore
         )
     log.info("cricket-server stopped")
 
@@ -341,15 +441,19 @@ def _gpu_answers_in_a_child() -> bool:
     return subprocess.run([sys.executable, "-c", probe], check=False).returncode == 0
 
 
+Checkpoints = tuple[str | None, float | None]  # --checkpoint-dir, --checkpoint-every
+Unclaimed = tuple[float, Callable[[], int]]  # --resume-timeout, and what frees the unclaimed
+
+
 def _serve_in_threads(
     listeners: _Listeners,
     stop: threading.Event,
     backend: str,
     sim_bytes: int | None,
-    checkpoint_dir: str | None = None,
-    checkpoint_every: float | None = None,
+    checkpoints: Checkpoints = (None, None),
     limits: ServerLimits | None = None,
     spin_us: float = 0.0,
+    restore: Restore | None = None,
 ) -> None:
     """Every connection served by a thread of this process, over one backend."""
     limits = limits or ServerLimits()
@@ -359,23 +463,45 @@ def _serve_in_threads(
         manager = SessionManager(
             the_backend, arena, server_version=server_version(), limits=limits
         )
+        unclaimed = None
+        if restore is not None:
+            count = _restore_in_threads(manager, restore.directory)
+            if restore.resume_timeout is not None:
+                unclaimed = (restore.resume_timeout, partial(close_unclaimed, manager))
+            what = f"{count} restored session(s), backend {the_backend.name}, isolation thread"
+        else:
+            what = f"backend {the_backend.name}, isolation thread"
         trigger = None
-        if checkpoint_dir is not None:
-            trigger = CheckpointTrigger(manager, checkpoint_dir, checkpoint_every).start()
+        directory, every = checkpoints
+        if directory is not None:
+            trigger = CheckpointTrigger(manager, directory, every).start()
             trigger.install_sigusr1()
         server = RpcServer([CricketService(manager)], **rpc_limits(limits))
         server.spin_us = spin_us
         try:
-            _serve(server, listeners, stop, f"backend {the_backend.name}, isolation thread")
+            _serve(server, listeners, stop, what, unclaimed)
         finally:
-            if trigger is not None:
-                trigger.stop()
-                log.info("final checkpoint into %s", checkpoint_dir)
-                trigger.checkpoint_now()
+            _final_checkpoint(trigger)
             server.shutdown()
             manager.close_all("server shutdown")
     finally:
         the_backend.close()
+
+
+def _restore_in_threads(manager: SessionManager, directory: str) -> int:
+    """Restore every session of the checkpoint into `manager`; how many. A checkpoint that
+    cannot come back whole stops the server (click error naming why)."""
+    try:
+        bar = ProgressBar(restore_total_bytes(directory), "restore")
+        report = restore_checkpoint(manager, directory, progress=bar)
+        bar.finish()
+    except CheckpointError as e:
+        raise click.ClickException(str(e)) from None
+    for note in report.moved_globals + report.warnings:
+        click.echo(f"warning: {note}", err=True)
+    log.info("restored %d session(s) from %s: %s", len(report.sessions), directory,
+             rate(report.bytes, report.seconds))  # fmt: skip
+    return len(report.sessions)
 
 
 def _serve_in_workers(
@@ -383,23 +509,39 @@ def _serve_in_workers(
     stop: threading.Event,
     pool: WorkerPool,
     limits: ServerLimits | None = None,
-    trigger: CheckpointTrigger | None = None,
+    checkpoints: Checkpoints = (None, None),
+    restore: Restore | None = None,
 ) -> None:
-    """Every connection handed to a worker process of its own; see `cricket_server.workers`."""
+    """Every connection handed to a worker process of its own; see `cricket_server.workers`.
+    With `restore`, one worker per restored session first (`_restore_in_workers`)."""
     gate = None
+    trigger = None
     hand_off = pool.hand_off
-    if limits is not None and limits.max_sessions is not None:
-        gate = SessionGate(limits.max_sessions, pool.serving, pool.hand_off)
-        hand_off = gate.hand_off
+    unclaimed = None
+    verified = _verify(restore.directory) if restore is not None else None
     try:
         try:
             backend = pool.start()
+            if restore is not None and verified is not None:
+                count = _restore_in_workers(pool, verified)
+                hand_off = RestoredRouter(pool).hand_off
+                if restore.resume_timeout is not None:
+                    unclaimed = (restore.resume_timeout, pool.stop_unclaimed)
         except WorkerStartError as exc:
             raise click.ClickException(f"--isolation process: {exc}") from exc
+        if limits is not None and limits.max_sessions is not None:
+            gate = SessionGate(
+                limits.max_sessions, pool.serving, hand_off, admission=listeners.admission
+            )
+            hand_off = gate.hand_off
+        trigger = _worker_checkpoint_trigger(pool, *checkpoints)
+        what = f"backend {backend}, isolation process"
+        if restore is not None:
+            what = f"{count} restored session(s), {what}"
         # This process serves no call itself; the program is declared for --register.
         server = RpcServer([proto.CRICKET_V1_Server()], hand_off=hand_off)
         try:
-            _serve(server, listeners, stop, f"backend {backend}, isolation process")
+            _serve(server, listeners, stop, what, unclaimed)
         finally:
             server.shutdown()
     finally:
@@ -407,6 +549,47 @@ def _serve_in_workers(
             gate.close()
         _final_checkpoint(trigger)
         pool.close()
+
+
+@dataclass(frozen=True)
+class _Verified:
+    """A checkpoint whose every checksum was checked, before any worker starts."""
+
+    checkpoint: Checkpoint
+    bytes: int
+    started: float  # time.monotonic() when the verification began
+
+
+def _verify(directory: str) -> _Verified:
+    """Process isolation: the whole checkpoint is verified here (this process never touches
+    the device) before any worker starts; a damaged one stops the server."""
+    start = time.monotonic()
+    try:
+        ckpt = Checkpoint.open(directory)
+        bar = ProgressBar(sum(ref.size for _what, ref in blob_refs(ckpt.manifest)), "verify")
+        report = ckpt.verify(bar)
+        bar.finish()
+    except CheckpointError as e:
+        raise click.ClickException(str(e)) from None
+    return _Verified(ckpt, report.bytes, start)
+
+
+def _restore_in_workers(pool: WorkerPool, verified: _Verified) -> int:
+    """One worker per session restores it at its addresses; how many. Only when every worker
+    has its session does the server listen; when one fails, every one of them is stopped
+    and the server does not start (the error names the session and why). A HELLO with a
+    restored session's token then goes to its worker (`cricket_server.workers.routing`);
+    other connections go to spare workers."""
+    ckpt = verified.checkpoint
+    sessions = {s.session_id: bytes(s.token) for s in ckpt.manifest.sessions}
+    try:
+        pool.start_restored(str(ckpt.path.absolute()), sessions, RESTORE_LIMIT)
+    except WorkerStartError as e:
+        error = CheckpointError(ckpt.path, f"restore failed: {e}")
+        raise click.ClickException(str(error)) from None
+    log.info("restored %d session(s) from %s in %d worker(s): %s", len(sessions), ckpt.path,
+             len(sessions), rate(verified.bytes, time.monotonic() - verified.started))  # fmt: skip
+    return len(sessions)
 
 
 def _worker_checkpoint_trigger(
@@ -428,8 +611,15 @@ def _final_checkpoint(trigger: CheckpointTrigger | None) -> None:
         trigger.checkpoint_now()
 
 
-def _serve(server: RpcServer, listeners: _Listeners, stop: threading.Event, what: str) -> None:
-    """Listen, announce, and wait for `stop`; `what` ends the log line ("backend sim, ...")."""
+def _serve(
+    server: RpcServer,
+    listeners: _Listeners,
+    stop: threading.Event,
+    what: str,
+    unclaimed: Unclaimed | None = None,
+) -> None:
+    """Listen, announce, and wait for `stop`; `what` ends the log line ("backend sim, ...").
+    `unclaimed`: after that many seconds, free the restored sessions nobody resumed."""
     unix_path, ready_file = listeners.unix_path, listeners.ready_file
     server.admission = listeners.admission  # a server handing connections off ignores it
     bound = [server.listen_tcp(host, port) for host, port in listeners.addresses]
@@ -450,6 +640,10 @@ def _serve(server: RpcServer, listeners: _Listeners, stop: threading.Event, what
     if ready_file is not None:
         write_ready_file(ready_file, where[0] + "\n")
     try:
+        if unclaimed is not None and not stop.wait(unclaimed[0]):
+            closed = unclaimed[1]()
+            if closed:
+                log.warning("freed %d restored session(s) no client resumed", closed)
         while not stop.wait(1.0):
             pass
     finally:

@@ -28,6 +28,7 @@ from cricket_server.backends.base import (
     CUDA_ERROR_OUT_OF_MEMORY,
     CudaError,
 )
+from cricket_xdr.rpc.handshake import Admission
 from cricket_xdr.rpc.server import RpcServer
 from rpc_spec import cricket_rpc as proto
 
@@ -108,7 +109,8 @@ class SessionGate:
     """`--max-sessions` under process isolation: a `hand_off` in front of the worker pool.
 
     A connection beyond the limit (counted in `serving()` workers) is served here by a
-    `RefusingService` instead, so its client gets a clear refusal, not a closed socket."""
+    `RefusingService` instead, so its client gets a clear refusal, not a closed socket; only
+    after it passed `admission` (TLS, the token), as everywhere else on that server."""
 
     def __init__(
         self,
@@ -116,12 +118,15 @@ class SessionGate:
         serving: Callable[[], int],
         hand_off: Callable[[socket.socket, object], None],
         idle_timeout: float = 30.0,
+        admission: Admission | None = None,
     ) -> None:
         self.limit = limit
         self._serving = serving
         self._hand_off = hand_off
         self._error = session_limit_error(limit, limit)
-        self._refusals = RpcServer([RefusingService(self._error)], idle_timeout=idle_timeout)
+        self._refusals = RpcServer(
+            [RefusingService(self._error)], idle_timeout=idle_timeout, admission=admission
+        )
         self._lock = threading.Lock()
 
     def hand_off(self, sock: socket.socket, peer: object) -> None:

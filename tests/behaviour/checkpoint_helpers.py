@@ -92,7 +92,7 @@ def start_restart(
     """cricket-restart of `ckpt`; isolation as for start_server."""
     args = [
         "-m",
-        "checkpoint",
+        "cricket_server",
         "restart",
         str(ckpt),
         "--listen",

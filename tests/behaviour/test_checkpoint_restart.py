@@ -397,7 +397,7 @@ def test_a_damaged_checkpoint_is_refused_before_any_worker_starts(
     (blob,) = (tmp_path / "c").rglob("alloc-*")
     blob.write_bytes(blob.read_bytes()[:-1])
     refused = subprocess.run(
-        [sys.executable, "-m", "checkpoint", "restart", str(tmp_path / "c"), "--listen",
+        [sys.executable, "-m", "cricket_server", "restart", str(tmp_path / "c"), "--listen",
          "127.0.0.1:0", "--backend", BACKEND, "--isolation", "process"],
         capture_output=True, text=True, cwd=ROOT, timeout=120,
     )  # fmt: skip

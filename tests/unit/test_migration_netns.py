@@ -219,7 +219,7 @@ def test_a_session_migrates_between_servers_in_two_network_namespaces(
 
         second = Server(
             b,
-            ["-m", "checkpoint", "restart", str(tmp_path / "moving"), "--listen",
+            ["-m", "cricket_server", "restart", str(tmp_path / "moving"), "--listen",
              f"{b.inside}:0", *common],
             tmp_path,
             "b",
