@@ -4,13 +4,14 @@
     cricket-checkpoint inspect DIR                             # what is inside
     cricket-checkpoint verify DIR                              # check every checksum
 
-DIR of a server-side checkpoint is a path on the server's file system (a relative one is made
-absolute here).
+DIR of a server-side checkpoint is a path on the server's file system, inside its checkpoint
+root (`cricket-server --checkpoint-root`; a relative DIR is taken from that root). Checkpointing
+every session is the operator's act: `--server unix:PATH`, the server's Unix socket, as the
+user the server runs as (the server checks it with SO_PEERCRED).
 """
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -65,7 +66,14 @@ def _fail(e: Exception) -> None:
 
 
 @click.command(context_settings=_SETTINGS)
-@click.option("--server", "server", required=True, metavar="HOST:PORT", help="The cricket-server.")
+@click.option(
+    "--server",
+    "server",
+    required=True,
+    metavar="unix:PATH",
+    help="The cricket-server's Unix socket (--unix); it serves CHECKPOINT_SERVER only to its own "
+    "user there.",
+)
 @click.option(
     "--session",
     "session",
@@ -93,7 +101,7 @@ def take(server: str, session: str, timeout: float, directory: str) -> None:
         raise click.BadParameter(
             f"{session!r} is not a session id", param_hint="--session"
         ) from None
-    path = os.path.abspath(directory)
+    path = directory  # the server's path: a relative one is taken from its checkpoint root
     start = time.monotonic()
     try:
         # The token (CRICKET_TOKEN[_FILE]) and TLS (CRICKET_TLS_*) settings of any client.

@@ -54,7 +54,7 @@ from cricket_server.checkpointing import (
     restore_total_bytes,
     sessions_conflict,
 )
-from cricket_server.limits import ServerLimits, SessionGate, rpc_limits
+from cricket_server.limits import ServerLimits, SessionGate, default_checkpoint_root, rpc_limits
 from cricket_server.memory import AddressArena
 from cricket_server.service import CricketService
 from cricket_server.session import SessionManager
@@ -224,7 +224,9 @@ _SERVER_OPTIONS = [
         type=click.Path(file_okay=False),
         metavar="DIR",
         help="Checkpoint paths named by clients (cricket_client.checkpoint, cricket-checkpoint "
-        "--server) must lie inside DIR; without it a client may name any path the server can write.",
+        "--server) must lie inside DIR (a relative one is taken from DIR; no symbolic link below "
+        f"DIR is followed); DIR must be the server user's alone. Default: {default_checkpoint_root()} "
+        "(created mode 0700 on demand).",
     ),
     click.option(
         "--spin-us",

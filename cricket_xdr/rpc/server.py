@@ -28,6 +28,7 @@ from .connection import NEED_DATA, ServerConnection
 from .dispatch import ConnectionInfo, Dispatcher
 from .errors import MessageDecodeError, RecordTooLarge
 from .handshake import Admission, admit
+from .peercred import peer_uid
 from .record import DEFAULT_MAX_RECORD, MAX_FRAGMENT, Buffer, nbytes
 from .spin import Spinner
 
@@ -369,6 +370,7 @@ class RpcServer:
         if self.idle_timeout is not None:
             sock.settimeout(self.idle_timeout)
         conn = _Connection(self, sock, peer, next(self._ids))
+        conn.info.peer_uid = peer_uid(sock)
         with self._lock:
             if self._stopping:
                 sock.close()

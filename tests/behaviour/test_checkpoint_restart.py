@@ -175,7 +175,7 @@ def test_cricket_checkpoint_asks_a_running_server(
         with second.active():
             check(cuda.cuMemAlloc(2000))
         taken = subprocess.run(
-            [sys.executable, "-m", "checkpoint", "--server", server.address, str(tmp_path / "all")],
+            [sys.executable, "-m", "checkpoint", "--server", server.operator, str(tmp_path / "all")],
             capture_output=True,
             text=True,
             cwd=ROOT,
@@ -188,7 +188,7 @@ def test_cricket_checkpoint_asks_a_running_server(
                 "-m",
                 "checkpoint",
                 "--server",
-                server.address,
+                server.operator,
                 "--session",
                 hex(second.info.session_id),
                 str(tmp_path / "one"),
@@ -256,7 +256,7 @@ def test_process_isolation_checkpoints_every_worker_and_restarts_one_per_session
                 ptrs.append(check(cuda.cuMemAlloc(len(payload))))
                 check(cuda.cuMemcpyHtoD(ptrs[-1], payload, len(payload)))
         taken = subprocess.run(
-            [sys.executable, "-m", "checkpoint", "--server", server.address, str(tmp_path / "all")],
+            [sys.executable, "-m", "checkpoint", "--server", server.operator, str(tmp_path / "all")],
             capture_output=True,
             text=True,
             cwd=ROOT,
