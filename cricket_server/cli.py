@@ -47,19 +47,19 @@ from checkpoint.format import CheckpointError
 from checkpoint.reader import Checkpoint, blob_refs
 from cricket_server.auth import SecurityFiles, security_admission, security_options
 from cricket_server.backends import BACKEND_NAMES, make_backend
-from cricket_server.checkpointing import (
+from cricket_server.checkpoints.sessions import (
     CheckpointTrigger,
     close_unclaimed,
     restore_checkpoint,
     restore_total_bytes,
     sessions_conflict,
 )
+from cricket_server.checkpoints.workers import checkpoint_workers
 from cricket_server.limits import ServerLimits, SessionGate, default_checkpoint_root, rpc_limits
 from cricket_server.memory import AddressArena
 from cricket_server.service import CricketService
 from cricket_server.session import SessionManager
 from cricket_server.workers import WorkerPool, WorkerSpec, WorkerStartError
-from cricket_server.workers.checkpoints import checkpoint_workers
 from cricket_server.workers.routing import RestoredRouter
 from cricket_xdr.rpc.handshake import Admission
 from cricket_xdr.rpc.server import RpcServer
@@ -598,7 +598,7 @@ def _worker_checkpoint_trigger(
     pool: WorkerPool, directory: str | None, every: float | None
 ) -> CheckpointTrigger | None:
     """--checkpoint-dir under process isolation: SIGUSR1, periodic and final checkpoints of
-    every worker's session (`cricket_server.workers.checkpoints`)."""
+    every worker's session (`cricket_server.checkpoints.workers`)."""
     if directory is None:
         return None
     trigger = CheckpointTrigger(None, directory, every, write=partial(checkpoint_workers, pool))

@@ -27,7 +27,7 @@ from cricket_server.backends.base import (
     CUDA_SUCCESS,
     CudaError,
 )
-from cricket_server.checkpointing import checkpoint_call
+from cricket_server.checkpoints.sessions import checkpoint_call
 from cricket_server.datapath import DataPathProcedures
 from cricket_server.launch_batch import Launch, decode_launch_batch_args
 from cricket_server.limits import confine_checkpoint_path
@@ -218,7 +218,7 @@ class CricketService(DataPathProcedures, proto.CRICKET_V1_Server):
             state.session = None
         return CUDA_SUCCESS
 
-    # -- checkpoint/restart (cricket_server.checkpointing) ----------------------------------
+    # -- checkpoint/restart (cricket_server.checkpoints.sessions) ----------------------------------
     def _checkpoint_path(self, path: str) -> str:
         """The client's path, confined to the checkpoint root (--checkpoint-root, or the
         default one of the server's user)."""

@@ -23,10 +23,10 @@ import time
 from dataclasses import dataclass, field
 
 from cricket_server.auth import SecurityFiles
+from cricket_server.checkpoints.workers import PartRequests, checkpoint_result_fields
 from cricket_server.service import format_peer
 from cricket_xdr.rpc.spin import default_spin_us
 
-from .checkpoints import PartRequests, checkpoint_result_fields
 from .control import ControlChannel
 
 log = logging.getLogger("cricket_server.workers")
@@ -130,7 +130,7 @@ class WorkerPool:
         self._thread = threading.Thread(
             target=self._supervise, name="worker-supervisor", daemon=True
         )
-        self.parts = PartRequests()  # checkpoint requests to workers (workers.checkpoints)
+        self.parts = PartRequests()  # checkpoint requests to workers (cricket_server.checkpoints.workers)
         self._restored: dict[bytes, _Worker] = {}  # session token -> worker holding it
 
     # -- the main process's API ------------------------------------------------------------
@@ -340,7 +340,7 @@ class WorkerPool:
                 self._start_error = why
             self._cond.notify_all()
 
-    # -- checkpoints and restored sessions (cricket_server.workers.checkpoints) --------------
+    # -- checkpoints and restored sessions (cricket_server.checkpoints.workers) --------------
     @property
     def backend_name(self) -> str:
         return self._backend or self.spec.backend
@@ -365,7 +365,7 @@ class WorkerPool:
         return False
 
     def _forwarded_checkpoint(self, worker: _Worker, fields: list[str]) -> None:
-        from .checkpoints import decode_path
+        from cricket_server.checkpoints.workers import decode_path
 
         rid, session, path = fields[1], int(fields[2], 16), str(decode_path(fields[3]))
         answer = checkpoint_result_fields(self, path, session)
