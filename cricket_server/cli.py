@@ -31,7 +31,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -41,19 +40,16 @@ from typing import Any
 
 import click
 
-from checkpoint.cli import ProgressBar
-from checkpoint.cli import _rate as rate
 from checkpoint.format import CheckpointError
-from checkpoint.reader import Checkpoint, blob_refs
 from cricket_server.auth import SecurityFiles, security_admission, security_options
 from cricket_server.backends import BACKEND_NAMES, make_backend
-from cricket_server.checkpoints.sessions import (
-    CheckpointTrigger,
-    close_unclaimed,
-    restore_checkpoint,
-    restore_total_bytes,
-    sessions_conflict,
+from cricket_server.checkpoints.restart import (
+    Restore,
+    restore_in_threads,
+    restore_in_workers,
+    verify,
 )
+from cricket_server.checkpoints.sessions import CheckpointTrigger, close_unclaimed
 from cricket_server.checkpoints.workers import checkpoint_workers
 from cricket_server.limits import ServerLimits, SessionGate, default_checkpoint_root, rpc_limits
 from cricket_server.memory import AddressArena
@@ -71,7 +67,6 @@ log = logging.getLogger("cricket_server")
 DEFAULT_LISTEN = "127.0.0.1:28463"
 ISOLATION_MODES = ("auto", "process", "thread")
 _SUFFIXES = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-RESTORE_LIMIT = 3600.0  # seconds the workers of a restart may take to restore their sessions
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -328,24 +323,6 @@ def server_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return decorated
 
 
-@dataclass(frozen=True)
-class Restore:
-    """Sessions to bring back from the checkpoint in `directory` before listening
-    (`cricket-restart`); `resume_timeout`: free those no client resumed after this long."""
-
-    directory: str
-    resume_timeout: float | None = None
-
-    def needs_workers(self) -> bool:
-        """Whether its sessions cannot share one process (they came from workers of a
-        process-isolated server and share handle values or addresses)."""
-        try:
-            images = Checkpoint.open(self.directory).manifest.sessions
-        except CheckpointError:
-            return False  # the restore itself reports what is wrong
-        return sessions_conflict(images) is not None
-
-
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @server_options
 def main(options: ServerOptions) -> None:
@@ -491,18 +468,13 @@ def _serve_in_threads(
 
 
 def _restore_in_threads(manager: SessionManager, directory: str) -> int:
-    """Restore every session of the checkpoint into `manager`; how many. A checkpoint that
-    cannot come back whole stops the server (click error naming why)."""
+    """`restore_in_threads`, its warnings on stderr; a failure stops the server."""
     try:
-        bar = ProgressBar(restore_total_bytes(directory), "restore")
-        report = restore_checkpoint(manager, directory, progress=bar)
-        bar.finish()
+        report = restore_in_threads(manager, directory)
     except CheckpointError as e:
         raise click.ClickException(str(e)) from None
     for note in report.moved_globals + report.warnings:
         click.echo(f"warning: {note}", err=True)
-    log.info("restored %d session(s) from %s: %s", len(report.sessions), directory,
-             rate(report.bytes, report.seconds))  # fmt: skip
     return len(report.sessions)
 
 
@@ -515,22 +487,27 @@ def _serve_in_workers(
     restore: Restore | None = None,
 ) -> None:
     """Every connection handed to a worker process of its own; see `cricket_server.workers`.
-    With `restore`, one worker per restored session first (`_restore_in_workers`)."""
+    With `restore`, one worker per restored session first (`checkpoints.restart`)."""
     gate = None
     trigger = None
     hand_off = pool.hand_off
     unclaimed = None
-    verified = _verify(restore.directory) if restore is not None else None
+    try:  # the whole checkpoint, before any worker starts
+        verified = verify(restore.directory) if restore is not None else None
+    except CheckpointError as e:
+        raise click.ClickException(str(e)) from None
     try:
         try:
             backend = pool.start()
             if restore is not None and verified is not None:
-                count = _restore_in_workers(pool, verified)
+                count = restore_in_workers(pool, verified)
                 hand_off = RestoredRouter(pool).hand_off
                 if restore.resume_timeout is not None:
                     unclaimed = (restore.resume_timeout, pool.stop_unclaimed)
         except WorkerStartError as exc:
             raise click.ClickException(f"--isolation process: {exc}") from exc
+        except CheckpointError as exc:
+            raise click.ClickException(str(exc)) from None
         if limits is not None and limits.max_sessions is not None:
             gate = SessionGate(
                 limits.max_sessions, pool.serving, hand_off, admission=listeners.admission
@@ -551,47 +528,6 @@ def _serve_in_workers(
             gate.close()
         _final_checkpoint(trigger)
         pool.close()
-
-
-@dataclass(frozen=True)
-class _Verified:
-    """A checkpoint whose every checksum was checked, before any worker starts."""
-
-    checkpoint: Checkpoint
-    bytes: int
-    started: float  # time.monotonic() when the verification began
-
-
-def _verify(directory: str) -> _Verified:
-    """Process isolation: the whole checkpoint is verified here (this process never touches
-    the device) before any worker starts; a damaged one stops the server."""
-    start = time.monotonic()
-    try:
-        ckpt = Checkpoint.open(directory)
-        bar = ProgressBar(sum(ref.size for _what, ref in blob_refs(ckpt.manifest)), "verify")
-        report = ckpt.verify(bar)
-        bar.finish()
-    except CheckpointError as e:
-        raise click.ClickException(str(e)) from None
-    return _Verified(ckpt, report.bytes, start)
-
-
-def _restore_in_workers(pool: WorkerPool, verified: _Verified) -> int:
-    """One worker per session restores it at its addresses; how many. Only when every worker
-    has its session does the server listen; when one fails, every one of them is stopped
-    and the server does not start (the error names the session and why). A HELLO with a
-    restored session's token then goes to its worker (`cricket_server.workers.routing`);
-    other connections go to spare workers."""
-    ckpt = verified.checkpoint
-    sessions = {s.session_id: bytes(s.token) for s in ckpt.manifest.sessions}
-    try:
-        pool.start_restored(str(ckpt.path.absolute()), sessions, RESTORE_LIMIT)
-    except WorkerStartError as e:
-        error = CheckpointError(ckpt.path, f"restore failed: {e}")
-        raise click.ClickException(str(error)) from None
-    log.info("restored %d session(s) from %s in %d worker(s): %s", len(sessions), ckpt.path,
-             len(sessions), rate(verified.bytes, time.monotonic() - verified.started))  # fmt: skip
-    return len(sessions)
 
 
 def _worker_checkpoint_trigger(

@@ -17,7 +17,8 @@ import sys
 
 import click
 
-from cricket_server.cli import Restore, ServerOptions, run_server, server_options
+from cricket_server.checkpoints.restart import Restore
+from cricket_server.cli import ServerOptions, run_server, server_options
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})

@@ -10,4 +10,6 @@ sessions and puts it back, in one place. The on-disk format, its reader and writ
 |             | (`checkpoint_call`)                                                            |
 | `workers`   | the same across worker processes (process isolation): parts written by each    |
 |             | worker, committed by the main process; forwarded CHECKPOINT_SERVER calls       |
+| `restart`   | a checkpoint's sessions brought back before a server listens (`cricket-restart`, |
+|             | in this process or one worker per session)                                     |
 """
