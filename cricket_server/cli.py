@@ -492,6 +492,13 @@ def _serve_in_workers(
     trigger = None
     hand_off = pool.hand_off
     unclaimed = None
+    if restore is not None and listeners.admission is not None:
+        log.warning(
+            "restored sessions in worker processes: a client is routed to its session by the "
+            "HELLO it sends first, which TLS and the token exchange hide, so the restored "
+            "sessions cannot be resumed through --tls-*/--auth-token-file yet; new sessions "
+            "are served as usual (--isolation thread restores into this process instead)"
+        )
     try:  # the whole checkpoint, before any worker starts
         verified = verify(restore.directory) if restore is not None else None
     except CheckpointError as e:

@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +24,7 @@ from tls_certs import TlsFiles, make_tls_files  # noqa: E402
 
 import cricket_client  # noqa: E402
 from cricket_client import driver as cuda  # noqa: E402
+from cricket_client.reconnect import enable_reconnect  # noqa: E402
 from cricket_xdr.rpc.errors import AuthError  # noqa: E402
 from cricket_xdr.rpc.tls import client_context  # noqa: E402
 
@@ -78,15 +80,20 @@ def server(folder: Path, name: str, command: list[str]) -> Iterator[subprocess.P
                     child.kill()
 
 
-def allocate(conn: cricket_client.Connection, size: int) -> int:
-    """cuMemAlloc of `size` bytes in the primary context; the CUresult."""
+def allocate(conn: cricket_client.Connection, size: int, payload: bytes = b"") -> Any:
+    """cuMemAlloc of `size` bytes in the primary context, `payload` copied to its start; the
+    pointer, or the CUresult of a refused allocation."""
     with conn.active():
         assert cuda.cuInit(0) == (E.CUDA_SUCCESS,)
         _, dev = cuda.cuDeviceGet(0)
         _, ctx = cuda.cuDevicePrimaryCtxRetain(dev)
         assert cuda.cuCtxSetCurrent(ctx) == (E.CUDA_SUCCESS,)
-        err, _ptr = cuda.cuMemAlloc(size)
-        return int(err)
+        err, ptr = cuda.cuMemAlloc(size)
+        if err != E.CUDA_SUCCESS:
+            return err
+        if payload:
+            assert cuda.cuMemcpyHtoD(ptr, payload, len(payload)) == (E.CUDA_SUCCESS,)
+        return ptr
 
 
 def connect_when_room(address: str, tls: object) -> cricket_client.Connection:
@@ -104,7 +111,7 @@ def connect_when_room(address: str, tls: object) -> cricket_client.Connection:
 
 @pytest.mark.parametrize("isolation", ["thread", "process"])
 def test_restored_server_keeps_token_tls_and_limits(
-    tmp_path: Path, certs: TlsFiles, isolation: str
+    tmp_path: Path, certs: TlsFiles, isolation: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     token = tmp_path / "token"
     token.write_text(TOKEN)
@@ -117,12 +124,13 @@ def test_restored_server_keeps_token_tls_and_limits(
     ]  # fmt: skip
     tls = client_context(str(certs.server_ca.cert))
     ckpt = tmp_path / "ckpt"
+    payload = bytes(range(256)) * 4096
     with server(tmp_path, "server", [*secure, "--checkpoint-dir", str(ckpt)]) as first:
-        conn = cricket_client.connect(first.address, make_default=False, tls=tls, token=TOKEN)
-        assert allocate(conn, 4 * MiB) == E.CUDA_SUCCESS
+        old = cricket_client.connect(first.address, make_default=False, tls=tls, token=TOKEN)
+        ptr = allocate(old, 4 * MiB, payload)
+        enable_reconnect(old, LIMIT)
         first.send_signal(signal.SIGTERM)  # the final checkpoint holds that session
         assert first.wait(timeout=LIMIT) == 0
-        conn._rpc.close()
     assert (ckpt / "MANIFEST").exists()
 
     with server(tmp_path, "restart", ["restart", str(ckpt), *secure]) as restored:
@@ -131,12 +139,18 @@ def test_restored_server_keeps_token_tls_and_limits(
             cricket_client.connect(address, make_default=False, tls=tls)
         with pytest.raises(AuthError, match="requires TLS"):
             cricket_client.connect(address, make_default=False, tls=False, token=TOKEN)
+        if isolation == "thread":  # the restored session comes back through TLS and the token
+            monkeypatch.setenv(cricket_client.ADDRESS_ENV, address)
+            with old.active():
+                back = bytearray(len(payload))
+                assert cuda.cuMemcpyDtoH(back, ptr, len(payload)) == (E.CUDA_SUCCESS,)
+            assert bytes(back) == payload and old.address == address
         # The restored session is the first of --max-sessions 2; this is the second (under
         # process isolation once the workers of the refused connections have ended).
         conn = connect_when_room(address, tls)
         try:
             assert allocate(conn, 16 * MiB) == E.CUDA_ERROR_OUT_OF_MEMORY  # --max-session-memory
-            assert allocate(conn, 4 * MiB) == E.CUDA_SUCCESS
+            assert allocate(conn, 4 * MiB) != E.CUDA_ERROR_OUT_OF_MEMORY
             with pytest.raises(Exception, match="max-sessions|refused|closed"):  # the third
                 cricket_client.connect(address, make_default=False, tls=tls, token=TOKEN)
         finally:

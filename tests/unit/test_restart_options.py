@@ -4,8 +4,14 @@ limits and checkpoint root of the one it replaces, and the two commands cannot d
 
 from __future__ import annotations
 
-import click
+from pathlib import Path
+from typing import Any
 
+import click
+import pytest
+from click.testing import CliRunner
+
+from cricket_server import cli
 from cricket_server.cli import main as server_command
 from cricket_server.restart import restart as restart_command
 
@@ -35,3 +41,47 @@ def test_security_and_limit_options_are_there() -> None:
                  "--checkpoint-root", "--max-session-memory", "--max-sessions", "--max-record",
                  "--max-in-flight", "--idle-timeout", "--spin-us", "--unix"):  # fmt: skip
         assert flag in flags, flag
+
+
+@pytest.mark.parametrize("isolation", ["thread", "process"])
+def test_both_commands_build_the_same_server(
+    tmp_path: Path, isolation: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same options give cricket-server and cricket-restart the same limits, admission,
+    spin and worker spec (nothing is started: the serving step is replaced)."""
+    built: list[dict[str, Any]] = []
+
+    def in_threads(listeners: Any, stop: Any, backend: str, sim_bytes: Any, checkpoints: Any,
+                   limits: Any, spin_us: float, restore: Any) -> None:  # fmt: skip
+        built.append({"admission": listeners.admission, "limits": limits, "spin": spin_us,
+                      "checkpoints": checkpoints, "restore": restore})  # fmt: skip
+
+    def in_workers(listeners: Any, stop: Any, pool: Any, limits: Any, checkpoints: Any,
+                   restore: Any) -> None:  # fmt: skip
+        built.append({"admission": listeners.admission, "limits": limits, "spec": pool.spec,
+                      "checkpoints": checkpoints, "restore": restore})  # fmt: skip
+
+    monkeypatch.setattr(cli, "_serve_in_threads", in_threads)
+    monkeypatch.setattr(cli, "_serve_in_workers", in_workers)
+    monkeypatch.setattr(cli.signal, "signal", lambda *args: None)
+    token = tmp_path / "token"
+    token.write_text("a-token-of-enough-bytes-0123456789")
+    token.chmod(0o600)
+    options = [
+        "--backend", "sim", "--isolation", isolation, "--listen", "127.0.0.1:0",
+        "--auth-token-file", str(token), "--max-session-memory", "8M", "--max-sessions", "3",
+        "--max-record", "1M", "--idle-timeout", "30", "--max-in-flight", "4",
+        "--checkpoint-root", str(tmp_path), "--spin-us", "7",
+        "--checkpoint-dir", str(tmp_path / "periodic"), "--checkpoint-every", "60",
+    ]  # fmt: skip
+    runner = CliRunner()
+    served = runner.invoke(server_command, options, catch_exceptions=False)
+    restored = runner.invoke(restart_command, [str(tmp_path / "ckpt"), *options],
+                             catch_exceptions=False)  # fmt: skip
+    assert served.exit_code == 0 and restored.exit_code == 0, served.output + restored.output
+    server, restart = built
+    assert restart.pop("restore").directory == str(tmp_path / "ckpt")
+    assert server.pop("restore") is None
+    assert server["admission"].token == restart["admission"].token == token.read_bytes()
+    assert server == restart
+    assert server["limits"].max_session_memory == 8 << 20 and server["limits"].max_sessions == 3
