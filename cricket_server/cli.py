@@ -1,4 +1,9 @@
-"""The `cricket-server` command: serve CRICKET_V1 on TCP and/or a Unix socket.
+"""The `cricket-server` command, and the one server builder it shares with `cricket-restart`.
+
+`server_options` is the one option set of both commands (checked into a `ServerOptions`);
+`run_server(options, restore=None)` builds and runs the server: isolation, admission (token,
+TLS), limits, checkpoint triggers, spin, ready file. `cricket-restart`
+(`cricket_server.restart`) is the same call with a `Restore`, so the two cannot drift apart.
 
     cricket-server --listen 127.0.0.1:28463 --backend auto
     cricket-server --listen 127.0.0.1:0 --backend sim --ready-file /tmp/ready

@@ -87,8 +87,8 @@ def operator_refusal(ctx: Any) -> proto.checkpoint_result | None:
     refusal (CUDA_ERROR_NOT_PERMITTED) for anyone else."""
     if is_operator(ctx):
         return None
-    log.warning("CHECKPOINT_SERVER from %s refused: not the operator", format_peer(
-        ctx.connection.peer))  # fmt: skip
+    peer = format_peer(ctx.connection.peer)
+    log.warning("CHECKPOINT_SERVER from %s refused: not the operator", peer)
     return proto.checkpoint_result(
         CUDA_ERROR_NOT_PERMITTED,
         _truncate(
