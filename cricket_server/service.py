@@ -28,6 +28,7 @@ from cricket_server.backends.base import (
     CudaError,
 )
 from cricket_server.checkpoints.sessions import checkpoint_call
+from cricket_server.checkpoints.targets import check_own_target
 from cricket_server.datapath import DataPathProcedures
 from cricket_server.launch_batch import Launch, decode_launch_batch_args
 from cricket_server.limits import confine_checkpoint_path
@@ -232,6 +233,7 @@ class CricketService(DataPathProcedures, proto.CRICKET_V1_Server):
             )
         try:
             path = self._checkpoint_path(path)
+            check_own_target(path, session.id)
         except CudaError as e:
             log.warning("session %#x: %s", session.id, e.message)
             return proto.checkpoint_result(e.code, e.message[: proto.MAX_NAME])

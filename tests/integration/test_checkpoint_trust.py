@@ -121,3 +121,29 @@ def test_no_symbolic_link_leads_out_of_the_root(tmp_path: Path, isolation: str) 
             assert not any((root / "inner").iterdir())
         finally:
             conn.close()
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_a_tenant_replaces_only_its_own_checkpoint(tmp_path: Path, isolation: str) -> None:
+    root = tmp_path / "root"
+    root.mkdir(mode=0o700)
+    (root / "notes").mkdir()
+    (root / "notes" / "keep.txt").write_text("not a checkpoint")
+    with running_server(tmp_path, isolation, "--checkpoint-root", str(root)) as address:
+        alice = cricket_client.connect(address, make_default=False)
+        bob = cricket_client.connect(address, make_default=False)
+        try:
+            allocate(alice)
+            allocate(bob)
+            cricket_client.checkpoint(root / "alice", connection=alice)
+            manifest = (root / "alice" / "MANIFEST").read_bytes()
+            with pytest.raises(Exception, match="other sessions"):
+                cricket_client.checkpoint(root / "alice", connection=bob)
+            assert (root / "alice" / "MANIFEST").read_bytes() == manifest
+            with pytest.raises(Exception, match="no checkpoint"):
+                cricket_client.checkpoint(root / "notes", connection=bob)
+            assert (root / "notes" / "keep.txt").read_text() == "not a checkpoint"
+            cricket_client.checkpoint(root / "alice", connection=alice)  # its own: replaced
+        finally:
+            alice.close()
+            bob.close()
