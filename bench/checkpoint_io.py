@@ -70,7 +70,7 @@ def raw_disk(folder: Path, size: int, data: bytes) -> tuple[float, float]:
 def run(sizes: list[int], folder: Path, backend_name: str = "auto") -> list[Row]:
     from checkpoint.reader import staging_budget
     from cricket_server.backends import make_backend
-    from cricket_server.checkpointing import restore_checkpoint, write_checkpoint
+    from cricket_server.checkpoints.sessions import restore_checkpoint, write_checkpoint
     from cricket_server.memory import AddressArena
     from cricket_server.session import SessionManager
 

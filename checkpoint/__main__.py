@@ -1,11 +1,5 @@
-"""`python -m checkpoint ARGS` is `cricket-checkpoint ARGS`; `python -m checkpoint restart ARGS`
-is `cricket-restart ARGS`."""
+"""`python -m checkpoint ARGS` is `cricket-checkpoint ARGS`."""
 
-import sys
+from checkpoint.cli import checkpoint_main
 
-from checkpoint.cli import checkpoint_main, restart_main
-
-if sys.argv[1:2] == ["restart"]:
-    restart_main(sys.argv[2:])
-else:
-    checkpoint_main()
+checkpoint_main()

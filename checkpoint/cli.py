@@ -1,26 +1,20 @@
-"""The `cricket-checkpoint` and `cricket-restart` commands.
+"""The `cricket-checkpoint` command (`cricket-restart` is a server: `cricket_server.restart`).
 
     cricket-checkpoint --server HOST:PORT [--session ID] DIR   # ask a running server
     cricket-checkpoint inspect DIR                             # what is inside
     cricket-checkpoint verify DIR                              # check it as a restore would
-    cricket-restart DIR --listen HOST:PORT [--backend sim|cuda|auto] [--ready-file F]
 
-DIR of a server-side checkpoint is a path on the server's file system (a relative one is made
-absolute here). `cricket-restart` verifies the checkpoint, restores every session (same
-addresses, same handles) before it listens, and then serves them until SIGTERM/SIGINT; a
-client presents its session token in HELLO and goes on.
+DIR of a server-side checkpoint is a path on the server's file system, inside its checkpoint
+root (`cricket-server --checkpoint-root`; a relative DIR is taken from that root). Checkpointing
+every session is the operator's act: `--server unix:PATH`, the server's Unix socket, as the
+user the server runs as (the server checks it with SO_PEERCRED).
 """
 
 from __future__ import annotations
 
-import logging
-import os
-import signal
 import sys
-import threading
 import time
 from collections.abc import Callable
-from types import FrameType
 from typing import TextIO
 
 import click
@@ -72,7 +66,14 @@ def _fail(e: Exception) -> None:
 
 
 @click.command(context_settings=_SETTINGS)
-@click.option("--server", "server", required=True, metavar="HOST:PORT", help="The cricket-server.")
+@click.option(
+    "--server",
+    "server",
+    required=True,
+    metavar="unix:PATH",
+    help="The cricket-server's Unix socket (--unix); it serves CHECKPOINT_SERVER only to its own "
+    "user there.",
+)
 @click.option(
     "--session",
     "session",
@@ -100,7 +101,7 @@ def take(server: str, session: str, timeout: float, directory: str) -> None:
         raise click.BadParameter(
             f"{session!r} is not a session id", param_hint="--session"
         ) from None
-    path = os.path.abspath(directory)
+    path = directory  # the server's path: a relative one is taken from its checkpoint root
     start = time.monotonic()
     try:
         # The token (CRICKET_TOKEN[_FILE]) and TLS (CRICKET_TLS_*) settings of any client.
@@ -172,206 +173,3 @@ def checkpoint_main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     command: Callable[..., None] = tools if args and args[0] in tools.commands else take
     command(args=args, prog_name="cricket-checkpoint")
-
-
-# -- cricket-restart ------------------------------------------------------------------------
-
-
-@click.command(context_settings=_SETTINGS)
-@click.argument("directory", type=click.Path(file_okay=False))
-@click.option(
-    "--listen", "listen", required=True, metavar="HOST:PORT", help="TCP address to serve on."
-)
-@click.option(
-    "--backend", type=click.Choice(["auto", "cuda", "sim"]), default="auto", show_default=True
-)
-@click.option("--ready-file", metavar="PATH", help='Once serving, write "host:port" here.')
-@click.option("--sim-memory", metavar="BYTES", help="Size of the sim backend's device memory.")
-@click.option(
-    "--log-level",
-    type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
-    default="info",
-    show_default=True,
-)
-@click.option(
-    "--checkpoint-dir",
-    metavar="DIR",
-    help="Checkpoint every session into DIR on SIGUSR1 (and with --checkpoint-every).",
-)
-@click.option(
-    "--checkpoint-every", type=float, metavar="SECONDS", help="Also checkpoint this often."
-)
-@click.option(
-    "--resume-timeout",
-    type=float,
-    metavar="SECONDS",
-    help="Free the restored sessions no client has resumed after this long (default: keep).",
-)
-@click.option(
-    "--isolation",
-    type=click.Choice(["auto", "process", "thread"]),
-    default="auto",
-    show_default=True,
-    help="process: each restored session (and each new connection) in a worker process of its "
-    "own, at the same addresses; thread: all in this process; auto: process on cuda, and for "
-    "sessions that were served by separate worker processes.",
-)
-def restart(
-    directory: str,
-    listen: str,
-    backend: str,
-    ready_file: str | None,
-    sim_memory: str | None,
-    log_level: str,
-    checkpoint_dir: str | None,
-    checkpoint_every: float | None,
-    resume_timeout: float | None,
-    isolation: str,
-) -> None:
-    """Restore the sessions of the checkpoint in DIRECTORY and serve them."""
-    from cricket_server.cli import resolve_isolation
-
-    logging.basicConfig(
-        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    if checkpoint_every is not None and checkpoint_dir is None:
-        raise click.UsageError("--checkpoint-every needs --checkpoint-dir")
-    mode, backend = resolve_isolation(isolation, backend)
-    if isolation == "auto" and mode == "thread" and _needs_workers(directory):
-        mode = "process"
-    if mode == "process":
-        from .restart_workers import restart_in_workers
-
-        restart_in_workers(
-            directory,
-            listen,
-            backend,
-            ready_file,
-            sim_memory,
-            log_level,
-            (checkpoint_dir, checkpoint_every),
-            resume_timeout,
-        )
-        return
-    _restart_in_threads(
-        directory,
-        listen,
-        backend,
-        ready_file,
-        sim_memory,
-        checkpoint_dir,
-        checkpoint_every,
-        resume_timeout,
-    )
-
-
-def _needs_workers(directory: str) -> bool:
-    """Whether the checkpoint's sessions cannot share one process (they came from workers
-    of a process-isolated server and share handle values or addresses)."""
-    from cricket_server.checkpointing import sessions_conflict
-
-    from .reader import Checkpoint
-
-    try:
-        return sessions_conflict(Checkpoint.open(directory).manifest.sessions) is not None
-    except CheckpointError:
-        return False  # the restore itself reports what is wrong
-
-
-def _restart_in_threads(
-    directory: str,
-    listen: str,
-    backend: str,
-    ready_file: str | None,
-    sim_memory: str | None,
-    checkpoint_dir: str | None,
-    checkpoint_every: float | None,
-    resume_timeout: float | None,
-) -> None:
-    """Every restored session (and new connection) served by this process."""
-    from cricket_server.backends import make_backend
-    from cricket_server.checkpointing import (
-        CheckpointTrigger,
-        close_unclaimed,
-        restore_checkpoint,
-        restore_total_bytes,
-    )
-    from cricket_server.cli import parse_address, parse_size, server_version, write_ready_file
-    from cricket_server.memory import AddressArena
-    from cricket_server.service import CricketService
-    from cricket_server.session import SessionManager
-    from cricket_xdr.rpc.server import RpcServer
-
-    log = logging.getLogger("cricket_restart")
-    host, port = parse_address(listen)
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    sim_bytes = parse_size(sim_memory) if sim_memory else None
-    the_backend = make_backend(backend, sim_memory=sim_bytes)
-    try:
-        manager = SessionManager(
-            the_backend, AddressArena(*the_backend.address_space()), server_version=server_version()
-        )
-        try:
-            bar = ProgressBar(restore_total_bytes(directory), "restore")
-            report = restore_checkpoint(manager, directory, progress=bar)
-            bar.finish()
-        except CheckpointError as e:
-            _fail(e)
-            return
-        for note in report.moved_globals + report.warnings:
-            click.echo(f"warning: {note}", err=True)
-        log.info(
-            "restored %d session(s) from %s: %s",
-            len(report.sessions),
-            directory,
-            _rate(report.bytes, report.seconds),
-        )
-        trigger = None
-        if checkpoint_dir is not None:
-            trigger = CheckpointTrigger(manager, checkpoint_dir, checkpoint_every).start()
-            trigger.install_sigusr1()
-        server = RpcServer([CricketService(manager)])
-        try:
-            bound_host, bound_port = server.listen_tcp(host, port)
-            server.start()
-            where = (
-                f"[{bound_host}]:{bound_port}"
-                if ":" in bound_host
-                else f"{bound_host}:{bound_port}"
-            )
-            log.info("cricket-restart serving %d session(s) on %s", len(report.sessions), where)
-            if ready_file:
-                write_ready_file(ready_file, where + "\n")
-            if resume_timeout is not None and not stop.wait(resume_timeout):
-                closed = close_unclaimed(manager)
-                if closed:
-                    log.warning("freed %d restored session(s) no client resumed", closed)
-            while not stop.wait(1.0):
-                pass
-        finally:
-            if trigger is not None:
-                trigger.stop()
-            server.shutdown()
-            manager.close_all("server shutdown")
-            if ready_file:
-                with_suppressed_unlink(ready_file)
-    finally:
-        the_backend.close()
-
-
-def with_suppressed_unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
-
-
-def restart_main(argv: list[str] | None = None) -> None:
-    """Entry point of `cricket-restart`."""
-    restart(args=sys.argv[1:] if argv is None else argv, prog_name="cricket-restart")

@@ -22,7 +22,9 @@ contexts: those of cuCtxCreate, primary contexts aside). `max_buffered` bounds t
 incomplete records of all connections of a process hold together. `handshake_deadline` and
 `max_pending` apply when the server requires TLS or a token: `max_pending` connections at most
 may be in their setup (STARTTLS, token proof) at once, each for `handshake_deadline` seconds.
-None means no limit (resume_grace None: a session ends with its connection).
+None means no limit (resume_grace None: a session ends with its connection), except for
+checkpoint_root: client-named checkpoint paths are always confined, by default to
+`default_checkpoint_root()`, a directory of the server's user.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import stat
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,7 +43,7 @@ from cricket_server.backends.base import (
     CUDA_ERROR_OUT_OF_MEMORY,
     CudaError,
 )
-from cricket_xdr.rpc.handshake import DEFAULT_HANDSHAKE_DEADLINE
+from cricket_xdr.rpc.handshake import DEFAULT_HANDSHAKE_DEADLINE, Admission
 from cricket_xdr.rpc.server import DEFAULT_MAX_BUFFERED, RpcServer
 from rpc_spec import cricket_rpc as proto
 
@@ -73,18 +76,64 @@ class ServerLimits:
     max_pending: int = DEFAULT_MAX_PENDING
 
 
-def confine_checkpoint_path(path: str, root: str | None) -> str:
-    """The checkpoint directory a client named, inside `root` when one is set (a relative
-    path is taken from `root`); CudaError(CUDA_ERROR_INVALID_VALUE) when it lies outside."""
-    if root is None:
-        return path
-    base = os.path.realpath(root)
-    target = os.path.realpath(os.path.join(base, path))
-    if os.path.commonpath([base, target]) != base or target == base:
-        raise CudaError(
-            CUDA_ERROR_INVALID_VALUE,
-            f"checkpoint: {path!r} is not inside the server's checkpoint root (--checkpoint-root)",
+def default_checkpoint_root() -> str:
+    """Where client-named checkpoints go without --checkpoint-root: a directory of the
+    server's user, $XDG_STATE_HOME/cricket/checkpoints (~/.local/state/cricket/checkpoints)."""
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
+    return os.path.join(state, "cricket", "checkpoints")
+
+
+def _refuse(path: str, why: str) -> CudaError:
+    return CudaError(CUDA_ERROR_INVALID_VALUE, f"checkpoint: {path!r} {why}")
+
+
+def checkpoint_root(root: str | None) -> str:
+    """The real path of the checkpoint root (`default_checkpoint_root()` when None), created
+    mode 0700 on demand. CudaError when it is no directory, belongs to another user, or
+    others than its owner may write in it (they could swap a path for a symbolic link)."""
+    root = root or default_checkpoint_root()
+    try:
+        os.makedirs(root, mode=0o700, exist_ok=True)
+        base = os.path.realpath(root)
+        st = os.stat(base)
+    except OSError as exc:
+        raise _refuse(root, f"cannot be the checkpoint root: {exc.strerror}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise _refuse(root, "is not a directory (the checkpoint root)")
+    if st.st_uid != os.geteuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise _refuse(
+            root,
+            f"cannot be the checkpoint root: owner uid {st.st_uid}, mode "
+            f"{stat.S_IMODE(st.st_mode):04o}; it must be the server's (uid {os.geteuid()}) "
+            "and writable by it alone",
         )
+    return base
+
+
+def confine_checkpoint_path(path: str, root: str | None) -> str:
+    """The checkpoint directory a client named, inside the checkpoint root (`root`, or
+    `default_checkpoint_root()`; a relative path is taken from it). CudaError
+    (CUDA_ERROR_INVALID_VALUE) when it lies outside, is the root itself, or passes through a
+    symbolic link below the root."""
+    base = checkpoint_root(root)
+    target = os.path.normpath(os.path.join(base, path))
+    if os.path.commonpath([base, target]) != base or target == base:
+        raise _refuse(path, f"is not inside the server's checkpoint root {base} "
+                      "(--checkpoint-root)")  # fmt: skip
+    current = base
+    for part in os.path.relpath(target, base).split(os.sep):
+        current = os.path.join(current, part)
+        try:
+            st = os.lstat(current)
+        except FileNotFoundError:
+            break
+        except OSError as exc:
+            raise _refuse(path, f"cannot be checked: {exc.strerror}") from None
+        if stat.S_ISLNK(st.st_mode):
+            raise _refuse(path, f"passes through the symbolic link {current}; checkpoints "
+                          "follow no link below the checkpoint root")  # fmt: skip
     return target
 
 
@@ -143,9 +192,10 @@ class SessionGate:
     """`--max-sessions` under process isolation: a `hand_off` in front of the worker pool.
 
     A connection beyond the limit (counted in `serving()` workers) is served here by a
-    `RefusingService` instead, so its client gets a clear refusal, not a closed socket.
-    Behind an `AdmissionGate` it sees connections once they proved the token (`admitted`),
-    so connections that never do cannot fill the sessions."""
+    `RefusingService` instead, so its client gets a clear refusal, not a closed socket; only
+    after it passed `admission` (TLS, the token), as everywhere else on that server. Behind an
+    `AdmissionGate` it sees connections once they proved the token (`admitted`), so
+    connections that never do cannot fill the sessions."""
 
     def __init__(
         self,
@@ -153,12 +203,15 @@ class SessionGate:
         serving: Callable[[], int],
         hand_off: Callable[[socket.socket, object, bool], None],
         idle_timeout: float = 30.0,
+        admission: Admission | None = None,
     ) -> None:
         self.limit = limit
         self._serving = serving
         self._hand_off = hand_off
         self._error = session_limit_error(limit, limit)
-        self._refusals = RpcServer([RefusingService(self._error)], idle_timeout=idle_timeout)
+        self._refusals = RpcServer(
+            [RefusingService(self._error)], idle_timeout=idle_timeout, admission=admission
+        )
         self._lock = threading.Lock()
 
     def hand_off(self, sock: socket.socket, peer: object, admitted: bool = False) -> None:
@@ -168,7 +221,7 @@ class SessionGate:
                 self._hand_off(sock, peer, admitted)
                 return
         log.warning("connection from %r refused: %s", peer, self._error.message)
-        self._refusals.adopt(sock, peer, admitted=True)
+        self._refusals.adopt(sock, peer, admitted=admitted)
 
     def close(self) -> None:
         self._refusals.shutdown()

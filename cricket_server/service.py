@@ -10,6 +10,7 @@ kept for GET_ERROR_MESSAGE.
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,13 +20,15 @@ from typing import Any, TypeVar
 from cricket_server.backends.base import (
     CUDA_ERROR_INVALID_VALUE,
     CUDA_ERROR_NOT_INITIALIZED,
+    CUDA_ERROR_NOT_PERMITTED,
     CUDA_ERROR_NOT_READY,
     CUDA_ERROR_NOT_SUPPORTED,
     CUDA_ERROR_UNKNOWN,
     CUDA_SUCCESS,
     CudaError,
 )
-from cricket_server.checkpointing import checkpoint_call
+from cricket_server.checkpoints.sessions import checkpoint_call
+from cricket_server.checkpoints.targets import check_own_target
 from cricket_server.datapath import DataPathProcedures
 from cricket_server.launch_batch import Launch, decode_launch_batch_args
 from cricket_server.limits import confine_checkpoint_path
@@ -71,6 +74,30 @@ def pipelined_procedure_numbers() -> frozenset[int]:
 
 def _options(options: list[Any]) -> dict[int, int]:
     return {int(o.option): int(o.value) for o in options}
+
+
+def is_operator(ctx: Any) -> bool:
+    """Whether the call came from the server's operator: the peer of a local Unix socket
+    running as the server's user (or root), as the kernel says (SO_PEERCRED)."""
+    uid = getattr(ctx.connection, "peer_uid", None)
+    return uid is not None and uid in (0, os.geteuid())
+
+
+def operator_refusal(ctx: Any) -> proto.checkpoint_result | None:
+    """CHECKPOINT_SERVER writes every session's memory and token: None for the operator, the
+    refusal (CUDA_ERROR_NOT_PERMITTED) for anyone else."""
+    if is_operator(ctx):
+        return None
+    peer = format_peer(ctx.connection.peer)
+    log.warning("CHECKPOINT_SERVER from %s refused: not the operator", peer)
+    return proto.checkpoint_result(
+        CUDA_ERROR_NOT_PERMITTED,
+        _truncate(
+            "CHECKPOINT_SERVER is the operator's: call it over the server's Unix socket "
+            f"(--unix) as its user (uid {os.geteuid()}); a client checkpoints its own session "
+            "(CHECKPOINT_SESSION, cricket_client.checkpoint)"
+        ),
+    )
 
 
 class CricketService(DataPathProcedures, proto.CRICKET_V1_Server):
@@ -192,9 +219,10 @@ class CricketService(DataPathProcedures, proto.CRICKET_V1_Server):
             state.session = None
         return CUDA_SUCCESS
 
-    # -- checkpoint/restart (cricket_server.checkpointing) ----------------------------------
+    # -- checkpoint/restart (cricket_server.checkpoints.sessions) ----------------------------------
     def _checkpoint_path(self, path: str) -> str:
-        """The client's path, confined to --checkpoint-root when the server has one."""
+        """The client's path, confined to the checkpoint root (--checkpoint-root, or the
+        default one of the server's user)."""
         return confine_checkpoint_path(path, self.manager.limits.checkpoint_root)
 
     def CHECKPOINT_SESSION(self, ctx: Any, path: str) -> proto.checkpoint_result:
@@ -205,12 +233,16 @@ class CricketService(DataPathProcedures, proto.CRICKET_V1_Server):
             )
         try:
             path = self._checkpoint_path(path)
+            check_own_target(path, session.id)
         except CudaError as e:
             log.warning("session %#x: %s", session.id, e.message)
             return proto.checkpoint_result(e.code, e.message[: proto.MAX_NAME])
         return checkpoint_call(self.manager, [session], path)
 
     def CHECKPOINT_SERVER(self, ctx: Any, path: str, session_id: int) -> proto.checkpoint_result:
+        refusal = operator_refusal(ctx)
+        if refusal is not None:
+            return refusal
         try:
             path = self._checkpoint_path(path)
         except CudaError as e:

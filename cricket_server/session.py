@@ -1032,7 +1032,7 @@ class Session:
         for r in range(height if width else 0):
             self.bsession.memset(dst + r * pitch, value & 0xFF, 1, width, obj)
 
-    # -- checkpoint/restart (cricket_server.checkpointing) ----------------------------------
+    # -- checkpoint/restart (cricket_server.checkpoints.sessions) ----------------------------------
     def context_stack(self) -> list[int]:
         """The context stack, bottom first."""
         return list(self._stack)

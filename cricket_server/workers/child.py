@@ -22,12 +22,12 @@ from types import FrameType
 from cricket_server.auth import SecurityError, SecurityFiles
 from cricket_server.backends import BACKEND_NAMES, make_backend
 from cricket_server.backends.base import Backend
+from cricket_server.checkpoints.workers import ForwardedCalls, answer_part_request
 from cricket_server.limits import ServerLimits, rpc_limits
 from cricket_server.memory import AddressArena
 from cricket_server.session import Session, SessionManager
 from cricket_xdr.rpc.server import RpcServer
 
-from .checkpoints import ForwardedCalls, answer_part_request
 from .control import ControlChannel, die_with_parent
 from .service import WorkerService
 
@@ -167,7 +167,7 @@ class Worker:
         """Bring back one session of a checkpoint (cricket-restart, process isolation); on
         failure say why on the control channel (`restore-failed`) and return False."""
         from checkpoint.format import CheckpointError
-        from cricket_server.checkpointing import restore_checkpoint
+        from cricket_server.checkpoints.sessions import restore_checkpoint
 
         try:
             report = restore_checkpoint(self.manager, path, only={session_id}, verified=True)

@@ -16,7 +16,7 @@ ASCII text, a verb then its fields separated by single spaces:
     | main -> worker   | `checkpoint-server-result RID CODE TEXT` | its answer               |
     | worker -> main   | `restore-failed WHY`     | cricket-restart: the session did not come back |
 
-The checkpoint messages are described in `cricket_server.workers.checkpoints`.
+The checkpoint messages are described in `cricket_server.checkpoints.workers`.
 
 End of file on either side means the other process is gone: the main process reaps the worker,
 the worker shuts down.

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 
 from checkpoint.tokens import TokenDigest
 from cricket_server.auth import SecurityFiles
+from cricket_server.checkpoints.workers import PartRequests, checkpoint_result_fields
 from cricket_server.service import format_peer
 from cricket_xdr.rpc.spin import default_spin_us
 
-from .checkpoints import PartRequests, checkpoint_result_fields
 from .control import ControlChannel
 
 log = logging.getLogger("cricket_server.workers")
@@ -144,7 +144,7 @@ class WorkerPool:
         self._thread = threading.Thread(
             target=self._supervise, name="worker-supervisor", daemon=True
         )
-        self.parts = PartRequests()  # checkpoint requests to workers (workers.checkpoints)
+        self.parts = PartRequests()  # checkpoint requests (cricket_server.checkpoints.workers)
         self._restored: dict[TokenDigest, _Worker] = {}  # its token's digest -> worker holding it
 
     # -- the main process's API ------------------------------------------------------------
@@ -364,7 +364,7 @@ class WorkerPool:
                 self._start_error = why
             self._cond.notify_all()
 
-    # -- checkpoints and restored sessions (cricket_server.workers.checkpoints) --------------
+    # -- checkpoints and restored sessions (cricket_server.checkpoints.workers) --------------
     @property
     def backend_name(self) -> str:
         return self._backend or self.spec.backend
@@ -389,7 +389,7 @@ class WorkerPool:
         return False
 
     def _forwarded_checkpoint(self, worker: _Worker, fields: list[str]) -> None:
-        from .checkpoints import decode_path
+        from cricket_server.checkpoints.workers import decode_path
 
         rid, session, path = fields[1], int(fields[2], 16), str(decode_path(fields[3]))
         answer = checkpoint_result_fields(self, path, session)
@@ -427,9 +427,12 @@ class WorkerPool:
         with self._cond:
             return bool(self._restored)
 
-    def hand_off_restored(self, token: bytes, sock: socket.socket, peer: object) -> bool:
+    def hand_off_restored(
+        self, token: bytes, sock: socket.socket, peer: object, admitted: bool = False
+    ) -> bool:
         """Give `sock` to the worker holding the restored session of `token`, once; False
-        when no worker waits for that token (the caller hands the socket on as usual)."""
+        when no worker waits for that token (the caller hands the socket on as usual).
+        `admitted`: its setup was done here (`gate.AdmissionGate`), the worker skips it."""
         with self._cond:
             digest = next((d for d in self._restored if d.matches(token)), None)
             worker = self._restored.pop(digest) if digest is not None else None
@@ -437,7 +440,7 @@ class WorkerPool:
             return False
         worker.peer = format_peer(peer)
         try:
-            worker.channel.send_socket(sock)
+            worker.channel.send_socket(sock, "serve-admitted" if admitted else "serve")
         except OSError as exc:
             log.warning("worker %d (restored) did not take the connection: %s", worker.pid, exc)
             return False

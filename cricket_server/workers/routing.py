@@ -74,8 +74,10 @@ def hello_token(record: bytes) -> bytes:
 
 class RestoredPool(Protocol):
     def waiting_restored(self) -> bool: ...
-    def hand_off_restored(self, token: bytes, sock: socket.socket, peer: object) -> bool: ...
-    def hand_off(self, sock: socket.socket, peer: object) -> None: ...
+    def hand_off_restored(
+        self, token: bytes, sock: socket.socket, peer: object, admitted: bool = False
+    ) -> bool: ...
+    def hand_off(self, sock: socket.socket, peer: object, admitted: bool = False) -> None: ...
 
 
 class RestoredRouter:
@@ -84,17 +86,19 @@ class RestoredRouter:
     def __init__(self, pool: RestoredPool) -> None:
         self.pool = pool
 
-    def hand_off(self, sock: socket.socket, peer: object) -> None:
+    def hand_off(self, sock: socket.socket, peer: object, admitted: bool = False) -> None:
+        """`admitted`: the connection proved the token here (`gate.AdmissionGate`); its HELLO
+        comes next, in the clear unless it speaks TLS (which only a worker can end)."""
         if not self.pool.waiting_restored():
-            self.pool.hand_off(sock, peer)
+            self.pool.hand_off(sock, peer, admitted)
             return
         threading.Thread(
-            target=self._route, args=(sock, peer), name="route-connection", daemon=True
+            target=self._route, args=(sock, peer, admitted), name="route-connection", daemon=True
         ).start()
 
-    def _route(self, sock: socket.socket, peer: object) -> None:
+    def _route(self, sock: socket.socket, peer: object, admitted: bool) -> None:
         record = peek_first_record(sock)
         token = hello_token(record) if record is not None else b""
-        if token and self.pool.hand_off_restored(token, sock, peer):
+        if token and self.pool.hand_off_restored(token, sock, peer, admitted):
             return
-        self.pool.hand_off(sock, peer)
+        self.pool.hand_off(sock, peer, admitted)

@@ -14,11 +14,10 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from cricket_server.backends.base import CudaError
-from cricket_server.service import CricketService
+from cricket_server.checkpoints.workers import ForwardedCalls
+from cricket_server.service import CricketService, operator_refusal
 from cricket_server.session import Session
 from rpc_spec import cricket_rpc as proto
-
-from .checkpoints import ForwardedCalls
 
 log = logging.getLogger("cricket_server.workers")
 
@@ -74,7 +73,10 @@ class WorkerService(CricketService):
 
     def CHECKPOINT_SERVER(self, ctx: Any, path: str, session_id: int) -> proto.checkpoint_result:
         """Every session lives in a worker of its own: the main process asks each worker for
-        its part and commits the checkpoint (cricket_server.workers.checkpoints)."""
+        its part and commits the checkpoint (cricket_server.checkpoints.workers)."""
+        refusal = operator_refusal(ctx)
+        if refusal is not None:
+            return refusal
         own = self._state(ctx).session
         if self.forwarded is None or (own is not None and session_id != own.id):
             return super().CHECKPOINT_SERVER(ctx, path, session_id)  # refuses another's

@@ -61,6 +61,7 @@ class ConnectionInfo:
     ) -> None:
         self.id = conn_id
         self.peer = peer
+        self.peer_uid: int | None = None  # a local Unix socket's peer (SO_PEERCRED)
         self.state: dict[str, Any] = {}
         self._closer = closer
         self._callbacks: list[Callable[[], object]] = []

@@ -36,6 +36,7 @@ from .connection import NEED_DATA, ServerConnection
 from .dispatch import ConnectionInfo, Dispatcher
 from .errors import MessageDecodeError, RecordTooLarge
 from .handshake import Admission, admit
+from .peercred import peer_uid
 from .ratelog import RateLimitedLog
 from .record import DEFAULT_MAX_RECORD, MAX_FRAGMENT, Buffer, BufferBudget, nbytes
 from .spin import Spinner
@@ -446,6 +447,7 @@ class RpcServer:
             sock.settimeout(self.idle_timeout)
         setup = not admitted and self.admission is not None
         conn = _Connection(self, sock, peer, next(self._ids), setup)
+        conn.info.peer_uid = peer_uid(sock)
         with self._lock:
             if self._stopping:
                 sock.close()

@@ -43,6 +43,7 @@ class ServerProcess:
                 pytest.fail(f"{name} did not get ready:\n{self.log.read_text()}")
             time.sleep(0.05)
         self.address = self.ready.read_text().strip()
+        self.operator = ""  # the Unix socket of a cricket-server started by start_server
 
     def kill(self) -> None:
         """SIGKILL the server and its worker processes at once, as a crash of the node would."""
@@ -74,10 +75,15 @@ def server_list() -> Iterator[list[ServerProcess]]:
 def start_server(
     servers: list[ServerProcess], folder: Path, isolation: str = ISOLATION, *extra: str
 ) -> ServerProcess:
-    """cricket-server; isolation "auto" is thread on sim and process on cuda."""
+    """cricket-server; isolation "auto" is thread on sim and process on cuda. Clients may
+    checkpoint below `folder` (--checkpoint-root); the operator's Unix socket is
+    `server.operator` ("unix:PATH", for cricket-checkpoint --server)."""
+    name = f"server{len(servers)}"
     args = ["-m", "cricket_server", "--listen", "127.0.0.1:0", "--backend", BACKEND]
+    args += ["--unix", str(folder / f"{name}.sock"), "--checkpoint-root", str(folder)]
     args += ["--isolation", isolation, *extra]
-    servers.append(ServerProcess(args, folder, f"server{len(servers)}"))
+    servers.append(ServerProcess(args, folder, name))
+    servers[-1].operator = f"unix:{folder / f'{name}.sock'}"
     return servers[-1]
 
 
@@ -92,7 +98,7 @@ def start_restart(
     """cricket-restart of `ckpt`; isolation as for start_server."""
     args = [
         "-m",
-        "checkpoint",
+        "cricket_server",
         "restart",
         str(ckpt),
         "--listen",
@@ -101,6 +107,8 @@ def start_restart(
         BACKEND,
         "--isolation",
         isolation,
+        "--checkpoint-root",
+        str(folder),
         *extra,
     ]
     servers.append(ServerProcess(args, folder, f"restart{len(servers)}"))

@@ -176,7 +176,7 @@ def test_cricket_checkpoint_asks_a_running_server(
         with second.active():
             check(cuda.cuMemAlloc(2000))
         taken = subprocess.run(
-            [sys.executable, "-m", "checkpoint", "--server", server.address, str(tmp_path / "all")],
+            [sys.executable, "-m", "checkpoint", "--server", server.operator, str(tmp_path / "all")],
             capture_output=True,
             text=True,
             cwd=ROOT,
@@ -189,7 +189,7 @@ def test_cricket_checkpoint_asks_a_running_server(
                 "-m",
                 "checkpoint",
                 "--server",
-                server.address,
+                server.operator,
                 "--session",
                 hex(second.info.session_id),
                 str(tmp_path / "one"),
@@ -257,7 +257,7 @@ def test_process_isolation_checkpoints_every_worker_and_restarts_one_per_session
                 ptrs.append(check(cuda.cuMemAlloc(len(payload))))
                 check(cuda.cuMemcpyHtoD(ptrs[-1], payload, len(payload)))
         taken = subprocess.run(
-            [sys.executable, "-m", "checkpoint", "--server", server.address, str(tmp_path / "all")],
+            [sys.executable, "-m", "checkpoint", "--server", server.operator, str(tmp_path / "all")],
             capture_output=True,
             text=True,
             cwd=ROOT,
@@ -398,7 +398,7 @@ def test_a_damaged_checkpoint_is_refused_before_any_worker_starts(
     (blob,) = (tmp_path / "c").rglob("alloc-*")
     blob.write_bytes(blob.read_bytes()[:-1])
     refused = subprocess.run(
-        [sys.executable, "-m", "checkpoint", "restart", str(tmp_path / "c"), "--listen",
+        [sys.executable, "-m", "cricket_server", "restart", str(tmp_path / "c"), "--listen",
          "127.0.0.1:0", "--backend", BACKEND, "--isolation", "process"],
         capture_output=True, text=True, cwd=ROOT, timeout=120,
     )  # fmt: skip

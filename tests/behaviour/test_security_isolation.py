@@ -137,7 +137,7 @@ ATTEMPTS: dict[str, tuple[Callable[[Owned, Any, str], Any], Any]] = {
     "push its context": (
         lambda o, m, t: cuda.cuCtxPushCurrent(o.ctx)[0], E.CUDA_ERROR_INVALID_CONTEXT
     ),
-    "checkpoint its session": (_checkpoint_other, E.CUDA_ERROR_INVALID_VALUE),
+    "checkpoint its session": (_checkpoint_other, E.CUDA_ERROR_NOT_PERMITTED),  # operator only
 }
 
 

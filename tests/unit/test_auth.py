@@ -160,10 +160,13 @@ def test_cricket_checkpoint_proves_the_token(tmp_path: Path) -> None:
     import subprocess
     import sys
 
+    sock = tmp_path / "operator.sock"  # CHECKPOINT_SERVER is the operator's, on this socket
     with running_server(
-        tmp_path, "thread", "--auth-token-file", str(token_file(tmp_path))
-    ) as address:
-        run = [sys.executable, "-m", "checkpoint", "--server", address, str(tmp_path / "ckpt")]
+        tmp_path, "thread", "--auth-token-file", str(token_file(tmp_path)),
+        "--unix", str(sock), "--checkpoint-root", str(tmp_path),
+    ):  # fmt: skip
+        run = [sys.executable, "-m", "checkpoint", "--server", f"unix:{sock}",
+               str(tmp_path / "ckpt")]  # fmt: skip
         env = {k: v for k, v in os.environ.items() if not k.startswith("CRICKET_")}
         refused = subprocess.run(run, capture_output=True, text=True, env=env, timeout=60)
         assert refused.returncode != 0 and "CRICKET_TOKEN" in refused.stdout + refused.stderr

@@ -11,7 +11,7 @@ import pytest
 from checkpoint.format import CheckpointError
 from checkpoint.reader import Checkpoint
 from cricket_server.backends import make_backend
-from cricket_server.checkpointing import restore_checkpoint, write_checkpoint
+from cricket_server.checkpoints.sessions import restore_checkpoint, write_checkpoint
 from cricket_server.memory import AddressArena
 from cricket_server.resources import COUNTER_MASK, EventRecord, HandleKind
 from cricket_server.session import Session, SessionManager
@@ -159,7 +159,7 @@ def test_the_server_trigger_writes_on_request_and_on_sigusr1(tmp_path: Path) -> 
     import os
     import signal
 
-    from cricket_server.checkpointing import CheckpointTrigger
+    from cricket_server.checkpoints.sessions import CheckpointTrigger
 
     old, state = build(manager())
     trigger = CheckpointTrigger(old.manager, tmp_path / "c").start()
@@ -185,7 +185,7 @@ def test_the_server_trigger_writes_on_request_and_on_sigusr1(tmp_path: Path) -> 
 
 
 def test_restored_sessions_no_client_took_can_be_freed(tmp_path: Path) -> None:
-    from cricket_server.checkpointing import close_unclaimed
+    from cricket_server.checkpoints.sessions import close_unclaimed
 
     first, _ = build(manager())
     second, _ = build(first.manager)
@@ -229,7 +229,7 @@ def test_a_restore_too_large_to_stage_verifies_first_then_reads_again(
 ) -> None:
     old, state = build(manager())
     write_checkpoint(old.manager, [old], tmp_path / "c")
-    monkeypatch.setattr("cricket_server.checkpointing.staging_budget", lambda: 1000)
+    monkeypatch.setattr("cricket_server.checkpoints.sessions.staging_budget", lambda: 1000)
     reads = _count_reads(monkeypatch)
     (s,) = restore_checkpoint(manager(), tmp_path / "c").sessions
     assert set(reads.values()) == {2}

@@ -21,7 +21,9 @@ def test_checkpoint_paths_are_confined_to_the_root(tmp_path: Path, isolation: st
     root = tmp_path / "root"
     root.mkdir()
     outside = tmp_path / "elsewhere"
-    with running_server(tmp_path, isolation, "--checkpoint-root", str(root)) as address:
+    sock = tmp_path / "operator.sock"  # CHECKPOINT_SERVER is the operator's, on this socket
+    options = ("--checkpoint-root", str(root), "--unix", str(sock))
+    with running_server(tmp_path, isolation, *options) as address:
         conn = cricket_client.connect(address, make_default=False)
         try:
             with conn.active():
@@ -39,7 +41,7 @@ def test_checkpoint_paths_are_confined_to_the_root(tmp_path: Path, isolation: st
             assert (root / "mine").is_dir()
         finally:
             conn.close()
-        run = [sys.executable, "-m", "checkpoint", "--server", address]
+        run = [sys.executable, "-m", "checkpoint", "--server", f"unix:{sock}"]
         refused = subprocess.run([*run, str(outside)], capture_output=True, text=True, timeout=60)
         assert refused.returncode != 0 and "checkpoint root" in refused.stderr
         assert not outside.exists()

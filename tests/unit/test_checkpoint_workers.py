@@ -16,15 +16,15 @@ import pytest
 from checkpoint.format import CheckpointError
 from checkpoint.reader import Checkpoint
 from cricket_server.backends import make_backend
-from cricket_server.checkpointing import restore_checkpoint
-from cricket_server.memory import AddressArena
-from cricket_server.session import Session, SessionManager
-from cricket_server.workers.checkpoints import (
+from cricket_server.checkpoints.sessions import restore_checkpoint
+from cricket_server.checkpoints.workers import (
     PartRequests,
     answer_part_request,
     checkpoint_workers,
     decode_path,
 )
+from cricket_server.memory import AddressArena
+from cricket_server.session import Session, SessionManager
 from cricket_server.workers.routing import hello_token, peek_first_record
 from cricket_xdr.rpc.message import NULL_AUTH, encode_call_header
 from rpc_spec import cricket_rpc as proto

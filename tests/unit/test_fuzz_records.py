@@ -222,7 +222,8 @@ def settled(server: Server, baseline: tuple[int, int]) -> tuple[int, int]:
 
 
 def test_generated_and_mutated_records_do_not_hurt_the_server(tmp_path: Path) -> None:
-    options = ("--sim-memory", "256M", "--max-session-memory", "32M", "--max-record", "1M")
+    options = ("--sim-memory", "256M", "--max-session-memory", "32M", "--max-record", "1M",
+               "--checkpoint-root", str(tmp_path))  # fmt: skip
     with running_server(tmp_path / "server", *options, backend="sim") as srv:
         assert serves_correctly(srv.address)
         free_before = free_memory(srv.address)

@@ -30,6 +30,8 @@ FORBIDDEN = {
     "cricket_xdr": ("cricket_server", "cricket_client", "checkpoint", "rpc_spec", "cuda"),
     "cricket_client": ("cricket_server", "checkpoint", "cuda"),
     "cricket_server": ("cricket_client",),
+    # The server uses checkpoint's format, reader and writer; checkpoint never the server.
+    "checkpoint": ("cricket_server",),
     "rpc_spec": ("cricket_server", "cricket_client", "checkpoint", "cuda"),
 }
 

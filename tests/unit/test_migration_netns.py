@@ -188,7 +188,7 @@ def test_a_session_migrates_between_servers_in_two_network_namespaces(
 ) -> None:
     a, b = namespaces
     monkeypatch.delenv(cricket_client.ADDRESS_ENV, raising=False)
-    common = ["--backend", "sim", "--isolation", isolation]
+    common = ["--backend", "sim", "--isolation", isolation, "--checkpoint-root", str(tmp_path)]
     first = Server(a, ["-m", "cricket_server", "--listen", f"{a.inside}:0", *common], tmp_path, "a")
     servers.append(first)
     assert first.address.startswith(a.inside)
@@ -219,7 +219,7 @@ def test_a_session_migrates_between_servers_in_two_network_namespaces(
 
         second = Server(
             b,
-            ["-m", "checkpoint", "restart", str(tmp_path / "moving"), "--listen",
+            ["-m", "cricket_server", "restart", str(tmp_path / "moving"), "--listen",
              f"{b.inside}:0", *common],
             tmp_path,
             "b",

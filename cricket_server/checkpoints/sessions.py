@@ -54,7 +54,7 @@ from cricket_server.resources import (
 from cricket_server.session import Session, SessionManager
 from rpc_spec import checkpoint_rpc as ck
 
-log = logging.getLogger("cricket_server.checkpointing")
+log = logging.getLogger("cricket_server.checkpoints.sessions")
 
 PIECE = 64 << 20  # device memory moves in pieces of this many bytes
 LIMITS = range(7)  # CUlimit: stack, printf FIFO, malloc heap, sync depth, pending launches, L2

@@ -34,7 +34,7 @@ from typing import Any, Protocol
 from checkpoint.format import CheckpointError
 from checkpoint.writer import BlobSink, CheckpointWriter
 from cricket_server.backends.base import CudaError
-from cricket_server.checkpointing import (
+from cricket_server.checkpoints.sessions import (
     CheckpointSummary,
     consistent_cut,
     created_by,

@@ -1,0 +1,98 @@
+"""Bringing a checkpoint's sessions back before a server listens (`cricket-restart`).
+
+- Thread isolation: `restore_in_threads(manager, directory)` restores every session into
+  the server's one `SessionManager` (`sessions.restore_checkpoint`: everything is verified
+  first; on any failure nothing made is kept).
+- Process isolation: `verify(directory)` checks every checksum in the main process (which
+  never touches the device) before any worker starts; `restore_in_workers(pool, verified)`
+  then starts one worker per session, each restoring that session alone at its addresses.
+  Only when every worker has its session does the server listen; when one fails, every one
+  of them is stopped. A HELLO with a restored session's token then goes to its worker
+  (`cricket_server.workers.routing`); other connections go to spare workers.
+
+Each raises `CheckpointError` naming the checkpoint and why; the server then does not start.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from checkpoint.cli import ProgressBar
+from checkpoint.cli import _rate as rate
+from checkpoint.format import CheckpointError
+from checkpoint.tokens import TokenDigest
+from checkpoint.reader import Checkpoint, blob_refs
+from cricket_server.checkpoints.sessions import (
+    RestoreReport,
+    restore_checkpoint,
+    restore_total_bytes,
+    sessions_conflict,
+)
+from cricket_server.session import SessionManager
+from cricket_server.workers import WorkerPool, WorkerStartError
+
+log = logging.getLogger("cricket_server")
+
+RESTORE_LIMIT = 3600.0  # seconds the workers of a restart may take to restore their sessions
+
+
+@dataclass(frozen=True)
+class Restore:
+    """Sessions to bring back from the checkpoint in `directory` before listening
+    (`cricket-restart`); `resume_timeout`: free those no client resumed after this long."""
+
+    directory: str
+    resume_timeout: float | None = None
+
+    def needs_workers(self) -> bool:
+        """Whether its sessions cannot share one process (they came from workers of a
+        process-isolated server and share handle values or addresses)."""
+        try:
+            images = Checkpoint.open(self.directory).manifest.sessions
+        except CheckpointError:
+            return False  # the restore itself reports what is wrong
+        return sessions_conflict(images) is not None
+
+
+def restore_in_threads(manager: SessionManager, directory: str) -> RestoreReport:
+    """Restore every session of the checkpoint into `manager` (a progress bar on stderr)."""
+    bar = ProgressBar(restore_total_bytes(directory), "restore")
+    report = restore_checkpoint(manager, directory, progress=bar)
+    bar.finish()
+    log.info("restored %d session(s) from %s: %s", len(report.sessions), directory,
+             rate(report.bytes, report.seconds))  # fmt: skip
+    return report
+
+
+@dataclass(frozen=True)
+class Verified:
+    """A checkpoint whose every checksum was checked, before any worker starts."""
+
+    checkpoint: Checkpoint
+    bytes: int
+    started: float  # time.monotonic() when the verification began
+
+
+def verify(directory: str) -> Verified:
+    """Check every checksum of the checkpoint in `directory` (a progress bar on stderr)."""
+    start = time.monotonic()
+    ckpt = Checkpoint.open(directory)
+    bar = ProgressBar(sum(ref.size for _what, ref in blob_refs(ckpt.manifest)), "verify")
+    report = ckpt.verify(bar)
+    bar.finish()
+    return Verified(ckpt, report.bytes, start)
+
+
+def restore_in_workers(pool: WorkerPool, verified: Verified) -> int:
+    """One worker of `pool` per session restores it; how many (see the module docstring)."""
+    ckpt = verified.checkpoint
+    sessions = {s.session_id: TokenDigest.of_image(s) for s in ckpt.manifest.sessions}
+    try:
+        pool.start_restored(str(ckpt.path.absolute()), sessions, RESTORE_LIMIT)
+    except WorkerStartError as e:
+        raise CheckpointError(ckpt.path, f"restore failed: {e}") from None
+    log.info("restored %d session(s) from %s in %d worker(s): %s", len(sessions), ckpt.path,
+             len(sessions), rate(verified.bytes, time.monotonic() - verified.started))  # fmt: skip
+    return len(sessions)
