@@ -72,8 +72,8 @@ from cricket_server.memory import AddressArena
 from cricket_server.service import CricketService
 from cricket_server.session import SessionManager
 from cricket_server.workers import WorkerPool, WorkerSpec, WorkerStartError
-from cricket_server.workers.routing import RestoredRouter
 from cricket_server.workers.gate import AdmissionGate
+from cricket_server.workers.routing import RestoredRouter
 from cricket_xdr.rpc.handshake import DEFAULT_HANDSHAKE_DEADLINE, Admission
 from cricket_xdr.rpc.server import RpcServer
 from cricket_xdr.rpc.spin import MAX_SPIN_US, default_spin_us

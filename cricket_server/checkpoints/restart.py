@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from checkpoint.cli import ProgressBar
 from checkpoint.cli import _rate as rate
 from checkpoint.format import CheckpointError
-from checkpoint.tokens import TokenDigest
 from checkpoint.reader import Checkpoint, blob_refs
+from checkpoint.tokens import TokenDigest
 from cricket_server.checkpoints.sessions import (
     RestoreReport,
     restore_checkpoint,

@@ -60,7 +60,7 @@ def log_text(server: ServerProcess) -> str:
 
 
 def operator_checkpoint(address: str, target: Path, *extra: str) -> str:
-    """`cricket-checkpoint --server ADDRESS TARGET`; its output."""
+    """`cricket-checkpoint --server ADDRESS TARGET` (ADDRESS: the operator's Unix socket); its output."""
     taken = subprocess.run(
         [sys.executable, "-m", "checkpoint", "--server", address, *extra, str(target)],
         capture_output=True,
@@ -162,7 +162,7 @@ def wait_until(condition: Callable[[], bool], what: str, server: ServerProcess) 
 
 
 def by_cricket_checkpoint(server: ServerProcess, ckpt: Path) -> None:
-    assert "1 session(s)" in operator_checkpoint(server.address, ckpt)
+    assert "1 session(s)" in operator_checkpoint(server.operator, ckpt)
     server.kill()
 
 
@@ -232,7 +232,7 @@ def test_calls_after_an_operator_checkpoint_are_reported_lost_by_name(
     server = operator_server(servers, tmp_path, isolation)
     clients.append(client := Client(server.address, tmp_path))
     client.expect("ready")
-    operator_checkpoint(server.address, tmp_path / "ckpt")
+    operator_checkpoint(server.operator, tmp_path / "ckpt")
     client.send("more")  # a memset and a launch that the checkpoint does not hold
     client.expect("more done")
     server.kill()
@@ -254,7 +254,7 @@ def test_reads_after_an_operator_checkpoint_are_not_reported_lost(
     server = operator_server(servers, tmp_path, isolation)
     clients.append(client := Client(server.address, tmp_path))
     client.expect("ready")
-    operator_checkpoint(server.address, tmp_path / "ckpt")
+    operator_checkpoint(server.operator, tmp_path / "ckpt")
     client.send("reads")  # copies to the host, synchronizations, queries: nothing changes
     client.expect("reads done")
     server.kill()
@@ -282,7 +282,7 @@ def test_a_session_no_server_holds_is_a_quick_clear_error(
         check(cuda.cuMemAlloc(4096))
         if instead == "restart without it":  # a checkpoint of the other session only
             session = hex(other.info.session_id)
-            operator_checkpoint(server.address, tmp_path / "other", "--session", session)
+            operator_checkpoint(server.operator, tmp_path / "other", "--session", session)
         server.kill()
         if instead == "fresh server":
             operator_server(servers, tmp_path, isolation, "--listen", server.address)
