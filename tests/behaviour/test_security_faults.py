@@ -26,8 +26,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from behaviour_helpers import BACKEND, KERNELS, check, nvrtc_cubin, open_session
-from security_server import (
+from server_harness import (
     LIMIT,
+    ROOT,
     Server,
     die_with_parent,
     running_server,
@@ -151,6 +152,7 @@ def run_killed_clients(address: str, rng: random.Random) -> tuple[int, list[str]
     zygote = subprocess.Popen(
         [sys.executable, __file__, address],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, preexec_fn=die_with_parent,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "tests")},  # for server_harness
     )  # fmt: skip
     assert zygote.stdin is not None and zygote.stdout is not None
     out = zygote.stdout.fileno()

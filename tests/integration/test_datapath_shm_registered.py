@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_session_fakes import ARENA_BASE, ARENA_SIZE, GRANULARITY, FakeBackend, FakeSession
+from unit.test_session_fakes import ARENA_BASE, ARENA_SIZE, GRANULARITY, FakeBackend, FakeSession
 
 import cricket_client
 from cricket_client import driver as cuda

@@ -14,13 +14,13 @@ from __future__ import annotations
 import random
 import socket
 import struct
-import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from server_harness import Server, running_server, wait_for
 
 import cricket_client
 from cricket_client import driver as cuda
@@ -28,9 +28,6 @@ from cricket_xdr import xdr
 from cricket_xdr.rpc.client import RpcClient
 from cricket_xdr.rpc.errors import RemoteRpcError
 from rpc_spec import cricket_rpc as proto
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "behaviour"))
-from security_server import Server, running_server, wait_for  # noqa: E402
 
 E = cuda.CUresult
 RECORDS = 100_000

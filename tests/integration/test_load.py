@@ -7,13 +7,11 @@ cores; `python -m bench --only load` runs the same with its table.
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
-from bench.load import load, report
+from server_harness import running_server
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "behaviour"))
-from security_server import running_server  # noqa: E402
+from bench.load import load, report
 
 CLIENTS = 32
 CALLS = int(os.environ.get("CRICKET_LOAD_CALLS", "10000"))
