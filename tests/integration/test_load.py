@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from server_harness import running_server
 
 from bench.load import load, report
@@ -17,6 +18,7 @@ CLIENTS = 32
 CALLS = int(os.environ.get("CRICKET_LOAD_CALLS", "10000"))
 
 
+@pytest.mark.slow
 def test_concurrent_clients_get_every_result_right(tmp_path: Path) -> None:
     with running_server(tmp_path, "--log-level", "warning", backend="sim") as srv:
         result = load(srv.address, CLIENTS, CALLS, seed=1)
