@@ -7,6 +7,7 @@ included), whatever happened; `start_server` does the same for a test that stops
 itself (`stop`, `kill`, `close`; `server_list` for a fixture).
 A server also dies with the test process (PR_SET_PDEATHSIG), so nothing outlives a test.
 `Server` gives what tests read of it: its address, log, threads and descriptors, workers.
+`serving` does the same for an in-process `RpcServer` (tests of the RPC layer, fakes).
 
 Used by tests/behaviour (on the backend CRICKET_TEST_BACKEND names) and tests/integration.
 """
@@ -28,6 +29,8 @@ from typing import Any, TypeVar
 
 import psutil
 import pytest
+
+from cricket_xdr.rpc.server import RpcServer
 
 ROOT = Path(__file__).resolve().parents[1]
 BACKEND = os.environ.get("CRICKET_TEST_BACKEND", "sim")
@@ -193,6 +196,18 @@ def server_list() -> Iterator[list[Server]]:
     finally:
         for server in started:
             server.close()
+
+
+@contextmanager
+def serving(server: RpcServer) -> Iterator[tuple[str, int]]:
+    """An in-process RpcServer on a free loopback port, started; yields its address and
+    shuts it down (closing every connection) at the end."""
+    address = server.listen_tcp("127.0.0.1", 0)
+    server.start()
+    try:
+        yield address
+    finally:
+        server.shutdown()
 
 
 def die_with_parent() -> None:
