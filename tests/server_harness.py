@@ -61,6 +61,17 @@ class Server:
                 pass
         return threads, fds
 
+    def client_connections(self) -> int:
+        """TCP connections the server and its workers hold besides their listening sockets
+        (a closed client's until the server noticed)."""
+        count = 0
+        for p in [psutil.Process(self.process.pid), *self.children()]:
+            try:
+                count += sum(c.status != psutil.CONN_LISTEN for c in p.net_connections("tcp"))
+            except psutil.NoSuchProcess:
+                pass
+        return count
+
     def children(self) -> list[psutil.Process]:
         """The server's worker processes (and theirs); none once it ended."""
         try:
@@ -111,6 +122,25 @@ def wait_for(probe: Callable[[], T], what: str, limit: float = LIMIT) -> T:
             pytest.fail(f"gave up waiting for {what} ({limit:g} s)")
         time.sleep(0.05)
     return found
+
+
+def steady(probe: Callable[[], T | None], what: str, limit: float = 120.0, hold: float = 1.0) -> T:
+    """What `probe` returns once it returned that (never None) for `hold` seconds: e.g. the
+    threads and descriptors of a server with no client left. Whatever a closed connection or
+    an ended session held goes on the server's own time, which on a busy machine is long;
+    fails the test after `limit` seconds, naming what it saw."""
+    deadline = time.monotonic() + limit
+    seen: list[T | None] = []
+    since = time.monotonic()
+    while time.monotonic() < deadline:
+        value = probe()
+        if not seen or value != seen[-1]:
+            since = time.monotonic()
+            seen = [*seen[-9:], value]
+        elif value is not None and time.monotonic() - since >= hold:
+            return value
+        time.sleep(0.1)
+    pytest.fail(f"{what} did not hold still for {hold:g} s within {limit:g} s; the last values: {seen}")
 
 
 def server_command(

@@ -15,14 +15,12 @@ import random
 import socket
 import struct
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import psutil
 import pytest
-from server_harness import Server, running_server
+from server_harness import Server, running_server, steady
 
 import cricket_client
 from cricket_client import driver as cuda
@@ -214,25 +212,13 @@ def serves_correctly(address: str) -> bool:
     return bool((out == data).all())
 
 
-def client_connections(server: Server) -> int:
-    """TCP connections the server process holds other than its listening socket."""
-    conns = psutil.Process(server.process.pid).net_connections(kind="tcp")
-    return sum(c.status != psutil.CONN_LISTEN for c in conns)
-
-
-def idle_usage(server: Server, limit: float = SETTLE_LIMIT) -> tuple[int, int]:
-    """The server's (threads, descriptors) once it holds no client connection and they
-    stayed the same for a second: what it uses while idle. Threads of closed connections
-    and ended sessions take their time to go on a busy machine."""
-    deadline = time.monotonic() + limit
-    seen: list[tuple[int, int]] = []
-    while time.monotonic() < deadline:
-        usage = (-1, -1) if client_connections(server) else server.usage()
-        seen = [*seen[-10:], usage]  # one second of samples
-        if len(seen) == 11 and len(set(seen)) == 1 and usage != (-1, -1):
-            return usage
-        time.sleep(0.1)
-    pytest.fail(f"the server did not settle in {limit:g} s: (threads, fds) went {seen}")
+def idle_usage(server: Server) -> tuple[int, int]:
+    """The server's (threads, descriptors) with no client left, once steady."""
+    return steady(
+        lambda: None if server.client_connections() else server.usage(),
+        "the idle server's (threads, fds)",
+        SETTLE_LIMIT,
+    )
 
 
 @pytest.mark.slow
