@@ -19,7 +19,7 @@ install: $(VPY)
 test: $(VPY)
 	CRICKET_TEST_BACKEND=sim $(PYTEST) -q -m "not gpu" tests
 
-# The unit tests alone: no servers, no sockets, under 30 s.
+# The unit tests alone: no servers, no sockets (about half a minute).
 test-unit: $(VPY)
 	$(PYTEST) -q tests/unit
 
