@@ -6,7 +6,7 @@ PYTEST  := $(VPY) -m pytest
 SPECS   := rpc_spec/cricket.x
 BACKEND ?= sim
 
-.PHONY: install test test-gpu stubs lint bench demo clean
+.PHONY: install test test-unit test-gpu stubs lint bench demo clean
 
 $(VPY):
 	$(PY) -m venv $(VENV)
@@ -18,6 +18,10 @@ install: $(VPY)
 # The whole suite on the sim backend (what CI runs).
 test: $(VPY)
 	CRICKET_TEST_BACKEND=sim $(PYTEST) -q -m "not gpu" tests
+
+# The unit tests alone: no servers, no sockets (about half a minute).
+test-unit: $(VPY)
+	$(PYTEST) -q tests/unit
 
 # The behaviour suite and the gpu-marked tests against the real cuda backend (GPU node).
 test-gpu:

@@ -30,6 +30,7 @@ against the bound and the bytes left before anything is allocated. Padding is no
 from __future__ import annotations
 
 import struct
+import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -176,6 +177,9 @@ def _read_len(what: str, dec: Decoder, bound: int) -> int:
     return n
 
 
+_BUILD_LOCK = threading.RLock()  # one codec build at a time (a build builds the types it uses)
+
+
 class Codec:
     """An XDR type: ``pack``/``unpack`` are plain functions built on first use."""
 
@@ -192,16 +196,21 @@ class Codec:
         raise NotImplementedError
 
     def ready(self) -> None:
-        """Build ``pack``/``unpack`` (and those of the types used) if not done yet."""
-        if self._state:
+        """Build ``pack``/``unpack`` (and those of the types used) if not done yet. Another
+        thread waits for a build in progress; the building thread itself, reaching this type
+        again through a recursive type, gets the late-binding functions (`packer`)."""
+        if self._state == 2:
             return
-        self._state = 1
-        try:
-            self.pack, self.unpack = self._build()
-        except BaseException:
-            self._state = 0
-            raise
-        self._state = 2
+        with _BUILD_LOCK:
+            if self._state:
+                return
+            self._state = 1
+            try:
+                self.pack, self.unpack = self._build()
+            except BaseException:
+                self._state = 0
+                raise
+            self._state = 2
 
     def _lazy_pack(self, enc: Encoder, value: Any) -> None:
         self.ready()

@@ -370,9 +370,11 @@ class WorkerPool:
         return self._backend or self.spec.backend
 
     def holding_sessions(self) -> list[_Worker]:
-        """Live workers that hold a session."""
+        """Live workers that hold a session or serve a connection: a worker's word of a new
+        session may still be on its way (it is read on the pool's own time), and a worker
+        asked for its part names the sessions it holds itself."""
         with self._cond:
-            return [w for w in self._workers.values() if w.sessions]
+            return [w for w in self._workers.values() if w.sessions or w.peer is not None]
 
     def _on_checkpoint_message(self, worker: _Worker, fields: list[str]) -> bool:
         """Checkpoint messages of a worker; False for anything else."""

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-from behaviour_helpers import BACKEND, ROOT, check
+from behaviour_helpers import BACKEND, check
+from server_harness import Server
+from server_harness import server_list as server_list  # for the tests' `servers` fixtures
+from server_harness import start_server as start
 
 from cricket_client import driver as cuda
 
@@ -20,56 +17,7 @@ from cricket_client import driver as cuda
 ISOLATION = os.environ.get("CRICKET_TEST_ISOLATION", "auto")
 
 
-class ServerProcess:
-    """A cricket-server or cricket-restart subprocess on a free loopback port."""
-
-    def __init__(self, args: list[str], folder: Path, name: str) -> None:
-        self.ready = folder / f"{name}.ready"
-        self.log = folder / f"{name}.log"
-        with open(self.log, "wb") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, *args, "--ready-file", str(self.ready)],
-                cwd=ROOT,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # kill() takes the server's workers down with it
-            )
-        deadline = time.monotonic() + 120
-        while not self.ready.exists():
-            if self.proc.poll() is not None:
-                pytest.fail(f"{name} exited with {self.proc.returncode}:\n{self.log.read_text()}")
-            if time.monotonic() > deadline:
-                self.stop()
-                pytest.fail(f"{name} did not get ready:\n{self.log.read_text()}")
-            time.sleep(0.05)
-        self.address = self.ready.read_text().strip()
-        self.operator = ""  # the Unix socket of a cricket-server started by start_server
-
-    def kill(self) -> None:
-        """SIGKILL the server and its worker processes at once, as a crash of the node would."""
-        import psutil
-
-        children = psutil.Process(self.proc.pid).children(recursive=True)
-        os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
-        psutil.wait_procs(children, timeout=30)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
-def server_list() -> Iterator[list[ServerProcess]]:
-    """For a fixture: the servers a test starts, stopped at its end."""
-    started: list[ServerProcess] = []
-    yield started
-    for server in started:
-        server.stop()
+ServerProcess = Server  # a cricket-server or cricket-restart of a test's own
 
 
 def start_server(
@@ -79,12 +27,14 @@ def start_server(
     checkpoint below `folder` (--checkpoint-root); the operator's Unix socket is
     `server.operator` ("unix:PATH", for cricket-checkpoint --server)."""
     name = f"server{len(servers)}"
-    args = ["-m", "cricket_server", "--listen", "127.0.0.1:0", "--backend", BACKEND]
-    args += ["--unix", str(folder / f"{name}.sock"), "--checkpoint-root", str(folder)]
-    args += ["--isolation", isolation, *extra]
-    servers.append(ServerProcess(args, folder, name))
-    servers[-1].operator = f"unix:{folder / f'{name}.sock'}"
-    return servers[-1]
+    socket_path = folder / f"{name}.sock"
+    server = start(
+        folder, "--unix", str(socket_path), "--checkpoint-root", str(folder), *extra,
+        backend=BACKEND, isolation=isolation, name=name,
+    )  # fmt: skip
+    server.operator = f"unix:{socket_path}"
+    servers.append(server)
+    return server
 
 
 def start_restart(
@@ -96,23 +46,13 @@ def start_restart(
     isolation: str = ISOLATION,
 ) -> ServerProcess:
     """cricket-restart of `ckpt`; isolation as for start_server."""
-    args = [
-        "-m",
-        "cricket_server",
-        "restart",
-        str(ckpt),
-        "--listen",
-        listen,
-        "--backend",
-        BACKEND,
-        "--isolation",
-        isolation,
-        "--checkpoint-root",
-        str(folder),
-        *extra,
-    ]
-    servers.append(ServerProcess(args, folder, f"restart{len(servers)}"))
-    return servers[-1]
+    server = start(
+        folder, "--checkpoint-root", str(folder), *extra, backend=BACKEND, isolation=isolation,
+        listen=listen, program=("cricket_server", "restart", str(ckpt)),
+        name=f"restart{len(servers)}",
+    )  # fmt: skip
+    servers.append(server)
+    return server
 
 
 def read(ptr: Any, size: int) -> bytes:

@@ -12,14 +12,12 @@ device itself (cuDeviceTotalMem, ...), never from one backend's constants.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from behaviour_helpers import BACKEND, KERNELS, ROOT, check, open_session
+from behaviour_helpers import KERNELS, check, open_session
+from server_harness import running_server
 
 import cricket_client
 from cricket_client import driver as cuda
@@ -29,32 +27,8 @@ ISOLATION = os.environ.get("CRICKET_TEST_ISOLATION", "auto")
 
 @pytest.fixture(scope="session")
 def server_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    ready = tmp_path_factory.mktemp("server") / "ready"
-    log = ready.with_name("server.log")
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "cricket_server", "--listen", "127.0.0.1:0",
-             "--backend", BACKEND, "--isolation", ISOLATION, "--ready-file", str(ready)],
-            cwd=ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        deadline = time.monotonic() + 60
-        while not ready.exists():
-            if proc.poll() is not None:
-                pytest.fail(f"cricket-server exited with {proc.returncode}:\n{log.read_text()}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"cricket-server did not get ready in 60 s:\n{log.read_text()}")
-            time.sleep(0.05)
-        yield ready.read_text().strip()
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with running_server(tmp_path_factory.mktemp("server"), isolation=ISOLATION) as server:
+        yield server.address
 
 
 @pytest.fixture

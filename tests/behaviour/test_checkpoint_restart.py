@@ -277,7 +277,7 @@ def test_process_isolation_checkpoints_every_worker_and_restarts_one_per_session
                 more = check(cuda.cuMemAlloc(4096))  # the session goes on in its worker
                 check(cuda.cuMemcpyHtoD(more, b"m" * 4096, 4096))
                 assert read(more, 4096) == b"m" * 4096
-        log = restarted.log.read_text()
+        log = restarted.log()
         for conn in conns:
             assert f"(restored session {conn.info.session_id:#x})" in log
     finally:
@@ -296,7 +296,7 @@ def test_process_isolation_checkpoints_every_worker_on_sigusr1(
             with conn.active():
                 ptr = check(cuda.cuMemAlloc(1000 + i))
                 check(cuda.cuMemcpyHtoD(ptr, bytes([65 + i]) * (1000 + i), 1000 + i))
-        server.proc.send_signal(signal.SIGUSR1)
+        server.process.send_signal(signal.SIGUSR1)
         deadline = time.monotonic() + 60
         while not (target / "MANIFEST").exists() and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -329,7 +329,7 @@ def test_a_restarted_server_checkpoints_again_on_sigusr1(
         )
         monkeypatch.setenv(cricket_client.ADDRESS_ENV, restarted.address)
         check(cuda.cuMemcpyHtoD(ptr, b"b" * 1000, 1000))  # resumes, then writes
-        restarted.proc.send_signal(signal.SIGUSR1)
+        restarted.process.send_signal(signal.SIGUSR1)
         deadline = time.monotonic() + 60
         while not (again / "MANIFEST").exists() and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -375,11 +375,11 @@ def test_a_restored_worker_no_client_resumes_is_stopped_after_the_resume_timeout
         servers, tmp_path, tmp_path / "c", "--resume-timeout", "0.5", isolation="process"
     )
     deadline = time.monotonic() + 60
-    while "freed 1 restored session(s)" not in restarted.log.read_text():
-        assert time.monotonic() < deadline, restarted.log.read_text()
+    while "freed 1 restored session(s)" not in restarted.log():
+        assert time.monotonic() < deadline, restarted.log()
         time.sleep(0.05)
-    while f"ended (exit status 0): session {session:#x}" not in restarted.log.read_text():
-        assert time.monotonic() < deadline, restarted.log.read_text()
+    while f"ended (exit status 0): session {session:#x}" not in restarted.log():
+        assert time.monotonic() < deadline, restarted.log()
         time.sleep(0.05)
 
 

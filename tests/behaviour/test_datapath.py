@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import ctypes
 import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
-from behaviour_helpers import BACKEND, KERNELS, ROOT, SUCCESS, check, open_session
+from behaviour_helpers import BACKEND, KERNELS, SUCCESS, check, open_session
+from server_harness import running_server
 
 import cricket_client
 from cricket_client import driver as cuda
@@ -30,41 +28,9 @@ MODES = [Mode.RPC, Mode.SHM, Mode.TCP, Mode.AUTO]
 def datapath_server(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[str]:
-    ready = tmp_path_factory.mktemp(f"datapath-{request.param}") / "ready"
-    log = ready.with_name("server.log")
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "cricket_server",
-                "--listen",
-                "127.0.0.1:0",
-                "--backend",
-                BACKEND,
-                "--isolation",
-                request.param,
-                "--ready-file",
-                str(ready),
-            ],
-            cwd=ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        deadline = time.monotonic() + 60
-        while not ready.exists():
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"cricket-server did not start:\n{log.read_text()}")
-            time.sleep(0.05)
-        yield ready.read_text().strip()
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    folder = tmp_path_factory.mktemp(f"datapath-{request.param}")
+    with running_server(folder, backend=BACKEND, isolation=request.param) as server:
+        yield server.address
 
 
 def _session(address: str, mode: Mode) -> cricket_client.Connection:

@@ -26,11 +26,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from behaviour_helpers import BACKEND, KERNELS, check, nvrtc_cubin, open_session
-from security_server import (
+from server_harness import (
     LIMIT,
+    ROOT,
     Server,
     die_with_parent,
     running_server,
+    steady,
     stop_gracefully,
     wait_for,
 )
@@ -135,12 +137,12 @@ def server_usage(server: Server) -> tuple[int, int]:
     return server.usage()
 
 
-def settled_usage(server: Server, baseline: tuple[int, int]) -> tuple[int, int]:
-    """The usage once it is back to `baseline` (or the last one seen after a while)."""
-    deadline = time.monotonic() + 30
-    while (usage := server_usage(server)) != baseline and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return usage
+def idle_usage(server: Server) -> tuple[int, int]:
+    """The server's usage with no client left, once steady (see `steady`)."""
+    return steady(
+        lambda: None if server.client_connections() else server_usage(server),
+        "the idle server's (threads, fds)",
+    )
 
 
 def run_killed_clients(address: str, rng: random.Random) -> tuple[int, list[str]]:
@@ -151,6 +153,7 @@ def run_killed_clients(address: str, rng: random.Random) -> tuple[int, list[str]
     zygote = subprocess.Popen(
         [sys.executable, __file__, address],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, preexec_fn=die_with_parent,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "tests")},  # for server_harness
     )  # fmt: skip
     assert zygote.stdin is not None and zygote.stdout is not None
     out = zygote.stdout.fileno()
@@ -214,13 +217,12 @@ def test_clients_killed_at_random_points_leave_nothing_behind(server: Server) ->
     assert vector_add_works(fresh)
     fresh.close()
     free_before = free_memory(server.address)
-    time.sleep(0.5)
-    baseline = settled_usage(server, server_usage(server))
+    baseline = idle_usage(server)
     working, failed = run_killed_clients(server.address, random.Random(7))
     assert not failed, f"clients failed on their own before SIGKILL: {failed}"
     assert working == KILLED_CLIENTS
     assert "Traceback" not in server.log()
-    usage = settled_usage(server, baseline)
+    usage = idle_usage(server)
     assert usage == baseline, f"threads and descriptors {usage}, {baseline} before"
     free_after = free_memory(server.address)
     if BACKEND == "sim":

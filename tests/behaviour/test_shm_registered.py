@@ -6,15 +6,13 @@ the segment was page-locked."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
-from behaviour_helpers import BACKEND, ROOT, check, open_session
+from behaviour_helpers import BACKEND, check, open_session
+from server_harness import running_server
 
 import cricket_client
 from cricket_client import driver as cuda
@@ -78,31 +76,11 @@ def logged_server(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[str, Path]]:
     """A server of its own at --log-level debug: (address, its log file)."""
-    ready = tmp_path_factory.mktemp(f"shm-{request.param}") / "ready"
-    log = ready.with_name("server.log")
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "cricket_server", "--listen", "127.0.0.1:0",
-             "--backend", BACKEND, "--isolation", request.param, "--log-level", "debug",
-             "--ready-file", str(ready)],
-            cwd=ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 60
-        while not ready.exists():
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"cricket-server did not start:\n{log.read_text()}")
-            time.sleep(0.05)
-        yield ready.read_text().strip(), log
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    folder = tmp_path_factory.mktemp(f"shm-{request.param}")
+    with running_server(
+        folder, "--log-level", "debug", backend=BACKEND, isolation=request.param
+    ) as server:
+        yield server.address, server.log_path
 
 
 def test_the_cuda_backend_page_locks_the_segment_once(logged_server: tuple[str, Path]) -> None:

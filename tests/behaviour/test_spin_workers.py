@@ -11,7 +11,7 @@ import numpy as np
 import psutil
 import pytest
 from behaviour_helpers import check, open_session
-from security_server import BACKEND, ROOT, running_server, wait_for
+from server_harness import BACKEND, ROOT, running_server, wait_for
 
 from cricket_client import driver as cuda
 

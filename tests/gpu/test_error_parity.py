@@ -12,15 +12,13 @@ side refuses them with a clean error.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from server_harness import running_server
 
 from cricket_server.backends.cuda import gpu_available
 
@@ -169,25 +167,14 @@ def remote_cu(local_cu: ModuleType, tmp_path_factory: pytest.TempPathFactory) ->
     import cricket_client
     from cricket_client import driver
 
-    ready = tmp_path_factory.mktemp("parity") / "ready"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "cricket_server", "--backend", "cuda", "--listen", "127.0.0.1:0",
-         "--ready-file", str(ready), "--log-level", "warning"],
-        cwd=ROOT,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while not ready.exists():
-            assert proc.poll() is None, "cricket-server exited"
-            assert time.monotonic() < deadline, "cricket-server did not get ready"
-            time.sleep(0.05)
-        conn = cricket_client.connect(ready.read_text().strip())
+    folder = tmp_path_factory.mktemp("parity")
+    with running_server(
+        folder, "--log-level", "warning", backend="cuda", isolation=None
+    ) as server:
+        conn = cricket_client.connect(server.address)
         _setup(driver)
         yield driver
         conn.close()
-    finally:
-        proc.terminate()
-        proc.wait(30)
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda f: f.__name__)
@@ -345,26 +332,13 @@ def sim_connection(
     """A session on a sim-backend server, for `with conn.active():`."""
     import cricket_client
 
-    ready = tmp_path_factory.mktemp("parity-sim") / "ready"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "cricket_server", "--backend", "sim", "--listen", "127.0.0.1:0",
-         "--ready-file", str(ready), "--log-level", "warning"],
-        cwd=ROOT,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while not ready.exists():
-            assert proc.poll() is None, "cricket-server (sim) exited"
-            assert time.monotonic() < deadline, "cricket-server (sim) did not get ready"
-            time.sleep(0.05)
-        conn = cricket_client.connect(ready.read_text().strip(), make_default=False)
+    folder = tmp_path_factory.mktemp("parity-sim")
+    with running_server(folder, "--log-level", "warning", backend="sim", isolation=None) as srv:
+        conn = cricket_client.connect(srv.address, make_default=False)
         with conn.active():
             _setup(remote_cu)
         yield conn
         conn.close()
-    finally:
-        proc.terminate()
-        proc.wait(30)
 
 
 @pytest.mark.parametrize("scenario", ARGUMENT_SCENARIOS, ids=lambda f: f.__name__)

@@ -5,13 +5,13 @@ rate-limited, and serves again once descriptors are free)."""
 from __future__ import annotations
 
 import socket
-import sys
 import threading
 import time
 from pathlib import Path
 
 import psutil
 import pytest
+from server_harness import running_server, wait_for
 
 import cricket_client
 from cricket_client import driver as cuda
@@ -19,9 +19,6 @@ from cricket_xdr.rpc.client import RpcClient
 from cricket_xdr.rpc.errors import ConnectionLost
 from cricket_xdr.rpc.server import RpcServer
 from rpc_spec import cricket_rpc as proto
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "behaviour"))
-from security_server import running_server, wait_for  # noqa: E402
 
 E = cuda.CUresult
 PROGRAM = (proto.CRICKET_PROG, proto.CRICKET_V1)

@@ -16,14 +16,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from security_helpers import ROOT, running_server
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
-from security_helpers import ROOT, running_server  # noqa: E402
-
-import cricket_client  # noqa: E402
-from cricket_client import driver as cuda  # noqa: E402
-from cricket_xdr.rpc.client import RpcClient  # noqa: E402
-from rpc_spec import cricket_rpc as proto  # noqa: E402
+import cricket_client
+from cricket_client import driver as cuda
+from cricket_xdr.rpc.client import RpcClient
+from rpc_spec import cricket_rpc as proto
 
 E = cuda.CUresult
 ISOLATIONS = ["thread", "process"]

@@ -9,22 +9,18 @@ from __future__ import annotations
 import contextlib
 import socket
 import struct
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from test_client_fakes import FakeCricket, FakeServer
 
 import cricket_client
 from cricket_client import driver as cuda
 from cricket_xdr.rpc.client import DEFAULT_MAX_REPLY, KEEPALIVE, RpcClient
 from cricket_xdr.rpc.errors import ConnectionLost, ConnectTimeout, RecordTooLarge, RpcTimeout
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
-from test_client_fakes import FakeCricket, FakeServer  # noqa: E402
 
 BOUND = 15.0  # seconds a test waits for what must happen well within it
 _HEADER = struct.Struct(">I")

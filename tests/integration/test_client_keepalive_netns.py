@@ -18,11 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "behaviour"))
-from security_server import die_with_parent  # noqa: E402
-from test_netns_reconnect import Pair, _need_root  # noqa: E402
+from server_harness import die_with_parent
+from test_netns_reconnect import Pair, _need_root
 
 BOUND = 30.0
 

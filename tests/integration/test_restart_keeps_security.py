@@ -18,15 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tls_certs import TlsFiles, make_tls_files
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
-from tls_certs import TlsFiles, make_tls_files  # noqa: E402
-
-import cricket_client  # noqa: E402
-from cricket_client import driver as cuda  # noqa: E402
-from cricket_client.reconnect import enable_reconnect  # noqa: E402
-from cricket_xdr.rpc.errors import AuthError  # noqa: E402
-from cricket_xdr.rpc.tls import client_context  # noqa: E402
+import cricket_client
+from cricket_client import driver as cuda
+from cricket_client.reconnect import enable_reconnect
+from cricket_xdr.rpc.errors import AuthError
+from cricket_xdr.rpc.tls import client_context
 
 ROOT = Path(__file__).resolve().parents[2]
 LIMIT = 120.0

@@ -5,16 +5,13 @@ sim streams hold no thread."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
+from server_harness import BACKEND, running_server, wait_for
 
 import cricket_client
 from cricket_client import driver as cuda
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "behaviour"))
-from security_server import BACKEND, running_server, wait_for  # noqa: E402
 
 E = cuda.CUresult
 KERNELS = Path(__file__).resolve().parents[1] / "kernels"

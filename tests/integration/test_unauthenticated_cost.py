@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import socket
 import struct
-import sys
 import time
 from pathlib import Path
 
 import psutil
 import pytest
+from server_harness import Server, running_server, wait_for
+from tls_certs import make_tls_files
 
 import cricket_client
 from cricket_client import driver as cuda
@@ -21,11 +22,6 @@ from cricket_xdr.rpc.connection import ClientConnection
 from cricket_xdr.rpc.errors import ConnectionLost
 from cricket_xdr.rpc.message import NULL_AUTH, OpaqueAuth
 from rpc_spec import cricket_rpc as proto
-
-TESTS = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(TESTS / "behaviour"), str(TESTS / "unit")]
-from security_server import Server, running_server, wait_for  # noqa: E402
-from tls_certs import make_tls_files  # noqa: E402
 
 E = cuda.CUresult
 TOKEN = "a-token-for-the-denial-of-service-tests"

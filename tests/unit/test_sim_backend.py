@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from bindings_mirror import same_release
 
 from cricket_server.backends.base import (
     CUDA_ERROR_ILLEGAL_ADDRESS,
@@ -118,6 +119,8 @@ def test_attribute_table_matches_cuda_bindings() -> None:
     for attr in driver.CUdevice_attribute:
         if attr.name == "CU_DEVICE_ATTRIBUTE_MAX":
             continue
+        if int(attr) not in H200_ATTRIBUTES and not same_release():
+            continue  # added by a newer cuda-bindings than the one the table follows
         assert H200_ATTRIBUTES[int(attr)][0] == attr.name.removeprefix("CU_DEVICE_ATTRIBUTE_")
 
 

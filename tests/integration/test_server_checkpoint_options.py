@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_server_cli import ready_client, start_server, wait_for
+from test_server_cli import cli_server, client, ready_client, wait_for
 
 from checkpoint.reader import Checkpoint
 
@@ -22,19 +22,19 @@ def _sessions_in(directory: Path) -> int:
 @pytest.mark.parametrize("isolation", ["thread", "process"])
 def test_sigusr1_and_sigterm_write_checkpoints(tmp_path: Path, isolation: str) -> None:
     ckpt = tmp_path / "ckpt"
-    srv = start_server(tmp_path, "--listen", "127.0.0.1:0", "--isolation", isolation,
-                       "--checkpoint-dir", str(ckpt))  # fmt: skip
-    rpc, c = srv.client()
-    with rpc:
-        ready_client(c)
-        ptr = c.CU_MEM_ALLOC(4096)
-        assert ptr.err == 0
-        assert c.CU_MEMCPY_HTOD(ptr.value, b"\x42" * 4096) == 0
-        srv.process.send_signal(signal.SIGUSR1)
-        wait_for(lambda: "session(s)" in srv.log())
-        assert _sessions_in(ckpt) == 1
-        first = srv.log().count("session(s)")
-        assert srv.stop(signal.SIGTERM) == 0
+    with cli_server(tmp_path, "--listen", "127.0.0.1:0", "--isolation", isolation,
+                    "--checkpoint-dir", str(ckpt)) as srv:  # fmt: skip
+        rpc, c = client(srv)
+        with rpc:
+            ready_client(c)
+            ptr = c.CU_MEM_ALLOC(4096)
+            assert ptr.err == 0
+            assert c.CU_MEMCPY_HTOD(ptr.value, b"\x42" * 4096) == 0
+            srv.process.send_signal(signal.SIGUSR1)
+            wait_for(lambda: "session(s)" in srv.log())
+            assert _sessions_in(ckpt) == 1
+            first = srv.log().count("session(s)")
+            assert srv.stop(signal.SIGTERM) == 0
     log = srv.log()
     assert "final checkpoint" in log
     assert log.count("session(s)") == first + 1

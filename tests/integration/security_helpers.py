@@ -5,52 +5,29 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
-import psutil
-import pytest
+import server_harness
+from server_harness import LIMIT
 
 import cricket_client
 from cricket_client import driver as cuda
 
 ROOT = Path(__file__).resolve().parents[2]
-LIMIT = 60.0
 E = cuda.CUresult
 
 
 @contextmanager
 def running_server(folder: Path, isolation: str, *options: str) -> Iterator[str]:
     """A sim server on a free loopback port with `options`; yields its "host:port"."""
-    ready, log_path = folder / f"ready-{isolation}", folder / f"server-{isolation}.log"
-    with open(log_path, "wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "cricket_server", "--backend", "sim", "--isolation", isolation,
-             "--sim-memory", "256M", "--listen", "127.0.0.1:0", "--ready-file", str(ready),
-             *options],
-            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    try:
-        deadline = time.monotonic() + LIMIT
-        while not ready.exists() and process.poll() is None:
-            if time.monotonic() > deadline:
-                pytest.fail("cricket-server did not get ready")
-            time.sleep(0.05)
-        if process.poll() is not None:
-            pytest.fail(f"cricket-server exited:\n{log_path.read_text()}")
-        yield ready.read_text().strip()
-    finally:
-        try:
-            children = psutil.Process(process.pid).children(recursive=True)
-        except psutil.NoSuchProcess:
-            children = []
-        for child in children:
-            child.kill()
-        process.kill()
-        process.wait()
+    with server_harness.running_server(
+        folder, "--sim-memory", "256M", *options,
+        backend="sim", isolation=isolation, name=f"server-{isolation}",
+    ) as server:  # fmt: skip
+        yield server.address
 
 
 def start_server(folder: Path, isolation: str, *options: str) -> subprocess.CompletedProcess[str]:

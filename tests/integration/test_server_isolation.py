@@ -12,16 +12,16 @@ import re
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 import numpy as np
 import psutil
 import pytest
+import server_harness
+from server_harness import LIMIT, wait_for
 
 import cricket_client
 from cricket_client import driver as cuda
@@ -30,19 +30,12 @@ from cricket_xdr.rpc.errors import RpcError
 
 ROOT = Path(__file__).resolve().parents[2]
 CUBIN = ROOT / "tests" / "kernels" / "test_kernels.sm_90.cubin"
-LIMIT = 60.0  # seconds anything may take before the test gives up
 E = cuda.CUresult
-T = TypeVar("T")
 
 
 @dataclass
-class Server:
-    process: subprocess.Popen[bytes]
-    address: str
-    log_path: Path
-
-    def log(self) -> str:
-        return self.log_path.read_text()
+class Server(server_harness.Server):
+    """A `--isolation process` server: its workers as its log names them."""
 
     def worker_of(self, conn: cricket_client.Connection) -> int:
         """The pid of the worker that opened `conn`'s session."""
@@ -59,35 +52,12 @@ class Server:
         return found[1] if found else None
 
 
-def wait_for(probe: Callable[[], T], what: str) -> T:
-    deadline = time.monotonic() + LIMIT
-    while not (found := probe()):
-        if time.monotonic() > deadline:
-            pytest.fail(f"gave up waiting for {what}")
-        time.sleep(0.05)
-    return found
-
-
 @contextmanager
 def running_server(folder: Path, *options: str) -> Iterator[Server]:
-    ready, log_path = folder / "ready", folder / "server.log"
-    with open(log_path, "wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "cricket_server", "--backend", "sim", "--isolation", "process",
-             "--sim-memory", "256M", "--listen", "127.0.0.1:0", "--ready-file", str(ready),
-             *options],
-            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    try:
-        wait_for(lambda: ready.exists() or process.poll() is not None, "the ready file")
-        if process.poll() is not None:
-            pytest.fail(f"cricket-server exited:\n{log_path.read_text()}")
-        yield Server(process, ready.read_text().strip(), log_path)
-    finally:
-        for child in _children(process.pid):
-            child.kill()
-        process.kill()
-        process.wait()
+    with server_harness.running_server(
+        folder, "--sim-memory", "256M", *options, backend="sim", isolation="process"
+    ) as srv:
+        yield Server(srv.process, srv.address, srv.log_path, srv.name)
 
 
 @pytest.fixture

@@ -19,16 +19,13 @@ import ctypes
 import os
 import random
 import secrets
-import signal
 import struct
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from server_harness import Server, start_server
 
 import cricket_client
 from cricket_client import driver as cuda
@@ -90,44 +87,15 @@ class Namespace:
             netns.remove(self.name)
 
     def enter(self) -> Callable[[], None]:
-        """A preexec_fn that moves the child into this namespace."""
+        """Called in a child before exec: moves it into this namespace."""
         name = self.name
 
         def preexec() -> None:
             from pyroute2 import netns  # type: ignore[import-untyped]
 
             netns.setns(name)
-            os.setsid()  # its own process group: a kill takes its workers with it
 
         return preexec
-
-
-class Server:
-    """A server process inside a namespace, stopped (with its process group) at the end."""
-
-    def __init__(self, ns: Namespace, args: list[str], folder: Path, name: str) -> None:
-        self.ready = folder / f"{name}.ready"
-        self.log = folder / f"{name}.log"
-        with open(self.log, "wb") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, *args, "--ready-file", str(self.ready)],
-                cwd=ROOT,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                preexec_fn=ns.enter(),
-            )
-        deadline = time.monotonic() + 120
-        while not self.ready.exists():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.kill()
-                pytest.fail(f"{name} did not start:\n{self.log.read_text()}")
-            time.sleep(0.05)
-        self.address = self.ready.read_text().strip()
-
-    def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
 
 
 @pytest.fixture
@@ -188,8 +156,10 @@ def test_a_session_migrates_between_servers_in_two_network_namespaces(
 ) -> None:
     a, b = namespaces
     monkeypatch.delenv(cricket_client.ADDRESS_ENV, raising=False)
-    common = ["--backend", "sim", "--isolation", isolation, "--checkpoint-root", str(tmp_path)]
-    first = Server(a, ["-m", "cricket_server", "--listen", f"{a.inside}:0", *common], tmp_path, "a")
+    first = start_server(
+        tmp_path, "--checkpoint-root", str(tmp_path), backend="sim", isolation=isolation,
+        listen=f"{a.inside}:0", name="a", enter=a.enter(),
+    )  # fmt: skip
     servers.append(first)
     assert first.address.startswith(a.inside)
     conn = cricket_client.connect(first.address, make_default=True)
@@ -217,12 +187,9 @@ def test_a_session_migrates_between_servers_in_two_network_namespaces(
         cricket_client.checkpoint(tmp_path / "moving")
         first.kill()  # SIGKILL, with its workers: a node lost
 
-        second = Server(
-            b,
-            ["-m", "cricket_server", "restart", str(tmp_path / "moving"), "--listen",
-             f"{b.inside}:0", *common],
-            tmp_path,
-            "b",
+        second = start_server(
+            tmp_path, "--checkpoint-root", str(tmp_path), backend="sim", isolation=isolation,
+            listen=f"{b.inside}:0", name="b", program=("cricket_server", "restart", str(tmp_path / "moving")), enter=b.enter(),
         )  # fmt: skip
         servers.append(second)
         assert second.address.startswith(b.inside)

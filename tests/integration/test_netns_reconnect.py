@@ -25,9 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "behaviour"))
-from security_server import LIMIT, die_with_parent, running_server, wait_for  # noqa: E402
+from server_harness import LIMIT, ROOT, die_with_parent, running_server, wait_for
 
 
 def _need_root() -> None:
@@ -109,7 +107,7 @@ def test_the_client_reconnects_after_the_link_went_down_and_goes_on(
         client = subprocess.Popen(
             ["ip", "netns", "exec", pair.client, sys.executable, __file__, srv.address],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            preexec_fn=die_with_parent,
+            preexec_fn=die_with_parent, env={**os.environ, "PYTHONPATH": str(ROOT / "tests")},
         )  # fmt: skip
         assert client.stdin is not None and client.stdout is not None
         try:

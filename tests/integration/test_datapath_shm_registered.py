@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_session_fakes import ARENA_BASE, ARENA_SIZE, GRANULARITY, FakeBackend, FakeSession
+from unit.test_session_fakes import ARENA_BASE, ARENA_SIZE, GRANULARITY, FakeBackend, FakeSession
 
 import cricket_client
 from cricket_client import driver as cuda
@@ -157,10 +157,10 @@ def _ended(session: RegisteringSession) -> bool:
 
 
 def _wait_for(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while not condition():
         if time.monotonic() > deadline:
-            pytest.fail(f"the server did not {what} within 10 s")
+            pytest.fail(f"the server did not {what} within 60 s")
         time.sleep(0.01)
 
 

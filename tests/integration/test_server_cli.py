@@ -15,11 +15,12 @@ import sys
 import textwrap
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import click
 import pytest
+from server_harness import Server, running_server
 
 from cricket_server.backends import make_backend
 from cricket_server.backends.cuda import gpu_available
@@ -33,60 +34,28 @@ CUDA_ERROR_INVALID_HANDLE = 400
 STARTUP_LIMIT = 60.0  # seconds a server (or a client child) may take to come up
 
 
-@dataclass
-class Server:
-    process: subprocess.Popen[str]
-    address: str  # as the ready file says
-    log_path: Path
-
-    def client(self) -> tuple[RpcClient, proto.CRICKET_V1_Client]:
-        if self.address.startswith("unix:"):
-            rpc = RpcClient(self.address, timeout=30)
-        else:
-            host, port = self.address.rsplit(":", 1)
-            rpc = RpcClient((host, int(port)), timeout=30)
-        return rpc, proto.CRICKET_V1_Client(rpc)
-
-    def log(self) -> str:
-        return self.log_path.read_text()
-
-    def stop(self, sig: int = signal.SIGTERM) -> int:
-        if self.process.poll() is None:
-            self.process.send_signal(sig)
-        try:
-            return self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-            raise
+def client(server: Server) -> tuple[RpcClient, proto.CRICKET_V1_Client]:
+    """A connection to `server` (TCP or Unix socket) and the generated stubs on it."""
+    if server.address.startswith("unix:"):
+        rpc = RpcClient(server.address, timeout=30)
+    else:
+        host, port = server.address.rsplit(":", 1)
+        rpc = RpcClient((host, int(port)), timeout=30)
+    return rpc, proto.CRICKET_V1_Client(rpc)
 
 
-def start_server(tmp_path: Path, *listen_args: str) -> Server:
-    ready = tmp_path / "ready"
-    log_path = tmp_path / "server.log"
-    with open(log_path, "w") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "cricket_server", *listen_args, "--backend", "sim",
-             "--sim-memory", "1G", "--ready-file", str(ready), "--log-level", "debug"],
-            stdout=log, stderr=subprocess.STDOUT, text=True,
-        )  # fmt: skip
-    deadline = time.monotonic() + STARTUP_LIMIT
-    while not ready.exists():
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            process.wait()
-            pytest.fail(f"cricket-server did not come up:\n{log_path.read_text()}")
-        time.sleep(0.05)
-    return Server(process, ready.read_text().strip(), log_path)
+def cli_server(tmp_path: Path, *args: str) -> AbstractContextManager[Server]:
+    """`python -m cricket_server ARGS` (the test names --listen/--unix/--isolation) on sim."""
+    return running_server(
+        tmp_path, *args, "--sim-memory", "1G", "--log-level", "debug",
+        backend="sim", isolation=None, listen=None,
+    )  # fmt: skip
 
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[Server]:
-    srv = start_server(tmp_path, "--listen", "127.0.0.1:0")
-    try:
+    with cli_server(tmp_path, "--listen", "127.0.0.1:0") as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 def wait_for(condition: Callable[[], bool]) -> None:
@@ -108,7 +77,7 @@ def ready_client(c: proto.CRICKET_V1_Client, name: str = "test") -> proto.hello_
 
 
 def test_hello_alloc_copy_round_trip(server: Server) -> None:
-    rpc, c = server.client()
+    rpc, c = client(server)
     with rpc:
         assert c.CU_MEM_ALLOC(64).err == CUDA_ERROR_NOT_INITIALIZED  # before HELLO
         ok = ready_client(c)
@@ -126,8 +95,8 @@ def test_hello_alloc_copy_round_trip(server: Server) -> None:
 
 
 def test_two_clients_are_isolated(server: Server) -> None:
-    rpc_a, a = server.client()
-    rpc_b, b = server.client()
+    rpc_a, a = client(server)
+    rpc_b, b = client(server)
     with rpc_a, rpc_b:
         ready_client(a, "a")
         ready_client(b, "b")
@@ -163,7 +132,7 @@ CHILD = textwrap.dedent(
 
 
 def test_killed_client_has_its_memory_freed(server: Server) -> None:
-    rpc, c = server.client()
+    rpc, c = client(server)
     with rpc:
         ready_client(c, "observer")
         before = c.CU_MEM_GET_INFO().value.free
@@ -184,27 +153,25 @@ def test_killed_client_has_its_memory_freed(server: Server) -> None:
 
 
 def test_sigterm_frees_sessions_and_exits_zero(tmp_path: Path) -> None:
-    srv = start_server(tmp_path, "--listen", "127.0.0.1:0")
-    rpc, c = srv.client()
-    with rpc:
-        ok = ready_client(c)
-        assert c.CU_MEM_ALLOC(1000).err == 0
-        assert srv.stop(signal.SIGTERM) == 0
+    with cli_server(tmp_path, "--listen", "127.0.0.1:0") as srv:
+        rpc, c = client(srv)
+        with rpc:
+            ok = ready_client(c)
+            assert c.CU_MEM_ALLOC(1000).err == 0
+            assert srv.stop(signal.SIGTERM) == 0
     text = srv.log()
     assert f"session {ok.session_id:#x} end" in text and "1 allocations" in text
-    assert not (tmp_path / "ready").exists()
+    assert not (tmp_path / "server.ready").exists()
 
 
 def test_unix_socket(tmp_path: Path) -> None:
     path = tmp_path / "cricket.sock"
-    srv = start_server(tmp_path, "--unix", str(path))
-    try:
+    with cli_server(tmp_path, "--unix", str(path)) as srv:
         assert srv.address == f"unix:{path}"
-        rpc, c = srv.client()
+        rpc, c = client(srv)
         with rpc:
             ready_client(c)
             assert c.CU_DEVICE_GET_COUNT().value >= 1
-    finally:
         assert srv.stop(signal.SIGINT) == 0
     assert not path.exists()
 
@@ -238,8 +205,7 @@ def test_auto_backend_without_a_gpu_is_sim_with_a_notice(caplog: pytest.LogCaptu
 
 
 def test_two_tcp_listeners(tmp_path: Path) -> None:
-    srv = start_server(tmp_path, "--listen", "127.0.0.1:0", "--listen", "127.0.0.1:0")
-    try:
+    with cli_server(tmp_path, "--listen", "127.0.0.1:0", "--listen", "127.0.0.1:0") as srv:
         line = next(x for x in srv.log().splitlines() if "listening on" in x)
         ports = [int(p) for p in re.findall(r"127\.0\.0\.1:(\d+)", line)]
         assert len(set(ports)) == 2 and srv.address == f"127.0.0.1:{ports[0]}"
@@ -247,7 +213,6 @@ def test_two_tcp_listeners(tmp_path: Path) -> None:
             with RpcClient(("127.0.0.1", port), timeout=30) as rpc:
                 hello = proto.CRICKET_V1_Client(rpc).HELLO(proto.hello_args(1, b"", "t"))
                 assert hello.err == 0
-    finally:
         assert srv.stop() == 0
 
 

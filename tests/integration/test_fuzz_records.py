@@ -14,13 +14,13 @@ from __future__ import annotations
 import random
 import socket
 import struct
-import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
+from server_harness import Server, running_server, steady
 
 import cricket_client
 from cricket_client import driver as cuda
@@ -29,14 +29,12 @@ from cricket_xdr.rpc.client import RpcClient
 from cricket_xdr.rpc.errors import RemoteRpcError
 from rpc_spec import cricket_rpc as proto
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "behaviour"))
-from security_server import Server, running_server, wait_for  # noqa: E402
-
 E = cuda.CUresult
 RECORDS = 100_000
 CONNECTIONS = 4
 WINDOW = 256  # calls in flight per connection
 RAW_RECORDS = 2_000
+SETTLE_LIMIT = 120.0  # seconds the server may take to close what 10^5 records opened
 SERVER = proto.CRICKET_V1_Server
 NOT_FUZZED = {proto.GOODBYE}  # ends the session: the rest would only see NOT_INITIALIZED
 PATH_PROCS = {proto.CHECKPOINT_SESSION, proto.CHECKPOINT_SERVER}  # paths stay in tmp
@@ -214,20 +212,23 @@ def serves_correctly(address: str) -> bool:
     return bool((out == data).all())
 
 
-def settled(server: Server, baseline: tuple[int, int]) -> tuple[int, int]:
-    deadline = time.monotonic() + 30
-    while (usage := server.usage()) != baseline and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return usage
+def idle_usage(server: Server) -> tuple[int, int]:
+    """The server's (threads, descriptors) with no client left, once steady."""
+    return steady(
+        lambda: None if server.client_connections() else server.usage(),
+        "the idle server's (threads, fds)",
+        SETTLE_LIMIT,
+    )
 
 
+@pytest.mark.slow
 def test_generated_and_mutated_records_do_not_hurt_the_server(tmp_path: Path) -> None:
     options = ("--sim-memory", "256M", "--max-session-memory", "32M", "--max-record", "1M",
                "--checkpoint-root", str(tmp_path))  # fmt: skip
     with running_server(tmp_path / "server", *options, backend="sim") as srv:
         assert serves_correctly(srv.address)
         free_before = free_memory(srv.address)
-        baseline = settled(srv, srv.usage())
+        baseline = idle_usage(srv)
         answers: list[int] = []
         per = RECORDS // CONNECTIONS
         threads = [
@@ -241,7 +242,8 @@ def test_generated_and_mutated_records_do_not_hurt_the_server(tmp_path: Path) ->
             t.join()
         assert answers == [per] * CONNECTIONS  # every call answered, none lost
         assert srv.process.poll() is None
-        wait_for(lambda: settled(srv, baseline) == baseline, "threads and descriptors")
+        after = idle_usage(srv)
+        assert after == baseline, f"(threads, fds) idle: {baseline} before, {after} after"
         assert free_memory(srv.address) == free_before
         assert serves_correctly(srv.address)
         log = srv.log()

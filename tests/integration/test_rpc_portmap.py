@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from server_harness import serving
 
 from cricket_xdr.portmap import IPPROTO_TCP, IPPROTO_UDP, PortmapClient, mapping
 from cricket_xdr.portmap_rpc import PMAP_VERS_Server, pmaplist
@@ -49,11 +50,9 @@ class Served:
 @pytest.fixture
 def portmapper():
     fake = FakePortmapper()
-    srv = RpcServer([fake])
-    fake.address = srv.listen_tcp("127.0.0.1", 0)
-    srv.start()
-    yield fake
-    srv.shutdown()
+    with serving(RpcServer([fake])) as address:
+        fake.address = address
+        yield fake
 
 
 def test_set_getport_dump_unset(portmapper):

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from server_harness import serving
 
 from cricket_xdr.rpc import RpcClient, RpcServer
 from cricket_xdr.rpc.record import DIRECT_READ_MIN, LAST_FRAGMENT, Placed, RecordReader
@@ -45,15 +46,9 @@ class BulkService:
 @pytest.fixture
 def client():
     service = BulkService()
-    srv = RpcServer([service])
-    address = srv.listen_tcp("127.0.0.1", 0)
-    srv.start()
-    try:
-        with RpcClient(address, timeout=10) as c:
-            c.service = service
-            yield c
-    finally:
-        srv.shutdown()
+    with serving(RpcServer([service])) as address, RpcClient(address, timeout=10) as c:
+        c.service = service
+        yield c
 
 
 def expected(n: int) -> bytes:

@@ -7,12 +7,12 @@ error to that client only, and the server goes on serving.
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from server_harness import running_server, wait_for
 
 import cricket_client
 from cricket_client import driver as cuda
@@ -20,9 +20,6 @@ from cricket_client.reconnect import enable_reconnect
 from cricket_xdr.rpc.client import RpcClient
 from cricket_xdr.rpc.errors import ConnectionLost, RpcError
 from rpc_spec import cricket_rpc as proto
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "behaviour"))
-from security_server import running_server, wait_for  # noqa: E402
 
 E = cuda.CUresult
 MODES = ["thread", "process"]

@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from server_harness import serving
 from tls_certs import TlsFiles, make_tls_files
 
 from cricket_client.errors import CricketClientError
@@ -66,12 +67,8 @@ def echo(client: RpcClient, data: bytes) -> bytes:
 @pytest.fixture
 def server() -> Iterator[RpcServer]:
     srv = RpcServer([SpinService()], spin_us=SPIN_US, idle_timeout=LIMIT)
-    srv.listen_tcp("127.0.0.1", 0)
-    srv.start()
-    try:
+    with serving(srv):
         yield srv
-    finally:
-        srv.shutdown()
 
 
 def address(srv: RpcServer) -> tuple[str, int]:
@@ -240,12 +237,8 @@ IDLE_LOG = "idle for 0.2 s, closing"
 def idle_server(caplog: pytest.LogCaptureFixture) -> Iterator[RpcServer]:
     caplog.set_level(logging.INFO, logger="cricket_xdr.rpc.server")
     srv = RpcServer([SpinService()], spin_us=SPIN_US, idle_timeout=0.2)
-    srv.listen_tcp("127.0.0.1", 0)
-    srv.start()
-    try:
+    with serving(srv):
         yield srv
-    finally:
-        srv.shutdown()
 
 
 def test_idle_timeout_closes_a_silent_connection(
@@ -303,38 +296,32 @@ def test_tls_connections_work_with_spin_set(certs: TlsFiles) -> None:
     srv = RpcServer(
         [SpinService()], spin_us=SPIN_US, idle_timeout=LIMIT, admission=Admission(tls=tls)
     )
-    srv.listen_tcp("127.0.0.1", 0)
-    srv.start()
-    try:
-        with RpcClient(
-            address(srv),
-            timeout=LIMIT,
-            spin_us=SPIN_US,
-            tls=client_context(str(certs.server_ca.cert)),
-            program=(PROG, 1),
-        ) as c:
-            assert c._sock.version() == "TLSv1.3"
-            for i in range(200):
-                assert echo(c, counting(i)) == counting(i)
-            size = 4 << 20
-            assert bytes(opaque.decode(c.call(PROG, 1, 2, xdr_int.encode(size)))) == counting(
-                size
-            )
-            assert c.call(PROG, 1, 3, xdr_u_int.encode(20)) == b""
-    finally:
-        srv.shutdown()
+    with serving(srv) as where, RpcClient(
+        where,
+        timeout=LIMIT,
+        spin_us=SPIN_US,
+        tls=client_context(str(certs.server_ca.cert)),
+        program=(PROG, 1),
+    ) as c:
+        assert c._sock.version() == "TLSv1.3"
+        for i in range(200):
+            assert echo(c, counting(i)) == counting(i)
+        size = 4 << 20
+        assert bytes(opaque.decode(c.call(PROG, 1, 2, xdr_int.encode(size)))) == counting(
+            size
+        )
+        assert c.call(PROG, 1, 3, xdr_u_int.encode(20)) == b""
 
 
 def test_plain_client_refused_by_a_tls_server_with_spin_set(certs: TlsFiles) -> None:
     tls = server_context(str(certs.server.cert), str(certs.server.key))
     srv = RpcServer([SpinService()], spin_us=SPIN_US, admission=Admission(tls=tls))
-    srv.listen_tcp("127.0.0.1", 0)
-    srv.start()
-    try:
-        with RpcClient(address(srv), timeout=LIMIT, spin_us=SPIN_US) as c, pytest.raises(AuthError):
-            echo(c, b"no")
-    finally:
-        srv.shutdown()
+    with (
+        serving(srv) as where,
+        RpcClient(where, timeout=LIMIT, spin_us=SPIN_US) as c,
+        pytest.raises(AuthError),
+    ):
+        echo(c, b"no")
 
 
 # -- configuration -------------------------------------------------------------------------

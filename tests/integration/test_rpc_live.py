@@ -10,6 +10,7 @@ import threading
 import time
 
 import pytest
+from server_harness import serving
 
 from cricket_xdr.rpc import (
     AuthError,
@@ -108,11 +109,9 @@ def service():
 @pytest.fixture
 def server(service):
     srv = RpcServer([service, TestServiceV3()], max_record=8 << 20)
-    address = srv.listen_tcp("127.0.0.1", 0)
-    srv.start()
-    srv.address = address
-    yield srv
-    srv.shutdown()
+    with serving(srv) as address:
+        srv.address = address
+        yield srv
     assert srv.connection_count == 0
 
 
@@ -269,10 +268,7 @@ def test_custom_verifier_can_deny(service):
             raise AuthError(m.AUTH_TOOWEAK, f"uid {principal.uid} is not root")
         return principal
 
-    srv = RpcServer([service], auth_verifiers={m.AUTH_SYS: only_root})
-    address = srv.listen_tcp("127.0.0.1", 0)
-    srv.start()
-    try:
+    with serving(RpcServer([service], auth_verifiers={m.AUTH_SYS: only_root})) as address:
         root = AuthSys(AuthSysParams("h", 0, 0))
         with RpcClient(address, auth=root, timeout=10) as c:
             assert string.decode(c.call(PROG, 1, 6)) == "h:0"
@@ -287,19 +283,14 @@ def test_custom_verifier_can_deny(service):
             pytest.raises(AuthError, match="AUTH_REJECTEDCRED"),
         ):
             c.call(PROG, 1, 0)
-    finally:
-        srv.shutdown()
 
 
 # -- framing, concurrency, timeouts -------------------------------------------------------------
 
 
 def test_multi_fragment_records_both_ways(service):
-    srv = RpcServer([service], max_fragment=1000)
-    address = srv.listen_tcp("127.0.0.1", 0)
-    srv.start()
-    payload = bytes(range(256)) * 40
-    try:
+    with serving(RpcServer([service], max_fragment=1000)) as address:
+        payload = bytes(range(256)) * 40
         with RpcClient(address, max_fragment=1000, timeout=10) as c:
             assert opaque.decode(c.call(PROG, 1, 1, opaque.encode(payload))) == payload
         with socket.create_connection(address, timeout=10) as sock:
@@ -308,8 +299,6 @@ def test_multi_fragment_records_both_ways(service):
             sock.sendall(struct.pack(">I", 0x80000000 | len(call)) + call)
             sock.shutdown(socket.SHUT_WR)
             data = read_until_eof(sock)
-    finally:
-        srv.shutdown()
     (first,) = struct.unpack_from(">I", data)
     assert first == 1000  # the reply came in several fragments
     (record,) = records_of(data)
@@ -419,7 +408,7 @@ def test_server_side_close_from_another_thread(client, service):
     connection.close()
     with pytest.raises(ConnectionLost):
         client.call(PROG, 1, 0)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while connection.id not in service.closed and time.monotonic() < deadline:
         time.sleep(0.01)
     assert service.closed == [connection.id]
@@ -438,7 +427,7 @@ def test_close_callbacks_run_once_per_connection(server, service):
         with RpcClient(server.address, timeout=10) as c:
             assert xdr_int.decode(c.call(PROG, 1, 7, xdr_int.encode(1))) == 1
             assert xdr_int.decode(c.call(PROG, 1, 7, xdr_int.encode(2))) == 2
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while len(service.closed) < 2 and time.monotonic() < deadline:
         time.sleep(0.01)
     assert len(service.closed) == 2 and len(set(service.closed)) == 2
@@ -495,15 +484,12 @@ def test_serve_forever_on_own_thread_stops_at_shutdown(service):
 
 
 def test_idle_timeout_closes_a_stalled_connection(service):
-    srv = RpcServer([service], idle_timeout=0.1)
-    address = srv.listen_tcp("127.0.0.1", 0)
-    srv.start()
-    try:
-        with socket.create_connection(address, timeout=10) as sock:
-            sock.sendall(struct.pack(">I", 0x80000000 | 100) + b"\0" * 10)
-            assert read_until_eof(sock) == b""
-    finally:
-        srv.shutdown()
+    with (
+        serving(RpcServer([service], idle_timeout=0.1)) as address,
+        socket.create_connection(address, timeout=10) as sock,
+    ):
+        sock.sendall(struct.pack(">I", 0x80000000 | 100) + b"\0" * 10)
+        assert read_until_eof(sock) == b""
 
 
 @pytest.mark.parametrize(

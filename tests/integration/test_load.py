@@ -7,18 +7,18 @@ cores; `python -m bench --only load` runs the same with its table.
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
-from bench.load import load, report
+import pytest
+from server_harness import running_server
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "behaviour"))
-from security_server import running_server  # noqa: E402
+from bench.load import load, report
 
 CLIENTS = 32
 CALLS = int(os.environ.get("CRICKET_LOAD_CALLS", "10000"))
 
 
+@pytest.mark.slow
 def test_concurrent_clients_get_every_result_right(tmp_path: Path) -> None:
     with running_server(tmp_path, "--log-level", "warning", backend="sim") as srv:
         result = load(srv.address, CLIENTS, CALLS, seed=1)

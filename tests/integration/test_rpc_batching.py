@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+from server_harness import serving
 
 from cricket_xdr.rpc import ConnectionLost, RpcClient, RpcServer, SystemErr
 from cricket_xdr.stubs import Procedure
@@ -47,14 +48,8 @@ def service():
 
 @pytest.fixture
 def client(service):
-    srv = RpcServer([service])
-    address = srv.listen_tcp("127.0.0.1", 0)
-    srv.start()
-    try:
-        with RpcClient(address, timeout=10) as c:
-            yield c
-    finally:
-        srv.shutdown()
+    with serving(RpcServer([service])) as address, RpcClient(address, timeout=10) as c:
+        yield c
 
 
 def append(client: RpcClient, n: int, *, defer: bool):
@@ -104,14 +99,9 @@ def test_an_error_reply_among_held_ones_reaches_its_call(client):
 
 
 def test_deferred_calls_fail_when_the_client_closes(service):
-    srv = RpcServer([service])
-    address = srv.listen_tcp("127.0.0.1", 0)
-    srv.start()
-    try:
+    with serving(RpcServer([service])) as address:
         c = RpcClient(address, timeout=10)
         pending = append(c, 1, defer=True)
         c.close()
         with pytest.raises(ConnectionLost):
             pending.result()
-    finally:
-        srv.shutdown()
