@@ -18,7 +18,7 @@ refuses; `cricket-checkpoint verify` (`Checkpoint.problems`) and the restore
 |                      | size is its size                                                    |
 
 What depends on the restoring server (its device count, address range, live handles and
-sessions) is checked by the restore itself (cricket_server.checkpointing.check_fits).
+sessions) is checked by the restore itself (cricket_server.checkpoints.sessions.check_fits).
 """
 
 from __future__ import annotations

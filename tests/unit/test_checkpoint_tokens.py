@@ -15,11 +15,11 @@ from checkpoint.format import MANIFEST, CheckpointError
 from checkpoint.reader import Checkpoint
 from cricket_server.backends import make_backend
 from cricket_server.backends.base import CUDA_ERROR_INVALID_VALUE, CudaError
-from cricket_server.checkpointing import restore_checkpoint, write_checkpoint
+from cricket_server.checkpoints.sessions import restore_checkpoint, write_checkpoint
+from cricket_server.checkpoints.workers import checkpoint_workers
 from cricket_server.memory import AddressArena
 from cricket_server.service import CricketService
 from cricket_server.session import Session, SessionManager
-from cricket_server.workers.checkpoints import checkpoint_workers
 
 
 def manager() -> SessionManager:

@@ -22,7 +22,7 @@ from checkpoint.format import MANIFEST, CheckpointError, decode_manifest, encode
 from checkpoint.reader import Checkpoint
 from checkpoint.writer import BlobSink
 from cricket_server.backends import make_backend
-from cricket_server.checkpointing import restore_checkpoint, write_checkpoint
+from cricket_server.checkpoints.sessions import restore_checkpoint, write_checkpoint
 from cricket_server.memory import AddressArena
 from cricket_server.session import Session, SessionManager
 from rpc_spec import checkpoint_rpc as ck
