@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import PurePosixPath
 
-from cricket_server.resources import HandleKind, kind_of
 from rpc_spec import checkpoint_rpc as ck
+from rpc_spec.handles import HandleKind, kind_of
 
 ADDRESS_LIMIT = 1 << 64
 

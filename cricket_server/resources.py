@@ -18,7 +18,6 @@ message says only that the handle is not owned by this session).
 
 from __future__ import annotations
 
-import enum
 import logging
 import threading
 from collections.abc import Iterator
@@ -31,33 +30,9 @@ from cricket_server.backends.base import (
     CudaError,
     ParamInfo,
 )
+from rpc_spec.handles import COUNTER_MASK, KIND_SHIFT, HandleKind, kind_of  # the protocol's tags
 
 log = logging.getLogger("cricket_server.resources")
-
-KIND_SHIFT = 56
-COUNTER_MASK = (1 << KIND_SHIFT) - 1
-
-
-class HandleKind(enum.IntEnum):
-    CONTEXT = 0x01
-    MODULE = 0x02
-    FUNCTION = 0x03
-    LIBRARY = 0x04
-    KERNEL = 0x05
-    STREAM = 0x06
-    EVENT = 0x07
-
-    @property
-    def label(self) -> str:
-        return self.name.lower()
-
-
-_KINDS = {kind.value: kind for kind in HandleKind}
-
-
-def kind_of(handle: int) -> HandleKind | None:
-    """The kind tagged into `handle`, or None when the tag names no kind."""
-    return _KINDS.get(handle >> KIND_SHIFT)
 
 
 # -- records: what a handle stands for --------------------------------------------------------
