@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 from cricket_xdr.compiler import ir
 from cricket_xdr.compiler.checks import PREDEFINED, Model
+from cricket_xdr.compiler.facts import handle_kinds
 
 __all__ = ["emit", "pyname"]
 
@@ -52,6 +53,7 @@ class _Emitter:
         self.shared_codecs: dict[str, str] = {}  # expression -> module-level name
         self.user_names = {pyname(n) for n in model.constants} | {pyname(n) for n in model.types}
         self.needs_builtins = False
+        self.needs_facts = False
 
     def w(self, line: str = "") -> None:
         self.out.append(line)
@@ -382,6 +384,27 @@ class _Emitter:
             self.w(f"        {self.proc_codec(a)}.pack(_enc, {name})")
         return "_enc.buffers()"
 
+    def facts(self, proc: ir.ProcedureDef) -> str:
+        """The ``_Facts(...)`` of a procedure, or "" when it states none."""
+        names = {f.name for f in proc.facts}
+        parts = []
+        if "pipelined" in names:
+            parts.append("pipelined=True")
+        replay = next((n for n in ("replay", "readonly", "uncounted") if n in names), None)
+        if replay:
+            parts.append(f"replay={replay!r}")
+        views = tuple(i for i, a in enumerate(proc.args) if any(f.name == "view" for f in a.facts))
+        if views:
+            parts.append(f"views={views!r}")
+        handles = tuple((i, handle_kinds(f.arg)) for i, a in enumerate(proc.args)
+                        for f in a.facts if f.name == "handle")
+        if handles:
+            parts.append(f"handles={handles!r}")
+        if not parts:
+            return ""
+        self.needs_facts = True
+        return f"_Facts({', '.join(parts)})"
+
     def server(self, p: ir.ProgramDef, v: ir.VersionDef, prog: str, vers: int | None) -> None:
         cls = f"{v.name}_Server"
         self.w()
@@ -396,8 +419,11 @@ class _Emitter:
         for proc in v.procedures:
             codecs = self.tuple(self.proc_codec(a) for a in proc.args) if proc.args else "()"
             self.w(f"        {proc.number.resolved}: _Procedure(")
+            facts = self.facts(proc)
             self.w(f"            {proc.number.resolved}, {pyname(proc.name)!r}, {codecs}, "
-                   f"{self.proc_codec(proc.result)}")
+                   f"{self.proc_codec(proc.result)}{',' if facts else ''}")
+            if facts:
+                self.w(f"            {facts},")
             self.w("        ),")
         self.w("    }")
         for proc in v.procedures:
@@ -432,6 +458,9 @@ class _Emitter:
             for expr, name in self.shared_codecs.items():
                 self.w(f"{name} = {expr}")
         self.out += programs
+        if self.needs_facts:
+            at = self.out.index("from cricket_xdr.stubs import Pending as _Pending")
+            self.out.insert(at, "from cricket_xdr.stubs import Facts as _Facts")
         if self.needs_builtins:
             self.out[self.out.index("import dataclasses as _dc")] = (
                 "import builtins as _builtins\nimport dataclasses as _dc"
