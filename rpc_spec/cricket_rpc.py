@@ -9,6 +9,7 @@ import enum as _enum
 from typing import Any
 
 from cricket_xdr import xdr as _xdr
+from cricket_xdr.stubs import Facts as _Facts
 from cricket_xdr.stubs import Pending as _Pending
 from cricket_xdr.stubs import Procedure as _Procedure
 
@@ -2917,271 +2918,360 @@ class CRICKET_V1_Server:
     VERSION = 1
     PROCEDURES: dict[int, _Procedure] = {
         1: _Procedure(
-            1, 'HELLO', (xdr_hello_args,), xdr_hello_result
+            1, 'HELLO', (xdr_hello_args,), xdr_hello_result,
+            _Facts(replay='uncounted'),
         ),
         2: _Procedure(
-            2, 'GOODBYE', (), _xdr.xdr_int
+            2, 'GOODBYE', (), _xdr.xdr_int,
+            _Facts(replay='uncounted'),
         ),
         3: _Procedure(
-            3, 'GET_ERROR_MESSAGE', (), xdr_name_str
+            3, 'GET_ERROR_MESSAGE', (), xdr_name_str,
+            _Facts(replay='uncounted'),
         ),
         10: _Procedure(
-            10, 'CU_INIT', (_xdr.xdr_u_int,), _xdr.xdr_int
+            10, 'CU_INIT', (_xdr.xdr_u_int,), _xdr.xdr_int,
+            _Facts(replay='replay'),
         ),
         11: _Procedure(
-            11, 'CU_DRIVER_GET_VERSION', (), xdr_int_result
+            11, 'CU_DRIVER_GET_VERSION', (), xdr_int_result,
+            _Facts(replay='readonly'),
         ),
         12: _Procedure(
-            12, 'CU_DEVICE_GET_COUNT', (), xdr_int_result
+            12, 'CU_DEVICE_GET_COUNT', (), xdr_int_result,
+            _Facts(replay='readonly'),
         ),
         13: _Procedure(
-            13, 'CU_DEVICE_GET', (_xdr.xdr_int,), xdr_int_result
+            13, 'CU_DEVICE_GET', (_xdr.xdr_int,), xdr_int_result,
+            _Facts(replay='readonly'),
         ),
         14: _Procedure(
-            14, 'CU_DEVICE_GET_NAME', (_xdr.xdr_int,), xdr_str_result
+            14, 'CU_DEVICE_GET_NAME', (_xdr.xdr_int,), xdr_str_result,
+            _Facts(replay='readonly'),
         ),
         15: _Procedure(
-            15, 'CU_DEVICE_GET_ATTRIBUTE', (_xdr.xdr_int, _xdr.xdr_int), xdr_int_result
+            15, 'CU_DEVICE_GET_ATTRIBUTE', (_xdr.xdr_int, _xdr.xdr_int), xdr_int_result,
+            _Facts(replay='readonly'),
         ),
         16: _Procedure(
-            16, 'CU_DEVICE_TOTAL_MEM', (_xdr.xdr_int,), xdr_u64_result
+            16, 'CU_DEVICE_TOTAL_MEM', (_xdr.xdr_int,), xdr_u64_result,
+            _Facts(replay='readonly'),
         ),
         17: _Procedure(
-            17, 'CU_DEVICE_GET_UUID', (_xdr.xdr_int,), xdr_uuid_result
+            17, 'CU_DEVICE_GET_UUID', (_xdr.xdr_int,), xdr_uuid_result,
+            _Facts(replay='readonly'),
         ),
         18: _Procedure(
-            18, 'CU_DEVICE_GET_PCI_BUS_ID', (_xdr.xdr_int,), xdr_str_result
+            18, 'CU_DEVICE_GET_PCI_BUS_ID', (_xdr.xdr_int,), xdr_str_result,
+            _Facts(replay='readonly'),
         ),
         30: _Procedure(
-            30, 'CU_DEVICE_PRIMARY_CTX_RETAIN', (_xdr.xdr_int,), xdr_handle_result
+            30, 'CU_DEVICE_PRIMARY_CTX_RETAIN', (_xdr.xdr_int,), xdr_handle_result,
+            _Facts(replay='replay'),
         ),
         31: _Procedure(
-            31, 'CU_DEVICE_PRIMARY_CTX_RELEASE', (_xdr.xdr_int,), _xdr.xdr_int
+            31, 'CU_DEVICE_PRIMARY_CTX_RELEASE', (_xdr.xdr_int,), _xdr.xdr_int,
+            _Facts(replay='replay'),
         ),
         32: _Procedure(
-            32, 'CU_DEVICE_PRIMARY_CTX_RESET', (_xdr.xdr_int,), _xdr.xdr_int
+            32, 'CU_DEVICE_PRIMARY_CTX_RESET', (_xdr.xdr_int,), _xdr.xdr_int,
+            _Facts(replay='replay'),
         ),
         33: _Procedure(
-            33, 'CU_DEVICE_PRIMARY_CTX_GET_STATE', (_xdr.xdr_int,), xdr_ctx_state_result
+            33, 'CU_DEVICE_PRIMARY_CTX_GET_STATE', (_xdr.xdr_int,), xdr_ctx_state_result,
+            _Facts(replay='readonly'),
         ),
         34: _Procedure(
-            34, 'CU_DEVICE_PRIMARY_CTX_SET_FLAGS', (_xdr.xdr_int, _xdr.xdr_u_int), _xdr.xdr_int
+            34, 'CU_DEVICE_PRIMARY_CTX_SET_FLAGS', (_xdr.xdr_int, _xdr.xdr_u_int), _xdr.xdr_int,
+            _Facts(replay='replay'),
         ),
         35: _Procedure(
-            35, 'CU_CTX_CREATE', (_xdr.xdr_u_int, _xdr.xdr_int), xdr_handle_result
+            35, 'CU_CTX_CREATE', (_xdr.xdr_u_int, _xdr.xdr_int), xdr_handle_result,
+            _Facts(replay='replay'),
         ),
         36: _Procedure(
-            36, 'CU_CTX_DESTROY', (xdr_cu_handle,), _xdr.xdr_int
+            36, 'CU_CTX_DESTROY', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('context',)),)),
         ),
         37: _Procedure(
-            37, 'CU_CTX_SET_CURRENT', (xdr_cu_handle,), _xdr.xdr_int
+            37, 'CU_CTX_SET_CURRENT', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('context',)),)),
         ),
         38: _Procedure(
-            38, 'CU_CTX_GET_CURRENT', (), xdr_handle_result
+            38, 'CU_CTX_GET_CURRENT', (), xdr_handle_result,
+            _Facts(replay='readonly'),
         ),
         39: _Procedure(
-            39, 'CU_CTX_PUSH_CURRENT', (xdr_cu_handle,), _xdr.xdr_int
+            39, 'CU_CTX_PUSH_CURRENT', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('context',)),)),
         ),
         40: _Procedure(
-            40, 'CU_CTX_POP_CURRENT', (), xdr_handle_result
+            40, 'CU_CTX_POP_CURRENT', (), xdr_handle_result,
+            _Facts(replay='replay'),
         ),
         41: _Procedure(
-            41, 'CU_CTX_SYNCHRONIZE', (), _xdr.xdr_int
+            41, 'CU_CTX_SYNCHRONIZE', (), _xdr.xdr_int,
+            _Facts(replay='readonly'),
         ),
         42: _Procedure(
-            42, 'CU_CTX_GET_DEVICE', (), xdr_int_result
+            42, 'CU_CTX_GET_DEVICE', (), xdr_int_result,
+            _Facts(replay='readonly'),
         ),
         43: _Procedure(
-            43, 'CU_CTX_GET_LIMIT', (_xdr.xdr_int,), xdr_u64_result
+            43, 'CU_CTX_GET_LIMIT', (_xdr.xdr_int,), xdr_u64_result,
+            _Facts(replay='readonly'),
         ),
         44: _Procedure(
-            44, 'CU_CTX_SET_LIMIT', (_xdr.xdr_int, _xdr.xdr_u_hyper), _xdr.xdr_int
+            44, 'CU_CTX_SET_LIMIT', (_xdr.xdr_int, _xdr.xdr_u_hyper), _xdr.xdr_int,
+            _Facts(replay='replay'),
         ),
         45: _Procedure(
-            45, 'CU_CTX_GET_STREAM_PRIORITY_RANGE', (), xdr_int_pair_result
+            45, 'CU_CTX_GET_STREAM_PRIORITY_RANGE', (), xdr_int_pair_result,
+            _Facts(replay='readonly'),
         ),
         50: _Procedure(
-            50, 'CU_MEM_ALLOC', (_xdr.xdr_u_hyper,), xdr_ptr_result
+            50, 'CU_MEM_ALLOC', (_xdr.xdr_u_hyper,), xdr_ptr_result,
+            _Facts(replay='replay'),
         ),
         51: _Procedure(
-            51, 'CU_MEM_ALLOC_PITCH', (_xdr.xdr_u_hyper, _xdr.xdr_u_hyper, _xdr.xdr_u_int), xdr_pitch_result
+            51, 'CU_MEM_ALLOC_PITCH', (_xdr.xdr_u_hyper, _xdr.xdr_u_hyper, _xdr.xdr_u_int), xdr_pitch_result,
+            _Facts(replay='replay'),
         ),
         52: _Procedure(
-            52, 'CU_MEM_FREE', (xdr_cu_ptr,), _xdr.xdr_int
+            52, 'CU_MEM_FREE', (xdr_cu_ptr,), _xdr.xdr_int,
+            _Facts(replay='replay'),
         ),
         53: _Procedure(
-            53, 'CU_MEM_GET_INFO', (), xdr_mem_info_result
+            53, 'CU_MEM_GET_INFO', (), xdr_mem_info_result,
+            _Facts(replay='readonly'),
         ),
         54: _Procedure(
-            54, 'CU_MEM_GET_ADDRESS_RANGE', (xdr_cu_ptr,), xdr_mem_range_result
+            54, 'CU_MEM_GET_ADDRESS_RANGE', (xdr_cu_ptr,), xdr_mem_range_result,
+            _Facts(replay='readonly'),
         ),
         55: _Procedure(
-            55, 'CU_MEMCPY_HTOD', (xdr_cu_ptr, xdr_mem_data), _xdr.xdr_int
+            55, 'CU_MEMCPY_HTOD', (xdr_cu_ptr, xdr_mem_data), _xdr.xdr_int,
+            _Facts(replay='replay', views=(1,)),
         ),
         56: _Procedure(
-            56, 'CU_MEMCPY_DTOH', (xdr_cu_ptr, _xdr.xdr_u_hyper), xdr_mem_result
+            56, 'CU_MEMCPY_DTOH', (xdr_cu_ptr, _xdr.xdr_u_hyper), xdr_mem_result,
+            _Facts(replay='readonly'),
         ),
         57: _Procedure(
-            57, 'CU_MEMCPY_DTOD', (xdr_cu_ptr, xdr_cu_ptr, _xdr.xdr_u_hyper), _xdr.xdr_int
+            57, 'CU_MEMCPY_DTOD', (xdr_cu_ptr, xdr_cu_ptr, _xdr.xdr_u_hyper), _xdr.xdr_int,
+            _Facts(replay='replay'),
         ),
         58: _Procedure(
-            58, 'CU_MEMCPY_HTOD_ASYNC', (xdr_cu_ptr, xdr_mem_data, xdr_cu_handle), _xdr.xdr_int
+            58, 'CU_MEMCPY_HTOD_ASYNC', (xdr_cu_ptr, xdr_mem_data, xdr_cu_handle), _xdr.xdr_int,
+            _Facts(pipelined=True, replay='replay', views=(1,), handles=((2, ('stream',)),)),
         ),
         59: _Procedure(
-            59, 'CU_MEMCPY_DTOH_ASYNC', (xdr_cu_ptr, _xdr.xdr_u_hyper, xdr_cu_handle), xdr_mem_result
+            59, 'CU_MEMCPY_DTOH_ASYNC', (xdr_cu_ptr, _xdr.xdr_u_hyper, xdr_cu_handle), xdr_mem_result,
+            _Facts(replay='readonly', handles=((2, ('stream',)),)),
         ),
         60: _Procedure(
-            60, 'CU_MEMCPY_DTOD_ASYNC', (xdr_cu_ptr, xdr_cu_ptr, _xdr.xdr_u_hyper, xdr_cu_handle), _xdr.xdr_int
+            60, 'CU_MEMCPY_DTOD_ASYNC', (xdr_cu_ptr, xdr_cu_ptr, _xdr.xdr_u_hyper, xdr_cu_handle), _xdr.xdr_int,
+            _Facts(pipelined=True, replay='replay', handles=((3, ('stream',)),)),
         ),
         61: _Procedure(
-            61, 'CU_MEMSET', (xdr_cu_ptr, _xdr.xdr_u_int, _xdr.xdr_u_int, _xdr.xdr_u_hyper), _xdr.xdr_int
+            61, 'CU_MEMSET', (xdr_cu_ptr, _xdr.xdr_u_int, _xdr.xdr_u_int, _xdr.xdr_u_hyper), _xdr.xdr_int,
+            _Facts(replay='replay'),
         ),
         62: _Procedure(
-            62, 'CU_MEMSET_ASYNC', (xdr_cu_ptr, _xdr.xdr_u_int, _xdr.xdr_u_int, _xdr.xdr_u_hyper, xdr_cu_handle), _xdr.xdr_int
+            62, 'CU_MEMSET_ASYNC', (xdr_cu_ptr, _xdr.xdr_u_int, _xdr.xdr_u_int, _xdr.xdr_u_hyper, xdr_cu_handle), _xdr.xdr_int,
+            _Facts(pipelined=True, replay='replay', handles=((4, ('stream',)),)),
         ),
         63: _Procedure(
-            63, 'CU_MEM_ALLOC_ASYNC', (_xdr.xdr_u_hyper, xdr_cu_handle), xdr_ptr_result
+            63, 'CU_MEM_ALLOC_ASYNC', (_xdr.xdr_u_hyper, xdr_cu_handle), xdr_ptr_result,
+            _Facts(replay='replay', handles=((1, ('stream',)),)),
         ),
         64: _Procedure(
-            64, 'CU_MEM_FREE_ASYNC', (xdr_cu_ptr, xdr_cu_handle), _xdr.xdr_int
+            64, 'CU_MEM_FREE_ASYNC', (xdr_cu_ptr, xdr_cu_handle), _xdr.xdr_int,
+            _Facts(pipelined=True, replay='replay', handles=((1, ('stream',)),)),
         ),
         65: _Procedure(
-            65, 'CU_POINTER_GET_ATTRIBUTES', (xdr_attribute_list, xdr_cu_ptr), xdr_pointer_attributes_result
+            65, 'CU_POINTER_GET_ATTRIBUTES', (xdr_attribute_list, xdr_cu_ptr), xdr_pointer_attributes_result,
+            _Facts(replay='readonly'),
         ),
         80: _Procedure(
-            80, 'CU_MODULE_LOAD_DATA', (xdr_mem_data, xdr_option_list), xdr_module_load_result
+            80, 'CU_MODULE_LOAD_DATA', (xdr_mem_data, xdr_option_list), xdr_module_load_result,
+            _Facts(replay='replay'),
         ),
         81: _Procedure(
-            81, 'CU_MODULE_LOAD_FAT_BINARY', (xdr_mem_data,), xdr_module_load_result
+            81, 'CU_MODULE_LOAD_FAT_BINARY', (xdr_mem_data,), xdr_module_load_result,
+            _Facts(replay='replay'),
         ),
         82: _Procedure(
-            82, 'CU_MODULE_UNLOAD', (xdr_cu_handle,), _xdr.xdr_int
+            82, 'CU_MODULE_UNLOAD', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('module',)),)),
         ),
         83: _Procedure(
-            83, 'CU_MODULE_GET_FUNCTION', (xdr_cu_handle, xdr_name_str), xdr_handle_result
+            83, 'CU_MODULE_GET_FUNCTION', (xdr_cu_handle, xdr_name_str), xdr_handle_result,
+            _Facts(replay='replay', handles=((0, ('module',)),)),
         ),
         84: _Procedure(
-            84, 'CU_MODULE_GET_GLOBAL', (xdr_cu_handle, xdr_name_str), xdr_global_result
+            84, 'CU_MODULE_GET_GLOBAL', (xdr_cu_handle, xdr_name_str), xdr_global_result,
+            _Facts(replay='replay', handles=((0, ('module',)),)),
         ),
         85: _Procedure(
-            85, 'CU_LIBRARY_LOAD_DATA', (xdr_mem_data, xdr_option_list, xdr_option_list), xdr_module_load_result
+            85, 'CU_LIBRARY_LOAD_DATA', (xdr_mem_data, xdr_option_list, xdr_option_list), xdr_module_load_result,
+            _Facts(replay='replay'),
         ),
         86: _Procedure(
-            86, 'CU_LIBRARY_UNLOAD', (xdr_cu_handle,), _xdr.xdr_int
+            86, 'CU_LIBRARY_UNLOAD', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('library',)),)),
         ),
         87: _Procedure(
-            87, 'CU_LIBRARY_GET_KERNEL', (xdr_cu_handle, xdr_name_str), xdr_handle_result
+            87, 'CU_LIBRARY_GET_KERNEL', (xdr_cu_handle, xdr_name_str), xdr_handle_result,
+            _Facts(replay='replay', handles=((0, ('library',)),)),
         ),
         88: _Procedure(
-            88, 'CU_KERNEL_GET_FUNCTION', (xdr_cu_handle,), xdr_handle_result
+            88, 'CU_KERNEL_GET_FUNCTION', (xdr_cu_handle,), xdr_handle_result,
+            _Facts(replay='replay', handles=((0, ('kernel',)),)),
         ),
         89: _Procedure(
-            89, 'CU_FUNC_GET_ATTRIBUTE', (_xdr.xdr_int, xdr_cu_handle), xdr_int_result
+            89, 'CU_FUNC_GET_ATTRIBUTE', (_xdr.xdr_int, xdr_cu_handle), xdr_int_result,
+            _Facts(replay='readonly', handles=((1, ('function', 'kernel')),)),
         ),
         90: _Procedure(
-            90, 'CU_FUNC_SET_ATTRIBUTE', (xdr_cu_handle, _xdr.xdr_int, _xdr.xdr_int), _xdr.xdr_int
+            90, 'CU_FUNC_SET_ATTRIBUTE', (xdr_cu_handle, _xdr.xdr_int, _xdr.xdr_int), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('function', 'kernel')),)),
         ),
         91: _Procedure(
-            91, 'CU_FUNC_SET_CACHE_CONFIG', (xdr_cu_handle, _xdr.xdr_int), _xdr.xdr_int
+            91, 'CU_FUNC_SET_CACHE_CONFIG', (xdr_cu_handle, _xdr.xdr_int), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('function', 'kernel')),)),
         ),
         92: _Procedure(
-            92, 'CU_FUNC_GET_PARAM_INFO', (xdr_cu_handle,), xdr_param_info_result
+            92, 'CU_FUNC_GET_PARAM_INFO', (xdr_cu_handle,), xdr_param_info_result,
+            _Facts(replay='readonly', handles=((0, ('function', 'kernel')),)),
         ),
         100: _Procedure(
-            100, 'CU_LAUNCH_KERNEL', (xdr_launch_args,), _xdr.xdr_int
+            100, 'CU_LAUNCH_KERNEL', (xdr_launch_args,), _xdr.xdr_int,
+            _Facts(pipelined=True, replay='replay'),
         ),
         101: _Procedure(
-            101, 'CU_LAUNCH_COOPERATIVE_KERNEL', (xdr_launch_args,), _xdr.xdr_int
+            101, 'CU_LAUNCH_COOPERATIVE_KERNEL', (xdr_launch_args,), _xdr.xdr_int,
+            _Facts(pipelined=True, replay='replay'),
         ),
         102: _Procedure(
-            102, 'CU_LAUNCH_KERNEL_BATCH', (xdr_launch_batch,), _xdr.xdr_int
+            102, 'CU_LAUNCH_KERNEL_BATCH', (xdr_launch_batch,), _xdr.xdr_int,
+            _Facts(pipelined=True, replay='replay'),
         ),
         110: _Procedure(
-            110, 'CU_STREAM_CREATE', (_xdr.xdr_u_int,), xdr_handle_result
+            110, 'CU_STREAM_CREATE', (_xdr.xdr_u_int,), xdr_handle_result,
+            _Facts(replay='replay'),
         ),
         111: _Procedure(
-            111, 'CU_STREAM_CREATE_WITH_PRIORITY', (_xdr.xdr_u_int, _xdr.xdr_int), xdr_handle_result
+            111, 'CU_STREAM_CREATE_WITH_PRIORITY', (_xdr.xdr_u_int, _xdr.xdr_int), xdr_handle_result,
+            _Facts(replay='replay'),
         ),
         112: _Procedure(
-            112, 'CU_STREAM_DESTROY', (xdr_cu_handle,), _xdr.xdr_int
+            112, 'CU_STREAM_DESTROY', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('stream',)),)),
         ),
         113: _Procedure(
-            113, 'CU_STREAM_SYNCHRONIZE', (xdr_cu_handle,), _xdr.xdr_int
+            113, 'CU_STREAM_SYNCHRONIZE', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='readonly', handles=((0, ('stream',)),)),
         ),
         114: _Procedure(
-            114, 'CU_STREAM_QUERY', (xdr_cu_handle,), _xdr.xdr_int
+            114, 'CU_STREAM_QUERY', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='readonly', handles=((0, ('stream',)),)),
         ),
         115: _Procedure(
-            115, 'CU_STREAM_WAIT_EVENT', (xdr_cu_handle, xdr_cu_handle, _xdr.xdr_u_int), _xdr.xdr_int
+            115, 'CU_STREAM_WAIT_EVENT', (xdr_cu_handle, xdr_cu_handle, _xdr.xdr_u_int), _xdr.xdr_int,
+            _Facts(pipelined=True, replay='replay', handles=((0, ('stream',)), (1, ('event',)))),
         ),
         120: _Procedure(
-            120, 'CU_EVENT_CREATE', (_xdr.xdr_u_int,), xdr_handle_result
+            120, 'CU_EVENT_CREATE', (_xdr.xdr_u_int,), xdr_handle_result,
+            _Facts(replay='replay'),
         ),
         121: _Procedure(
-            121, 'CU_EVENT_DESTROY', (xdr_cu_handle,), _xdr.xdr_int
+            121, 'CU_EVENT_DESTROY', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('event',)),)),
         ),
         122: _Procedure(
-            122, 'CU_EVENT_RECORD', (xdr_cu_handle, xdr_cu_handle), _xdr.xdr_int
+            122, 'CU_EVENT_RECORD', (xdr_cu_handle, xdr_cu_handle), _xdr.xdr_int,
+            _Facts(pipelined=True, replay='replay', handles=((0, ('event',)), (1, ('stream',)))),
         ),
         123: _Procedure(
-            123, 'CU_EVENT_SYNCHRONIZE', (xdr_cu_handle,), _xdr.xdr_int
+            123, 'CU_EVENT_SYNCHRONIZE', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='readonly', handles=((0, ('event',)),)),
         ),
         124: _Procedure(
-            124, 'CU_EVENT_QUERY', (xdr_cu_handle,), _xdr.xdr_int
+            124, 'CU_EVENT_QUERY', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='readonly', handles=((0, ('event',)),)),
         ),
         125: _Procedure(
-            125, 'CU_EVENT_ELAPSED_TIME', (xdr_cu_handle, xdr_cu_handle), xdr_float_result
+            125, 'CU_EVENT_ELAPSED_TIME', (xdr_cu_handle, xdr_cu_handle), xdr_float_result,
+            _Facts(replay='readonly', handles=((0, ('event',)), (1, ('event',)))),
         ),
         130: _Procedure(
-            130, 'CU_OCCUPANCY_MAX_ACTIVE_BLOCKS_PER_MULTIPROCESSOR', (xdr_cu_handle, _xdr.xdr_int, _xdr.xdr_u_hyper, _xdr.xdr_u_int), xdr_int_result
+            130, 'CU_OCCUPANCY_MAX_ACTIVE_BLOCKS_PER_MULTIPROCESSOR', (xdr_cu_handle, _xdr.xdr_int, _xdr.xdr_u_hyper, _xdr.xdr_u_int), xdr_int_result,
+            _Facts(replay='readonly', handles=((0, ('function', 'kernel')),)),
         ),
         131: _Procedure(
-            131, 'CU_OCCUPANCY_MAX_POTENTIAL_BLOCK_SIZE', (xdr_cu_handle, _xdr.xdr_u_hyper, _xdr.xdr_int, _xdr.xdr_u_int), xdr_int_pair_result
+            131, 'CU_OCCUPANCY_MAX_POTENTIAL_BLOCK_SIZE', (xdr_cu_handle, _xdr.xdr_u_hyper, _xdr.xdr_int, _xdr.xdr_u_int), xdr_int_pair_result,
+            _Facts(replay='readonly', handles=((0, ('function', 'kernel')),)),
         ),
         200: _Procedure(
-            200, 'RT_DEVICE_GET_PROPERTIES', (_xdr.xdr_int, xdr_device_attribute_list), xdr_device_properties_result
+            200, 'RT_DEVICE_GET_PROPERTIES', (_xdr.xdr_int, xdr_device_attribute_list), xdr_device_properties_result,
+            _Facts(replay='readonly'),
         ),
         201: _Procedure(
-            201, 'RT_MEMCPY_2D_HTOD', (xdr_cu_ptr, _xdr.xdr_u_hyper, xdr_mem_data, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle), _xdr.xdr_int
+            201, 'RT_MEMCPY_2D_HTOD', (xdr_cu_ptr, _xdr.xdr_u_hyper, xdr_mem_data, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle), _xdr.xdr_int,
+            _Facts(pipelined=True, replay='replay', handles=((5, ('stream',)),)),
         ),
         202: _Procedure(
-            202, 'RT_MEMCPY_2D_DTOH', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle), xdr_mem_result
+            202, 'RT_MEMCPY_2D_DTOH', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle), xdr_mem_result,
+            _Facts(replay='readonly', handles=((4, ('stream',)),)),
         ),
         203: _Procedure(
-            203, 'RT_MEMCPY_2D_DTOD', (xdr_cu_ptr, _xdr.xdr_u_hyper, xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle), _xdr.xdr_int
+            203, 'RT_MEMCPY_2D_DTOD', (xdr_cu_ptr, _xdr.xdr_u_hyper, xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle), _xdr.xdr_int,
+            _Facts(pipelined=True, replay='replay', handles=((6, ('stream',)),)),
         ),
         204: _Procedure(
-            204, 'RT_MEMSET_2D', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_int, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle), _xdr.xdr_int
+            204, 'RT_MEMSET_2D', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_int, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle), _xdr.xdr_int,
+            _Facts(pipelined=True, replay='replay', handles=((5, ('stream',)),)),
         ),
         300: _Procedure(
-            300, 'CHECKPOINT_SESSION', (xdr_ckpt_path,), xdr_checkpoint_result
+            300, 'CHECKPOINT_SESSION', (xdr_ckpt_path,), xdr_checkpoint_result,
+            _Facts(replay='uncounted'),
         ),
         301: _Procedure(
-            301, 'CHECKPOINT_SERVER', (xdr_ckpt_path, _xdr.xdr_u_hyper), xdr_checkpoint_result
+            301, 'CHECKPOINT_SERVER', (xdr_ckpt_path, _xdr.xdr_u_hyper), xdr_checkpoint_result,
+            _Facts(replay='uncounted'),
         ),
         302: _Procedure(
-            302, 'SESSION_CALLS', (), xdr_u64_result
+            302, 'SESSION_CALLS', (), xdr_u64_result,
+            _Facts(replay='uncounted'),
         ),
         350: _Procedure(
-            350, 'DATA_SHM_OFFER', (_xdr.xdr_u_hyper,), xdr_shm_offer_result
+            350, 'DATA_SHM_OFFER', (_xdr.xdr_u_hyper,), xdr_shm_offer_result,
+            _Facts(replay='replay'),
         ),
         351: _Procedure(
-            351, 'DATA_SHM_ACCEPT', (xdr_mem_data,), _xdr.xdr_int
+            351, 'DATA_SHM_ACCEPT', (xdr_mem_data,), _xdr.xdr_int,
+            _Facts(replay='replay'),
         ),
         352: _Procedure(
-            352, 'DATA_SHM_HTOD', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle, _xdr.xdr_bool), _xdr.xdr_int
+            352, 'DATA_SHM_HTOD', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle, _xdr.xdr_bool), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((3, ('stream',)),)),
         ),
         353: _Procedure(
-            353, 'DATA_SHM_DTOH', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle, _xdr.xdr_bool), _xdr.xdr_int
+            353, 'DATA_SHM_DTOH', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle, _xdr.xdr_bool), _xdr.xdr_int,
+            _Facts(replay='readonly', handles=((3, ('stream',)),)),
         ),
         354: _Procedure(
-            354, 'DATA_TCP_OFFER', (_codec1, _xdr.xdr_u_int), xdr_channel_offer_result
+            354, 'DATA_TCP_OFFER', (_codec1, _xdr.xdr_u_int), xdr_channel_offer_result,
+            _Facts(replay='replay'),
         ),
         355: _Procedure(
-            355, 'DATA_TCP_HTOD', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_int, xdr_cu_handle, _xdr.xdr_bool), _xdr.xdr_int
+            355, 'DATA_TCP_HTOD', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_int, xdr_cu_handle, _xdr.xdr_bool), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((3, ('stream',)),)),
         ),
         356: _Procedure(
-            356, 'DATA_TCP_DTOH', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_int, xdr_cu_handle, _xdr.xdr_bool), _xdr.xdr_int
+            356, 'DATA_TCP_DTOH', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_int, xdr_cu_handle, _xdr.xdr_bool), _xdr.xdr_int,
+            _Facts(replay='readonly', handles=((3, ('stream',)),)),
         ),
     }
 
