@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 from cricket_xdr.compiler import ir
 from cricket_xdr.compiler.checks import PREDEFINED, Model
+from cricket_xdr.compiler.emit_coders import StructCoders
 from cricket_xdr.compiler.facts import handle_kinds
 
 __all__ = ["emit", "pyname"]
@@ -54,6 +55,18 @@ class _Emitter:
         self.user_names = {pyname(n) for n in model.constants} | {pyname(n) for n in model.types}
         self.needs_builtins = False
         self.needs_facts = False
+        self.coders = {
+            d.name: StructCoders(model, d, self.struct_class, self.field_attr)
+            for d in model.spec.definitions
+            if isinstance(d, ir.StructDef)
+        }
+
+    def struct_class(self, name: str) -> str:
+        return pyname(name)
+
+    @staticmethod
+    def field_attr(d: ir.Declaration) -> str:
+        return pyname(d.name or "", _STRUCT_RESERVED)
 
     def w(self, line: str = "") -> None:
         self.out.append(line)
@@ -216,7 +229,11 @@ class _Emitter:
         for f in s.fields:
             annotation = self.in_class(self.py_type(f), members)
             self.w(f"    {pyname(f.name or '', _STRUCT_RESERVED)}: {annotation}")
-        self.methods(cls, f"xdr_{s.name}", members)
+        coders = self.coders[s.name]
+        if coders.all_scalar:
+            self.out += coders.methods(self.in_class("bytes", members))
+        else:
+            self.methods(cls, f"xdr_{s.name}", members)
         self.export(cls)
 
     def union(self, u: ir.UnionDef) -> None:
@@ -289,6 +306,15 @@ class _Emitter:
             self.w(f"xdr_{t.name} = {self.codec(t.decl)}")
         for d in defs:
             if isinstance(d, ir.StructDef):
+                self.w()
+                self.w()
+                self.out += self.coders[d.name].functions()
+        if self.coders:
+            self.w()
+            self.w()
+        for d in defs:
+            if isinstance(d, ir.StructDef):
+                coders = self.coders[d.name]
                 self.w(f"xdr_{d.name}.define(")
                 self.w(f"    {pyname(d.name)},")
                 self.w("    [")
@@ -296,6 +322,11 @@ class _Emitter:
                     attr = pyname(f.name or "", _STRUCT_RESERVED)
                     self.w(f"        ({attr!r}, {self.codec(f)}),")
                 self.w("    ],")
+                self.w(f"    coders=({coders.prefix}pack, {coders.prefix}unpack),")
+                if coders.all_scalar:
+                    self.w(f"    whole=({pyname(d.name)}.encode, {pyname(d.name)}.decode),")
+                if coders.is_list_node:
+                    self.w(f"    head=({coders.prefix}head_pack, {coders.prefix}head_unpack),")
                 self.w(")")
             elif isinstance(d, ir.UnionDef):
                 disc = pyname(d.discriminant.name or "", _STRUCT_RESERVED)
@@ -311,6 +342,13 @@ class _Emitter:
                 if d.default is not None:
                     self.w(f"    default={self.codec(d.default)},")
                 self.w(")")
+        enums = sorted({e for c in self.coders.values() for e in c.enums})
+        bindings = [line for c in self.coders.values() for line in c.bindings()]
+        if enums or bindings:
+            self.w()
+            self.w("# What the struct coders call: enum members, the functions of other codecs.")
+            self.out += [f"_{e}__members = {e}.members" for e in enums]
+            self.out += bindings
         if typedefs:
             self.w()
             self.w("# Typedefs: the Python type each name stands for.")
@@ -458,6 +496,20 @@ class _Emitter:
             for expr, name in self.shared_codecs.items():
                 self.w(f"{name} = {expr}")
         self.out += programs
+        built = [f"xdr_{d.name}" for d in self.m.spec.definitions
+                 if isinstance(d, ir.EnumDef | ir.StructDef | ir.UnionDef)]
+        built += [f"xdr_{t.name}" for t in self.typedef_order()]
+        built += list(self.shared_codecs.values())
+        if built:
+            self.w()
+            self.w()
+            self.w("# Every codec is built now, at import (none is built while threads use it).")
+            self.w("_xdr.ready_all(")
+            self.out += [f"    {name}," for name in built]
+            self.w(")")
+        if self.coders:
+            at = self.out.index("import enum as _enum")
+            self.out.insert(at + 1, "import struct as _struct")
         if self.needs_facts:
             at = self.out.index("from cricket_xdr.stubs import Pending as _Pending")
             self.out.insert(at, "from cricket_xdr.stubs import Facts as _Facts")
