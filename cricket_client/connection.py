@@ -392,7 +392,7 @@ class Connection:
     def post(self, proc: str, *args: Any) -> None:
         """Send a pipelined call without waiting for its reply."""
         if proc not in pipelined():
-            raise ValueError(f"{proc} is not marked @pipelined in cricket.x")
+            raise ValueError(f"{proc} is not marked pipelined (@pipelined) in cricket.x")
         self._local_message = None
         self._keep(proc, self._send_deferrable(proc, args))
 
@@ -401,7 +401,7 @@ class Connection:
         """`post` with the arguments already XDR-encoded in `body` (the launch hot path; the
         replay log, when it logs, keeps them decoded)."""
         if proc not in pipelined():
-            raise ValueError(f"{proc} is not marked @pipelined in cricket.x")
+            raise ValueError(f"{proc} is not marked pipelined (@pipelined) in cricket.x")
         self._local_message = None
         prog, vers, number, _codecs, decode = self._how_to_send(proc)
         self._keep(proc, Pending(self._rpc.call_async(prog, vers, number, body, defer=True), decode))
