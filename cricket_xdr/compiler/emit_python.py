@@ -1,8 +1,9 @@
 """Stage 3: a checked model -> the source of one deterministic Python module.
 
 The module holds constants, ``IntEnum`` classes, dataclasses for structs and unions, one
-``xdr_<Name>`` codec per named type (over :mod:`cricket_xdr.xdr`) and, per program version,
-``<VERSION>_Client`` and ``<VERSION>_Server`` classes (docs/internals.md section 1).
+``xdr_<Name>`` codec per named type (over :mod:`cricket_xdr.xdr`; the struct coders are
+written by :mod:`.emit_coders`) and, per program version, ``<VERSION>_Client`` and
+``<VERSION>_Server`` classes whose procedures carry their facts (docs/internals.md section 1).
 """
 
 from __future__ import annotations
