@@ -1,6 +1,6 @@
 """`make bench`: run every benchmark, print one table, write bench/results/<host>.json.
 
-Usage: python -m bench [--only xdr,rpc,driver,copies,alloc] [--out PATH]
+Usage: python -m bench [--only xdr,rpc,driver,isolation,copies,alloc] [--out PATH]
 
 `copies` also draws bench/results/<host>-copies.png (bandwidth against size per data path).
 """
@@ -17,8 +17,8 @@ from bench.common import Row, print_table, write_report
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
-    parser.add_argument("--only", default="xdr,rpc,driver,copies,alloc",
-                        help="comma-separated: xdr, rpc, driver, copies, alloc")
+    parser.add_argument("--only", default="xdr,rpc,driver,isolation,copies,alloc",
+                        help="comma-separated: xdr, rpc, driver, isolation, copies, alloc (also: load)")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--quick", action="store_true", help="fewer repeats, no 1 GiB copies")
     args = parser.parse_args(argv)
@@ -36,6 +36,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench import driver_remote
 
         rows += driver_remote.run(quick=args.quick)
+    if "isolation" in wanted:
+        from bench import isolation
+
+        rows += isolation.run(iterations=1000 if args.quick else 3000)
     out = args.out or Path("bench/results") / f"{platform.node() or 'host'}.json"
     if "copies" in wanted:
         from bench import copies

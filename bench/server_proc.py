@@ -15,11 +15,27 @@ from pathlib import Path
 @contextmanager
 def cricket_server(backend: str, *, unix: bool = False) -> Iterator[str]:
     """Yield the address ("host:port" or "unix:PATH") of a fresh server on `backend`."""
+    with cricket_server_process(backend, unix=unix) as (address, _pid):
+        yield address
+
+
+@contextmanager
+def cricket_server_process(
+    backend: str,
+    *,
+    unix: bool = False,
+    isolation: str = "auto",
+    spin_us: float | None = None,
+) -> Iterator[tuple[str, int]]:
+    """Yield (address, process id) of a fresh server on `backend` with `--isolation`
+    `isolation` and, when given, `--spin-us spin_us`."""
     with tempfile.TemporaryDirectory() as tmp:
         ready = os.path.join(tmp, "ready")
         args = [sys.executable, "-m", "cricket_server", "--backend", backend,
-                "--ready-file", ready, "--log-level", "warning"]
+                "--isolation", isolation, "--ready-file", ready, "--log-level", "warning"]
         args += ["--unix", os.path.join(tmp, "s.sock")] if unix else ["--listen", "127.0.0.1:0"]
+        if spin_us is not None:
+            args += ["--spin-us", f"{spin_us:g}"]
         proc = subprocess.Popen(args)
         try:
             deadline = time.monotonic() + 60
@@ -27,7 +43,7 @@ def cricket_server(backend: str, *, unix: bool = False) -> Iterator[str]:
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"cricket-server ({backend}) did not start")
                 time.sleep(0.02)
-            yield Path(ready).read_text().strip()
+            yield Path(ready).read_text().strip(), proc.pid
         finally:
             proc.terminate()
             try:

@@ -4,7 +4,7 @@
 REMOTE_GPU_ADDRESS), says HELLO and keeps what the server answered (session id and token,
 versions, the device address range). The `driver` module calls through `sync()` and `post()`:
 
-- `post(proc, *args)`: a procedure marked "pipelined" in rpc_spec/cricket.x goes out without
+- `post(proc, *args)`: a procedure marked `@pipelined` in rpc_spec/cricket.x goes out without
   waiting; its reply is kept (D6).
 - `sync(proc, *args) -> (err, reply)`: a synchronizing call. After its reply, the replies of
   earlier pipelined calls (already arrived, the server answers a connection's calls in order)
@@ -24,7 +24,6 @@ import atexit
 import contextlib
 import functools
 import os
-import re
 import socket
 import ssl
 import struct
@@ -34,7 +33,6 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any, TypeVar
 
 from cricket_xdr.rpc.client import RpcClient
@@ -54,6 +52,7 @@ from cricket_xdr.xdr import Encoder, XdrEncodeError, xdr_int
 
 from .datapath import DataPaths
 from .errors import HelloRefused, NotConnectedError, error_name
+from .facts import pipelined
 from .launch_batch import LaunchBatcher
 from .reconnect import CallsLost, enable_reconnect, resume_after_loss
 from .replay import calls_of, renew_log, replay_log
@@ -69,7 +68,6 @@ __all__ = [
     "Connection",
     "ServerInfo",
     "parse_address",
-    "pipelined_procedures",
     "connect",
     "get_connection",
     "ADDRESS_ENV",
@@ -84,17 +82,6 @@ _MEM_OK = struct.Struct(">iI")  # mem_result: err = 0, then the data's length
 # procedure name -> (program, version, number, argument codecs, result decoder), for post()
 _HOW_TO_SEND: dict[str, tuple[int, int, int, tuple[Any, ...], Callable[[Any], Any]]] = {}
 
-_PIPELINED_LINE = re.compile(r"^\s*\w+\s+(\w+)\s*\(.*\)\s*=\s*\d+\s*;\s*/\*.*\bpipelined\b.*\*/")
-
-
-def pipelined_procedures(spec: str | None = None) -> frozenset[str]:
-    """Names of the procedures marked `pipelined` in rpc_spec/cricket.x."""
-    if spec is None:
-        spec = resources.files("rpc_spec").joinpath("cricket.x").read_text()
-    return frozenset(m.group(1) for line in spec.splitlines() if (m := _PIPELINED_LINE.match(line)))
-
-
-PIPELINED = pipelined_procedures()
 
 
 def parse_address(address: str) -> tuple[str, int] | str:
@@ -404,8 +391,8 @@ class Connection:
     @_resuming
     def post(self, proc: str, *args: Any) -> None:
         """Send a pipelined call without waiting for its reply."""
-        if proc not in PIPELINED:
-            raise ValueError(f"{proc} is not marked pipelined in cricket.x")
+        if proc not in pipelined():
+            raise ValueError(f"{proc} is not marked pipelined (@pipelined) in cricket.x")
         self._local_message = None
         self._keep(proc, self._send_deferrable(proc, args))
 
@@ -413,8 +400,8 @@ class Connection:
     def post_encoded(self, proc: str, body: bytes) -> None:
         """`post` with the arguments already XDR-encoded in `body` (the launch hot path; the
         replay log, when it logs, keeps them decoded)."""
-        if proc not in PIPELINED:
-            raise ValueError(f"{proc} is not marked pipelined in cricket.x")
+        if proc not in pipelined():
+            raise ValueError(f"{proc} is not marked pipelined (@pipelined) in cricket.x")
         self._local_message = None
         prog, vers, number, _codecs, decode = self._how_to_send(proc)
         self._keep(proc, Pending(self._rpc.call_async(prog, vers, number, body, defer=True), decode))

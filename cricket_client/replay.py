@@ -1,10 +1,10 @@
 """The client's bounded log of the calls made since the last checkpoint, replayed against a
 restored server so that a server crash loses no acknowledged work.
 
-Every call the server counts (all but HELLO, GOODBYE, GET_ERROR_MESSAGE and the checkpoint
-procedures: `CricketService._run` counts each call it dispatches) gets the next sequence
-number here, in the order it is sent (the server executes a connection's calls in that
-order), and its procedure's name goes into a ring of the last `RECENT` names (one list
+Every call the server counts (all but the procedures marked `@uncounted` in rpc_spec/cricket.x:
+`CricketService._run` counts each call it dispatches) gets the next sequence number here, in
+the order it is sent (the server executes a connection's calls in that order), and its
+procedure's name goes into a ring of the last `RECENT` names (one list
 store: no copy, no allocation). Once the program took a checkpoint
 (`cricket_client.checkpoint`, which starts the log afresh) or `enable_replay(conn)` was
 called, each call is also logged with a copy of its arguments, host data included. After a
@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .errors import CricketClientError
+from .facts import read_only, uncounted
 
 if TYPE_CHECKING:
     from .connection import Connection
@@ -53,55 +54,6 @@ log = logging.getLogger("cricket_client.replay")
 MAX_BYTES_ENV = "CRICKET_REPLAY_LOG_BYTES"
 DEFAULT_MAX_BYTES = 256 << 20
 ENTRY_OVERHEAD = 64
-UNCOUNTED = frozenset(
-    {
-        "HELLO",
-        "GOODBYE",
-        "GET_ERROR_MESSAGE",
-        "CHECKPOINT_SESSION",
-        "CHECKPOINT_SERVER",
-        "SESSION_CALLS",
-    }
-)
-# Procedures that change nothing a checkpoint holds (they read device memory or ask about
-# state; work they wait for was sent before them). A restore that lacks only such calls
-# lacks nothing the program has seen: the session goes on without CallsLost.
-READ_ONLY = frozenset(
-    {
-        "CU_DRIVER_GET_VERSION",
-        "CU_DEVICE_GET_COUNT",
-        "CU_DEVICE_GET",
-        "CU_DEVICE_GET_NAME",
-        "CU_DEVICE_GET_ATTRIBUTE",
-        "CU_DEVICE_TOTAL_MEM",
-        "CU_DEVICE_GET_UUID",
-        "CU_DEVICE_GET_PCI_BUS_ID",
-        "CU_DEVICE_PRIMARY_CTX_GET_STATE",
-        "CU_CTX_GET_CURRENT",
-        "CU_CTX_SYNCHRONIZE",
-        "CU_CTX_GET_DEVICE",
-        "CU_CTX_GET_LIMIT",
-        "CU_CTX_GET_STREAM_PRIORITY_RANGE",
-        "CU_MEM_GET_INFO",
-        "CU_MEM_GET_ADDRESS_RANGE",
-        "CU_MEMCPY_DTOH",
-        "CU_MEMCPY_DTOH_ASYNC",
-        "CU_POINTER_GET_ATTRIBUTES",
-        "CU_FUNC_GET_ATTRIBUTE",
-        "CU_FUNC_GET_PARAM_INFO",
-        "CU_STREAM_SYNCHRONIZE",
-        "CU_STREAM_QUERY",
-        "CU_EVENT_SYNCHRONIZE",
-        "CU_EVENT_QUERY",
-        "CU_EVENT_ELAPSED_TIME",
-        "CU_OCCUPANCY_MAX_ACTIVE_BLOCKS_PER_MULTIPROCESSOR",
-        "CU_OCCUPANCY_MAX_POTENTIAL_BLOCK_SIZE",
-        "RT_DEVICE_GET_PROPERTIES",
-        "RT_MEMCPY_2D_DTOH",
-        "DATA_SHM_DTOH",
-        "DATA_TCP_DTOH",
-    }
-)
 # results whose value a replay must reproduce exactly (pointers and handles)
 _IDENTITY_RESULTS = frozenset({"ptr_result", "handle_result", "pitch_result", "module_load_result"})
 _ATTR = "_replay_log"
@@ -159,6 +111,7 @@ class ReplayLog:
         self.bytes = 0
         self.renewing = False
         self.recent: list[str] = [""] * RECENT  # recent[seq % RECENT]: the name of call seq
+        self.uncounted = uncounted()
 
     def restart_at(self, seq: int, path: str | None = None) -> None:
         """A checkpoint holds every call up to `seq`: the log keeps what came after it (calls
@@ -184,7 +137,7 @@ class ReplayLog:
     def count(self, proc: str) -> tuple[int, int]:
         """Number one call without logging it (`logging` is False); the mark undoes it."""
         mark = (self.seq, len(self.entries))
-        if proc not in UNCOUNTED:
+        if proc not in self.uncounted:
             self.seq += 1
             self.recent[self.seq & _RECENT_MASK] = proc
         return mark
@@ -193,7 +146,7 @@ class ReplayLog:
         """Number (and log) the calls about to be sent; the mark undoes it (`rollback`)."""
         mark = (self.seq, len(self.entries))
         for proc, args in calls:
-            if proc in UNCOUNTED:
+            if proc in self.uncounted:
                 continue
             self.seq += 1
             self.recent[self.seq & _RECENT_MASK] = proc
@@ -332,7 +285,8 @@ def replay(conn: Connection) -> None:
     todo = book.to_replay(restored)
     if isinstance(todo, str) and restored < book.seq and book.seq - restored <= RECENT:
         missing = book.named(restored + 1, book.seq)
-        if all(proc in READ_ONLY for _seq, proc in missing):
+        changing_nothing = read_only()  # `@readonly` in cricket.x
+        if all(proc in changing_nothing for _seq, proc in missing):
             log.info(
                 "the restored session lacks calls %d..%d, which changed nothing: going on",
                 restored + 1,

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any, TypeVar
 
 from cricket_server.backends.base import (
@@ -61,17 +59,6 @@ def _truncate(text: str, limit: int = proto.MAX_NAME) -> str:
     return text if len(data) <= limit else data[: limit - 3].decode(errors="ignore") + "..."
 
 
-_PIPELINED_LINE = re.compile(r"^\s*\w+\s+\w+\s*\(.*\)\s*=\s*(\d+)\s*;\s*/\*.*\bpipelined\b.*\*/")
-
-
-def pipelined_procedure_numbers() -> frozenset[int]:
-    """Numbers of the procedures marked `pipelined` in rpc_spec/cricket.x."""
-    spec = resources.files("rpc_spec").joinpath("cricket.x").read_text()
-    return frozenset(
-        int(m.group(1)) for line in spec.splitlines() if (m := _PIPELINED_LINE.match(line))
-    )
-
-
 def _options(options: list[Any]) -> dict[int, int]:
     return {int(o.option): int(o.value) for o in options}
 
@@ -103,11 +90,14 @@ def operator_refusal(ctx: Any) -> proto.checkpoint_result | None:
 class CricketService(DataPathProcedures, proto.CRICKET_V1_Server):
     """Serves CRICKET_V1 over the sessions of one `SessionManager`."""
 
-    # Host-to-device payloads are used before the handler returns: no copy out of the record.
-    VIEW_ARGS = frozenset({proto.CU_MEMCPY_HTOD, proto.CU_MEMCPY_HTOD_ASYNC})
+    # From the facts of rpc_spec/cricket.x. `@view`: host-to-device payloads are used before
+    # the handler returns, so no copy out of the record. `@pipelined`: the client does not
+    # wait for each reply, so they may share writes.
+    VIEW_ARGS = frozenset(n for n, p in proto.CRICKET_V1_Server.PROCEDURES.items() if p.facts.views)
     ARG_DECODERS = {proto.CU_LAUNCH_KERNEL_BATCH: decode_launch_batch_args}
-    # Pipelined calls: the client does not wait for each reply, so they may share writes.
-    DEFERRED_REPLIES = pipelined_procedure_numbers()
+    DEFERRED_REPLIES = frozenset(
+        n for n, p in proto.CRICKET_V1_Server.PROCEDURES.items() if p.facts.pipelined
+    )
 
     def __init__(self, manager: SessionManager) -> None:
         self.manager = manager

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses as _dc
 import enum as _enum
+import struct as _struct
 from typing import Any
 
 from cricket_xdr import xdr as _xdr
@@ -62,12 +63,25 @@ class mapping:
 
     def encode(self) -> bytes:
         """The XDR encoding of this value."""
-        return xdr_mapping.encode(self)
+        try:
+            return _xdr_mapping__S0(self.prog, self.vers, self.prot, self.port)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_mapping.diagnose(self, e)) from None
 
     @classmethod
     def decode(cls, data: Any) -> mapping:
         """Decode a whole buffer (trailing bytes are an error)."""
-        return xdr_mapping.decode(data)  # type: ignore[no-any-return]
+        try:
+            a0_0, a0_1, a0_2, a0_3, = _xdr_mapping__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('mapping', 16, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct mapping: %s is not a declared enum value' % e) from None
+        return mapping(a0_0, a0_1, a0_2, a0_3)
 
 
 @_dc.dataclass(slots=True)
@@ -129,6 +143,136 @@ xdr_pmaplist = _xdr.Struct('pmaplist')
 xdr_call_args = _xdr.Struct('call_args')
 xdr_call_result = _xdr.Struct('call_result')
 xdr_pmaplist_ptr = _xdr.Optional(xdr_pmaplist)
+
+
+_xdr_mapping__st0 = _struct.Struct('>IIII')
+_xdr_mapping__S0, _xdr_mapping__U0 = _xdr_mapping__st0.pack, _xdr_mapping__st0.unpack_from
+_xdr_mapping__W0 = _xdr_mapping__st0.unpack
+
+
+def _xdr_mapping__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_mapping__S0(v.prog, v.vers, v.prot, v.port)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_mapping.diagnose(v, e)) from None
+
+
+def _xdr_mapping__unpack(dec: _xdr.Decoder) -> mapping:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, = _xdr_mapping__U0(dec.mv, pos)
+        dec.pos = pos + 16
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct mapping: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct mapping: %s is not a declared enum value' % e) from None
+    return mapping(a0_0, a0_1, a0_2, a0_3)
+
+
+_xdr_pmaplist__st0 = _struct.Struct('>IIII')
+_xdr_pmaplist__S0, _xdr_pmaplist__U0 = _xdr_pmaplist__st0.pack, _xdr_pmaplist__st0.unpack_from
+
+
+def _xdr_pmaplist__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_pmaplist__S0(v.map.prog, v.map.vers, v.map.prot, v.map.port)
+        _xdr_pmaplist__p1(enc, v.next)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_pmaplist.diagnose(v, e)) from None
+
+
+def _xdr_pmaplist__unpack(dec: _xdr.Decoder) -> pmaplist:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, = _xdr_pmaplist__U0(dec.mv, pos)
+        dec.pos = pos + 16
+        f1 = _xdr_pmaplist__u1(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct pmaplist: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct pmaplist: %s is not a declared enum value' % e) from None
+    return pmaplist(mapping(a0_0, a0_1, a0_2, a0_3), f1)
+
+
+def _xdr_pmaplist__head_pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_pmaplist__S0(v.map.prog, v.map.vers, v.map.prot, v.map.port)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_pmaplist.diagnose(v, e)) from None
+
+
+def _xdr_pmaplist__head_unpack(dec: _xdr.Decoder) -> pmaplist:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, = _xdr_pmaplist__U0(dec.mv, pos)
+        dec.pos = pos + 16
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct pmaplist: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct pmaplist: %s is not a declared enum value' % e) from None
+    return pmaplist(mapping(a0_0, a0_1, a0_2, a0_3), None)
+
+
+_xdr_call_args__st0 = _struct.Struct('>III')
+_xdr_call_args__S0, _xdr_call_args__U0 = _xdr_call_args__st0.pack, _xdr_call_args__st0.unpack_from
+
+
+def _xdr_call_args__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_call_args__S0(v.prog, v.vers, v.proc)
+        _xdr_call_args__p3(enc, v.args)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_call_args.diagnose(v, e)) from None
+
+
+def _xdr_call_args__unpack(dec: _xdr.Decoder) -> call_args:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, = _xdr_call_args__U0(dec.mv, pos)
+        dec.pos = pos + 12
+        f3 = _xdr_call_args__u3(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct call_args: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct call_args: %s is not a declared enum value' % e) from None
+    return call_args(a0_0, a0_1, a0_2, f3)
+
+
+_xdr_call_result__st0 = _struct.Struct('>I')
+_xdr_call_result__S0, _xdr_call_result__U0 = _xdr_call_result__st0.pack, _xdr_call_result__st0.unpack_from
+
+
+def _xdr_call_result__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_call_result__S0(v.port)
+        _xdr_call_result__p1(enc, v.res)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_call_result.diagnose(v, e)) from None
+
+
+def _xdr_call_result__unpack(dec: _xdr.Decoder) -> call_result:
+    try:
+        pos = dec.pos
+        a0_0, = _xdr_call_result__U0(dec.mv, pos)
+        dec.pos = pos + 4
+        f1 = _xdr_call_result__u1(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct call_result: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct call_result: %s is not a declared enum value' % e) from None
+    return call_result(a0_0, f1)
+
+
 xdr_mapping.define(
     mapping,
     [
@@ -137,6 +281,8 @@ xdr_mapping.define(
         ('prot', _xdr.xdr_u_int),
         ('port', _xdr.xdr_u_int),
     ],
+    coders=(_xdr_mapping__pack, _xdr_mapping__unpack),
+    whole=(mapping.encode, mapping.decode),
 )
 xdr_pmaplist.define(
     pmaplist,
@@ -144,6 +290,8 @@ xdr_pmaplist.define(
         ('map', xdr_mapping),
         ('next', _xdr.Optional(xdr_pmaplist)),
     ],
+    coders=(_xdr_pmaplist__pack, _xdr_pmaplist__unpack),
+    head=(_xdr_pmaplist__head_pack, _xdr_pmaplist__head_unpack),
 )
 xdr_call_args.define(
     call_args,
@@ -153,6 +301,7 @@ xdr_call_args.define(
         ('proc', _xdr.xdr_u_int),
         ('args', _xdr.VarOpaque(None)),
     ],
+    coders=(_xdr_call_args__pack, _xdr_call_args__unpack),
 )
 xdr_call_result.define(
     call_result,
@@ -160,7 +309,16 @@ xdr_call_result.define(
         ('port', _xdr.xdr_u_int),
         ('res', _xdr.VarOpaque(None)),
     ],
+    coders=(_xdr_call_result__pack, _xdr_call_result__unpack),
 )
+
+# What the struct coders call: enum members, the functions of other codecs.
+_xdr_pmaplist__p1 = xdr_pmaplist.fields[1][1].packer()
+_xdr_pmaplist__u1 = xdr_pmaplist.fields[1][1].unpacker()
+_xdr_call_args__p3 = xdr_call_args.fields[3][1].packer()
+_xdr_call_args__u3 = xdr_call_args.fields[3][1].unpacker()
+_xdr_call_result__p1 = xdr_call_result.fields[1][1].packer()
+_xdr_call_result__u1 = xdr_call_result.fields[1][1].unpacker()
 
 # Typedefs: the Python type each name stands for.
 pmaplist_ptr = pmaplist
@@ -299,3 +457,13 @@ class PMAP_VERS_Server:
     def PMAPPROC_CALLIT(self, ctx: Any, arg1: call_args) -> call_result:
         """PMAPPROC_CALLIT (5): not served unless overridden."""
         raise NotImplementedError("PMAP_PROG.PMAP_VERS.PMAPPROC_CALLIT")
+
+
+# Every codec is built now, at import (none is built while threads use it).
+_xdr.ready_all(
+    xdr_mapping,
+    xdr_pmaplist,
+    xdr_call_args,
+    xdr_call_result,
+    xdr_pmaplist_ptr,
+)

@@ -8,7 +8,27 @@ from typing import Any
 
 from cricket_xdr.xdr import Codec
 
-__all__ = ["Pending", "Procedure"]
+__all__ = ["Facts", "Pending", "Procedure"]
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the .x file states about a procedure (cricket_xdr.compiler.facts).
+
+    ``replay``: "replay", "readonly", "uncounted", or "" where the spec states none.
+    ``views``: indexes (from 0) of the arguments passed as views of the call record.
+    ``handles``: (argument index, the kinds it may hold) of the arguments that hold handles.
+    """
+
+    pipelined: bool = False
+    replay: str = ""
+    views: tuple[int, ...] = ()
+    handles: tuple[tuple[int, tuple[str, ...]], ...] = ()
+
+    @property
+    def counted(self) -> bool:
+        """Whether the call counts for replay (numbered by client and server alike)."""
+        return self.replay != "uncounted"
 
 
 @dataclass(frozen=True)
@@ -22,6 +42,7 @@ class Procedure:
     name: str
     arg_codecs: tuple[Codec, ...]
     result_codec: Codec
+    facts: Facts = Facts()
 
 
 class Pending:

@@ -3,7 +3,10 @@
 Generated modules (``cricket-xdrgen``) are thin declarations over this module. Every codec
 has ``pack(enc, value)``, ``unpack(dec) -> value``, ``encode(value) -> bytes`` and
 ``decode(data) -> value``; ``pack``/``unpack`` are plain functions stored on the instance,
-built once (structs fuse runs of fixed-size fields into one precompiled ``struct.Struct``).
+built once (a generated module builds all of its codecs at import, ``ready_all``). No code
+is generated at run time: cricket-xdrgen writes each struct's functions into the generated
+module (runs of fixed-size fields fused into one ``struct.Struct``); a struct defined by hand
+gets equivalent closures.
 
 Wire layout (every item is a multiple of 4 bytes, big-endian, padding bytes are zero):
 
@@ -29,6 +32,7 @@ against the bound and the bytes left before anything is allocated. Padding is no
 
 from __future__ import annotations
 
+import operator
 import struct
 import threading
 from collections.abc import Callable, Iterable
@@ -52,6 +56,8 @@ __all__ = [
     "XdrEncodeError",
     "XdrError",
     "arm_property",
+    "ready_all",
+    "struct_size_error",
     "xdr_bool",
     "xdr_char",
     "xdr_double",
@@ -181,7 +187,8 @@ _BUILD_LOCK = threading.RLock()  # one codec build at a time (a build builds the
 
 
 class Codec:
-    """An XDR type: ``pack``/``unpack`` are plain functions built on first use."""
+    """An XDR type: ``pack``/``unpack`` are plain functions built by ``ready()`` (on first use
+    unless built before)."""
 
     name: str = "?"
     fmt: str | None = None  # struct format char when the value is one fixed-size scalar
@@ -756,17 +763,83 @@ def _shape(codec: Codec, seen: frozenset[int]) -> Any:
     return codec.cls, subs
 
 
-def _compile(name: str, source: str, env: dict[str, Any]) -> Callable[..., Any]:
-    code = compile(source, f"<xdr {name}>", "exec")
-    exec(code, env)  # noqa: S102 - source built here from declared field names only
-    return env[name]  # type: ignore[no-any-return]
+def struct_size_error(name: str, size: int, data: Any) -> XdrDecodeError:
+    """The error of a whole-buffer decode of an all-scalar struct given the wrong bytes."""
+    try:
+        got = memoryview(data).nbytes
+    except TypeError:
+        return XdrDecodeError(f"struct {name}: expected bytes, got {type(data).__name__}")
+    return XdrDecodeError(f"struct {name}: expected exactly {size} bytes, got {got}")
+
+
+def _leaf_in(codec: Codec) -> Callable[[Any], Any] | None:
+    """How a fused scalar's value becomes its struct.Struct argument (None: as it is)."""
+    if codec.kind == "bool":
+        return lambda v: 1 if v else 0
+    if codec.kind == "enum":
+        return codec.members.__getitem__  # type: ignore[attr-defined, no-any-return]
+    return None
+
+
+def _leaf_out(codec: Codec, name: str) -> Callable[[Any], Any] | None:
+    """How a fused scalar's decoded int becomes its value (None: as it is)."""
+    if codec.kind == "bool":
+
+        def as_bool(v: Any) -> bool:
+            if v > 1:
+                raise XdrDecodeError(f"struct {name}: a bool is {v}, neither 0 nor 1")
+            return bool(v == 1)
+
+        return as_bool
+    if codec.kind == "enum":
+        return codec.members.__getitem__  # type: ignore[attr-defined, no-any-return]
+    return None
+
+
+class _Run:
+    """Consecutive scalar fields (and structs made only of scalars, flattened) coded with one
+    ``struct.Struct``."""
+
+    def __init__(self, name: str, shapes: list[tuple[str, Any]]) -> None:
+        leaves: list[tuple[str, Codec]] = []
+
+        def walk(shape: Any, path: str) -> None:
+            if isinstance(shape, Codec):
+                leaves.append((path, shape))
+            else:
+                for attr, sub in shape[1]:
+                    walk(sub, f"{path}.{attr}")
+
+        for attr, shape in shapes:
+            walk(shape, attr)
+        self.shapes = [shape for _, shape in shapes]
+        self.st = struct.Struct(">" + "".join(c.fmt or "" for _, c in leaves))
+        self.get = [operator.attrgetter(path) for path, _ in leaves]
+        self.into = [_leaf_in(c) for _, c in leaves]
+        self.out = [_leaf_out(c, name) for _, c in leaves]
+
+    def args(self, v: Any) -> list[Any]:
+        return [g(v) if f is None else f(g(v)) for g, f in zip(self.get, self.into, strict=True)]
+
+    def values(self, raw: tuple[Any, ...]) -> list[Any]:
+        """The fields' values from the decoded integers (nested structs rebuilt)."""
+        leaves = iter([x if f is None else f(x) for x, f in zip(raw, self.out, strict=True)])
+
+        def build(shape: Any) -> Any:
+            if isinstance(shape, Codec):
+                return next(leaves)
+            return shape[0](*[build(sub) for _, sub in shape[1]])
+
+        return [build(shape) for shape in self.shapes]
 
 
 class Struct(Codec):
     """A struct: a dataclass whose fields are coded in order.
 
-    Created empty (so types may refer to each other) and filled by :meth:`define`.
-    Runs of scalar fields are fused into one ``struct.Struct``.
+    Created empty (so types may refer to each other) and filled by :meth:`define`. Generated
+    modules pass the pack/unpack functions cricket-xdrgen wrote for the struct (runs of
+    scalar fields fused into one ``struct.Struct``); a struct defined without them gets
+    equivalent ones built from its fields on first use.
     """
 
     def __init__(self, name: str) -> None:
@@ -774,15 +847,30 @@ class Struct(Codec):
         self.name = name
         self.cls: type | None = None
         self.fields: list[tuple[str, Codec]] = []
+        self._head: tuple[Callable[[Encoder, Any], None], Callable[[Decoder], Any]] | None = None
 
-    def define(self, cls: type, fields: Iterable[tuple[str, Codec]]) -> Struct:
+    def define(
+        self,
+        cls: type,
+        fields: Iterable[tuple[str, Codec]],
+        coders: tuple[Callable[[Encoder, Any], None], Callable[[Decoder], Any]] | None = None,
+        whole: tuple[Callable[[Any], bytes], Callable[[Any], Any]] | None = None,
+        head: tuple[Callable[[Encoder, Any], None], Callable[[Decoder], Any]] | None = None,
+    ) -> Struct:
         """Set the dataclass and its ``(attribute, codec)`` fields, in wire order.
 
-        When ``cls`` defines ``encode`` and ``decode`` (as generated classes do) and every
-        field is a scalar, both are replaced on first use by the specialized functions.
+        ``coders``: its (pack, unpack), written by cricket-xdrgen; ``whole``: the (encode,
+        decode) of a struct of scalars only, which work on whole buffers; ``head``: those of
+        :meth:`head_coders`.
         """
         self.cls = cls
         self.fields = list(fields)
+        self._head = head
+        if coders is not None:
+            self.pack, self.unpack = coders
+            self._state = 2
+        if whole is not None:
+            self.encode, self.decode = whole  # type: ignore[method-assign, assignment]
         return self
 
     def min_size(self, seen: frozenset[int] = frozenset()) -> int:
@@ -792,151 +880,94 @@ class Struct(Codec):
         return sum(c.min_size(seen) for _, c in self.fields)
 
     def _build(self) -> tuple[Callable[[Encoder, Any], None], Callable[[Decoder], Any]]:
-        pack, unpack, fast = self._generate(len(self.fields))
-        if fast is not None:
-            self.encode, self.decode = fast  # type: ignore[method-assign]
-            cls = self.cls
-            if "encode" in cls.__dict__ and "decode" in cls.__dict__:
-                # A generated class: its delegating methods become the specialized ones.
-                cls.encode = fast[0]  # type: ignore[union-attr]
-                cls.decode = staticmethod(fast[1])  # type: ignore[union-attr]
+        pack, unpack, steps = self._coders(len(self.fields))
+        if len(steps) == 1 and steps[0][0] == "run":
+            self.encode, self.decode = self._whole(steps[0][1])  # type: ignore[method-assign, assignment]
         return pack, unpack
 
     def head_coders(self) -> tuple[Callable[[Encoder, Any], None], Callable[[Decoder], Any]]:
         """pack/unpack of every field but the last (which unpacks as ``None``)."""
-        pack, unpack, _ = self._generate(len(self.fields) - 1)
+        if self._head is not None:
+            return self._head
+        pack, unpack, _ = self._coders(len(self.fields) - 1)
         return pack, unpack
 
-    def _generate(
+    def _coders(
         self, count: int
-    ) -> tuple[Callable[[Encoder, Any], None], Callable[[Decoder], Any], Any]:
+    ) -> tuple[Callable[[Encoder, Any], None], Callable[[Decoder], Any], list[tuple[str, Any]]]:
+        """pack/unpack of the first ``count`` fields (the others unpack as ``None``)."""
         if self.cls is None:
             raise XdrError(f"struct {self.name}: used before it was defined")
-        name = self.name
-        env: dict[str, Any] = {
-            "XdrError": XdrError,
-            "XdrEncodeError": XdrEncodeError,
-            "XdrDecodeError": XdrDecodeError,
-            "struct_error": struct.error,
-            "cls": self.cls,
-            "short": _short,
-            "diagnose": self._diagnose,
-        }
-        fields = self.fields[:count]
-        # Group fields: runs of scalars (and of structs made only of scalars, flattened)
-        # become one struct.Struct.
-        shapes = [_shape(codec, frozenset({id(self)})) for _, codec in fields]
-        groups: list[tuple[str, list[int]]] = []
-        for i, shape in enumerate(shapes):
-            if shape is not None and groups and groups[-1][0] == "run":
-                groups[-1][1].append(i)
+        name, cls, diagnose = self.name, self.cls, self.diagnose
+        missing = [None] * (len(self.fields) - count)
+        steps: list[tuple[str, Any]] = []  # ("one", (attr, pack, unpack)) or ("run", _Run)
+        for attr, codec in self.fields[:count]:
+            shape = _shape(codec, frozenset({id(self)}))
+            if shape is None:
+                steps.append(("one", (attr, codec.packer(), codec.unpacker())))
+            elif steps and steps[-1][0] == "run":
+                steps[-1][1].append((attr, shape))
             else:
-                groups.append(("run" if shape is not None else "one", [i]))
-        p = ["def pack(enc, v):", "    try:"]
-        u = ["def unpack(dec):", "    try:"]
-        fexpr: list[str] = []
-        leaves: list[tuple[str, Codec]] = []  # (value expression on pack, scalar codec)
+                steps.append(("run", [(attr, shape)]))
+        steps = [(kind, _Run(name, step) if kind == "run" else step) for kind, step in steps]
 
-        def walk_pack(shape: Any, path: str) -> None:
-            if isinstance(shape, Codec):
-                leaves.append((path, shape))
-            else:
-                for attr, sub in shape[1]:
-                    walk_pack(sub, f"{path}.{attr}")
-
-        def walk_unpack(shape: Any, run: list[tuple[str, Codec]]) -> str:
-            if isinstance(shape, Codec):
-                var = f"a{len(fexpr)}_{len(run)}"
-                run.append((var, shape))
-                return var
-            env[f"C{len(env)}"] = shape[0]
-            cname = f"C{len(env) - 1}"
-            return f"{cname}({', '.join(walk_unpack(sub, run) for _, sub in shape[1])})"
-
-        for g, (gkind, idxs) in enumerate(groups):
-            if gkind == "one":
-                i = idxs[0]
-                env[f"p{i}"] = fields[i][1].packer()
-                env[f"u{i}"] = fields[i][1].unpacker()
-                p.append(f"        p{i}(enc, v.{fields[i][0]})")
-                u.append(f"        f{i} = u{i}(dec)")
-                fexpr.append(f"f{i}")
-                continue
-            leaves.clear()
-            for i in idxs:
-                walk_pack(shapes[i], f"v.{fields[i][0]}")
-            st = struct.Struct(">" + "".join(c.fmt or "" for _, c in leaves))
-            env[f"S{g}"], env[f"U{g}"], env[f"N{g}"] = st.pack, st.unpack_from, st.size
-            args = []
-            for k, (path, codec) in enumerate(leaves):
-                if codec.kind == "bool":
-                    args.append(f"(1 if {path} else 0)")
-                elif codec.kind == "enum":
-                    env[f"m{g}_{k}"] = codec.members  # type: ignore[attr-defined]
-                    args.append(f"m{g}_{k}[{path}]")
-                else:
-                    args.append(path)
-            p.append(f"        enc.buf += S{g}({', '.join(args)})")
-            run: list[tuple[str, Codec]] = []
-            exprs = [walk_unpack(shapes[i], run) for i in idxs]
-            u.append("        pos = dec.pos")
-            u.append(f"        {''.join(f'{var}, ' for var, _ in run)}= U{g}(dec.mv, pos)")
-            u.append(f"        dec.pos = pos + N{g}")
-            for k, (var, codec) in enumerate(run):
-                if codec.kind == "bool":
-                    u.append(f"        if {var} > 1: raise XdrDecodeError("
-                             f"'struct {name}: a bool is %d, neither 0 nor 1' % {var})")
-                    u.append(f"        {var} = {var} == 1")
-                elif codec.kind == "enum":
-                    env[f"m{g}_{k}"] = codec.members  # type: ignore[attr-defined]
-                    u.append(f"        {var} = m{g}_{k}[{var}]")
-            fexpr.extend(exprs)
-        values = fexpr + ["None"] * (len(self.fields) - count)
-        p += [
-            "    except RecursionError:",
-            "        raise",
-            "    except Exception as e:",
-            "        raise XdrEncodeError(diagnose(v, e)) from None",
-        ]
-        u += [
-            "    except struct_error:",
-            f"        raise XdrDecodeError('struct {name}: data ends early at offset %d' % dec.pos)"
-            " from None",
-            "    except KeyError as e:",
-            f"        raise XdrDecodeError('struct {name}: %s is not a declared enum value' % e)"
-            " from None",
-            f"    return cls({', '.join(values)})",
-        ]
-        pack = _compile("pack", "\n".join(p), env)
-        unpack = _compile("unpack", "\n".join(u), dict(env))
-        fast = None
-        if count == len(self.fields) and len(groups) == 1 and groups[0][0] == "run":
-            fast = self._fast(env, p, u)
-        return pack, unpack, fast
-
-    def _fast(self, env: dict[str, Any], p: list[str], u: list[str]) -> Any:
-        """encode/decode of an all-scalar struct without an Encoder or Decoder."""
-        pe = ["def encode(v):", "    try:", p[2].replace("enc.buf += ", "return ")] + p[3:]
-        ue = ["def decode(data):", "    try:", u[3].replace("U0(dec.mv, pos)", "W0(data)")]
-        ue += u[5:-5] + [
-            "    except (struct_error, TypeError):",
-            "        raise wrong_size(data) from None",
-        ] + u[-3:]
-        env = dict(env, W0=env["S0"].__self__.unpack)
-        size = env["N0"]
-        name = self.name
-
-        def wrong_size(data: Any) -> XdrDecodeError:
+        def pack(enc: Encoder, v: Any) -> None:
             try:
-                got = memoryview(data).nbytes
-            except TypeError:
-                return XdrDecodeError(f"struct {name}: expected bytes, got {type(data).__name__}")
-            return XdrDecodeError(f"struct {name}: expected exactly {size} bytes, got {got}")
+                for kind, step in steps:
+                    if kind == "run":
+                        enc.buf += step.st.pack(*step.args(v))
+                    else:
+                        step[1](enc, getattr(v, step[0]))
+            except RecursionError:
+                raise
+            except Exception as e:
+                raise XdrEncodeError(diagnose(v, e)) from None
 
-        env["wrong_size"] = wrong_size
-        return _compile("encode", "\n".join(pe), dict(env)), _compile("decode", "\n".join(ue), env)
+        def unpack(dec: Decoder) -> Any:
+            values: list[Any] = []
+            try:
+                for kind, step in steps:
+                    if kind == "run":
+                        pos = dec.pos
+                        raw = step.st.unpack_from(dec.mv, pos)
+                        dec.pos = pos + step.st.size
+                        values += step.values(raw)
+                    else:
+                        values.append(step[2](dec))
+            except struct.error:
+                raise XdrDecodeError(f"struct {name}: data ends early at offset {dec.pos}") from None
+            except KeyError as e:
+                raise XdrDecodeError(f"struct {name}: {e} is not a declared enum value") from None
+            return cls(*values, *missing)
 
-    def _diagnose(self, value: Any, error: Exception) -> str:
+        return pack, unpack, steps
+
+    def _whole(self, run: _Run) -> tuple[Callable[[Any], bytes], Callable[[Any], Any]]:
+        """encode/decode of an all-scalar struct without an Encoder or Decoder."""
+        name, cls, diagnose, st = self.name, self.cls, self.diagnose, run.st
+        assert cls is not None
+
+        def encode(v: Any) -> bytes:
+            try:
+                return st.pack(*run.args(v))
+            except RecursionError:
+                raise
+            except Exception as e:
+                raise XdrEncodeError(diagnose(v, e)) from None
+
+        def decode(data: Any) -> Any:
+            try:
+                raw = st.unpack(data)
+            except (struct.error, TypeError):
+                raise struct_size_error(name, st.size, data) from None
+            try:
+                return cls(*run.values(raw))
+            except KeyError as e:
+                raise XdrDecodeError(f"struct {name}: {e} is not a declared enum value") from None
+
+        return encode, decode
+
+    def diagnose(self, value: Any, error: Exception) -> str:
         """Name the field that could not be encoded."""
         if self.cls is not None and not isinstance(value, self.cls):
             return f"struct {self.name}: expected {self.cls.__name__}, got {type(value).__name__}"
@@ -1023,3 +1054,10 @@ def arm_property(
         raise AttributeError(f"union {union}: arm {arm!r} is not selected by {disc_attr}={d!r}")
 
     return property(get, doc=f"The {arm} arm of union {union}.")
+
+
+def ready_all(*codecs: Codec) -> None:
+    """Build every codec now (a generated module does at import, so no codec of it is built
+    while threads use it)."""
+    for codec in codecs:
+        codec.ready()

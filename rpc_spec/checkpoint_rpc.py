@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses as _dc
 import enum as _enum
+import struct as _struct
 from typing import Any
 
 from cricket_xdr import xdr as _xdr
@@ -105,12 +106,25 @@ class ckpt_option:
 
     def encode(self) -> bytes:
         """The XDR encoding of this value."""
-        return xdr_ckpt_option.encode(self)
+        try:
+            return _xdr_ckpt_option__S0(self.option, self.value)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_ckpt_option.diagnose(self, e)) from None
 
     @classmethod
     def decode(cls, data: Any) -> ckpt_option:
         """Decode a whole buffer (trailing bytes are an error)."""
-        return xdr_ckpt_option.decode(data)  # type: ignore[no-any-return]
+        try:
+            a0_0, a0_1, = _xdr_ckpt_option__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('ckpt_option', 12, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct ckpt_option: %s is not a declared enum value' % e) from None
+        return ckpt_option(a0_0, a0_1)
 
 
 @_dc.dataclass(slots=True)
@@ -122,12 +136,25 @@ class ckpt_attr:
 
     def encode(self) -> bytes:
         """The XDR encoding of this value."""
-        return xdr_ckpt_attr.encode(self)
+        try:
+            return _xdr_ckpt_attr__S0(self.attribute, self.value)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_ckpt_attr.diagnose(self, e)) from None
 
     @classmethod
     def decode(cls, data: Any) -> ckpt_attr:
         """Decode a whole buffer (trailing bytes are an error)."""
-        return xdr_ckpt_attr.decode(data)  # type: ignore[no-any-return]
+        try:
+            a0_0, a0_1, = _xdr_ckpt_attr__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('ckpt_attr', 12, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct ckpt_attr: %s is not a declared enum value' % e) from None
+        return ckpt_attr(a0_0, a0_1)
 
 
 @_dc.dataclass(slots=True)
@@ -142,12 +169,27 @@ class context_image:
 
     def encode(self) -> bytes:
         """The XDR encoding of this value."""
-        return xdr_context_image.encode(self)
+        try:
+            return _xdr_context_image__S0(self.handle, self.dev, self.flags, (1 if self.primary else 0), self.retain_count)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_context_image.diagnose(self, e)) from None
 
     @classmethod
     def decode(cls, data: Any) -> context_image:
         """Decode a whole buffer (trailing bytes are an error)."""
-        return xdr_context_image.decode(data)  # type: ignore[no-any-return]
+        try:
+            a0_0, a0_1, a0_2, a0_3, a0_4, = _xdr_context_image__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('context_image', 24, data) from None
+        try:
+            if a0_3 > 1:
+                raise _xdr.XdrDecodeError('struct context_image: a bool is %d, neither 0 nor 1' % a0_3)
+            a0_3 = a0_3 == 1
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct context_image: %s is not a declared enum value' % e) from None
+        return context_image(a0_0, a0_1, a0_2, a0_3, a0_4)
 
 
 @_dc.dataclass(slots=True)
@@ -275,12 +317,25 @@ class stream_image:
 
     def encode(self) -> bytes:
         """The XDR encoding of this value."""
-        return xdr_stream_image.encode(self)
+        try:
+            return _xdr_stream_image__S0(self.handle, self.ctx, self.flags, self.priority)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_stream_image.diagnose(self, e)) from None
 
     @classmethod
     def decode(cls, data: Any) -> stream_image:
         """Decode a whole buffer (trailing bytes are an error)."""
-        return xdr_stream_image.decode(data)  # type: ignore[no-any-return]
+        try:
+            a0_0, a0_1, a0_2, a0_3, = _xdr_stream_image__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('stream_image', 24, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct stream_image: %s is not a declared enum value' % e) from None
+        return stream_image(a0_0, a0_1, a0_2, a0_3)
 
 
 @_dc.dataclass(slots=True)
@@ -293,12 +348,25 @@ class event_image:
 
     def encode(self) -> bytes:
         """The XDR encoding of this value."""
-        return xdr_event_image.encode(self)
+        try:
+            return _xdr_event_image__S0(self.handle, self.ctx, self.flags)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_event_image.diagnose(self, e)) from None
 
     @classmethod
     def decode(cls, data: Any) -> event_image:
         """Decode a whole buffer (trailing bytes are an error)."""
-        return xdr_event_image.decode(data)  # type: ignore[no-any-return]
+        try:
+            a0_0, a0_1, a0_2, = _xdr_event_image__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('event_image', 20, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct event_image: %s is not a declared enum value' % e) from None
+        return event_image(a0_0, a0_1, a0_2)
 
 
 @_dc.dataclass(slots=True)
@@ -414,6 +482,502 @@ xdr_manifest_file = _xdr.Struct('manifest_file')
 xdr_ckpt_ptr = _xdr.xdr_u_hyper
 xdr_ckpt_handle = _xdr.xdr_u_hyper
 xdr_ckpt_name = _xdr.String(CHECKPOINT_MAX_NAME)
+
+
+_xdr_blob_ref__st1 = _struct.Struct('>iQQ')
+_xdr_blob_ref__S1, _xdr_blob_ref__U1 = _xdr_blob_ref__st1.pack, _xdr_blob_ref__st1.unpack_from
+
+
+def _xdr_blob_ref__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        _xdr_blob_ref__p0(enc, v.file)
+        enc.buf += _xdr_blob_ref__S1(_xdr_blob_codec__members[v.codec], v.size, v.stored_size)
+        _xdr_blob_ref__p4(enc, v.sha256)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_blob_ref.diagnose(v, e)) from None
+
+
+def _xdr_blob_ref__unpack(dec: _xdr.Decoder) -> blob_ref:
+    try:
+        f0 = _xdr_blob_ref__u0(dec)
+        pos = dec.pos
+        a1_0, a1_1, a1_2, = _xdr_blob_ref__U1(dec.mv, pos)
+        dec.pos = pos + 20
+        a1_0 = _xdr_blob_codec__members[a1_0]
+        f4 = _xdr_blob_ref__u4(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct blob_ref: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct blob_ref: %s is not a declared enum value' % e) from None
+    return blob_ref(f0, a1_0, a1_1, a1_2, f4)
+
+
+_xdr_ckpt_option__st0 = _struct.Struct('>iq')
+_xdr_ckpt_option__S0, _xdr_ckpt_option__U0 = _xdr_ckpt_option__st0.pack, _xdr_ckpt_option__st0.unpack_from
+_xdr_ckpt_option__W0 = _xdr_ckpt_option__st0.unpack
+
+
+def _xdr_ckpt_option__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_ckpt_option__S0(v.option, v.value)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_ckpt_option.diagnose(v, e)) from None
+
+
+def _xdr_ckpt_option__unpack(dec: _xdr.Decoder) -> ckpt_option:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, = _xdr_ckpt_option__U0(dec.mv, pos)
+        dec.pos = pos + 12
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct ckpt_option: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct ckpt_option: %s is not a declared enum value' % e) from None
+    return ckpt_option(a0_0, a0_1)
+
+
+_xdr_ckpt_attr__st0 = _struct.Struct('>iq')
+_xdr_ckpt_attr__S0, _xdr_ckpt_attr__U0 = _xdr_ckpt_attr__st0.pack, _xdr_ckpt_attr__st0.unpack_from
+_xdr_ckpt_attr__W0 = _xdr_ckpt_attr__st0.unpack
+
+
+def _xdr_ckpt_attr__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_ckpt_attr__S0(v.attribute, v.value)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_ckpt_attr.diagnose(v, e)) from None
+
+
+def _xdr_ckpt_attr__unpack(dec: _xdr.Decoder) -> ckpt_attr:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, = _xdr_ckpt_attr__U0(dec.mv, pos)
+        dec.pos = pos + 12
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct ckpt_attr: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct ckpt_attr: %s is not a declared enum value' % e) from None
+    return ckpt_attr(a0_0, a0_1)
+
+
+_xdr_context_image__st0 = _struct.Struct('>QiIII')
+_xdr_context_image__S0, _xdr_context_image__U0 = _xdr_context_image__st0.pack, _xdr_context_image__st0.unpack_from
+_xdr_context_image__W0 = _xdr_context_image__st0.unpack
+
+
+def _xdr_context_image__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_context_image__S0(v.handle, v.dev, v.flags, (1 if v.primary else 0), v.retain_count)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_context_image.diagnose(v, e)) from None
+
+
+def _xdr_context_image__unpack(dec: _xdr.Decoder) -> context_image:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, a0_4, = _xdr_context_image__U0(dec.mv, pos)
+        dec.pos = pos + 24
+        if a0_3 > 1:
+            raise _xdr.XdrDecodeError('struct context_image: a bool is %d, neither 0 nor 1' % a0_3)
+        a0_3 = a0_3 == 1
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct context_image: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct context_image: %s is not a declared enum value' % e) from None
+    return context_image(a0_0, a0_1, a0_2, a0_3, a0_4)
+
+
+_xdr_device_image__st0 = _struct.Struct('>i')
+_xdr_device_image__S0, _xdr_device_image__U0 = _xdr_device_image__st0.pack, _xdr_device_image__st0.unpack_from
+
+
+def _xdr_device_image__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_device_image__S0(v.dev)
+        _xdr_device_image__p1(enc, v.limits)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_device_image.diagnose(v, e)) from None
+
+
+def _xdr_device_image__unpack(dec: _xdr.Decoder) -> device_image:
+    try:
+        pos = dec.pos
+        a0_0, = _xdr_device_image__U0(dec.mv, pos)
+        dec.pos = pos + 4
+        f1 = _xdr_device_image__u1(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct device_image: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct device_image: %s is not a declared enum value' % e) from None
+    return device_image(a0_0, f1)
+
+
+_xdr_function_image__st0 = _struct.Struct('>Q')
+_xdr_function_image__S0, _xdr_function_image__U0 = _xdr_function_image__st0.pack, _xdr_function_image__st0.unpack_from
+
+
+def _xdr_function_image__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_function_image__S0(v.handle)
+        _xdr_function_image__p1(enc, v.name)
+        _xdr_function_image__p2(enc, v.attributes)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_function_image.diagnose(v, e)) from None
+
+
+def _xdr_function_image__unpack(dec: _xdr.Decoder) -> function_image:
+    try:
+        pos = dec.pos
+        a0_0, = _xdr_function_image__U0(dec.mv, pos)
+        dec.pos = pos + 8
+        f1 = _xdr_function_image__u1(dec)
+        f2 = _xdr_function_image__u2(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct function_image: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct function_image: %s is not a declared enum value' % e) from None
+    return function_image(a0_0, f1, f2)
+
+
+_xdr_global_image__st1 = _struct.Struct('>QQ')
+_xdr_global_image__S1, _xdr_global_image__U1 = _xdr_global_image__st1.pack, _xdr_global_image__st1.unpack_from
+
+
+def _xdr_global_image__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        _xdr_global_image__p0(enc, v.name)
+        enc.buf += _xdr_global_image__S1(v.address, v.size)
+        _xdr_global_image__p3(enc, v.contents)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_global_image.diagnose(v, e)) from None
+
+
+def _xdr_global_image__unpack(dec: _xdr.Decoder) -> global_image:
+    try:
+        f0 = _xdr_global_image__u0(dec)
+        pos = dec.pos
+        a1_0, a1_1, = _xdr_global_image__U1(dec.mv, pos)
+        dec.pos = pos + 16
+        f3 = _xdr_global_image__u3(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct global_image: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct global_image: %s is not a declared enum value' % e) from None
+    return global_image(f0, a1_0, a1_1, f3)
+
+
+_xdr_module_image__st0 = _struct.Struct('>QQ')
+_xdr_module_image__S0, _xdr_module_image__U0 = _xdr_module_image__st0.pack, _xdr_module_image__st0.unpack_from
+
+
+def _xdr_module_image__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_module_image__S0(v.handle, v.ctx)
+        _xdr_module_image__p2(enc, v.image)
+        _xdr_module_image__p3(enc, v.jit_options)
+        _xdr_module_image__p4(enc, v.globals)
+        _xdr_module_image__p5(enc, v.functions)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_module_image.diagnose(v, e)) from None
+
+
+def _xdr_module_image__unpack(dec: _xdr.Decoder) -> module_image:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, = _xdr_module_image__U0(dec.mv, pos)
+        dec.pos = pos + 16
+        f2 = _xdr_module_image__u2(dec)
+        f3 = _xdr_module_image__u3(dec)
+        f4 = _xdr_module_image__u4(dec)
+        f5 = _xdr_module_image__u5(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct module_image: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct module_image: %s is not a declared enum value' % e) from None
+    return module_image(a0_0, a0_1, f2, f3, f4, f5)
+
+
+_xdr_kernel_image__st0 = _struct.Struct('>Q')
+_xdr_kernel_image__S0, _xdr_kernel_image__U0 = _xdr_kernel_image__st0.pack, _xdr_kernel_image__st0.unpack_from
+
+
+def _xdr_kernel_image__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_kernel_image__S0(v.handle)
+        _xdr_kernel_image__p1(enc, v.name)
+        _xdr_kernel_image__p2(enc, v.function)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_kernel_image.diagnose(v, e)) from None
+
+
+def _xdr_kernel_image__unpack(dec: _xdr.Decoder) -> kernel_image:
+    try:
+        pos = dec.pos
+        a0_0, = _xdr_kernel_image__U0(dec.mv, pos)
+        dec.pos = pos + 8
+        f1 = _xdr_kernel_image__u1(dec)
+        f2 = _xdr_kernel_image__u2(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct kernel_image: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct kernel_image: %s is not a declared enum value' % e) from None
+    return kernel_image(a0_0, f1, f2)
+
+
+_xdr_library_image__st0 = _struct.Struct('>QQ')
+_xdr_library_image__S0, _xdr_library_image__U0 = _xdr_library_image__st0.pack, _xdr_library_image__st0.unpack_from
+
+
+def _xdr_library_image__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_library_image__S0(v.handle, v.ctx)
+        _xdr_library_image__p2(enc, v.image)
+        _xdr_library_image__p3(enc, v.jit_options)
+        _xdr_library_image__p4(enc, v.library_options)
+        _xdr_library_image__p5(enc, v.kernels)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_library_image.diagnose(v, e)) from None
+
+
+def _xdr_library_image__unpack(dec: _xdr.Decoder) -> library_image:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, = _xdr_library_image__U0(dec.mv, pos)
+        dec.pos = pos + 16
+        f2 = _xdr_library_image__u2(dec)
+        f3 = _xdr_library_image__u3(dec)
+        f4 = _xdr_library_image__u4(dec)
+        f5 = _xdr_library_image__u5(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct library_image: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct library_image: %s is not a declared enum value' % e) from None
+    return library_image(a0_0, a0_1, f2, f3, f4, f5)
+
+
+_xdr_stream_image__st0 = _struct.Struct('>QQIi')
+_xdr_stream_image__S0, _xdr_stream_image__U0 = _xdr_stream_image__st0.pack, _xdr_stream_image__st0.unpack_from
+_xdr_stream_image__W0 = _xdr_stream_image__st0.unpack
+
+
+def _xdr_stream_image__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_stream_image__S0(v.handle, v.ctx, v.flags, v.priority)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_stream_image.diagnose(v, e)) from None
+
+
+def _xdr_stream_image__unpack(dec: _xdr.Decoder) -> stream_image:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, = _xdr_stream_image__U0(dec.mv, pos)
+        dec.pos = pos + 24
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct stream_image: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct stream_image: %s is not a declared enum value' % e) from None
+    return stream_image(a0_0, a0_1, a0_2, a0_3)
+
+
+_xdr_event_image__st0 = _struct.Struct('>QQI')
+_xdr_event_image__S0, _xdr_event_image__U0 = _xdr_event_image__st0.pack, _xdr_event_image__st0.unpack_from
+_xdr_event_image__W0 = _xdr_event_image__st0.unpack
+
+
+def _xdr_event_image__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_event_image__S0(v.handle, v.ctx, v.flags)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_event_image.diagnose(v, e)) from None
+
+
+def _xdr_event_image__unpack(dec: _xdr.Decoder) -> event_image:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, = _xdr_event_image__U0(dec.mv, pos)
+        dec.pos = pos + 20
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct event_image: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct event_image: %s is not a declared enum value' % e) from None
+    return event_image(a0_0, a0_1, a0_2)
+
+
+_xdr_allocation_image__st0 = _struct.Struct('>QQiQQ')
+_xdr_allocation_image__S0, _xdr_allocation_image__U0 = _xdr_allocation_image__st0.pack, _xdr_allocation_image__st0.unpack_from
+
+
+def _xdr_allocation_image__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_allocation_image__S0(v.ptr, v.size, v.dev, v.ctx, v.buffer_id)
+        _xdr_allocation_image__p5(enc, v.contents)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_allocation_image.diagnose(v, e)) from None
+
+
+def _xdr_allocation_image__unpack(dec: _xdr.Decoder) -> allocation_image:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, a0_4, = _xdr_allocation_image__U0(dec.mv, pos)
+        dec.pos = pos + 36
+        f5 = _xdr_allocation_image__u5(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct allocation_image: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct allocation_image: %s is not a declared enum value' % e) from None
+    return allocation_image(a0_0, a0_1, a0_2, a0_3, a0_4, f5)
+
+
+_xdr_session_image__st0 = _struct.Struct('>Q')
+_xdr_session_image__S0, _xdr_session_image__U0 = _xdr_session_image__st0.pack, _xdr_session_image__st0.unpack_from
+_xdr_session_image__st5 = _struct.Struct('>IQ')
+_xdr_session_image__S5, _xdr_session_image__U5 = _xdr_session_image__st5.pack, _xdr_session_image__st5.unpack_from
+
+
+def _xdr_session_image__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_session_image__S0(v.session_id)
+        _xdr_session_image__p1(enc, v.token_salt)
+        _xdr_session_image__p2(enc, v.token_digest)
+        _xdr_session_image__p3(enc, v.peer)
+        _xdr_session_image__p4(enc, v.client_name)
+        enc.buf += _xdr_session_image__S5((1 if v.initialized else 0), v.calls)
+        _xdr_session_image__p7(enc, v.context_stack)
+        _xdr_session_image__p8(enc, v.contexts)
+        _xdr_session_image__p9(enc, v.devices)
+        _xdr_session_image__p10(enc, v.modules)
+        _xdr_session_image__p11(enc, v.libraries)
+        _xdr_session_image__p12(enc, v.streams)
+        _xdr_session_image__p13(enc, v.events)
+        _xdr_session_image__p14(enc, v.allocations)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_session_image.diagnose(v, e)) from None
+
+
+def _xdr_session_image__unpack(dec: _xdr.Decoder) -> session_image:
+    try:
+        pos = dec.pos
+        a0_0, = _xdr_session_image__U0(dec.mv, pos)
+        dec.pos = pos + 8
+        f1 = _xdr_session_image__u1(dec)
+        f2 = _xdr_session_image__u2(dec)
+        f3 = _xdr_session_image__u3(dec)
+        f4 = _xdr_session_image__u4(dec)
+        pos = dec.pos
+        a5_0, a5_1, = _xdr_session_image__U5(dec.mv, pos)
+        dec.pos = pos + 12
+        if a5_0 > 1:
+            raise _xdr.XdrDecodeError('struct session_image: a bool is %d, neither 0 nor 1' % a5_0)
+        a5_0 = a5_0 == 1
+        f7 = _xdr_session_image__u7(dec)
+        f8 = _xdr_session_image__u8(dec)
+        f9 = _xdr_session_image__u9(dec)
+        f10 = _xdr_session_image__u10(dec)
+        f11 = _xdr_session_image__u11(dec)
+        f12 = _xdr_session_image__u12(dec)
+        f13 = _xdr_session_image__u13(dec)
+        f14 = _xdr_session_image__u14(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct session_image: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct session_image: %s is not a declared enum value' % e) from None
+    return session_image(a0_0, f1, f2, f3, f4, a5_0, a5_1, f7, f8, f9, f10, f11, f12, f13, f14)
+
+
+_xdr_manifest_body__st1 = _struct.Struct('>Q')
+_xdr_manifest_body__S1, _xdr_manifest_body__U1 = _xdr_manifest_body__st1.pack, _xdr_manifest_body__st1.unpack_from
+_xdr_manifest_body__st3 = _struct.Struct('>iQQ')
+_xdr_manifest_body__S3, _xdr_manifest_body__U3 = _xdr_manifest_body__st3.pack, _xdr_manifest_body__st3.unpack_from
+
+
+def _xdr_manifest_body__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        _xdr_manifest_body__p0(enc, v.created_by)
+        enc.buf += _xdr_manifest_body__S1(v.created_unix_ns)
+        _xdr_manifest_body__p2(enc, v.backend)
+        enc.buf += _xdr_manifest_body__S3(v.driver_version, v.va_base, v.va_size)
+        _xdr_manifest_body__p6(enc, v.sessions)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_manifest_body.diagnose(v, e)) from None
+
+
+def _xdr_manifest_body__unpack(dec: _xdr.Decoder) -> manifest_body:
+    try:
+        f0 = _xdr_manifest_body__u0(dec)
+        pos = dec.pos
+        a1_0, = _xdr_manifest_body__U1(dec.mv, pos)
+        dec.pos = pos + 8
+        f2 = _xdr_manifest_body__u2(dec)
+        pos = dec.pos
+        a3_0, a3_1, a3_2, = _xdr_manifest_body__U3(dec.mv, pos)
+        dec.pos = pos + 20
+        f6 = _xdr_manifest_body__u6(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct manifest_body: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct manifest_body: %s is not a declared enum value' % e) from None
+    return manifest_body(f0, a1_0, f2, a3_0, a3_1, a3_2, f6)
+
+
+_xdr_manifest_file__st0 = _struct.Struct('>II')
+_xdr_manifest_file__S0, _xdr_manifest_file__U0 = _xdr_manifest_file__st0.pack, _xdr_manifest_file__st0.unpack_from
+
+
+def _xdr_manifest_file__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_manifest_file__S0(v.magic, v.format_version)
+        _xdr_manifest_file__p2(enc, v.body_sha256)
+        _xdr_manifest_file__p3(enc, v.body)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_manifest_file.diagnose(v, e)) from None
+
+
+def _xdr_manifest_file__unpack(dec: _xdr.Decoder) -> manifest_file:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, = _xdr_manifest_file__U0(dec.mv, pos)
+        dec.pos = pos + 8
+        f2 = _xdr_manifest_file__u2(dec)
+        f3 = _xdr_manifest_file__u3(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct manifest_file: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct manifest_file: %s is not a declared enum value' % e) from None
+    return manifest_file(a0_0, a0_1, f2, f3)
+
+
 xdr_blob_ref.define(
     blob_ref,
     [
@@ -423,6 +987,7 @@ xdr_blob_ref.define(
         ('stored_size', _xdr.xdr_u_hyper),
         ('sha256', _xdr.FixedOpaque(32)),
     ],
+    coders=(_xdr_blob_ref__pack, _xdr_blob_ref__unpack),
 )
 xdr_ckpt_option.define(
     ckpt_option,
@@ -430,6 +995,8 @@ xdr_ckpt_option.define(
         ('option', _xdr.xdr_int),
         ('value', _xdr.xdr_hyper),
     ],
+    coders=(_xdr_ckpt_option__pack, _xdr_ckpt_option__unpack),
+    whole=(ckpt_option.encode, ckpt_option.decode),
 )
 xdr_ckpt_attr.define(
     ckpt_attr,
@@ -437,6 +1004,8 @@ xdr_ckpt_attr.define(
         ('attribute', _xdr.xdr_int),
         ('value', _xdr.xdr_hyper),
     ],
+    coders=(_xdr_ckpt_attr__pack, _xdr_ckpt_attr__unpack),
+    whole=(ckpt_attr.encode, ckpt_attr.decode),
 )
 xdr_context_image.define(
     context_image,
@@ -447,6 +1016,8 @@ xdr_context_image.define(
         ('primary', _xdr.xdr_bool),
         ('retain_count', _xdr.xdr_u_int),
     ],
+    coders=(_xdr_context_image__pack, _xdr_context_image__unpack),
+    whole=(context_image.encode, context_image.decode),
 )
 xdr_device_image.define(
     device_image,
@@ -454,6 +1025,7 @@ xdr_device_image.define(
         ('dev', _xdr.xdr_int),
         ('limits', _xdr.VarArray(xdr_ckpt_attr, None)),
     ],
+    coders=(_xdr_device_image__pack, _xdr_device_image__unpack),
 )
 xdr_function_image.define(
     function_image,
@@ -462,6 +1034,7 @@ xdr_function_image.define(
         ('name', xdr_ckpt_name),
         ('attributes', _xdr.VarArray(xdr_ckpt_attr, None)),
     ],
+    coders=(_xdr_function_image__pack, _xdr_function_image__unpack),
 )
 xdr_global_image.define(
     global_image,
@@ -471,6 +1044,7 @@ xdr_global_image.define(
         ('size', _xdr.xdr_u_hyper),
         ('contents', xdr_blob_ref),
     ],
+    coders=(_xdr_global_image__pack, _xdr_global_image__unpack),
 )
 xdr_module_image.define(
     module_image,
@@ -482,6 +1056,7 @@ xdr_module_image.define(
         ('globals', _xdr.VarArray(xdr_global_image, None)),
         ('functions', _xdr.VarArray(xdr_function_image, None)),
     ],
+    coders=(_xdr_module_image__pack, _xdr_module_image__unpack),
 )
 xdr_kernel_image.define(
     kernel_image,
@@ -490,6 +1065,7 @@ xdr_kernel_image.define(
         ('name', xdr_ckpt_name),
         ('function', _xdr.Optional(xdr_function_image)),
     ],
+    coders=(_xdr_kernel_image__pack, _xdr_kernel_image__unpack),
 )
 xdr_library_image.define(
     library_image,
@@ -501,6 +1077,7 @@ xdr_library_image.define(
         ('library_options', _xdr.VarArray(xdr_ckpt_option, None)),
         ('kernels', _xdr.VarArray(xdr_kernel_image, None)),
     ],
+    coders=(_xdr_library_image__pack, _xdr_library_image__unpack),
 )
 xdr_stream_image.define(
     stream_image,
@@ -510,6 +1087,8 @@ xdr_stream_image.define(
         ('flags', _xdr.xdr_u_int),
         ('priority', _xdr.xdr_int),
     ],
+    coders=(_xdr_stream_image__pack, _xdr_stream_image__unpack),
+    whole=(stream_image.encode, stream_image.decode),
 )
 xdr_event_image.define(
     event_image,
@@ -518,6 +1097,8 @@ xdr_event_image.define(
         ('ctx', xdr_ckpt_handle),
         ('flags', _xdr.xdr_u_int),
     ],
+    coders=(_xdr_event_image__pack, _xdr_event_image__unpack),
+    whole=(event_image.encode, event_image.decode),
 )
 xdr_allocation_image.define(
     allocation_image,
@@ -529,6 +1110,7 @@ xdr_allocation_image.define(
         ('buffer_id', _xdr.xdr_u_hyper),
         ('contents', xdr_blob_ref),
     ],
+    coders=(_xdr_allocation_image__pack, _xdr_allocation_image__unpack),
 )
 xdr_session_image.define(
     session_image,
@@ -549,6 +1131,7 @@ xdr_session_image.define(
         ('events', _xdr.VarArray(xdr_event_image, None)),
         ('allocations', _xdr.VarArray(xdr_allocation_image, None)),
     ],
+    coders=(_xdr_session_image__pack, _xdr_session_image__unpack),
 )
 xdr_manifest_body.define(
     manifest_body,
@@ -561,6 +1144,7 @@ xdr_manifest_body.define(
         ('va_size', _xdr.xdr_u_hyper),
         ('sessions', _xdr.VarArray(xdr_session_image, None)),
     ],
+    coders=(_xdr_manifest_body__pack, _xdr_manifest_body__unpack),
 )
 xdr_manifest_file.define(
     manifest_file,
@@ -570,9 +1154,108 @@ xdr_manifest_file.define(
         ('body_sha256', _xdr.FixedOpaque(32)),
         ('body', _xdr.VarOpaque(None)),
     ],
+    coders=(_xdr_manifest_file__pack, _xdr_manifest_file__unpack),
 )
+
+# What the struct coders call: enum members, the functions of other codecs.
+_xdr_blob_codec__members = xdr_blob_codec.members
+_xdr_blob_ref__p0 = xdr_blob_ref.fields[0][1].packer()
+_xdr_blob_ref__u0 = xdr_blob_ref.fields[0][1].unpacker()
+_xdr_blob_ref__p4 = xdr_blob_ref.fields[4][1].packer()
+_xdr_blob_ref__u4 = xdr_blob_ref.fields[4][1].unpacker()
+_xdr_device_image__p1 = xdr_device_image.fields[1][1].packer()
+_xdr_device_image__u1 = xdr_device_image.fields[1][1].unpacker()
+_xdr_function_image__p1 = xdr_function_image.fields[1][1].packer()
+_xdr_function_image__u1 = xdr_function_image.fields[1][1].unpacker()
+_xdr_function_image__p2 = xdr_function_image.fields[2][1].packer()
+_xdr_function_image__u2 = xdr_function_image.fields[2][1].unpacker()
+_xdr_global_image__p0 = xdr_global_image.fields[0][1].packer()
+_xdr_global_image__u0 = xdr_global_image.fields[0][1].unpacker()
+_xdr_global_image__p3 = xdr_global_image.fields[3][1].packer()
+_xdr_global_image__u3 = xdr_global_image.fields[3][1].unpacker()
+_xdr_module_image__p2 = xdr_module_image.fields[2][1].packer()
+_xdr_module_image__u2 = xdr_module_image.fields[2][1].unpacker()
+_xdr_module_image__p3 = xdr_module_image.fields[3][1].packer()
+_xdr_module_image__u3 = xdr_module_image.fields[3][1].unpacker()
+_xdr_module_image__p4 = xdr_module_image.fields[4][1].packer()
+_xdr_module_image__u4 = xdr_module_image.fields[4][1].unpacker()
+_xdr_module_image__p5 = xdr_module_image.fields[5][1].packer()
+_xdr_module_image__u5 = xdr_module_image.fields[5][1].unpacker()
+_xdr_kernel_image__p1 = xdr_kernel_image.fields[1][1].packer()
+_xdr_kernel_image__u1 = xdr_kernel_image.fields[1][1].unpacker()
+_xdr_kernel_image__p2 = xdr_kernel_image.fields[2][1].packer()
+_xdr_kernel_image__u2 = xdr_kernel_image.fields[2][1].unpacker()
+_xdr_library_image__p2 = xdr_library_image.fields[2][1].packer()
+_xdr_library_image__u2 = xdr_library_image.fields[2][1].unpacker()
+_xdr_library_image__p3 = xdr_library_image.fields[3][1].packer()
+_xdr_library_image__u3 = xdr_library_image.fields[3][1].unpacker()
+_xdr_library_image__p4 = xdr_library_image.fields[4][1].packer()
+_xdr_library_image__u4 = xdr_library_image.fields[4][1].unpacker()
+_xdr_library_image__p5 = xdr_library_image.fields[5][1].packer()
+_xdr_library_image__u5 = xdr_library_image.fields[5][1].unpacker()
+_xdr_allocation_image__p5 = xdr_allocation_image.fields[5][1].packer()
+_xdr_allocation_image__u5 = xdr_allocation_image.fields[5][1].unpacker()
+_xdr_session_image__p1 = xdr_session_image.fields[1][1].packer()
+_xdr_session_image__u1 = xdr_session_image.fields[1][1].unpacker()
+_xdr_session_image__p2 = xdr_session_image.fields[2][1].packer()
+_xdr_session_image__u2 = xdr_session_image.fields[2][1].unpacker()
+_xdr_session_image__p3 = xdr_session_image.fields[3][1].packer()
+_xdr_session_image__u3 = xdr_session_image.fields[3][1].unpacker()
+_xdr_session_image__p4 = xdr_session_image.fields[4][1].packer()
+_xdr_session_image__u4 = xdr_session_image.fields[4][1].unpacker()
+_xdr_session_image__p7 = xdr_session_image.fields[7][1].packer()
+_xdr_session_image__u7 = xdr_session_image.fields[7][1].unpacker()
+_xdr_session_image__p8 = xdr_session_image.fields[8][1].packer()
+_xdr_session_image__u8 = xdr_session_image.fields[8][1].unpacker()
+_xdr_session_image__p9 = xdr_session_image.fields[9][1].packer()
+_xdr_session_image__u9 = xdr_session_image.fields[9][1].unpacker()
+_xdr_session_image__p10 = xdr_session_image.fields[10][1].packer()
+_xdr_session_image__u10 = xdr_session_image.fields[10][1].unpacker()
+_xdr_session_image__p11 = xdr_session_image.fields[11][1].packer()
+_xdr_session_image__u11 = xdr_session_image.fields[11][1].unpacker()
+_xdr_session_image__p12 = xdr_session_image.fields[12][1].packer()
+_xdr_session_image__u12 = xdr_session_image.fields[12][1].unpacker()
+_xdr_session_image__p13 = xdr_session_image.fields[13][1].packer()
+_xdr_session_image__u13 = xdr_session_image.fields[13][1].unpacker()
+_xdr_session_image__p14 = xdr_session_image.fields[14][1].packer()
+_xdr_session_image__u14 = xdr_session_image.fields[14][1].unpacker()
+_xdr_manifest_body__p0 = xdr_manifest_body.fields[0][1].packer()
+_xdr_manifest_body__u0 = xdr_manifest_body.fields[0][1].unpacker()
+_xdr_manifest_body__p2 = xdr_manifest_body.fields[2][1].packer()
+_xdr_manifest_body__u2 = xdr_manifest_body.fields[2][1].unpacker()
+_xdr_manifest_body__p6 = xdr_manifest_body.fields[6][1].packer()
+_xdr_manifest_body__u6 = xdr_manifest_body.fields[6][1].unpacker()
+_xdr_manifest_file__p2 = xdr_manifest_file.fields[2][1].packer()
+_xdr_manifest_file__u2 = xdr_manifest_file.fields[2][1].unpacker()
+_xdr_manifest_file__p3 = xdr_manifest_file.fields[3][1].packer()
+_xdr_manifest_file__u3 = xdr_manifest_file.fields[3][1].unpacker()
 
 # Typedefs: the Python type each name stands for.
 ckpt_ptr = int
 ckpt_handle = int
 ckpt_name = str
+
+
+# Every codec is built now, at import (none is built while threads use it).
+_xdr.ready_all(
+    xdr_blob_codec,
+    xdr_blob_ref,
+    xdr_ckpt_option,
+    xdr_ckpt_attr,
+    xdr_context_image,
+    xdr_device_image,
+    xdr_function_image,
+    xdr_global_image,
+    xdr_module_image,
+    xdr_kernel_image,
+    xdr_library_image,
+    xdr_stream_image,
+    xdr_event_image,
+    xdr_allocation_image,
+    xdr_session_image,
+    xdr_manifest_body,
+    xdr_manifest_file,
+    xdr_ckpt_ptr,
+    xdr_ckpt_handle,
+    xdr_ckpt_name,
+)

@@ -6,9 +6,11 @@ from __future__ import annotations
 import builtins as _builtins
 import dataclasses as _dc
 import enum as _enum
+import struct as _struct
 from typing import Any
 
 from cricket_xdr import xdr as _xdr
+from cricket_xdr.stubs import Facts as _Facts
 from cricket_xdr.stubs import Pending as _Pending
 from cricket_xdr.stubs import Procedure as _Procedure
 
@@ -474,12 +476,25 @@ class int_pair:
 
     def encode(self) -> bytes:
         """The XDR encoding of this value."""
-        return xdr_int_pair.encode(self)
+        try:
+            return _xdr_int_pair__S0(self.first, self.second)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_int_pair.diagnose(self, e)) from None
 
     @classmethod
     def decode(cls, data: Any) -> int_pair:
         """Decode a whole buffer (trailing bytes are an error)."""
-        return xdr_int_pair.decode(data)  # type: ignore[no-any-return]
+        try:
+            a0_0, a0_1, = _xdr_int_pair__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('int_pair', 8, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct int_pair: %s is not a declared enum value' % e) from None
+        return int_pair(a0_0, a0_1)
 
 
 @_dc.dataclass(slots=True)
@@ -596,12 +611,25 @@ class ctx_state:
 
     def encode(self) -> bytes:
         """The XDR encoding of this value."""
-        return xdr_ctx_state.encode(self)
+        try:
+            return _xdr_ctx_state__S0(self.flags, self.active)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_ctx_state.diagnose(self, e)) from None
 
     @classmethod
     def decode(cls, data: Any) -> ctx_state:
         """Decode a whole buffer (trailing bytes are an error)."""
-        return xdr_ctx_state.decode(data)  # type: ignore[no-any-return]
+        try:
+            a0_0, a0_1, = _xdr_ctx_state__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('ctx_state', 8, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct ctx_state: %s is not a declared enum value' % e) from None
+        return ctx_state(a0_0, a0_1)
 
 
 @_dc.dataclass(slots=True)
@@ -634,12 +662,25 @@ class pitch_alloc:
 
     def encode(self) -> bytes:
         """The XDR encoding of this value."""
-        return xdr_pitch_alloc.encode(self)
+        try:
+            return _xdr_pitch_alloc__S0(self.ptr, self.pitch)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_pitch_alloc.diagnose(self, e)) from None
 
     @classmethod
     def decode(cls, data: Any) -> pitch_alloc:
         """Decode a whole buffer (trailing bytes are an error)."""
-        return xdr_pitch_alloc.decode(data)  # type: ignore[no-any-return]
+        try:
+            a0_0, a0_1, = _xdr_pitch_alloc__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('pitch_alloc', 16, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct pitch_alloc: %s is not a declared enum value' % e) from None
+        return pitch_alloc(a0_0, a0_1)
 
 
 @_dc.dataclass(slots=True)
@@ -672,12 +713,25 @@ class mem_info:
 
     def encode(self) -> bytes:
         """The XDR encoding of this value."""
-        return xdr_mem_info.encode(self)
+        try:
+            return _xdr_mem_info__S0(self.free, self.total)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_mem_info.diagnose(self, e)) from None
 
     @classmethod
     def decode(cls, data: Any) -> mem_info:
         """Decode a whole buffer (trailing bytes are an error)."""
-        return xdr_mem_info.decode(data)  # type: ignore[no-any-return]
+        try:
+            a0_0, a0_1, = _xdr_mem_info__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('mem_info', 16, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct mem_info: %s is not a declared enum value' % e) from None
+        return mem_info(a0_0, a0_1)
 
 
 @_dc.dataclass(slots=True)
@@ -710,12 +764,25 @@ class mem_range:
 
     def encode(self) -> bytes:
         """The XDR encoding of this value."""
-        return xdr_mem_range.encode(self)
+        try:
+            return _xdr_mem_range__S0(self.base, self.size)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_mem_range.diagnose(self, e)) from None
 
     @classmethod
     def decode(cls, data: Any) -> mem_range:
         """Decode a whole buffer (trailing bytes are an error)."""
-        return xdr_mem_range.decode(data)  # type: ignore[no-any-return]
+        try:
+            a0_0, a0_1, = _xdr_mem_range__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('mem_range', 16, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct mem_range: %s is not a declared enum value' % e) from None
+        return mem_range(a0_0, a0_1)
 
 
 @_dc.dataclass(slots=True)
@@ -749,12 +816,25 @@ class pointer_attribute_value:
 
     def encode(self) -> bytes:
         """The XDR encoding of this value."""
-        return xdr_pointer_attribute_value.encode(self)
+        try:
+            return _xdr_pointer_attribute_value__S0(self.attribute, self.err, self.value)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_pointer_attribute_value.diagnose(self, e)) from None
 
     @classmethod
     def decode(cls, data: Any) -> pointer_attribute_value:
         """Decode a whole buffer (trailing bytes are an error)."""
-        return xdr_pointer_attribute_value.decode(data)  # type: ignore[no-any-return]
+        try:
+            a0_0, a0_1, a0_2, = _xdr_pointer_attribute_value__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('pointer_attribute_value', 16, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct pointer_attribute_value: %s is not a declared enum value' % e) from None
+        return pointer_attribute_value(a0_0, a0_1, a0_2)
 
 
 @_dc.dataclass(slots=True)
@@ -787,12 +867,25 @@ class option_value:
 
     def encode(self) -> bytes:
         """The XDR encoding of this value."""
-        return xdr_option_value.encode(self)
+        try:
+            return _xdr_option_value__S0(self.option, self.value)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_option_value.diagnose(self, e)) from None
 
     @classmethod
     def decode(cls, data: Any) -> option_value:
         """Decode a whole buffer (trailing bytes are an error)."""
-        return xdr_option_value.decode(data)  # type: ignore[no-any-return]
+        try:
+            a0_0, a0_1, = _xdr_option_value__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('option_value', 12, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct option_value: %s is not a declared enum value' % e) from None
+        return option_value(a0_0, a0_1)
 
 
 @_dc.dataclass(slots=True)
@@ -846,12 +939,25 @@ class global_info:
 
     def encode(self) -> bytes:
         """The XDR encoding of this value."""
-        return xdr_global_info.encode(self)
+        try:
+            return _xdr_global_info__S0(self.ptr, self.size)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_global_info.diagnose(self, e)) from None
 
     @classmethod
     def decode(cls, data: Any) -> global_info:
         """Decode a whole buffer (trailing bytes are an error)."""
-        return xdr_global_info.decode(data)  # type: ignore[no-any-return]
+        try:
+            a0_0, a0_1, = _xdr_global_info__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('global_info', 16, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct global_info: %s is not a declared enum value' % e) from None
+        return global_info(a0_0, a0_1)
 
 
 @_dc.dataclass(slots=True)
@@ -884,12 +990,25 @@ class param_info:
 
     def encode(self) -> bytes:
         """The XDR encoding of this value."""
-        return xdr_param_info.encode(self)
+        try:
+            return _xdr_param_info__S0(self.offset, self.size)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_param_info.diagnose(self, e)) from None
 
     @classmethod
     def decode(cls, data: Any) -> param_info:
         """Decode a whole buffer (trailing bytes are an error)."""
-        return xdr_param_info.decode(data)  # type: ignore[no-any-return]
+        try:
+            a0_0, a0_1, = _xdr_param_info__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('param_info', 16, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct param_info: %s is not a declared enum value' % e) from None
+        return param_info(a0_0, a0_1)
 
 
 @_dc.dataclass(slots=True)
@@ -949,12 +1068,25 @@ class checkpoint_done:
 
     def encode(self) -> _builtins.bytes:
         """The XDR encoding of this value."""
-        return xdr_checkpoint_done.encode(self)
+        try:
+            return _xdr_checkpoint_done__S0(self.sessions, self.bytes, self.stored_bytes, self.calls)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_checkpoint_done.diagnose(self, e)) from None
 
     @classmethod
     def decode(cls, data: Any) -> checkpoint_done:
         """Decode a whole buffer (trailing bytes are an error)."""
-        return xdr_checkpoint_done.decode(data)  # type: ignore[no-any-return]
+        try:
+            a0_0, a0_1, a0_2, a0_3, = _xdr_checkpoint_done__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('checkpoint_done', 28, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct checkpoint_done: %s is not a declared enum value' % e) from None
+        return checkpoint_done(a0_0, a0_1, a0_2, a0_3)
 
 
 @_dc.dataclass(slots=True)
@@ -990,12 +1122,25 @@ class device_attribute_value:
 
     def encode(self) -> bytes:
         """The XDR encoding of this value."""
-        return xdr_device_attribute_value.encode(self)
+        try:
+            return _xdr_device_attribute_value__S0(self.err, self.value)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_device_attribute_value.diagnose(self, e)) from None
 
     @classmethod
     def decode(cls, data: Any) -> device_attribute_value:
         """Decode a whole buffer (trailing bytes are an error)."""
-        return xdr_device_attribute_value.decode(data)  # type: ignore[no-any-return]
+        try:
+            a0_0, a0_1, = _xdr_device_attribute_value__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('device_attribute_value', 8, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct device_attribute_value: %s is not a declared enum value' % e) from None
+        return device_attribute_value(a0_0, a0_1)
 
 
 @_dc.dataclass(slots=True)
@@ -1164,6 +1309,507 @@ xdr_option_list = _xdr.VarArray(xdr_option_value, MAX_ATTRS)
 xdr_launch_batch = _xdr.VarArray(xdr_launch_args, MAX_LAUNCH_BATCH)
 xdr_ckpt_path = _xdr.String(MAX_NAME)
 xdr_device_attribute_list = _xdr.VarArray(_xdr.xdr_int, MAX_DEVICE_ATTRS)
+
+
+_xdr_int_pair__st0 = _struct.Struct('>ii')
+_xdr_int_pair__S0, _xdr_int_pair__U0 = _xdr_int_pair__st0.pack, _xdr_int_pair__st0.unpack_from
+_xdr_int_pair__W0 = _xdr_int_pair__st0.unpack
+
+
+def _xdr_int_pair__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_int_pair__S0(v.first, v.second)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_int_pair.diagnose(v, e)) from None
+
+
+def _xdr_int_pair__unpack(dec: _xdr.Decoder) -> int_pair:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, = _xdr_int_pair__U0(dec.mv, pos)
+        dec.pos = pos + 8
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct int_pair: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct int_pair: %s is not a declared enum value' % e) from None
+    return int_pair(a0_0, a0_1)
+
+
+_xdr_hello_args__st0 = _struct.Struct('>I')
+_xdr_hello_args__S0, _xdr_hello_args__U0 = _xdr_hello_args__st0.pack, _xdr_hello_args__st0.unpack_from
+
+
+def _xdr_hello_args__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_hello_args__S0(v.protocol_version)
+        _xdr_hello_args__p1(enc, v.session_token)
+        _xdr_hello_args__p2(enc, v.client_name)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_hello_args.diagnose(v, e)) from None
+
+
+def _xdr_hello_args__unpack(dec: _xdr.Decoder) -> hello_args:
+    try:
+        pos = dec.pos
+        a0_0, = _xdr_hello_args__U0(dec.mv, pos)
+        dec.pos = pos + 4
+        f1 = _xdr_hello_args__u1(dec)
+        f2 = _xdr_hello_args__u2(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct hello_args: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct hello_args: %s is not a declared enum value' % e) from None
+    return hello_args(a0_0, f1, f2)
+
+
+_xdr_hello_ok__st0 = _struct.Struct('>I')
+_xdr_hello_ok__S0, _xdr_hello_ok__U0 = _xdr_hello_ok__st0.pack, _xdr_hello_ok__st0.unpack_from
+_xdr_hello_ok__st3 = _struct.Struct('>iiQ')
+_xdr_hello_ok__S3, _xdr_hello_ok__U3 = _xdr_hello_ok__st3.pack, _xdr_hello_ok__st3.unpack_from
+_xdr_hello_ok__st5 = _struct.Struct('>QQ')
+_xdr_hello_ok__S5, _xdr_hello_ok__U5 = _xdr_hello_ok__st5.pack, _xdr_hello_ok__st5.unpack_from
+
+
+def _xdr_hello_ok__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_hello_ok__S0(v.protocol_version)
+        _xdr_hello_ok__p1(enc, v.server_version)
+        _xdr_hello_ok__p2(enc, v.backend)
+        enc.buf += _xdr_hello_ok__S3(v.driver_version, v.runtime_version, v.session_id)
+        _xdr_hello_ok__p6(enc, v.session_token)
+        enc.buf += _xdr_hello_ok__S5(v.va_base, v.va_size)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_hello_ok.diagnose(v, e)) from None
+
+
+def _xdr_hello_ok__unpack(dec: _xdr.Decoder) -> hello_ok:
+    try:
+        pos = dec.pos
+        a0_0, = _xdr_hello_ok__U0(dec.mv, pos)
+        dec.pos = pos + 4
+        f1 = _xdr_hello_ok__u1(dec)
+        f2 = _xdr_hello_ok__u2(dec)
+        pos = dec.pos
+        a3_0, a3_1, a3_2, = _xdr_hello_ok__U3(dec.mv, pos)
+        dec.pos = pos + 16
+        f6 = _xdr_hello_ok__u6(dec)
+        pos = dec.pos
+        a7_0, a7_1, = _xdr_hello_ok__U5(dec.mv, pos)
+        dec.pos = pos + 16
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct hello_ok: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct hello_ok: %s is not a declared enum value' % e) from None
+    return hello_ok(a0_0, f1, f2, a3_0, a3_1, a3_2, f6, a7_0, a7_1)
+
+
+_xdr_ctx_state__st0 = _struct.Struct('>Ii')
+_xdr_ctx_state__S0, _xdr_ctx_state__U0 = _xdr_ctx_state__st0.pack, _xdr_ctx_state__st0.unpack_from
+_xdr_ctx_state__W0 = _xdr_ctx_state__st0.unpack
+
+
+def _xdr_ctx_state__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_ctx_state__S0(v.flags, v.active)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_ctx_state.diagnose(v, e)) from None
+
+
+def _xdr_ctx_state__unpack(dec: _xdr.Decoder) -> ctx_state:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, = _xdr_ctx_state__U0(dec.mv, pos)
+        dec.pos = pos + 8
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct ctx_state: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct ctx_state: %s is not a declared enum value' % e) from None
+    return ctx_state(a0_0, a0_1)
+
+
+_xdr_pitch_alloc__st0 = _struct.Struct('>QQ')
+_xdr_pitch_alloc__S0, _xdr_pitch_alloc__U0 = _xdr_pitch_alloc__st0.pack, _xdr_pitch_alloc__st0.unpack_from
+_xdr_pitch_alloc__W0 = _xdr_pitch_alloc__st0.unpack
+
+
+def _xdr_pitch_alloc__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_pitch_alloc__S0(v.ptr, v.pitch)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_pitch_alloc.diagnose(v, e)) from None
+
+
+def _xdr_pitch_alloc__unpack(dec: _xdr.Decoder) -> pitch_alloc:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, = _xdr_pitch_alloc__U0(dec.mv, pos)
+        dec.pos = pos + 16
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct pitch_alloc: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct pitch_alloc: %s is not a declared enum value' % e) from None
+    return pitch_alloc(a0_0, a0_1)
+
+
+_xdr_mem_info__st0 = _struct.Struct('>QQ')
+_xdr_mem_info__S0, _xdr_mem_info__U0 = _xdr_mem_info__st0.pack, _xdr_mem_info__st0.unpack_from
+_xdr_mem_info__W0 = _xdr_mem_info__st0.unpack
+
+
+def _xdr_mem_info__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_mem_info__S0(v.free, v.total)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_mem_info.diagnose(v, e)) from None
+
+
+def _xdr_mem_info__unpack(dec: _xdr.Decoder) -> mem_info:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, = _xdr_mem_info__U0(dec.mv, pos)
+        dec.pos = pos + 16
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct mem_info: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct mem_info: %s is not a declared enum value' % e) from None
+    return mem_info(a0_0, a0_1)
+
+
+_xdr_mem_range__st0 = _struct.Struct('>QQ')
+_xdr_mem_range__S0, _xdr_mem_range__U0 = _xdr_mem_range__st0.pack, _xdr_mem_range__st0.unpack_from
+_xdr_mem_range__W0 = _xdr_mem_range__st0.unpack
+
+
+def _xdr_mem_range__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_mem_range__S0(v.base, v.size)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_mem_range.diagnose(v, e)) from None
+
+
+def _xdr_mem_range__unpack(dec: _xdr.Decoder) -> mem_range:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, = _xdr_mem_range__U0(dec.mv, pos)
+        dec.pos = pos + 16
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct mem_range: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct mem_range: %s is not a declared enum value' % e) from None
+    return mem_range(a0_0, a0_1)
+
+
+_xdr_pointer_attribute_value__st0 = _struct.Struct('>iiQ')
+_xdr_pointer_attribute_value__S0, _xdr_pointer_attribute_value__U0 = _xdr_pointer_attribute_value__st0.pack, _xdr_pointer_attribute_value__st0.unpack_from
+_xdr_pointer_attribute_value__W0 = _xdr_pointer_attribute_value__st0.unpack
+
+
+def _xdr_pointer_attribute_value__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_pointer_attribute_value__S0(v.attribute, v.err, v.value)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_pointer_attribute_value.diagnose(v, e)) from None
+
+
+def _xdr_pointer_attribute_value__unpack(dec: _xdr.Decoder) -> pointer_attribute_value:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, = _xdr_pointer_attribute_value__U0(dec.mv, pos)
+        dec.pos = pos + 16
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct pointer_attribute_value: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct pointer_attribute_value: %s is not a declared enum value' % e) from None
+    return pointer_attribute_value(a0_0, a0_1, a0_2)
+
+
+_xdr_option_value__st0 = _struct.Struct('>iq')
+_xdr_option_value__S0, _xdr_option_value__U0 = _xdr_option_value__st0.pack, _xdr_option_value__st0.unpack_from
+_xdr_option_value__W0 = _xdr_option_value__st0.unpack
+
+
+def _xdr_option_value__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_option_value__S0(v.option, v.value)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_option_value.diagnose(v, e)) from None
+
+
+def _xdr_option_value__unpack(dec: _xdr.Decoder) -> option_value:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, = _xdr_option_value__U0(dec.mv, pos)
+        dec.pos = pos + 12
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct option_value: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct option_value: %s is not a declared enum value' % e) from None
+    return option_value(a0_0, a0_1)
+
+
+_xdr_module_loaded__st0 = _struct.Struct('>Q')
+_xdr_module_loaded__S0, _xdr_module_loaded__U0 = _xdr_module_loaded__st0.pack, _xdr_module_loaded__st0.unpack_from
+
+
+def _xdr_module_loaded__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_module_loaded__S0(v.handle)
+        _xdr_module_loaded__p1(enc, v.info_log)
+        _xdr_module_loaded__p2(enc, v.error_log)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_module_loaded.diagnose(v, e)) from None
+
+
+def _xdr_module_loaded__unpack(dec: _xdr.Decoder) -> module_loaded:
+    try:
+        pos = dec.pos
+        a0_0, = _xdr_module_loaded__U0(dec.mv, pos)
+        dec.pos = pos + 8
+        f1 = _xdr_module_loaded__u1(dec)
+        f2 = _xdr_module_loaded__u2(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct module_loaded: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct module_loaded: %s is not a declared enum value' % e) from None
+    return module_loaded(a0_0, f1, f2)
+
+
+_xdr_global_info__st0 = _struct.Struct('>QQ')
+_xdr_global_info__S0, _xdr_global_info__U0 = _xdr_global_info__st0.pack, _xdr_global_info__st0.unpack_from
+_xdr_global_info__W0 = _xdr_global_info__st0.unpack
+
+
+def _xdr_global_info__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_global_info__S0(v.ptr, v.size)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_global_info.diagnose(v, e)) from None
+
+
+def _xdr_global_info__unpack(dec: _xdr.Decoder) -> global_info:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, = _xdr_global_info__U0(dec.mv, pos)
+        dec.pos = pos + 16
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct global_info: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct global_info: %s is not a declared enum value' % e) from None
+    return global_info(a0_0, a0_1)
+
+
+_xdr_param_info__st0 = _struct.Struct('>QQ')
+_xdr_param_info__S0, _xdr_param_info__U0 = _xdr_param_info__st0.pack, _xdr_param_info__st0.unpack_from
+_xdr_param_info__W0 = _xdr_param_info__st0.unpack
+
+
+def _xdr_param_info__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_param_info__S0(v.offset, v.size)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_param_info.diagnose(v, e)) from None
+
+
+def _xdr_param_info__unpack(dec: _xdr.Decoder) -> param_info:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, = _xdr_param_info__U0(dec.mv, pos)
+        dec.pos = pos + 16
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct param_info: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct param_info: %s is not a declared enum value' % e) from None
+    return param_info(a0_0, a0_1)
+
+
+_xdr_launch_args__st0 = _struct.Struct('>QIIIIIIIQ')
+_xdr_launch_args__S0, _xdr_launch_args__U0 = _xdr_launch_args__st0.pack, _xdr_launch_args__st0.unpack_from
+
+
+def _xdr_launch_args__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_launch_args__S0(v.function, v.grid_x, v.grid_y, v.grid_z, v.block_x, v.block_y, v.block_z, v.shared_mem_bytes, v.stream)
+        _xdr_launch_args__p9(enc, v.params)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_launch_args.diagnose(v, e)) from None
+
+
+def _xdr_launch_args__unpack(dec: _xdr.Decoder) -> launch_args:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, a0_7, a0_8, = _xdr_launch_args__U0(dec.mv, pos)
+        dec.pos = pos + 44
+        f9 = _xdr_launch_args__u9(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct launch_args: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct launch_args: %s is not a declared enum value' % e) from None
+    return launch_args(a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, a0_7, a0_8, f9)
+
+
+_xdr_checkpoint_done__st0 = _struct.Struct('>IQQQ')
+_xdr_checkpoint_done__S0, _xdr_checkpoint_done__U0 = _xdr_checkpoint_done__st0.pack, _xdr_checkpoint_done__st0.unpack_from
+_xdr_checkpoint_done__W0 = _xdr_checkpoint_done__st0.unpack
+
+
+def _xdr_checkpoint_done__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_checkpoint_done__S0(v.sessions, v.bytes, v.stored_bytes, v.calls)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_checkpoint_done.diagnose(v, e)) from None
+
+
+def _xdr_checkpoint_done__unpack(dec: _xdr.Decoder) -> checkpoint_done:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, = _xdr_checkpoint_done__U0(dec.mv, pos)
+        dec.pos = pos + 28
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct checkpoint_done: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct checkpoint_done: %s is not a declared enum value' % e) from None
+    return checkpoint_done(a0_0, a0_1, a0_2, a0_3)
+
+
+_xdr_device_attribute_value__st0 = _struct.Struct('>ii')
+_xdr_device_attribute_value__S0, _xdr_device_attribute_value__U0 = _xdr_device_attribute_value__st0.pack, _xdr_device_attribute_value__st0.unpack_from
+_xdr_device_attribute_value__W0 = _xdr_device_attribute_value__st0.unpack
+
+
+def _xdr_device_attribute_value__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_device_attribute_value__S0(v.err, v.value)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_device_attribute_value.diagnose(v, e)) from None
+
+
+def _xdr_device_attribute_value__unpack(dec: _xdr.Decoder) -> device_attribute_value:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, = _xdr_device_attribute_value__U0(dec.mv, pos)
+        dec.pos = pos + 8
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct device_attribute_value: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct device_attribute_value: %s is not a declared enum value' % e) from None
+    return device_attribute_value(a0_0, a0_1)
+
+
+_xdr_device_properties__st2 = _struct.Struct('>Q')
+_xdr_device_properties__S2, _xdr_device_properties__U2 = _xdr_device_properties__st2.pack, _xdr_device_properties__st2.unpack_from
+
+
+def _xdr_device_properties__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        _xdr_device_properties__p0(enc, v.name)
+        _xdr_device_properties__p1(enc, v.uuid)
+        enc.buf += _xdr_device_properties__S2(v.total_mem)
+        _xdr_device_properties__p3(enc, v.values)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_device_properties.diagnose(v, e)) from None
+
+
+def _xdr_device_properties__unpack(dec: _xdr.Decoder) -> device_properties:
+    try:
+        f0 = _xdr_device_properties__u0(dec)
+        f1 = _xdr_device_properties__u1(dec)
+        pos = dec.pos
+        a2_0, = _xdr_device_properties__U2(dec.mv, pos)
+        dec.pos = pos + 8
+        f3 = _xdr_device_properties__u3(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct device_properties: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct device_properties: %s is not a declared enum value' % e) from None
+    return device_properties(f0, f1, a2_0, f3)
+
+
+_xdr_shm_offer__st1 = _struct.Struct('>Q')
+_xdr_shm_offer__S1, _xdr_shm_offer__U1 = _xdr_shm_offer__st1.pack, _xdr_shm_offer__st1.unpack_from
+
+
+def _xdr_shm_offer__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        _xdr_shm_offer__p0(enc, v.name)
+        enc.buf += _xdr_shm_offer__S1(v.size)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_shm_offer.diagnose(v, e)) from None
+
+
+def _xdr_shm_offer__unpack(dec: _xdr.Decoder) -> shm_offer:
+    try:
+        f0 = _xdr_shm_offer__u0(dec)
+        pos = dec.pos
+        a1_0, = _xdr_shm_offer__U1(dec.mv, pos)
+        dec.pos = pos + 8
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct shm_offer: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct shm_offer: %s is not a declared enum value' % e) from None
+    return shm_offer(f0, a1_0)
+
+
+_xdr_channel_offer__st0 = _struct.Struct('>I')
+_xdr_channel_offer__S0, _xdr_channel_offer__U0 = _xdr_channel_offer__st0.pack, _xdr_channel_offer__st0.unpack_from
+
+
+def _xdr_channel_offer__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_channel_offer__S0(v.port)
+        _xdr_channel_offer__p1(enc, v.secret)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_channel_offer.diagnose(v, e)) from None
+
+
+def _xdr_channel_offer__unpack(dec: _xdr.Decoder) -> channel_offer:
+    try:
+        pos = dec.pos
+        a0_0, = _xdr_channel_offer__U0(dec.mv, pos)
+        dec.pos = pos + 4
+        f1 = _xdr_channel_offer__u1(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct channel_offer: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct channel_offer: %s is not a declared enum value' % e) from None
+    return channel_offer(a0_0, f1)
+
+
 xdr_int_result.define(
     int_result,
     'err',
@@ -1233,6 +1879,8 @@ xdr_int_pair.define(
         ('first', _xdr.xdr_int),
         ('second', _xdr.xdr_int),
     ],
+    coders=(_xdr_int_pair__pack, _xdr_int_pair__unpack),
+    whole=(int_pair.encode, int_pair.decode),
 )
 xdr_int_pair_result.define(
     int_pair_result,
@@ -1250,6 +1898,7 @@ xdr_hello_args.define(
         ('session_token', _xdr.VarOpaque(MAX_TOKEN)),
         ('client_name', _xdr.String(MAX_NAME)),
     ],
+    coders=(_xdr_hello_args__pack, _xdr_hello_args__unpack),
 )
 xdr_hello_ok.define(
     hello_ok,
@@ -1264,6 +1913,7 @@ xdr_hello_ok.define(
         ('va_base', xdr_cu_ptr),
         ('va_size', _xdr.xdr_u_hyper),
     ],
+    coders=(_xdr_hello_ok__pack, _xdr_hello_ok__unpack),
 )
 xdr_hello_result.define(
     hello_result,
@@ -1289,6 +1939,8 @@ xdr_ctx_state.define(
         ('flags', _xdr.xdr_u_int),
         ('active', _xdr.xdr_int),
     ],
+    coders=(_xdr_ctx_state__pack, _xdr_ctx_state__unpack),
+    whole=(ctx_state.encode, ctx_state.decode),
 )
 xdr_ctx_state_result.define(
     ctx_state_result,
@@ -1305,6 +1957,8 @@ xdr_pitch_alloc.define(
         ('ptr', xdr_cu_ptr),
         ('pitch', _xdr.xdr_u_hyper),
     ],
+    coders=(_xdr_pitch_alloc__pack, _xdr_pitch_alloc__unpack),
+    whole=(pitch_alloc.encode, pitch_alloc.decode),
 )
 xdr_pitch_result.define(
     pitch_result,
@@ -1321,6 +1975,8 @@ xdr_mem_info.define(
         ('free', _xdr.xdr_u_hyper),
         ('total', _xdr.xdr_u_hyper),
     ],
+    coders=(_xdr_mem_info__pack, _xdr_mem_info__unpack),
+    whole=(mem_info.encode, mem_info.decode),
 )
 xdr_mem_info_result.define(
     mem_info_result,
@@ -1337,6 +1993,8 @@ xdr_mem_range.define(
         ('base', xdr_cu_ptr),
         ('size', _xdr.xdr_u_hyper),
     ],
+    coders=(_xdr_mem_range__pack, _xdr_mem_range__unpack),
+    whole=(mem_range.encode, mem_range.decode),
 )
 xdr_mem_range_result.define(
     mem_range_result,
@@ -1354,6 +2012,8 @@ xdr_pointer_attribute_value.define(
         ('err', _xdr.xdr_int),
         ('value', _xdr.xdr_u_hyper),
     ],
+    coders=(_xdr_pointer_attribute_value__pack, _xdr_pointer_attribute_value__unpack),
+    whole=(pointer_attribute_value.encode, pointer_attribute_value.decode),
 )
 xdr_pointer_attributes_result.define(
     pointer_attributes_result,
@@ -1370,6 +2030,8 @@ xdr_option_value.define(
         ('option', _xdr.xdr_int),
         ('value', _xdr.xdr_hyper),
     ],
+    coders=(_xdr_option_value__pack, _xdr_option_value__unpack),
+    whole=(option_value.encode, option_value.decode),
 )
 xdr_module_loaded.define(
     module_loaded,
@@ -1378,6 +2040,7 @@ xdr_module_loaded.define(
         ('info_log', _xdr.String(None)),
         ('error_log', _xdr.String(None)),
     ],
+    coders=(_xdr_module_loaded__pack, _xdr_module_loaded__unpack),
 )
 xdr_module_load_result.define(
     module_load_result,
@@ -1394,6 +2057,8 @@ xdr_global_info.define(
         ('ptr', xdr_cu_ptr),
         ('size', _xdr.xdr_u_hyper),
     ],
+    coders=(_xdr_global_info__pack, _xdr_global_info__unpack),
+    whole=(global_info.encode, global_info.decode),
 )
 xdr_global_result.define(
     global_result,
@@ -1410,6 +2075,8 @@ xdr_param_info.define(
         ('offset', _xdr.xdr_u_hyper),
         ('size', _xdr.xdr_u_hyper),
     ],
+    coders=(_xdr_param_info__pack, _xdr_param_info__unpack),
+    whole=(param_info.encode, param_info.decode),
 )
 xdr_param_info_result.define(
     param_info_result,
@@ -1434,6 +2101,7 @@ xdr_launch_args.define(
         ('stream', xdr_cu_handle),
         ('params', _xdr.VarOpaque(None)),
     ],
+    coders=(_xdr_launch_args__pack, _xdr_launch_args__unpack),
 )
 xdr_checkpoint_done.define(
     checkpoint_done,
@@ -1443,6 +2111,8 @@ xdr_checkpoint_done.define(
         ('stored_bytes', _xdr.xdr_u_hyper),
         ('calls', _xdr.xdr_u_hyper),
     ],
+    coders=(_xdr_checkpoint_done__pack, _xdr_checkpoint_done__unpack),
+    whole=(checkpoint_done.encode, checkpoint_done.decode),
 )
 xdr_checkpoint_result.define(
     checkpoint_result,
@@ -1459,6 +2129,8 @@ xdr_device_attribute_value.define(
         ('err', _xdr.xdr_int),
         ('value', _xdr.xdr_int),
     ],
+    coders=(_xdr_device_attribute_value__pack, _xdr_device_attribute_value__unpack),
+    whole=(device_attribute_value.encode, device_attribute_value.decode),
 )
 xdr_device_properties.define(
     device_properties,
@@ -1468,6 +2140,7 @@ xdr_device_properties.define(
         ('total_mem', _xdr.xdr_u_hyper),
         ('values', _xdr.VarArray(xdr_device_attribute_value, MAX_DEVICE_ATTRS)),
     ],
+    coders=(_xdr_device_properties__pack, _xdr_device_properties__unpack),
 )
 xdr_device_properties_result.define(
     device_properties_result,
@@ -1484,6 +2157,7 @@ xdr_shm_offer.define(
         ('name', _xdr.String(MAX_NAME)),
         ('size', _xdr.xdr_u_hyper),
     ],
+    coders=(_xdr_shm_offer__pack, _xdr_shm_offer__unpack),
 )
 xdr_shm_offer_result.define(
     shm_offer_result,
@@ -1500,6 +2174,7 @@ xdr_channel_offer.define(
         ('port', _xdr.xdr_u_int),
         ('secret', _xdr.VarOpaque(MAX_TOKEN)),
     ],
+    coders=(_xdr_channel_offer__pack, _xdr_channel_offer__unpack),
 )
 xdr_channel_offer_result.define(
     channel_offer_result,
@@ -1510,6 +2185,34 @@ xdr_channel_offer_result.define(
     ],
     default=_xdr.xdr_void,
 )
+
+# What the struct coders call: enum members, the functions of other codecs.
+_xdr_hello_args__p1 = xdr_hello_args.fields[1][1].packer()
+_xdr_hello_args__u1 = xdr_hello_args.fields[1][1].unpacker()
+_xdr_hello_args__p2 = xdr_hello_args.fields[2][1].packer()
+_xdr_hello_args__u2 = xdr_hello_args.fields[2][1].unpacker()
+_xdr_hello_ok__p1 = xdr_hello_ok.fields[1][1].packer()
+_xdr_hello_ok__u1 = xdr_hello_ok.fields[1][1].unpacker()
+_xdr_hello_ok__p2 = xdr_hello_ok.fields[2][1].packer()
+_xdr_hello_ok__u2 = xdr_hello_ok.fields[2][1].unpacker()
+_xdr_hello_ok__p6 = xdr_hello_ok.fields[6][1].packer()
+_xdr_hello_ok__u6 = xdr_hello_ok.fields[6][1].unpacker()
+_xdr_module_loaded__p1 = xdr_module_loaded.fields[1][1].packer()
+_xdr_module_loaded__u1 = xdr_module_loaded.fields[1][1].unpacker()
+_xdr_module_loaded__p2 = xdr_module_loaded.fields[2][1].packer()
+_xdr_module_loaded__u2 = xdr_module_loaded.fields[2][1].unpacker()
+_xdr_launch_args__p9 = xdr_launch_args.fields[9][1].packer()
+_xdr_launch_args__u9 = xdr_launch_args.fields[9][1].unpacker()
+_xdr_device_properties__p0 = xdr_device_properties.fields[0][1].packer()
+_xdr_device_properties__u0 = xdr_device_properties.fields[0][1].unpacker()
+_xdr_device_properties__p1 = xdr_device_properties.fields[1][1].packer()
+_xdr_device_properties__u1 = xdr_device_properties.fields[1][1].unpacker()
+_xdr_device_properties__p3 = xdr_device_properties.fields[3][1].packer()
+_xdr_device_properties__u3 = xdr_device_properties.fields[3][1].unpacker()
+_xdr_shm_offer__p0 = xdr_shm_offer.fields[0][1].packer()
+_xdr_shm_offer__u0 = xdr_shm_offer.fields[0][1].unpacker()
+_xdr_channel_offer__p1 = xdr_channel_offer.fields[1][1].packer()
+_xdr_channel_offer__u1 = xdr_channel_offer.fields[1][1].unpacker()
 
 # Typedefs: the Python type each name stands for.
 cu_ptr = int
@@ -2917,271 +3620,360 @@ class CRICKET_V1_Server:
     VERSION = 1
     PROCEDURES: dict[int, _Procedure] = {
         1: _Procedure(
-            1, 'HELLO', (xdr_hello_args,), xdr_hello_result
+            1, 'HELLO', (xdr_hello_args,), xdr_hello_result,
+            _Facts(replay='uncounted'),
         ),
         2: _Procedure(
-            2, 'GOODBYE', (), _xdr.xdr_int
+            2, 'GOODBYE', (), _xdr.xdr_int,
+            _Facts(replay='uncounted'),
         ),
         3: _Procedure(
-            3, 'GET_ERROR_MESSAGE', (), xdr_name_str
+            3, 'GET_ERROR_MESSAGE', (), xdr_name_str,
+            _Facts(replay='uncounted'),
         ),
         10: _Procedure(
-            10, 'CU_INIT', (_xdr.xdr_u_int,), _xdr.xdr_int
+            10, 'CU_INIT', (_xdr.xdr_u_int,), _xdr.xdr_int,
+            _Facts(replay='replay'),
         ),
         11: _Procedure(
-            11, 'CU_DRIVER_GET_VERSION', (), xdr_int_result
+            11, 'CU_DRIVER_GET_VERSION', (), xdr_int_result,
+            _Facts(replay='readonly'),
         ),
         12: _Procedure(
-            12, 'CU_DEVICE_GET_COUNT', (), xdr_int_result
+            12, 'CU_DEVICE_GET_COUNT', (), xdr_int_result,
+            _Facts(replay='readonly'),
         ),
         13: _Procedure(
-            13, 'CU_DEVICE_GET', (_xdr.xdr_int,), xdr_int_result
+            13, 'CU_DEVICE_GET', (_xdr.xdr_int,), xdr_int_result,
+            _Facts(replay='readonly'),
         ),
         14: _Procedure(
-            14, 'CU_DEVICE_GET_NAME', (_xdr.xdr_int,), xdr_str_result
+            14, 'CU_DEVICE_GET_NAME', (_xdr.xdr_int,), xdr_str_result,
+            _Facts(replay='readonly'),
         ),
         15: _Procedure(
-            15, 'CU_DEVICE_GET_ATTRIBUTE', (_xdr.xdr_int, _xdr.xdr_int), xdr_int_result
+            15, 'CU_DEVICE_GET_ATTRIBUTE', (_xdr.xdr_int, _xdr.xdr_int), xdr_int_result,
+            _Facts(replay='readonly'),
         ),
         16: _Procedure(
-            16, 'CU_DEVICE_TOTAL_MEM', (_xdr.xdr_int,), xdr_u64_result
+            16, 'CU_DEVICE_TOTAL_MEM', (_xdr.xdr_int,), xdr_u64_result,
+            _Facts(replay='readonly'),
         ),
         17: _Procedure(
-            17, 'CU_DEVICE_GET_UUID', (_xdr.xdr_int,), xdr_uuid_result
+            17, 'CU_DEVICE_GET_UUID', (_xdr.xdr_int,), xdr_uuid_result,
+            _Facts(replay='readonly'),
         ),
         18: _Procedure(
-            18, 'CU_DEVICE_GET_PCI_BUS_ID', (_xdr.xdr_int,), xdr_str_result
+            18, 'CU_DEVICE_GET_PCI_BUS_ID', (_xdr.xdr_int,), xdr_str_result,
+            _Facts(replay='readonly'),
         ),
         30: _Procedure(
-            30, 'CU_DEVICE_PRIMARY_CTX_RETAIN', (_xdr.xdr_int,), xdr_handle_result
+            30, 'CU_DEVICE_PRIMARY_CTX_RETAIN', (_xdr.xdr_int,), xdr_handle_result,
+            _Facts(replay='replay'),
         ),
         31: _Procedure(
-            31, 'CU_DEVICE_PRIMARY_CTX_RELEASE', (_xdr.xdr_int,), _xdr.xdr_int
+            31, 'CU_DEVICE_PRIMARY_CTX_RELEASE', (_xdr.xdr_int,), _xdr.xdr_int,
+            _Facts(replay='replay'),
         ),
         32: _Procedure(
-            32, 'CU_DEVICE_PRIMARY_CTX_RESET', (_xdr.xdr_int,), _xdr.xdr_int
+            32, 'CU_DEVICE_PRIMARY_CTX_RESET', (_xdr.xdr_int,), _xdr.xdr_int,
+            _Facts(replay='replay'),
         ),
         33: _Procedure(
-            33, 'CU_DEVICE_PRIMARY_CTX_GET_STATE', (_xdr.xdr_int,), xdr_ctx_state_result
+            33, 'CU_DEVICE_PRIMARY_CTX_GET_STATE', (_xdr.xdr_int,), xdr_ctx_state_result,
+            _Facts(replay='readonly'),
         ),
         34: _Procedure(
-            34, 'CU_DEVICE_PRIMARY_CTX_SET_FLAGS', (_xdr.xdr_int, _xdr.xdr_u_int), _xdr.xdr_int
+            34, 'CU_DEVICE_PRIMARY_CTX_SET_FLAGS', (_xdr.xdr_int, _xdr.xdr_u_int), _xdr.xdr_int,
+            _Facts(replay='replay'),
         ),
         35: _Procedure(
-            35, 'CU_CTX_CREATE', (_xdr.xdr_u_int, _xdr.xdr_int), xdr_handle_result
+            35, 'CU_CTX_CREATE', (_xdr.xdr_u_int, _xdr.xdr_int), xdr_handle_result,
+            _Facts(replay='replay'),
         ),
         36: _Procedure(
-            36, 'CU_CTX_DESTROY', (xdr_cu_handle,), _xdr.xdr_int
+            36, 'CU_CTX_DESTROY', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('context',)),)),
         ),
         37: _Procedure(
-            37, 'CU_CTX_SET_CURRENT', (xdr_cu_handle,), _xdr.xdr_int
+            37, 'CU_CTX_SET_CURRENT', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('context',)),)),
         ),
         38: _Procedure(
-            38, 'CU_CTX_GET_CURRENT', (), xdr_handle_result
+            38, 'CU_CTX_GET_CURRENT', (), xdr_handle_result,
+            _Facts(replay='readonly'),
         ),
         39: _Procedure(
-            39, 'CU_CTX_PUSH_CURRENT', (xdr_cu_handle,), _xdr.xdr_int
+            39, 'CU_CTX_PUSH_CURRENT', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('context',)),)),
         ),
         40: _Procedure(
-            40, 'CU_CTX_POP_CURRENT', (), xdr_handle_result
+            40, 'CU_CTX_POP_CURRENT', (), xdr_handle_result,
+            _Facts(replay='replay'),
         ),
         41: _Procedure(
-            41, 'CU_CTX_SYNCHRONIZE', (), _xdr.xdr_int
+            41, 'CU_CTX_SYNCHRONIZE', (), _xdr.xdr_int,
+            _Facts(replay='readonly'),
         ),
         42: _Procedure(
-            42, 'CU_CTX_GET_DEVICE', (), xdr_int_result
+            42, 'CU_CTX_GET_DEVICE', (), xdr_int_result,
+            _Facts(replay='readonly'),
         ),
         43: _Procedure(
-            43, 'CU_CTX_GET_LIMIT', (_xdr.xdr_int,), xdr_u64_result
+            43, 'CU_CTX_GET_LIMIT', (_xdr.xdr_int,), xdr_u64_result,
+            _Facts(replay='readonly'),
         ),
         44: _Procedure(
-            44, 'CU_CTX_SET_LIMIT', (_xdr.xdr_int, _xdr.xdr_u_hyper), _xdr.xdr_int
+            44, 'CU_CTX_SET_LIMIT', (_xdr.xdr_int, _xdr.xdr_u_hyper), _xdr.xdr_int,
+            _Facts(replay='replay'),
         ),
         45: _Procedure(
-            45, 'CU_CTX_GET_STREAM_PRIORITY_RANGE', (), xdr_int_pair_result
+            45, 'CU_CTX_GET_STREAM_PRIORITY_RANGE', (), xdr_int_pair_result,
+            _Facts(replay='readonly'),
         ),
         50: _Procedure(
-            50, 'CU_MEM_ALLOC', (_xdr.xdr_u_hyper,), xdr_ptr_result
+            50, 'CU_MEM_ALLOC', (_xdr.xdr_u_hyper,), xdr_ptr_result,
+            _Facts(replay='replay'),
         ),
         51: _Procedure(
-            51, 'CU_MEM_ALLOC_PITCH', (_xdr.xdr_u_hyper, _xdr.xdr_u_hyper, _xdr.xdr_u_int), xdr_pitch_result
+            51, 'CU_MEM_ALLOC_PITCH', (_xdr.xdr_u_hyper, _xdr.xdr_u_hyper, _xdr.xdr_u_int), xdr_pitch_result,
+            _Facts(replay='replay'),
         ),
         52: _Procedure(
-            52, 'CU_MEM_FREE', (xdr_cu_ptr,), _xdr.xdr_int
+            52, 'CU_MEM_FREE', (xdr_cu_ptr,), _xdr.xdr_int,
+            _Facts(replay='replay'),
         ),
         53: _Procedure(
-            53, 'CU_MEM_GET_INFO', (), xdr_mem_info_result
+            53, 'CU_MEM_GET_INFO', (), xdr_mem_info_result,
+            _Facts(replay='readonly'),
         ),
         54: _Procedure(
-            54, 'CU_MEM_GET_ADDRESS_RANGE', (xdr_cu_ptr,), xdr_mem_range_result
+            54, 'CU_MEM_GET_ADDRESS_RANGE', (xdr_cu_ptr,), xdr_mem_range_result,
+            _Facts(replay='readonly'),
         ),
         55: _Procedure(
-            55, 'CU_MEMCPY_HTOD', (xdr_cu_ptr, xdr_mem_data), _xdr.xdr_int
+            55, 'CU_MEMCPY_HTOD', (xdr_cu_ptr, xdr_mem_data), _xdr.xdr_int,
+            _Facts(replay='replay', views=(1,)),
         ),
         56: _Procedure(
-            56, 'CU_MEMCPY_DTOH', (xdr_cu_ptr, _xdr.xdr_u_hyper), xdr_mem_result
+            56, 'CU_MEMCPY_DTOH', (xdr_cu_ptr, _xdr.xdr_u_hyper), xdr_mem_result,
+            _Facts(replay='readonly'),
         ),
         57: _Procedure(
-            57, 'CU_MEMCPY_DTOD', (xdr_cu_ptr, xdr_cu_ptr, _xdr.xdr_u_hyper), _xdr.xdr_int
+            57, 'CU_MEMCPY_DTOD', (xdr_cu_ptr, xdr_cu_ptr, _xdr.xdr_u_hyper), _xdr.xdr_int,
+            _Facts(replay='replay'),
         ),
         58: _Procedure(
-            58, 'CU_MEMCPY_HTOD_ASYNC', (xdr_cu_ptr, xdr_mem_data, xdr_cu_handle), _xdr.xdr_int
+            58, 'CU_MEMCPY_HTOD_ASYNC', (xdr_cu_ptr, xdr_mem_data, xdr_cu_handle), _xdr.xdr_int,
+            _Facts(pipelined=True, replay='replay', views=(1,), handles=((2, ('stream',)),)),
         ),
         59: _Procedure(
-            59, 'CU_MEMCPY_DTOH_ASYNC', (xdr_cu_ptr, _xdr.xdr_u_hyper, xdr_cu_handle), xdr_mem_result
+            59, 'CU_MEMCPY_DTOH_ASYNC', (xdr_cu_ptr, _xdr.xdr_u_hyper, xdr_cu_handle), xdr_mem_result,
+            _Facts(replay='readonly', handles=((2, ('stream',)),)),
         ),
         60: _Procedure(
-            60, 'CU_MEMCPY_DTOD_ASYNC', (xdr_cu_ptr, xdr_cu_ptr, _xdr.xdr_u_hyper, xdr_cu_handle), _xdr.xdr_int
+            60, 'CU_MEMCPY_DTOD_ASYNC', (xdr_cu_ptr, xdr_cu_ptr, _xdr.xdr_u_hyper, xdr_cu_handle), _xdr.xdr_int,
+            _Facts(pipelined=True, replay='replay', handles=((3, ('stream',)),)),
         ),
         61: _Procedure(
-            61, 'CU_MEMSET', (xdr_cu_ptr, _xdr.xdr_u_int, _xdr.xdr_u_int, _xdr.xdr_u_hyper), _xdr.xdr_int
+            61, 'CU_MEMSET', (xdr_cu_ptr, _xdr.xdr_u_int, _xdr.xdr_u_int, _xdr.xdr_u_hyper), _xdr.xdr_int,
+            _Facts(replay='replay'),
         ),
         62: _Procedure(
-            62, 'CU_MEMSET_ASYNC', (xdr_cu_ptr, _xdr.xdr_u_int, _xdr.xdr_u_int, _xdr.xdr_u_hyper, xdr_cu_handle), _xdr.xdr_int
+            62, 'CU_MEMSET_ASYNC', (xdr_cu_ptr, _xdr.xdr_u_int, _xdr.xdr_u_int, _xdr.xdr_u_hyper, xdr_cu_handle), _xdr.xdr_int,
+            _Facts(pipelined=True, replay='replay', handles=((4, ('stream',)),)),
         ),
         63: _Procedure(
-            63, 'CU_MEM_ALLOC_ASYNC', (_xdr.xdr_u_hyper, xdr_cu_handle), xdr_ptr_result
+            63, 'CU_MEM_ALLOC_ASYNC', (_xdr.xdr_u_hyper, xdr_cu_handle), xdr_ptr_result,
+            _Facts(replay='replay', handles=((1, ('stream',)),)),
         ),
         64: _Procedure(
-            64, 'CU_MEM_FREE_ASYNC', (xdr_cu_ptr, xdr_cu_handle), _xdr.xdr_int
+            64, 'CU_MEM_FREE_ASYNC', (xdr_cu_ptr, xdr_cu_handle), _xdr.xdr_int,
+            _Facts(pipelined=True, replay='replay', handles=((1, ('stream',)),)),
         ),
         65: _Procedure(
-            65, 'CU_POINTER_GET_ATTRIBUTES', (xdr_attribute_list, xdr_cu_ptr), xdr_pointer_attributes_result
+            65, 'CU_POINTER_GET_ATTRIBUTES', (xdr_attribute_list, xdr_cu_ptr), xdr_pointer_attributes_result,
+            _Facts(replay='readonly'),
         ),
         80: _Procedure(
-            80, 'CU_MODULE_LOAD_DATA', (xdr_mem_data, xdr_option_list), xdr_module_load_result
+            80, 'CU_MODULE_LOAD_DATA', (xdr_mem_data, xdr_option_list), xdr_module_load_result,
+            _Facts(replay='replay'),
         ),
         81: _Procedure(
-            81, 'CU_MODULE_LOAD_FAT_BINARY', (xdr_mem_data,), xdr_module_load_result
+            81, 'CU_MODULE_LOAD_FAT_BINARY', (xdr_mem_data,), xdr_module_load_result,
+            _Facts(replay='replay'),
         ),
         82: _Procedure(
-            82, 'CU_MODULE_UNLOAD', (xdr_cu_handle,), _xdr.xdr_int
+            82, 'CU_MODULE_UNLOAD', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('module',)),)),
         ),
         83: _Procedure(
-            83, 'CU_MODULE_GET_FUNCTION', (xdr_cu_handle, xdr_name_str), xdr_handle_result
+            83, 'CU_MODULE_GET_FUNCTION', (xdr_cu_handle, xdr_name_str), xdr_handle_result,
+            _Facts(replay='replay', handles=((0, ('module',)),)),
         ),
         84: _Procedure(
-            84, 'CU_MODULE_GET_GLOBAL', (xdr_cu_handle, xdr_name_str), xdr_global_result
+            84, 'CU_MODULE_GET_GLOBAL', (xdr_cu_handle, xdr_name_str), xdr_global_result,
+            _Facts(replay='replay', handles=((0, ('module',)),)),
         ),
         85: _Procedure(
-            85, 'CU_LIBRARY_LOAD_DATA', (xdr_mem_data, xdr_option_list, xdr_option_list), xdr_module_load_result
+            85, 'CU_LIBRARY_LOAD_DATA', (xdr_mem_data, xdr_option_list, xdr_option_list), xdr_module_load_result,
+            _Facts(replay='replay'),
         ),
         86: _Procedure(
-            86, 'CU_LIBRARY_UNLOAD', (xdr_cu_handle,), _xdr.xdr_int
+            86, 'CU_LIBRARY_UNLOAD', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('library',)),)),
         ),
         87: _Procedure(
-            87, 'CU_LIBRARY_GET_KERNEL', (xdr_cu_handle, xdr_name_str), xdr_handle_result
+            87, 'CU_LIBRARY_GET_KERNEL', (xdr_cu_handle, xdr_name_str), xdr_handle_result,
+            _Facts(replay='replay', handles=((0, ('library',)),)),
         ),
         88: _Procedure(
-            88, 'CU_KERNEL_GET_FUNCTION', (xdr_cu_handle,), xdr_handle_result
+            88, 'CU_KERNEL_GET_FUNCTION', (xdr_cu_handle,), xdr_handle_result,
+            _Facts(replay='replay', handles=((0, ('kernel',)),)),
         ),
         89: _Procedure(
-            89, 'CU_FUNC_GET_ATTRIBUTE', (_xdr.xdr_int, xdr_cu_handle), xdr_int_result
+            89, 'CU_FUNC_GET_ATTRIBUTE', (_xdr.xdr_int, xdr_cu_handle), xdr_int_result,
+            _Facts(replay='readonly', handles=((1, ('function', 'kernel')),)),
         ),
         90: _Procedure(
-            90, 'CU_FUNC_SET_ATTRIBUTE', (xdr_cu_handle, _xdr.xdr_int, _xdr.xdr_int), _xdr.xdr_int
+            90, 'CU_FUNC_SET_ATTRIBUTE', (xdr_cu_handle, _xdr.xdr_int, _xdr.xdr_int), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('function', 'kernel')),)),
         ),
         91: _Procedure(
-            91, 'CU_FUNC_SET_CACHE_CONFIG', (xdr_cu_handle, _xdr.xdr_int), _xdr.xdr_int
+            91, 'CU_FUNC_SET_CACHE_CONFIG', (xdr_cu_handle, _xdr.xdr_int), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('function', 'kernel')),)),
         ),
         92: _Procedure(
-            92, 'CU_FUNC_GET_PARAM_INFO', (xdr_cu_handle,), xdr_param_info_result
+            92, 'CU_FUNC_GET_PARAM_INFO', (xdr_cu_handle,), xdr_param_info_result,
+            _Facts(replay='readonly', handles=((0, ('function', 'kernel')),)),
         ),
         100: _Procedure(
-            100, 'CU_LAUNCH_KERNEL', (xdr_launch_args,), _xdr.xdr_int
+            100, 'CU_LAUNCH_KERNEL', (xdr_launch_args,), _xdr.xdr_int,
+            _Facts(pipelined=True, replay='replay'),
         ),
         101: _Procedure(
-            101, 'CU_LAUNCH_COOPERATIVE_KERNEL', (xdr_launch_args,), _xdr.xdr_int
+            101, 'CU_LAUNCH_COOPERATIVE_KERNEL', (xdr_launch_args,), _xdr.xdr_int,
+            _Facts(pipelined=True, replay='replay'),
         ),
         102: _Procedure(
-            102, 'CU_LAUNCH_KERNEL_BATCH', (xdr_launch_batch,), _xdr.xdr_int
+            102, 'CU_LAUNCH_KERNEL_BATCH', (xdr_launch_batch,), _xdr.xdr_int,
+            _Facts(pipelined=True, replay='replay'),
         ),
         110: _Procedure(
-            110, 'CU_STREAM_CREATE', (_xdr.xdr_u_int,), xdr_handle_result
+            110, 'CU_STREAM_CREATE', (_xdr.xdr_u_int,), xdr_handle_result,
+            _Facts(replay='replay'),
         ),
         111: _Procedure(
-            111, 'CU_STREAM_CREATE_WITH_PRIORITY', (_xdr.xdr_u_int, _xdr.xdr_int), xdr_handle_result
+            111, 'CU_STREAM_CREATE_WITH_PRIORITY', (_xdr.xdr_u_int, _xdr.xdr_int), xdr_handle_result,
+            _Facts(replay='replay'),
         ),
         112: _Procedure(
-            112, 'CU_STREAM_DESTROY', (xdr_cu_handle,), _xdr.xdr_int
+            112, 'CU_STREAM_DESTROY', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('stream',)),)),
         ),
         113: _Procedure(
-            113, 'CU_STREAM_SYNCHRONIZE', (xdr_cu_handle,), _xdr.xdr_int
+            113, 'CU_STREAM_SYNCHRONIZE', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='readonly', handles=((0, ('stream',)),)),
         ),
         114: _Procedure(
-            114, 'CU_STREAM_QUERY', (xdr_cu_handle,), _xdr.xdr_int
+            114, 'CU_STREAM_QUERY', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='readonly', handles=((0, ('stream',)),)),
         ),
         115: _Procedure(
-            115, 'CU_STREAM_WAIT_EVENT', (xdr_cu_handle, xdr_cu_handle, _xdr.xdr_u_int), _xdr.xdr_int
+            115, 'CU_STREAM_WAIT_EVENT', (xdr_cu_handle, xdr_cu_handle, _xdr.xdr_u_int), _xdr.xdr_int,
+            _Facts(pipelined=True, replay='replay', handles=((0, ('stream',)), (1, ('event',)))),
         ),
         120: _Procedure(
-            120, 'CU_EVENT_CREATE', (_xdr.xdr_u_int,), xdr_handle_result
+            120, 'CU_EVENT_CREATE', (_xdr.xdr_u_int,), xdr_handle_result,
+            _Facts(replay='replay'),
         ),
         121: _Procedure(
-            121, 'CU_EVENT_DESTROY', (xdr_cu_handle,), _xdr.xdr_int
+            121, 'CU_EVENT_DESTROY', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('event',)),)),
         ),
         122: _Procedure(
-            122, 'CU_EVENT_RECORD', (xdr_cu_handle, xdr_cu_handle), _xdr.xdr_int
+            122, 'CU_EVENT_RECORD', (xdr_cu_handle, xdr_cu_handle), _xdr.xdr_int,
+            _Facts(pipelined=True, replay='replay', handles=((0, ('event',)), (1, ('stream',)))),
         ),
         123: _Procedure(
-            123, 'CU_EVENT_SYNCHRONIZE', (xdr_cu_handle,), _xdr.xdr_int
+            123, 'CU_EVENT_SYNCHRONIZE', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='readonly', handles=((0, ('event',)),)),
         ),
         124: _Procedure(
-            124, 'CU_EVENT_QUERY', (xdr_cu_handle,), _xdr.xdr_int
+            124, 'CU_EVENT_QUERY', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='readonly', handles=((0, ('event',)),)),
         ),
         125: _Procedure(
-            125, 'CU_EVENT_ELAPSED_TIME', (xdr_cu_handle, xdr_cu_handle), xdr_float_result
+            125, 'CU_EVENT_ELAPSED_TIME', (xdr_cu_handle, xdr_cu_handle), xdr_float_result,
+            _Facts(replay='readonly', handles=((0, ('event',)), (1, ('event',)))),
         ),
         130: _Procedure(
-            130, 'CU_OCCUPANCY_MAX_ACTIVE_BLOCKS_PER_MULTIPROCESSOR', (xdr_cu_handle, _xdr.xdr_int, _xdr.xdr_u_hyper, _xdr.xdr_u_int), xdr_int_result
+            130, 'CU_OCCUPANCY_MAX_ACTIVE_BLOCKS_PER_MULTIPROCESSOR', (xdr_cu_handle, _xdr.xdr_int, _xdr.xdr_u_hyper, _xdr.xdr_u_int), xdr_int_result,
+            _Facts(replay='readonly', handles=((0, ('function', 'kernel')),)),
         ),
         131: _Procedure(
-            131, 'CU_OCCUPANCY_MAX_POTENTIAL_BLOCK_SIZE', (xdr_cu_handle, _xdr.xdr_u_hyper, _xdr.xdr_int, _xdr.xdr_u_int), xdr_int_pair_result
+            131, 'CU_OCCUPANCY_MAX_POTENTIAL_BLOCK_SIZE', (xdr_cu_handle, _xdr.xdr_u_hyper, _xdr.xdr_int, _xdr.xdr_u_int), xdr_int_pair_result,
+            _Facts(replay='readonly', handles=((0, ('function', 'kernel')),)),
         ),
         200: _Procedure(
-            200, 'RT_DEVICE_GET_PROPERTIES', (_xdr.xdr_int, xdr_device_attribute_list), xdr_device_properties_result
+            200, 'RT_DEVICE_GET_PROPERTIES', (_xdr.xdr_int, xdr_device_attribute_list), xdr_device_properties_result,
+            _Facts(replay='readonly'),
         ),
         201: _Procedure(
-            201, 'RT_MEMCPY_2D_HTOD', (xdr_cu_ptr, _xdr.xdr_u_hyper, xdr_mem_data, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle), _xdr.xdr_int
+            201, 'RT_MEMCPY_2D_HTOD', (xdr_cu_ptr, _xdr.xdr_u_hyper, xdr_mem_data, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle), _xdr.xdr_int,
+            _Facts(pipelined=True, replay='replay', handles=((5, ('stream',)),)),
         ),
         202: _Procedure(
-            202, 'RT_MEMCPY_2D_DTOH', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle), xdr_mem_result
+            202, 'RT_MEMCPY_2D_DTOH', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle), xdr_mem_result,
+            _Facts(replay='readonly', handles=((4, ('stream',)),)),
         ),
         203: _Procedure(
-            203, 'RT_MEMCPY_2D_DTOD', (xdr_cu_ptr, _xdr.xdr_u_hyper, xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle), _xdr.xdr_int
+            203, 'RT_MEMCPY_2D_DTOD', (xdr_cu_ptr, _xdr.xdr_u_hyper, xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle), _xdr.xdr_int,
+            _Facts(pipelined=True, replay='replay', handles=((6, ('stream',)),)),
         ),
         204: _Procedure(
-            204, 'RT_MEMSET_2D', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_int, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle), _xdr.xdr_int
+            204, 'RT_MEMSET_2D', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_int, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle), _xdr.xdr_int,
+            _Facts(pipelined=True, replay='replay', handles=((5, ('stream',)),)),
         ),
         300: _Procedure(
-            300, 'CHECKPOINT_SESSION', (xdr_ckpt_path,), xdr_checkpoint_result
+            300, 'CHECKPOINT_SESSION', (xdr_ckpt_path,), xdr_checkpoint_result,
+            _Facts(replay='uncounted'),
         ),
         301: _Procedure(
-            301, 'CHECKPOINT_SERVER', (xdr_ckpt_path, _xdr.xdr_u_hyper), xdr_checkpoint_result
+            301, 'CHECKPOINT_SERVER', (xdr_ckpt_path, _xdr.xdr_u_hyper), xdr_checkpoint_result,
+            _Facts(replay='uncounted'),
         ),
         302: _Procedure(
-            302, 'SESSION_CALLS', (), xdr_u64_result
+            302, 'SESSION_CALLS', (), xdr_u64_result,
+            _Facts(replay='uncounted'),
         ),
         350: _Procedure(
-            350, 'DATA_SHM_OFFER', (_xdr.xdr_u_hyper,), xdr_shm_offer_result
+            350, 'DATA_SHM_OFFER', (_xdr.xdr_u_hyper,), xdr_shm_offer_result,
+            _Facts(replay='replay'),
         ),
         351: _Procedure(
-            351, 'DATA_SHM_ACCEPT', (xdr_mem_data,), _xdr.xdr_int
+            351, 'DATA_SHM_ACCEPT', (xdr_mem_data,), _xdr.xdr_int,
+            _Facts(replay='replay'),
         ),
         352: _Procedure(
-            352, 'DATA_SHM_HTOD', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle, _xdr.xdr_bool), _xdr.xdr_int
+            352, 'DATA_SHM_HTOD', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle, _xdr.xdr_bool), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((3, ('stream',)),)),
         ),
         353: _Procedure(
-            353, 'DATA_SHM_DTOH', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle, _xdr.xdr_bool), _xdr.xdr_int
+            353, 'DATA_SHM_DTOH', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle, _xdr.xdr_bool), _xdr.xdr_int,
+            _Facts(replay='readonly', handles=((3, ('stream',)),)),
         ),
         354: _Procedure(
-            354, 'DATA_TCP_OFFER', (_codec1, _xdr.xdr_u_int), xdr_channel_offer_result
+            354, 'DATA_TCP_OFFER', (_codec1, _xdr.xdr_u_int), xdr_channel_offer_result,
+            _Facts(replay='replay'),
         ),
         355: _Procedure(
-            355, 'DATA_TCP_HTOD', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_int, xdr_cu_handle, _xdr.xdr_bool), _xdr.xdr_int
+            355, 'DATA_TCP_HTOD', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_int, xdr_cu_handle, _xdr.xdr_bool), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((3, ('stream',)),)),
         ),
         356: _Procedure(
-            356, 'DATA_TCP_DTOH', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_int, xdr_cu_handle, _xdr.xdr_bool), _xdr.xdr_int
+            356, 'DATA_TCP_DTOH', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_int, xdr_cu_handle, _xdr.xdr_bool), _xdr.xdr_int,
+            _Facts(replay='readonly', handles=((3, ('stream',)),)),
         ),
     }
 
@@ -3540,3 +4332,58 @@ class CRICKET_V1_Server:
     def DATA_TCP_DTOH(self, ctx: Any, arg1: cu_ptr, arg2: int, arg3: int, arg4: cu_handle, arg5: bool) -> int:
         """DATA_TCP_DTOH (356): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.DATA_TCP_DTOH")
+
+
+# Every codec is built now, at import (none is built while threads use it).
+_xdr.ready_all(
+    xdr_int_result,
+    xdr_u64_result,
+    xdr_handle_result,
+    xdr_ptr_result,
+    xdr_str_result,
+    xdr_mem_result,
+    xdr_float_result,
+    xdr_int_pair,
+    xdr_int_pair_result,
+    xdr_hello_args,
+    xdr_hello_ok,
+    xdr_hello_result,
+    xdr_uuid_result,
+    xdr_ctx_state,
+    xdr_ctx_state_result,
+    xdr_pitch_alloc,
+    xdr_pitch_result,
+    xdr_mem_info,
+    xdr_mem_info_result,
+    xdr_mem_range,
+    xdr_mem_range_result,
+    xdr_pointer_attribute_value,
+    xdr_pointer_attributes_result,
+    xdr_option_value,
+    xdr_module_loaded,
+    xdr_module_load_result,
+    xdr_global_info,
+    xdr_global_result,
+    xdr_param_info,
+    xdr_param_info_result,
+    xdr_launch_args,
+    xdr_checkpoint_done,
+    xdr_checkpoint_result,
+    xdr_device_attribute_value,
+    xdr_device_properties,
+    xdr_device_properties_result,
+    xdr_shm_offer,
+    xdr_shm_offer_result,
+    xdr_channel_offer,
+    xdr_channel_offer_result,
+    xdr_cu_ptr,
+    xdr_cu_handle,
+    xdr_mem_data,
+    xdr_name_str,
+    xdr_attribute_list,
+    xdr_option_list,
+    xdr_launch_batch,
+    xdr_ckpt_path,
+    xdr_device_attribute_list,
+    _codec1,
+)

@@ -2,13 +2,16 @@
 
 Errors (all reported together, each at its line and column): duplicate names, undefined or
 misused names, duplicate enum or case values, case values outside the discriminant's type,
-bad bounds, ``quadruple``, misplaced ``void``, duplicate version/procedure numbers.
+bad bounds, ``quadruple``, misplaced ``void``, duplicate version/procedure numbers, unknown,
+misplaced, repeated or conflicting facts (cricket_xdr.compiler.facts).
 """
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 
+from cricket_xdr.compiler import facts as vocab
 from cricket_xdr.compiler import ir
 from cricket_xdr.compiler.errors import Diagnostic, XdrgenError
 
@@ -247,12 +250,95 @@ class _Checker:
                     procs[num] = proc.name
                 self.decl(proc.result, "a result", void_ok=True)
                 names: set[str] = set()
-                for arg in proc.args:
+                for i, arg in enumerate(proc.args, 1):
                     self.decl(arg, f"an argument of {proc.name}")
                     if arg.name is not None:
                         if arg.name in names:
                             self.error(arg.pos, f"duplicate argument '{arg.name}' of {proc.name}")
                         names.add(arg.name)
+                    self.arg_facts(proc, i, arg)
+                self.proc_facts(proc)
+            if any(proc.facts or any(a.facts for a in proc.args) for proc in v.procedures):
+                for proc in v.procedures:
+                    if not any(f.name in vocab.REPLAY_CLASSES for f in proc.facts):
+                        self.error(proc.pos, f"procedure {proc.name} states no replay class "
+                                             f"(version {v.name} states facts): add one of "
+                                             + ", ".join(f"@{c}" for c in vocab.REPLAY_CLASSES))
+
+    # facts
+    def known_fact(self, fact: ir.Fact, where: str, known: dict[str, str],
+                   other: dict[str, str]) -> bool:
+        """Whether ``fact`` is one of ``known``; reports it otherwise."""
+        if fact.name is None or fact.name == "":
+            self.error(fact.pos, f"expected a fact like '@{next(iter(known))}' in the facts of "
+                                 f"{where}, found '{fact.text}' (a ';' ends the facts)")
+            return False
+        if fact.name in known:
+            return True
+        if fact.name in other:
+            self.error(fact.pos, f"fact '@{fact.name}' belongs on "
+                                 f"{'an argument' if where.startswith('procedure') else 'a procedure'}, "
+                                 f"not on {where}")
+            return False
+        close = difflib.get_close_matches(fact.name, [*known, *other], n=1)
+        hint = f" (did you mean '@{close[0]}'?)" if close else ""
+        self.error(fact.pos, f"unknown fact '@{fact.name}' of {where}{hint}; known: "
+                             + ", ".join(f"@{k}" for k in known))
+        return False
+
+    def no_repeats(self, facts: list[ir.Fact], where: str) -> None:
+        seen: dict[str, ir.Fact] = {}
+        for f in facts:
+            if f.name and f.name in seen:
+                p = seen[f.name].pos
+                self.error(f.pos, f"fact '@{f.name}' of {where} is stated twice "
+                                  f"(first at {p.line}:{p.column})")
+            elif f.name:
+                seen[f.name] = f
+
+    def proc_facts(self, proc: ir.ProcedureDef) -> None:
+        where = f"procedure {proc.name}"
+        if proc.facts and proc.facts[0].pos.line != proc.number.pos.line:
+            self.error(proc.facts[0].pos, f"the facts of {proc.name} must follow it on the "
+                                          "same line")
+        known = [f for f in proc.facts
+                 if self.known_fact(f, where, vocab.PROCEDURE_FACTS, vocab.ARGUMENT_FACTS)]
+        self.no_repeats(known, where)
+        for f in known:
+            if f.arg is not None:
+                self.error(f.pos, f"fact '@{f.name}' of {where} takes no argument")
+        classes = [f for f in known if f.name in vocab.REPLAY_CLASSES]
+        if len({f.name for f in classes}) > 1:
+            first = classes[0]
+            other = next(f for f in classes if f.name != first.name)
+            self.error(other.pos, f"procedure {proc.name} is already '@{first.name}' "
+                                  f"(at {first.pos.line}:{first.pos.column}); '@{other.name}' "
+                                  "contradicts it")
+
+    def arg_facts(self, proc: ir.ProcedureDef, index: int, arg: ir.Declaration) -> None:
+        where = f"argument {index} of {proc.name}"
+        known = [f for f in arg.facts
+                 if self.known_fact(f, where, vocab.ARGUMENT_FACTS, vocab.PROCEDURE_FACTS)]
+        self.no_repeats(known, where)
+        base = self.model.underlying(arg.type) if arg.type is not None else None
+        for f in known:
+            if f.name == "view":
+                if f.arg is not None:
+                    self.error(f.pos, f"fact '@view' of {where} takes no argument")
+                target = base.decl if isinstance(base, ir.TypedefDef) else arg
+                if target.kind not in ("var_opaque", "fixed_opaque"):
+                    self.error(f.pos, f"fact '@view' needs opaque data; {where} is not opaque")
+            elif f.name == "handle":
+                kinds = vocab.handle_kinds(f.arg)
+                bad = [k for k in kinds if k not in vocab.HANDLE_KINDS]
+                if not kinds or bad:
+                    said = f"kind '{bad[0]}'" if bad else "no kind"
+                    self.error(f.pos, f"fact '@handle' of {where} names {said}; write "
+                                      "@handle(KIND) or @handle(KIND, KIND), KIND one of "
+                                      + ", ".join(vocab.HANDLE_KINDS))
+                if not (arg.kind == "plain" and isinstance(base, ir.TypeSpec) and
+                        base.name in ("int", "unsigned int", "hyper", "unsigned hyper")):
+                    self.error(f.pos, f"fact '@handle' needs an integer; {where} is not one")
 
     def rpc_name(self, name: str, pos: ir.Pos, number: int | None) -> None:
         """Version and procedure names are constants; a repeat must have the same number."""

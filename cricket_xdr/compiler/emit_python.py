@@ -1,8 +1,9 @@
 """Stage 3: a checked model -> the source of one deterministic Python module.
 
 The module holds constants, ``IntEnum`` classes, dataclasses for structs and unions, one
-``xdr_<Name>`` codec per named type (over :mod:`cricket_xdr.xdr`) and, per program version,
-``<VERSION>_Client`` and ``<VERSION>_Server`` classes (docs/internals.md section 1).
+``xdr_<Name>`` codec per named type (over :mod:`cricket_xdr.xdr`; the struct coders are
+written by :mod:`.emit_coders`) and, per program version, ``<VERSION>_Client`` and
+``<VERSION>_Server`` classes whose procedures carry their facts (docs/internals.md section 1).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from collections.abc import Iterable
 
 from cricket_xdr.compiler import ir
 from cricket_xdr.compiler.checks import PREDEFINED, Model
+from cricket_xdr.compiler.emit_coders import StructCoders
+from cricket_xdr.compiler.facts import handle_kinds
 
 __all__ = ["emit", "pyname"]
 
@@ -52,6 +55,19 @@ class _Emitter:
         self.shared_codecs: dict[str, str] = {}  # expression -> module-level name
         self.user_names = {pyname(n) for n in model.constants} | {pyname(n) for n in model.types}
         self.needs_builtins = False
+        self.needs_facts = False
+        self.coders = {
+            d.name: StructCoders(model, d, self.struct_class, self.field_attr)
+            for d in model.spec.definitions
+            if isinstance(d, ir.StructDef)
+        }
+
+    def struct_class(self, name: str) -> str:
+        return pyname(name)
+
+    @staticmethod
+    def field_attr(d: ir.Declaration) -> str:
+        return pyname(d.name or "", _STRUCT_RESERVED)
 
     def w(self, line: str = "") -> None:
         self.out.append(line)
@@ -214,7 +230,11 @@ class _Emitter:
         for f in s.fields:
             annotation = self.in_class(self.py_type(f), members)
             self.w(f"    {pyname(f.name or '', _STRUCT_RESERVED)}: {annotation}")
-        self.methods(cls, f"xdr_{s.name}", members)
+        coders = self.coders[s.name]
+        if coders.all_scalar:
+            self.out += coders.methods(self.in_class("bytes", members))
+        else:
+            self.methods(cls, f"xdr_{s.name}", members)
         self.export(cls)
 
     def union(self, u: ir.UnionDef) -> None:
@@ -287,6 +307,15 @@ class _Emitter:
             self.w(f"xdr_{t.name} = {self.codec(t.decl)}")
         for d in defs:
             if isinstance(d, ir.StructDef):
+                self.w()
+                self.w()
+                self.out += self.coders[d.name].functions()
+        if self.coders:
+            self.w()
+            self.w()
+        for d in defs:
+            if isinstance(d, ir.StructDef):
+                coders = self.coders[d.name]
                 self.w(f"xdr_{d.name}.define(")
                 self.w(f"    {pyname(d.name)},")
                 self.w("    [")
@@ -294,6 +323,11 @@ class _Emitter:
                     attr = pyname(f.name or "", _STRUCT_RESERVED)
                     self.w(f"        ({attr!r}, {self.codec(f)}),")
                 self.w("    ],")
+                self.w(f"    coders=({coders.prefix}pack, {coders.prefix}unpack),")
+                if coders.all_scalar:
+                    self.w(f"    whole=({pyname(d.name)}.encode, {pyname(d.name)}.decode),")
+                if coders.is_list_node:
+                    self.w(f"    head=({coders.prefix}head_pack, {coders.prefix}head_unpack),")
                 self.w(")")
             elif isinstance(d, ir.UnionDef):
                 disc = pyname(d.discriminant.name or "", _STRUCT_RESERVED)
@@ -309,6 +343,13 @@ class _Emitter:
                 if d.default is not None:
                     self.w(f"    default={self.codec(d.default)},")
                 self.w(")")
+        enums = sorted({e for c in self.coders.values() for e in c.enums})
+        bindings = [line for c in self.coders.values() for line in c.bindings()]
+        if enums or bindings:
+            self.w()
+            self.w("# What the struct coders call: enum members, the functions of other codecs.")
+            self.out += [f"_{e}__members = {e}.members" for e in enums]
+            self.out += bindings
         if typedefs:
             self.w()
             self.w("# Typedefs: the Python type each name stands for.")
@@ -382,6 +423,27 @@ class _Emitter:
             self.w(f"        {self.proc_codec(a)}.pack(_enc, {name})")
         return "_enc.buffers()"
 
+    def facts(self, proc: ir.ProcedureDef) -> str:
+        """The ``_Facts(...)`` of a procedure, or "" when it states none."""
+        names = {f.name for f in proc.facts}
+        parts = []
+        if "pipelined" in names:
+            parts.append("pipelined=True")
+        replay = next((n for n in ("replay", "readonly", "uncounted") if n in names), None)
+        if replay:
+            parts.append(f"replay={replay!r}")
+        views = tuple(i for i, a in enumerate(proc.args) if any(f.name == "view" for f in a.facts))
+        if views:
+            parts.append(f"views={views!r}")
+        handles = tuple((i, handle_kinds(f.arg)) for i, a in enumerate(proc.args)
+                        for f in a.facts if f.name == "handle")
+        if handles:
+            parts.append(f"handles={handles!r}")
+        if not parts:
+            return ""
+        self.needs_facts = True
+        return f"_Facts({', '.join(parts)})"
+
     def server(self, p: ir.ProgramDef, v: ir.VersionDef, prog: str, vers: int | None) -> None:
         cls = f"{v.name}_Server"
         self.w()
@@ -396,8 +458,11 @@ class _Emitter:
         for proc in v.procedures:
             codecs = self.tuple(self.proc_codec(a) for a in proc.args) if proc.args else "()"
             self.w(f"        {proc.number.resolved}: _Procedure(")
+            facts = self.facts(proc)
             self.w(f"            {proc.number.resolved}, {pyname(proc.name)!r}, {codecs}, "
-                   f"{self.proc_codec(proc.result)}")
+                   f"{self.proc_codec(proc.result)}{',' if facts else ''}")
+            if facts:
+                self.w(f"            {facts},")
             self.w("        ),")
         self.w("    }")
         for proc in v.procedures:
@@ -432,6 +497,23 @@ class _Emitter:
             for expr, name in self.shared_codecs.items():
                 self.w(f"{name} = {expr}")
         self.out += programs
+        built = [f"xdr_{d.name}" for d in self.m.spec.definitions
+                 if isinstance(d, ir.EnumDef | ir.StructDef | ir.UnionDef)]
+        built += [f"xdr_{t.name}" for t in self.typedef_order()]
+        built += list(self.shared_codecs.values())
+        if built:
+            self.w()
+            self.w()
+            self.w("# Every codec is built now, at import (none is built while threads use it).")
+            self.w("_xdr.ready_all(")
+            self.out += [f"    {name}," for name in built]
+            self.w(")")
+        if self.coders:
+            at = self.out.index("import enum as _enum")
+            self.out.insert(at + 1, "import struct as _struct")
+        if self.needs_facts:
+            at = self.out.index("from cricket_xdr.stubs import Pending as _Pending")
+            self.out.insert(at, "from cricket_xdr.stubs import Facts as _Facts")
         if self.needs_builtins:
             self.out[self.out.index("import dataclasses as _dc")] = (
                 "import builtins as _builtins\nimport dataclasses as _dc"

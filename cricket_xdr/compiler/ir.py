@@ -14,6 +14,7 @@ __all__ = [
     "Definition",
     "EnumDef",
     "EnumItem",
+    "Fact",
     "Pos",
     "ProcedureDef",
     "ProgramDef",
@@ -66,6 +67,19 @@ class TypeSpec:
     builtin: bool
 
 
+@dataclass(frozen=True)
+class Fact:
+    """One ``@name`` or ``@name(arg)`` of a facts comment (cricket_xdr.compiler.facts).
+
+    ``name`` is None for text in the comment that is not a fact (reported by the checker).
+    """
+
+    name: str | None
+    arg: str | None
+    pos: Pos
+    text: str
+
+
 @dataclass
 class Declaration:
     """``type name``, ``type name[n]``, ``type name<m>``, ``opaque``, ``string``, ``type *name``, ``void``.
@@ -78,6 +92,7 @@ class Declaration:
     pos: Pos
     type: TypeSpec | None = None
     size: Value | None = None  # the n of [n] or the m of <m>; None for <>
+    facts: list[Fact] = field(default_factory=list)  # procedure arguments only
 
 
 @dataclass
@@ -141,6 +156,7 @@ class ProcedureDef:
     args: list[Declaration]  # kind plain, optional or string; empty for void
     number: Value
     pos: Pos
+    facts: list[Fact] = field(default_factory=list)
 
 
 @dataclass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from importlib import resources
 from typing import Any
 
@@ -32,6 +33,46 @@ def _value(tok: Token) -> ir.Value:
     if tok.type == "IDENT":
         return ir.Value(str(tok), _pos(tok), name=str(tok))
     return ir.Value(str(tok), _pos(tok))
+
+
+# One piece of a facts comment: blanks, a fact, or text that is not one.
+_FACT_PIECE = re.compile(r"\s+|@(?P<name>\w*)(?:\((?P<arg>[^()]*)\))?|(?P<junk>[^\s@]+)")
+
+
+def _facts(tok: Token) -> list[ir.Fact]:
+    """The facts of a FACTS comment, each at its own line and column; a ``;`` ends them
+    (free text may follow)."""
+    text = str(tok)
+    body_end = len(text) - 2
+    semi = text.find(";", 2, body_end)
+    end = body_end if semi < 0 else semi
+    facts: list[ir.Fact] = []
+    at = 2
+    while at < end:
+        m = _FACT_PIECE.match(text, at, end)
+        assert m is not None  # the pattern matches any character
+        at = m.end()
+        if m.group().isspace():
+            continue
+        before = text[: m.start()]
+        nl = before.rfind("\n")
+        line = (tok.line or 0) + before.count("\n")
+        column = (tok.column or 0) + m.start() if nl < 0 else m.start() - nl
+        pos = ir.Pos(line, column)
+        if m.group("junk") is not None:
+            facts.append(ir.Fact(None, None, pos, m.group()))
+        else:
+            arg = m.group("arg")
+            facts.append(ir.Fact(m.group("name"), None if arg is None else arg.strip(), pos,
+                                 m.group()))
+    return facts
+
+
+def _split_facts(items: list[Any]) -> tuple[list[Any], list[ir.Fact]]:
+    """(the items before a trailing FACTS token, its facts)."""
+    if items and isinstance(items[-1], Token) and items[-1].type == "FACTS":
+        return items[:-1], _facts(items[-1])
+    return items, []
 
 
 _UNSIGNED = {"int": "unsigned int", "long": "unsigned int", "short": "unsigned int",
@@ -139,17 +180,20 @@ class _ToIR(Transformer[Token, Any]):
         return ir.Declaration(kind, None, first.pos, first)
 
     def arg_plain(self, items: list[Any]) -> ir.Declaration:
+        items, facts = _split_facts(items)
         name = str(items[1]) if len(items) > 1 else None
-        return ir.Declaration("plain", name, items[0].pos, items[0])
+        return ir.Declaration("plain", name, items[0].pos, items[0], facts=facts)
 
     def arg_optional(self, items: list[Any]) -> ir.Declaration:
+        items, facts = _split_facts(items)
         name = str(items[1]) if len(items) > 1 else None
-        return ir.Declaration("optional", name, items[0].pos, items[0])
+        return ir.Declaration("optional", name, items[0].pos, items[0], facts=facts)
 
     def arg_string(self, items: list[Any]) -> ir.Declaration:
+        items, facts = _split_facts(items)
         name = next((str(t) for t in items[1:] if isinstance(t, Token)), None)
         size = next((v for v in items[1:] if isinstance(v, ir.Value)), None)
-        return ir.Declaration("string", name, _pos(items[0]), None, size)
+        return ir.Declaration("string", name, _pos(items[0]), None, size, facts=facts)
 
     def args_void(self, items: list[Token]) -> list[ir.Declaration]:
         return []
@@ -158,9 +202,10 @@ class _ToIR(Transformer[Token, Any]):
         return items
 
     def procedure_def(self, items: list[Any]) -> ir.ProcedureDef:
+        items, facts = _split_facts(items)
         result, name, *rest = items
         args = rest[0] if len(rest) == 2 else []
-        return ir.ProcedureDef(str(name), result, args, rest[-1], _pos(name))
+        return ir.ProcedureDef(str(name), result, args, rest[-1], _pos(name), facts)
 
     def version_def(self, items: list[Any]) -> ir.VersionDef:
         return ir.VersionDef(str(items[0]), items[1:-1], items[-1], _pos(items[0]))
@@ -197,6 +242,11 @@ def _syntax_error(path: str, source: str, err: lark.exceptions.LarkError) -> Xdr
     if isinstance(err, lark.exceptions.UnexpectedToken):
         tok = err.token
         text = "end of file" if tok.type == "$END" else f"'{tok}'"
+        if tok.type == "FACTS":
+            src = lines[line - 1] if 0 < line <= len(lines) else ""
+            msg = (f"facts comment {text} here: facts follow a procedure (on its line) or one "
+                   "of its arguments (start the comment without '@' for a plain comment)")
+            return XdrgenError([Diagnostic(path, max(line, 1), max(column, 1), msg, src)])
         if tok.type == "$END":
             line = len(lines) or 1
             column = len(lines[-1]) + 1 if lines else 1

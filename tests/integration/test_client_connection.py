@@ -11,7 +11,7 @@ from test_client_fakes import FAULTY, SAXPY, VA_BASE, FakeServer, goodbye_counte
 
 import cricket_client
 from cricket_client import driver as cuda
-from cricket_client.connection import parse_address, pipelined_procedures
+from cricket_client.connection import parse_address
 
 SUCCESS = cuda.CUresult.CUDA_SUCCESS
 
@@ -42,15 +42,6 @@ def test_parse_address() -> None:
     assert parse_address("unix:/tmp/x.sock") == "unix:/tmp/x.sock"
     with pytest.raises(ValueError, match="host:port"):
         parse_address("nohost")
-
-
-def test_pipelined_procedures_come_from_the_spec() -> None:
-    assert pipelined_procedures() == {
-        "CU_MEMCPY_HTOD_ASYNC", "CU_MEMCPY_DTOD_ASYNC", "CU_MEMSET_ASYNC", "CU_MEM_FREE_ASYNC",
-        "CU_LAUNCH_KERNEL", "CU_LAUNCH_COOPERATIVE_KERNEL", "CU_LAUNCH_KERNEL_BATCH",
-        "CU_STREAM_WAIT_EVENT",
-        "CU_EVENT_RECORD", "RT_MEMCPY_2D_HTOD", "RT_MEMCPY_2D_DTOD", "RT_MEMSET_2D",
-    }
 
 
 def test_hello_keeps_session_and_va_range(conn: cricket_client.Connection) -> None:
