@@ -156,8 +156,9 @@ def _resume(conn: Connection, lost: BaseException, deadline_s: float) -> bool:
                 program=(proto.CRICKET_PROG, proto.CRICKET_V1),
                 timeout=conn.timeout,
                 connect_timeout=max(left, 0.1),
+                resume=conn.info.session_token,
             )
-        except OSError as e:
+        except (OSError, ConnectionLost) as e:  # also a server that closed during the setup
             reason = f"{address}: {e}"
         else:
             try:
