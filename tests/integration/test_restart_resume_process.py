@@ -7,10 +7,14 @@ before STARTTLS).
 A connection that names a restored session but cannot take it (it fails TLS or the token
 proof, or says HELLO with another token, or says nothing) leaves the session waiting for its
 real client, who resumes it while those connections are still open.
+
+Runs on the backend CRICKET_TEST_BACKEND names (default sim; cuda on a GPU node, where
+process isolation is the default).
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import ssl
@@ -34,6 +38,7 @@ from cricket_xdr.rpc.tls import TlsError, client_context
 from rpc_spec import cricket_rpc as proto
 
 TOKEN = "resume-in-a-worker-0123456789abcdef"
+BACKEND = os.environ.get("CRICKET_TEST_BACKEND", "sim")  # cuda: the same on a GPU node
 E = cuda.CUresult
 PROGRAM = (proto.CRICKET_PROG, proto.CRICKET_V1)
 
@@ -53,8 +58,10 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
 
 def options(tmp_path: Path, certs: Any, mode: str) -> tuple[list[str], Any, str | None]:
     """(server options, the client's tls=, its token=) for `mode`."""
-    opts = ["--backend", "sim", "--sim-memory", "256M", "--isolation", "process",
-            "--listen", "127.0.0.1:0", "--max-sessions", "1"]  # fmt: skip
+    opts = ["--backend", BACKEND, "--isolation", "process", "--listen", "127.0.0.1:0",
+            "--max-sessions", "1"]  # fmt: skip
+    if BACKEND == "sim":
+        opts += ["--sim-memory", "256M"]
     tls, token = None, None
     if "token" in mode:
         path = tmp_path / "token"
