@@ -2,7 +2,9 @@
 
 When a call finds the connection lost (`ConnectionLost`), `resume_after_loss` opens a new
 connection, says HELLO with the session token (a server started by `cricket-restart` holds
-the session and hands it back), and the call is sent again. Pointers and handles stay what
+the session and hands it back), and the call is sent again. Over TLS the new connection
+first names the session with its resume hint (`open_rpc(resume=)`), so that a server with a
+worker process per session can route it there before the TLS session hides the HELLO. Pointers and handles stay what
 they were: the restored session has them all.
 
 Every connection reconnects, for up to `DEFAULT_DEADLINE` seconds after a loss
@@ -156,8 +158,9 @@ def _resume(conn: Connection, lost: BaseException, deadline_s: float) -> bool:
                 program=(proto.CRICKET_PROG, proto.CRICKET_V1),
                 timeout=conn.timeout,
                 connect_timeout=max(left, 0.1),
+                resume=conn.info.session_token,
             )
-        except OSError as e:
+        except (OSError, ConnectionLost) as e:  # also a server that closed during the setup
             reason = f"{address}: {e}"
         else:
             try:

@@ -27,6 +27,7 @@ import os
 import ssl
 from dataclasses import dataclass
 
+from cricket_xdr.rpc.auth import resume_hint
 from cricket_xdr.rpc.client import RpcClient
 from cricket_xdr.rpc.errors import AuthError
 from cricket_xdr.rpc.message import AUTH_BADCRED, AUTH_REJECTEDCRED, AUTH_TOOWEAK
@@ -163,10 +164,13 @@ def open_rpc(
     program: tuple[int, int],
     timeout: float | None = None,
     connect_timeout: float | None = None,
+    resume: bytes | None = None,
 ) -> RpcClient:
     """An RpcClient to `address` with TLS and the token proof done; AuthError and TlsError
     carry what to do about them. `connect_timeout` (default: CRICKET_CONNECT_TIMEOUT) bounds
-    the setup; ConnectTimeout names the step that did not finish."""
+    the setup; ConnectTimeout names the step that did not finish. `resume`: the token of
+    the session this connection resumes; with TLS its resume hint goes first (a server with
+    a process per session routes the connection by it: the HELLO is encrypted)."""
     if connect_timeout is None:
         connect_timeout = connect_timeout_from_env()
     server_name = security.server_name
@@ -182,6 +186,7 @@ def open_rpc(
             token=security.token,
             program=program,
             spin_us=spin_us_from_env(),
+            resume_hint=resume_hint(resume) if resume and security.tls is not None else None,
         )
     except AuthError as exc:
         raise explain_auth_error(exc, security) from None

@@ -586,20 +586,18 @@ def _serve_in_workers(
     restore: Restore | None = None,
 ) -> None:
     """Every connection handed to a worker process of its own; see `cricket_server.workers`.
-    With `restore`, one worker per restored session first (`checkpoints.restart`)."""
+    With `restore`, one worker per restored session first (`checkpoints.restart`).
+
+    A connection passes, in order: `AdmissionGate` (with a token or TLS), `RestoredRouter`
+    (while restored sessions wait: a connection naming one goes to its worker), `SessionGate`
+    (--max-sessions: resuming a restored session opens none), the pool's spare worker."""
     limits = limits or ServerLimits()
     gate = None
     admission_gate = None
+    router = None
     trigger = None
     hand_off: Callable[..., None] = pool.hand_off
     unclaimed = None
-    if restore is not None and listeners.admission is not None:
-        log.warning(
-            "restored sessions in worker processes: a client is routed to its session by the "
-            "HELLO it sends first, which TLS and the token exchange hide, so the restored "
-            "sessions cannot be resumed through --tls-*/--auth-token-file yet; new sessions "
-            "are served as usual (--isolation thread restores into this process instead)"
-        )
     try:  # the whole checkpoint, before any worker starts
         verified = verify(restore.directory) if restore is not None else None
     except CheckpointError as e:
@@ -609,7 +607,6 @@ def _serve_in_workers(
             backend = pool.start()
             if restore is not None and verified is not None:
                 count = restore_in_workers(pool, verified)
-                hand_off = RestoredRouter(pool).hand_off
                 if restore.resume_timeout is not None:
                     unclaimed = (restore.resume_timeout, pool.stop_unclaimed)
         except WorkerStartError as exc:
@@ -621,6 +618,9 @@ def _serve_in_workers(
                 limits.max_sessions, pool.serving, hand_off, admission=listeners.admission
             )
             hand_off = gate.hand_off
+        if restore is not None:
+            router = RestoredRouter(pool, hand_off)
+            hand_off = router.hand_off
         if listeners.admission is not None:  # workers only for connections that proved it
             admission_gate = AdmissionGate(
                 listeners.admission, hand_off, max_pending=limits.max_pending,
@@ -640,6 +640,8 @@ def _serve_in_workers(
     finally:
         if admission_gate is not None:
             admission_gate.close()
+        if router is not None:
+            router.close()
         if gate is not None:
             gate.close()
         _final_checkpoint(trigger)

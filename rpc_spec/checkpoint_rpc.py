@@ -62,7 +62,7 @@ __all__ = [
 
 
 CHECKPOINT_MAGIC = 0x43524b50
-CHECKPOINT_FORMAT_VERSION = 2
+CHECKPOINT_FORMAT_VERSION = 3
 CHECKPOINT_MAX_NAME = 1024
 
 
@@ -397,6 +397,7 @@ class session_image:
     session_id: int
     token_salt: bytes
     token_digest: bytes
+    resume_hint: bytes
     peer: ckpt_name
     client_name: ckpt_name
     initialized: bool
@@ -1118,6 +1119,7 @@ xdr_session_image.define(
         ('session_id', _xdr.xdr_u_hyper),
         ('token_salt', _xdr.FixedOpaque(16)),
         ('token_digest', _xdr.FixedOpaque(32)),
+        ('resume_hint', _xdr.FixedOpaque(32)),
         ('peer', xdr_ckpt_name),
         ('client_name', xdr_ckpt_name),
         ('initialized', _xdr.xdr_bool),

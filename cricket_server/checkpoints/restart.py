@@ -7,7 +7,8 @@
   never touches the device) before any worker starts; `restore_in_workers(pool, verified)`
   then starts one worker per session, each restoring that session alone at its addresses.
   Only when every worker has its session does the server listen; when one fails, every one
-  of them is stopped. A HELLO with a restored session's token then goes to its worker
+  of them is stopped. A connection that names a restored session (a HELLO with its token,
+  or over TLS the resume hint sent before STARTTLS) then goes to its worker
   (`cricket_server.workers.routing`); other connections go to spare workers.
 
 Each raises `CheckpointError` naming the checkpoint and why; the server then does not start.

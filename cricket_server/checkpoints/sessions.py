@@ -237,6 +237,7 @@ def snapshot_session(
         session_id=session.id,
         token_salt=session.token_digest.salt,
         token_digest=session.token_digest.digest,
+        resume_hint=session.token_digest.hint,
         peer=session.peer[: ck.CHECKPOINT_MAX_NAME],
         client_name=session.client_name[: ck.CHECKPOINT_MAX_NAME],
         initialized=session.initialized,

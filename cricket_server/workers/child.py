@@ -1,4 +1,4 @@
-"""A worker process: serves one client connection with a backend of its own, then exits.
+"""A worker process: serves one client's session with a backend of its own, then exits.
 
     python -m cricket_server.workers.child --control-fd 5 --parent-pid 1234 --backend cuda
 
@@ -7,6 +7,14 @@ VA reservation on `cuda`), says `ready`, then waits for the one connection the m
 passes it. It exits, status 0, when that connection ends (the client's GOODBYE or disconnect),
 on SIGTERM (sessions freed first), or when the main process goes away. SIGINT is left to the
 main process, which stops the workers itself.
+
+A worker of cricket-restart (`--restore`) holds a restored session and waits for its client.
+The main process routes to it every connection that names the session (a HELLO with its
+token, or a resume hint before TLS, which proves nothing), so it serves each such connection
+until one takes the session with the HELLO of its token: one that fails its setup or the
+HELLO, or holds no session `handshake_deadline` seconds after it came, is closed and the
+session goes on waiting. At most `MAX_VISITORS` such connections are served at once (a new
+one beyond is closed; a resuming client tries again). Such a worker opens no new session.
 """
 
 from __future__ import annotations
@@ -17,15 +25,17 @@ import logging
 import signal
 import socket
 import threading
+import time
 from types import FrameType
 
 from cricket_server.auth import SecurityError, SecurityFiles
 from cricket_server.backends import BACKEND_NAMES, make_backend
-from cricket_server.backends.base import Backend
+from cricket_server.backends.base import CUDA_ERROR_INVALID_VALUE, Backend, CudaError
 from cricket_server.checkpoints.workers import ForwardedCalls, answer_part_request
 from cricket_server.limits import ServerLimits, rpc_limits
 from cricket_server.memory import AddressArena
 from cricket_server.session import Session, SessionManager
+from cricket_xdr.rpc.dispatch import ConnectionInfo
 from cricket_xdr.rpc.server import RpcServer
 
 from .control import ControlChannel, die_with_parent
@@ -35,6 +45,7 @@ log = logging.getLogger("cricket_server.workers")
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s [worker %(process)d]: %(message)s"
 VA_SLOT = 4 << 30  # bytes between the address ranges of consecutive workers
+MAX_VISITORS = 16  # connections a restored session's worker serves at once while it waits
 
 
 class WorkerSessionManager(SessionManager):
@@ -51,13 +62,29 @@ class WorkerSessionManager(SessionManager):
     ) -> None:
         super().__init__(backend, arena, server_version=server_version, limits=limits)
         self.channel = channel
+        self.restored = False  # holds a restored session (cricket-restart): opens no other
 
     def open(self, peer: str, client_name: str) -> Session:
+        if self.restored:
+            raise CudaError(
+                CUDA_ERROR_INVALID_VALUE,
+                "HELLO: this worker holds a restored session; a new session needs a new "
+                "connection without a resume hint",
+            )
         session = super().open(peer, client_name)
         try:
             self.channel.send("session", f"{session.id:#x}", peer)
         except OSError as exc:
             log.warning("could not tell the main process about session %#x: %s", session.id, exc)
+        return session
+
+    def resume(self, token: bytes) -> Session:
+        session = super().resume(token)
+        try:  # the main process routes no further connection here
+            self.channel.send("resumed", f"{session.id:#x}")
+        except OSError as exc:
+            log.warning("could not tell the main process session %#x is resumed: %s",
+                        session.id, exc)  # fmt: skip
         return session
 
 
@@ -100,6 +127,10 @@ class Worker:
         self.server.on_admitted = self._admitted
         self.done = threading.Event()
         self.serving = False
+        self.visitor_limit = limits.handshake_deadline  # seconds to take a restored session
+        self._lock = threading.RLock()
+        self._in_setup: set[int] = set()  # connections whose setup (TLS, token) is not done
+        self._visitors: dict[int, tuple[ConnectionInfo, float]] = {}  # restored: since when
 
     def listen_to_main(self) -> None:
         """Control channel loop (own thread): take the connection; EOF ends the worker."""
@@ -123,28 +154,87 @@ class Worker:
     def _take(self, fields: list[str], fds: list[int]) -> None:
         if not fds and self._checkpoint_message(fields):
             return
-        if fields not in (["serve"], ["serve-admitted"]) or len(fds) != 1 or self.serving:
+        if fields not in (["serve"], ["serve-admitted"]) or len(fds) != 1:
             log.error(
                 "control channel: unexpected message %r with %d descriptors", fields, len(fds)
             )
             for fd in fds:
                 socket.socket(fileno=fd).close()
             return
-        self.serving = True
         sock = socket.socket(fileno=fds[0])
-        info = self.server.adopt(sock, admitted=fields == ["serve-admitted"])
-        if info is None:
-            self.done.set()
-            return
-        log.debug("serving connection from %r", info.peer)
-        info.add_close_callback(self._connection_ended)
+        admitted = fields == ["serve-admitted"]
+        with self._lock:
+            refusal = self._refusal()
+            if refusal:
+                log.warning("connection refused: %s", refusal)
+                sock.close()
+                if not admitted:
+                    self._tell("setup-failed")
+                return
+            self.serving = True
+            info = self.server.adopt(sock, admitted=admitted)
+            if info is None:
+                if not admitted:
+                    self._tell("setup-failed")
+                if not self.manager.restored:
+                    self.done.set()
+                return
+            if not admitted:
+                self._in_setup.add(info.id)
+            if self.manager.restored:
+                self._visitors[info.id] = (info, time.monotonic())
+            log.debug("serving connection from %r", info.peer)
+            info.add_close_callback(lambda: self._connection_ended(info))
 
-    def _admitted(self, info: object) -> None:
-        """The connection's setup is done: the main process counts workers in setup."""
+    def _refusal(self) -> str:
+        """Why a further connection is not served now; "" when it is."""
+        if not self.serving:
+            return ""
+        if not self._waiting():
+            return "this worker serves its session's connection already"
+        if len(self._visitors) >= MAX_VISITORS:
+            return (f"{MAX_VISITORS} connections are trying to take the restored session "
+                    "already")  # fmt: skip
+        return ""
+
+    def _waiting(self) -> bool:
+        """Whether this worker holds a restored session that no connection has taken yet."""
+        return self.manager.restored and any(
+            s.resumable and not s.closed for s in self.manager.sessions()
+        )
+
+    def _tell(self, *fields: str) -> None:
         try:
-            self.channel.send("admitted")
+            self.channel.send(*fields)
         except OSError as exc:
-            log.warning("could not tell the main process the connection is admitted: %s", exc)
+            log.warning("could not tell the main process %r: %s", " ".join(fields), exc)
+
+    def _admitted(self, info: ConnectionInfo) -> None:
+        """A connection's setup is done: the main process counts connections in setup."""
+        with self._lock:
+            if info.id not in self._in_setup:
+                return
+            self._in_setup.discard(info.id)
+        self._tell("admitted")
+
+    def sweep(self) -> None:
+        """Close the connections of a restored session's worker that have not taken the
+        session `visitor_limit` seconds after they came (the worker's main loop calls it)."""
+        now = time.monotonic()
+        with self._lock:
+            late = [
+                info
+                for info, since in self._visitors.values()
+                if now - since > self.visitor_limit and not self._holds_session(info)
+            ]
+        for info in late:
+            log.info("%r took no session within %g s; closing it", info, self.visitor_limit)
+            info.close()
+
+    def _holds_session(self, info: ConnectionInfo) -> bool:
+        return any(
+            s.connection_id == info.id and not s.resumable for s in self.manager.sessions()
+        )
 
     def _checkpoint_message(self, fields: list[str]) -> bool:
         """`checkpoint RID TMP` (write this worker's part, in a thread of its own) and
@@ -177,12 +267,30 @@ class Worker:
             return False
         for note in report.moved_globals + report.warnings:
             log.warning("restore: %s", note)
+        self.manager.restored = True
         for session in report.sessions:
             self.channel.send("session", f"{session.id:#x}", session.peer)
         log.info("restored session %#x from %s (%d bytes)", session_id, path, report.bytes)
         return True
 
-    def _connection_ended(self) -> None:
+    def _connection_ended(self, info: ConnectionInfo) -> None:
+        """A connection ended: so does the worker, unless it holds a restored session that
+        this connection did not take (that session waits on, or goes on elsewhere)."""
+        with self._lock:
+            self._visitors.pop(info.id, None)
+            failed = info.id in self._in_setup
+            self._in_setup.discard(info.id)
+            sessions = self.manager.sessions()
+            keep = (
+                self.manager.restored
+                and bool(sessions)
+                and all(s.resumable or s.connection_id != info.id for s in sessions)
+            )
+        if failed:
+            self._tell("setup-failed")
+        if keep:
+            log.info("%r ended without taking the restored session; it waits on", info)
+            return
         self.manager.close_all("connection closed")
         self.done.set()
 
@@ -276,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         channel.send("ready", backend.name)
         while not (stop.is_set() or worker.done.wait(0.5)):
-            pass
+            worker.sweep()
     finally:
         worker.close()
     return 0

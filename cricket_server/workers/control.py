@@ -9,7 +9,9 @@ ASCII text, a verb then its fields separated by single spaces:
     | worker -> main   | `session ID PEER`        | HELLO opened session ID (hex) for PEER    |
     | main -> worker   | `serve` + one socket fd  | serve this accepted connection (SCM_RIGHTS)|
     | main -> worker   | `serve-admitted` + fd    | the same, its setup (token) done already  |
-    | worker -> main   | `admitted`               | its connection's setup is done            |
+    | worker -> main   | `admitted`               | a connection's setup is done              |
+    | worker -> main   | `setup-failed`           | a connection ended during its setup       |
+    | worker -> main   | `resumed ID`             | cricket-restart: its session was taken    |
     | main -> worker   | `checkpoint RID TMP`     | write your session's part into TMP (hex)  |
     | worker -> main   | `part RID IDS ...`       | part written (`part-failed RID WHY`: not) |
     | worker -> main   | `checkpoint-server RID SESSION PATH` | a CHECKPOINT_SERVER call, forwarded |

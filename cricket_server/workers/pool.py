@@ -10,6 +10,7 @@ up to 30 s), so a broken backend does not make the server spin.
 from __future__ import annotations
 
 import contextlib
+import hmac
 import itertools
 import logging
 import os
@@ -100,7 +101,7 @@ class _Worker:
     peer: str | None = None  # the connection it serves, once handed one
     sessions: list[str] = field(default_factory=list)
     error: str | None = None  # why it could not restore its session (cricket-restart)
-    in_setup: bool = False  # handed a connection whose setup (TLS, token) is not done yet
+    in_setup: int = 0  # connections handed to it whose setup (TLS, token) is not done yet
 
     @property
     def pid(self) -> int:
@@ -171,12 +172,12 @@ class WorkerPool:
                 if worker is None:
                     break
                 worker.peer = who
-                worker.in_setup = not admitted
+                worker.in_setup = 0 if admitted else 1
                 try:
                     worker.channel.send_socket(sock, "serve-admitted" if admitted else "serve")
                 except OSError as exc:
                     worker.peer = None
-                    worker.in_setup = False
+                    worker.in_setup = 0
                     log.warning("worker %d did not take the connection from %s: %s",
                                 worker.pid, who, exc)  # fmt: skip
                     continue
@@ -187,7 +188,8 @@ class WorkerPool:
             sock.close()
 
     def in_setup(self) -> int:
-        """Workers whose connection has not finished its setup yet (`AdmissionGate`)."""
+        """Connections handed to workers that have not finished their setup yet
+        (`AdmissionGate`)."""
         with self._cond:
             return sum(w.in_setup for w in self._workers.values())
 
@@ -321,8 +323,14 @@ class WorkerPool:
                 role = "spare" if worker in self._spares else f"serving {worker.peer}"
                 self._cond.notify_all()
             log.info("worker %d ready (backend %s, %s)", worker.pid, worker.backend, role)
-        elif fields == ["admitted"]:
-            worker.in_setup = False
+        elif fields in (["admitted"], ["setup-failed"]):
+            with self._cond:
+                worker.in_setup = max(0, worker.in_setup - 1)
+        elif fields[0] == "resumed" and len(fields) == 2:
+            with self._cond:
+                self._forget_restored(worker)
+            log.info("worker %d: restored session %s resumed by %s", worker.pid, fields[1],
+                     worker.peer)  # fmt: skip
         elif fields[0] == "session" and len(fields) >= 2:
             worker.sessions.append(fields[1])
         elif not self._on_checkpoint_message(worker, fields):
@@ -430,23 +438,46 @@ class WorkerPool:
             return bool(self._restored)
 
     def hand_off_restored(
-        self, token: bytes, sock: socket.socket, peer: object, admitted: bool = False
+        self,
+        sock: socket.socket,
+        peer: object,
+        admitted: bool = False,
+        *,
+        token: bytes = b"",
+        hint: bytes = b"",
     ) -> bool:
-        """Give `sock` to the worker holding the restored session of `token`, once; False
-        when no worker waits for that token (the caller hands the socket on as usual).
-        `admitted`: its setup was done here (`gate.AdmissionGate`), the worker skips it."""
+        """Give `sock` to the worker holding the restored session of `token` (a HELLO's) or
+        of `hint` (a resume hint, `cricket_xdr.rpc.auth.resume_hint`); False when no worker
+        waits for it (the caller hands the socket on as usual). `admitted`: its setup was
+        done here (`gate.AdmissionGate`), the worker skips it.
+
+        The worker stays reachable until it says its session is taken (`resumed`): a
+        connection that names the session but fails the setup or the HELLO's token check
+        leaves it waiting for its client (`child.Worker` serves every connection it is
+        given while its session waits)."""
         with self._cond:
-            digest = next((d for d in self._restored if d.matches(token)), None)
-            worker = self._restored.pop(digest) if digest is not None else None
-        if worker is None:
-            return False
-        worker.peer = format_peer(peer)
+            worker = next(
+                (
+                    w
+                    for d, w in self._restored.items()
+                    if (hint and hmac.compare_digest(d.hint, hint)) or (token and d.matches(token))
+                ),
+                None,
+            )
+            if worker is None:
+                return False
+            if not admitted:
+                worker.in_setup += 1
+        who = format_peer(peer)
         try:
             worker.channel.send_socket(sock, "serve-admitted" if admitted else "serve")
         except OSError as exc:
+            with self._cond:
+                worker.in_setup = max(0, worker.in_setup - (not admitted))
             log.warning("worker %d (restored) did not take the connection: %s", worker.pid, exc)
             return False
-        log.info("connection from %s handed to worker %d (restored session %s)", worker.peer,
+        worker.peer = who
+        log.info("connection from %s handed to worker %d (restored session %s)", who,
                  worker.pid, ", ".join(worker.sessions))  # fmt: skip
         sock.close()
         return True

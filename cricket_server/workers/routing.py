@@ -1,60 +1,70 @@
 """Routing a connection to the worker holding its restored session (cricket-restart).
 
 Each restored session lives in a worker process of its own, so the main process must know
-which session a new connection wants before it hands the socket over. It peeks (MSG_PEEK:
-nothing is consumed, the worker reads the same bytes) at the connection's first record; when
-that is a HELLO with a session token of a restored worker, the socket goes to that worker,
-otherwise to a spare as usual. Peeking keeps the worker protocol one-way (a worker never has
-to hand back a connection with bytes it already read) and costs one wait for the first
-record, in a thread of its own, only while restored sessions wait for their clients.
+which session a new connection wants before it hands the socket over. It looks (MSG_PEEK:
+nothing is consumed, the worker reads the same bytes) at the connection's first record:
+
+- a HELLO with a session token (no TLS: after the token proof the gate ran, or on a server
+  without admission) goes to the worker whose session's token digest matches;
+- a NULL call with a resume hint (`cricket_xdr.rpc.auth.AUTH_CRICKET_RESUME`), which a
+  resuming client sends before STARTTLS, goes to the worker whose session has that hint;
+- anything else goes on as usual (`fallback`: `--max-sessions`, then a spare worker).
+
+Neither is trusted: the worker runs the setup (TLS, token) and checks the HELLO's token
+itself, and a connection that fails there leaves the session waiting (`child.Worker`).
+Peeking keeps the worker protocol one-way (a worker never hands back a connection with bytes
+it already read). All connections waiting for their first record are watched by one thread
+with a selector, at most `max_waiting` of them for at most `timeout` seconds each; a new one
+beyond them is closed at once (a resuming client tries again), one that sends nothing in
+time goes on as usual. Routing happens only while restored sessions wait.
 """
 
 from __future__ import annotations
 
+import contextlib
+import heapq
+import itertools
 import logging
+import selectors
 import socket
 import struct
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
+from cricket_xdr.rpc.auth import AUTH_CRICKET_RESUME, RESUME_HINT_BYTES
 from cricket_xdr.rpc.errors import CallDecodeError
 from cricket_xdr.rpc.message import decode_call
+from cricket_xdr.rpc.ratelog import RateLimitedLog
 from rpc_spec import cricket_rpc as proto
 
 log = logging.getLogger("cricket_server.workers")
 
 PEEK_LIMIT = 64 << 10  # a HELLO record is far smaller
 PEEK_TIMEOUT = 30.0
+MAX_WAITING = 256  # connections waiting for their first record at once
+_POLL = 0.02  # seconds between looks at a connection whose first record is partly here
+_HEADER = struct.Struct(">I")
+
+HandOff = Callable[[socket.socket, object, bool], None]
 
 
-def peek_first_record(sock: socket.socket, timeout: float = PEEK_TIMEOUT) -> bytes | None:
-    """The first record's first fragment, left in the socket; None when the peer sends none
-    in time, closes, or sends more than PEEK_LIMIT bytes in it."""
-    deadline = time.monotonic() + timeout
-    want = 4
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return None
-        sock.settimeout(left)
-        try:
-            data = sock.recv(want, socket.MSG_PEEK)
-        except OSError:
-            return None
-        finally:
-            sock.settimeout(None)
-        if not data:
-            return None
-        if len(data) >= 4 and want == 4:
-            size = struct.unpack(">I", data[:4])[0] & 0x7FFFFFFF
-            if size > PEEK_LIMIT:
-                return None
-            want = 4 + size
-        if len(data) >= want and want > 4:
-            return data[4:want]
-        if len(data) < want:
-            time.sleep(0.002)  # the rest of the record is on its way
+def complete_first_record(sock: socket.socket) -> bytes | None:
+    """The first record's first fragment once all of it has arrived (left in the socket);
+    None while it has not. Raises ConnectionError when the peer closed, CallDecodeError
+    for a fragment over PEEK_LIMIT."""
+    head = sock.recv(4, socket.MSG_PEEK)
+    if not head:
+        raise ConnectionError("closed before its first record")
+    if len(head) < 4:
+        return None
+    size = _HEADER.unpack(head)[0] & 0x7FFFFFFF
+    if size > PEEK_LIMIT:
+        raise CallDecodeError(f"a first record of {size} bytes (at most {PEEK_LIMIT})")
+    data = sock.recv(4 + size, socket.MSG_PEEK)
+    return data[4:] if len(data) == 4 + size else None
 
 
 def hello_token(record: bytes) -> bytes:
@@ -72,33 +82,199 @@ def hello_token(record: bytes) -> bytes:
     return body[8 : 8 + size] if size <= proto.MAX_TOKEN else b""
 
 
+def resume_hint_of(record: bytes) -> bytes:
+    """The resume hint of a NULL call record with an AUTH_CRICKET_RESUME credential; b"" for
+    any other record."""
+    try:
+        call = decode_call(record)
+    except CallDecodeError:
+        return b""
+    if call.proc != 0 or call.cred.flavor != AUTH_CRICKET_RESUME:
+        return b""
+    hint = bytes(call.cred.body)
+    return hint if len(hint) == RESUME_HINT_BYTES else b""
+
+
 class RestoredPool(Protocol):
     def waiting_restored(self) -> bool: ...
     def hand_off_restored(
-        self, token: bytes, sock: socket.socket, peer: object, admitted: bool = False
+        self,
+        sock: socket.socket,
+        peer: object,
+        admitted: bool = False,
+        *,
+        token: bytes = b"",
+        hint: bytes = b"",
     ) -> bool: ...
     def hand_off(self, sock: socket.socket, peer: object, admitted: bool = False) -> None: ...
 
 
-class RestoredRouter:
-    """`hand_off` for the RPC server of cricket-restart under process isolation."""
+@dataclass(eq=False)
+class _Waiting:
+    sock: socket.socket
+    peer: object
+    admitted: bool
+    deadline: float
+    partial: bool = False  # part of the first record is here: polled, not watched
 
-    def __init__(self, pool: RestoredPool) -> None:
+
+class RestoredRouter:
+    """`hand_off` for the RPC server of cricket-restart under process isolation; see the
+    module docstring. `fallback`: where other connections go (default `pool.hand_off`)."""
+
+    def __init__(
+        self,
+        pool: RestoredPool,
+        fallback: HandOff | None = None,
+        *,
+        timeout: float = PEEK_TIMEOUT,
+        max_waiting: int = MAX_WAITING,
+    ) -> None:
         self.pool = pool
+        self.fallback: HandOff = fallback or pool.hand_off
+        self.timeout = timeout
+        self.max_waiting = max_waiting
+        self._lock = threading.Lock()
+        self._waiting: dict[socket.socket, _Waiting] = {}
+        self._new: list[_Waiting] = []
+        self._closing = False
+        self._trouble = RateLimitedLog(log)
+        self._selector = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._selector.register(self._wake_r, selectors.EVENT_READ)
+        self._thread = threading.Thread(target=self._run, name="route-restored", daemon=True)
+        self._thread.start()
+
+    @property
+    def waiting(self) -> int:
+        with self._lock:
+            return len(self._waiting)
 
     def hand_off(self, sock: socket.socket, peer: object, admitted: bool = False) -> None:
         """`admitted`: the connection proved the token here (`gate.AdmissionGate`); its HELLO
-        comes next, in the clear unless it speaks TLS (which only a worker can end)."""
+        comes next, in the clear unless it speaks TLS (then its resume hint came first)."""
         if not self.pool.waiting_restored():
-            self.pool.hand_off(sock, peer, admitted)
+            self.fallback(sock, peer, admitted)
             return
-        threading.Thread(
-            target=self._route, args=(sock, peer, admitted), name="route-connection", daemon=True
-        ).start()
+        with self._lock:
+            full = self._closing or len(self._waiting) >= self.max_waiting
+            if not full:
+                entry = _Waiting(sock, peer, admitted, time.monotonic() + self.timeout)
+                self._waiting[sock] = entry
+                self._new.append(entry)
+        if full:
+            sock.close()
+            self._trouble.log(logging.WARNING, "closed the connection from %r: %d connections "
+                              "wait to be routed to restored sessions already", peer,
+                              self.max_waiting)  # fmt: skip
+            return
+        self._wake()
 
-    def _route(self, sock: socket.socket, peer: object, admitted: bool) -> None:
-        record = peek_first_record(sock)
-        token = hello_token(record) if record is not None else b""
-        if token and self.pool.hand_off_restored(token, sock, peer, admitted):
+    def close(self) -> None:
+        with self._lock:
+            self._closing = True
+        self._wake()
+        self._thread.join()
+        with self._lock:
+            entries, self._waiting = list(self._waiting.values()), {}
+        for entry in entries:
+            with contextlib.suppress(OSError):
+                entry.sock.close()
+        self._selector.close()
+        self._wake_r.close()
+        self._wake_w.close()
+
+    def _wake(self) -> None:
+        with contextlib.suppress(OSError):
+            self._wake_w.send(b"x")
+
+    # -- the router's thread ---------------------------------------------------------------
+    def _run(self) -> None:
+        deadlines: list[tuple[float, int, _Waiting]] = []
+        order = itertools.count()
+        while True:
+            with self._lock:
+                if self._closing:
+                    return
+                new, self._new = self._new, []
+            for entry in new:
+                heapq.heappush(deadlines, (entry.deadline, next(order), entry))
+                self._guarded(self._watch, entry)
+            try:
+                self._step(deadlines)
+            except Exception as exc:  # never the end of the router
+                self._trouble.log(logging.ERROR, "routing to restored sessions failed: %r", exc)
+                time.sleep(_POLL)
+
+    def _watch(self, entry: _Waiting) -> None:
+        entry.sock.setblocking(False)
+        self._selector.register(entry.sock, selectors.EVENT_READ, entry)
+
+    def _step(self, deadlines: list[tuple[float, int, _Waiting]]) -> None:
+        now = time.monotonic()
+        while deadlines and deadlines[0][0] <= now:
+            _, _, entry = heapq.heappop(deadlines)
+            if self._take(entry):  # nothing came in time: on as usual
+                self._forward(entry, b"")
+        with self._lock:
+            polled = [e for e in self._waiting.values() if e.partial]
+        for entry in polled:
+            self._guarded(self._look, entry)
+        timeout = max(0.0, deadlines[0][0] - now) if deadlines else None
+        if polled:
+            timeout = _POLL if timeout is None else min(timeout, _POLL)
+        for key, _ in self._selector.select(timeout):
+            if key.data is None:
+                with contextlib.suppress(OSError):
+                    self._wake_r.recv(4096)
+            else:
+                self._guarded(self._look, key.data)
+
+    def _guarded(self, step: Callable[[_Waiting], None], entry: _Waiting) -> None:
+        try:
+            step(entry)
+        except (BlockingIOError, InterruptedError):
+            pass
+        except ConnectionError:
+            if self._take(entry):
+                entry.sock.close()
+        except Exception:  # an oversized or odd first record: the worker refuses it
+            if self._take(entry):
+                self._forward(entry, b"")
+
+    def _look(self, entry: _Waiting) -> None:
+        record = complete_first_record(entry.sock)
+        if record is None:
+            if not entry.partial and len(entry.sock.recv(4, socket.MSG_PEEK)) > 0:
+                entry.partial = True  # readable from now on: polled, not watched
+                self._selector.unregister(entry.sock)
             return
-        self.pool.hand_off(sock, peer, admitted)
+        if self._take(entry):
+            self._forward(entry, record)
+
+    def _take(self, entry: _Waiting) -> bool:
+        """Stop watching `entry`; False when it was done with already."""
+        with self._lock:
+            if self._waiting.pop(entry.sock, None) is None:
+                return False
+        if not entry.partial:
+            with contextlib.suppress(KeyError, ValueError):
+                self._selector.unregister(entry.sock)
+        return True
+
+    def _forward(self, entry: _Waiting, record: bytes) -> None:
+        sock, peer, admitted = entry.sock, entry.peer, entry.admitted
+        sock.setblocking(True)
+        try:
+            if record:
+                token, hint = hello_token(record), resume_hint_of(record)
+                if (token or hint) and self.pool.hand_off_restored(
+                    sock, peer, admitted, token=token, hint=hint
+                ):
+                    return
+            self.fallback(sock, peer, admitted)
+        except Exception as exc:
+            self._trouble.log(logging.ERROR, "handing off the connection from %r failed: %r",
+                              peer, exc)  # fmt: skip
+            with contextlib.suppress(OSError):
+                sock.close()

@@ -19,6 +19,14 @@ Credential body, XDR::
 The reply verifier (same flavor) carries the server nonce (CHALLENGE) or the server's own
 proof (PROOF). mac = HMAC-SHA256(token, label || server_nonce || client_nonce || binding),
 label "cricket-token-v1 client" or "... server", binding the TLS channel binding or empty.
+
+AUTH_CRICKET_RESUME (flavor 0x80435252): a routing hint, not a credential. A client that
+resumes a session sends, before STARTTLS, one NULL call whose credential body is
+`resume_hint(session token)` = SHA-256("cricket-resume-hint-v1" || token), 32 bytes; a
+server answers it like a plain NULL call (success, AUTH_NONE verifier) and requires the rest
+of its setup as usual. It only lets a server with one process per session (cricket-restart
+under process isolation) pick the process that holds the session before the TLS session
+that hides the HELLO exists; it proves nothing, and the token cannot be recovered from it.
 """
 
 from __future__ import annotations
@@ -58,6 +66,9 @@ __all__ = [
     "token_mac",
     "TokenProver",
     "TokenVerifier",
+    "AUTH_CRICKET_RESUME",
+    "RESUME_HINT_BYTES",
+    "resume_hint",
 ]
 
 AUTH_INVALIDRESP = 6  # RFC 5531 auth_stat, failed locally: bogus response verifier
@@ -65,6 +76,10 @@ AUTH_TLS = 7
 """RFC 9289: the NULL call that asks a server whether it speaks RPC-over-TLS."""
 AUTH_CRICKET_TOKEN = 0x8043524B
 """Our token flavor; see the module docstring."""
+AUTH_CRICKET_RESUME = 0x80435252
+"""Our resume-hint flavor (a routing hint, not a credential); see the module docstring."""
+RESUME_HINT_BYTES = 32
+_LABEL_RESUME = b"cricket-resume-hint-v1"
 TOKEN_NONCE_BYTES = 32
 TOKEN_LIFETIME = 30.0  # seconds a challenge stays valid
 _TOKEN_VERSION = 1
@@ -207,6 +222,11 @@ def token_mac(
     return hmac.new(
         token, b"".join((label, server_nonce, client_nonce, binding)), hashlib.sha256
     ).digest()
+
+
+def resume_hint(session_token: bytes) -> bytes:
+    """The AUTH_CRICKET_RESUME body of a session token (see the module docstring)."""
+    return hashlib.sha256(_LABEL_RESUME + session_token).digest()
 
 
 class TokenProver:

@@ -154,7 +154,9 @@ class RpcClient:
     TLS after RFC 9289 (the AUTH_TLS probe, then the handshake; `server_hostname` is checked
     against the server's certificate, default the address's host); `token`: prove it with
     AUTH_CRICKET_TOKEN. `program`: the (program, version) their NULL calls name. Failures:
-    `tls.TlsError`, `AuthError`.
+    `tls.TlsError`, `AuthError`. `resume_hint`: with `tls`, sent first (AUTH_CRICKET_RESUME,
+    `handshake.send_resume_hint`), so that a server with a process per session can route the
+    connection to the one holding it; a server that refuses it is set up all the same.
 
     `spin_us`: a thread that starts reading replies first polls the socket without blocking
     for up to this many microseconds (see `spin.Spinner`), which saves the wake-up of a
@@ -175,6 +177,7 @@ class RpcClient:
         token: bytes | None = None,
         program: tuple[int, int] = (0, 0),
         spin_us: float = 0.0,
+        resume_hint: bytes | None = None,
     ) -> None:
         self.address = address
         self.timeout = timeout
@@ -190,6 +193,7 @@ class RpcClient:
             program,
             self.setup_deadline,
             connect_timeout,
+            resume_hint,
         )
         self._buffered = getattr(self._sock, "pending", None)  # TLS: bytes a poll cannot see
         self._fd = self._sock.fileno()
@@ -578,12 +582,13 @@ def _set_up(
     program: tuple[int, int],
     deadline: float | None,
     timeout: float | None,
+    resume_hint: bytes | None = None,
 ) -> Any:
-    """STARTTLS and the token proof on a new connection (see `handshake`), both done before
-    `deadline` (ConnectTimeout otherwise)."""
+    """The resume hint (with TLS only), STARTTLS and the token proof on a new connection
+    (see `handshake`), all done before `deadline` (ConnectTimeout otherwise)."""
     if tls is None and token is None:
         return sock
-    from .handshake import authenticate, start_tls
+    from .handshake import authenticate, send_resume_hint, start_tls
     from .tls import TlsError
 
     where = _where(address)
@@ -593,9 +598,13 @@ def _set_up(
     def left() -> float | None:
         return None if deadline is None else max(deadline - time.monotonic(), 0.001)
 
-    stage = "STARTTLS"
+    stage = "the resume hint"
     try:
         conn: Any = sock
+        if tls is not None and resume_hint:
+            sock.settimeout(left())
+            send_resume_hint(sock, resume_hint, program=program)
+        stage = "STARTTLS"
         if tls is not None:
             sock.settimeout(left())
             conn = start_tls(

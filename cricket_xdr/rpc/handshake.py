@@ -8,11 +8,15 @@ Client (blocking, on a connected socket no transport uses yet):
   certificate after the client finished: this makes its verdict show here). -> TlsSocket.
 - `authenticate(sock, token, ...)`: AUTH_CRICKET_TOKEN (see `auth`): a NULL call asking
   for a challenge, a NULL call with the proof; the server's proof is checked in turn.
+- `send_resume_hint(sock, hint, ...)`: before STARTTLS, a client resuming a session names
+  it with a NULL call of flavor AUTH_CRICKET_RESUME (a routing hint, see `auth`); a server
+  that does not know the flavor refuses that call, and the setup goes on all the same.
 
 Server: `admit(sock, conn, admission, info, dispatch)` runs on a connection's thread
 before its calls are served. Until the connection has done what `Admission` requires
 (TLS, then the token), it answers NULL calls, the AUTH_TLS probe and the token exchange,
-and refuses every other call with AUTH_ERROR / AUTH_TOOWEAK. The whole setup must end within
+and refuses every other call with AUTH_ERROR / AUTH_TOOWEAK; a resume hint (AUTH_CRICKET_RESUME)
+is answered like a NULL call and changes nothing. The whole setup must end within
 `Admission.deadline` seconds, and its records may be `PRE_AUTH_MAX_RECORD` bytes at most: a
 connection that has not proven anything costs little and not for long.
 """
@@ -27,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .auth import AUTH_CRICKET_TOKEN, AUTH_TLS, TokenProver, TokenVerifier
+from .auth import AUTH_CRICKET_RESUME, AUTH_CRICKET_TOKEN, AUTH_TLS, TokenProver, TokenVerifier
 from .connection import NEED_DATA, ClientConnection, ServerConnection
 from .dispatch import ConnectionInfo
 from .errors import AuthError, ConnectionLost, RemoteRpcError
@@ -43,6 +47,7 @@ __all__ = [
     "authenticate",
     "null_call",
     "screen_token",
+    "send_resume_hint",
     "start_tls",
 ]
 
@@ -125,6 +130,18 @@ def authenticate(sock: Any, token: bytes, *, program: tuple[int, int]) -> None:
     verf = null_call(sock, prog, vers, prover.challenge_request())
     verf = null_call(sock, prog, vers, prover.proof(verf))
     prover.check_server(verf)
+
+
+def send_resume_hint(sock: Any, hint: bytes, *, program: tuple[int, int]) -> bool:
+    """Name the session this connection resumes (AUTH_CRICKET_RESUME, before STARTTLS);
+    False when the server refused the call (it does not know the flavor: nothing changes
+    for it). Raises ConnectionLost."""
+    prog, vers = program
+    try:
+        null_call(sock, prog, vers, OpaqueAuth(AUTH_CRICKET_RESUME, hint))
+    except RemoteRpcError:
+        return False
+    return True
 
 
 # -- server ------------------------------------------------------------------------------
@@ -236,6 +253,8 @@ def _screen_plain(
         return conn.reply_success(call.xid, verf=STARTTLS_VERIFIER), True
     if call.proc == 0 and call.cred.flavor == AUTH_NONE:
         return dispatch(conn, call, info), False
+    if call.proc == 0 and call.cred.flavor == AUTH_CRICKET_RESUME:
+        return conn.reply_success(call.xid), False
     return conn.reply_auth_error(call.xid, AUTH_TOOWEAK), False
 
 
@@ -256,6 +275,8 @@ def screen_token(
         if verifier.authenticated:
             log.debug("%r: token proven", info)
         return conn.reply_success(call.xid, verf=verf)
+    if call.proc == 0 and call.cred.flavor == AUTH_CRICKET_RESUME:
+        return conn.reply_success(call.xid)
     if call.proc == 0:
         return dispatch(conn, call, info)
     return conn.reply_auth_error(call.xid, AUTH_TOOWEAK)

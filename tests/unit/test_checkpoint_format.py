@@ -39,6 +39,7 @@ def _blob_session(sink: BlobSink, contents: list[bytes]) -> ck.session_image:
         session_id=1,
         token_salt=b"s" * 16,
         token_digest=b"d" * 32,
+        resume_hint=b"h" * 32,
         peer="127.0.0.1:1",
         client_name="test",
         initialized=True,

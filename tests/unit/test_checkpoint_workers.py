@@ -9,6 +9,7 @@ import random
 import socket
 import struct
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ from cricket_server.checkpoints.workers import (
 )
 from cricket_server.memory import AddressArena
 from cricket_server.session import Session, SessionManager
-from cricket_server.workers.routing import hello_token, peek_first_record
+from cricket_server.workers.routing import complete_first_record, hello_token
 from cricket_xdr.rpc.message import NULL_AUTH, encode_call_header
 from rpc_spec import cricket_rpc as proto
 
@@ -156,11 +157,12 @@ def test_the_token_of_a_hello_is_peeked_and_left_for_the_worker() -> None:
     record = _record(proto.HELLO, hello)
     ours, theirs = socket.socketpair()
     with ours, theirs:
-        ours.sendall(record[:10])  # the rest comes later: the peek waits for it
-        later = threading.Timer(0.05, ours.sendall, args=(record[10:],))
-        later.start()
-        first = peek_first_record(theirs, timeout=30)
-        later.join()
+        ours.sendall(record[:10])  # the rest comes later: until then the record is not here
+        assert complete_first_record(theirs) is None
+        ours.sendall(record[10:])
+        deadline = time.monotonic() + 30
+        while (first := complete_first_record(theirs)) is None and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert first is not None and hello_token(first) == token
         assert theirs.recv(len(record), socket.MSG_WAITALL) == record  # nothing consumed
 
@@ -175,4 +177,5 @@ def test_other_first_records_carry_no_token() -> None:
     ours, theirs = socket.socketpair()
     with ours, theirs:
         ours.close()
-        assert peek_first_record(theirs, timeout=5) is None
+        with pytest.raises(ConnectionError):
+            complete_first_record(theirs)
