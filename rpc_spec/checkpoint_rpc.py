@@ -857,8 +857,8 @@ def _xdr_allocation_image__unpack(dec: _xdr.Decoder) -> allocation_image:
 
 _xdr_session_image__st0 = _struct.Struct('>Q')
 _xdr_session_image__S0, _xdr_session_image__U0 = _xdr_session_image__st0.pack, _xdr_session_image__st0.unpack_from
-_xdr_session_image__st5 = _struct.Struct('>IQ')
-_xdr_session_image__S5, _xdr_session_image__U5 = _xdr_session_image__st5.pack, _xdr_session_image__st5.unpack_from
+_xdr_session_image__st6 = _struct.Struct('>IQ')
+_xdr_session_image__S6, _xdr_session_image__U6 = _xdr_session_image__st6.pack, _xdr_session_image__st6.unpack_from
 
 
 def _xdr_session_image__pack(enc: _xdr.Encoder, v: Any) -> None:
@@ -866,17 +866,18 @@ def _xdr_session_image__pack(enc: _xdr.Encoder, v: Any) -> None:
         enc.buf += _xdr_session_image__S0(v.session_id)
         _xdr_session_image__p1(enc, v.token_salt)
         _xdr_session_image__p2(enc, v.token_digest)
-        _xdr_session_image__p3(enc, v.peer)
-        _xdr_session_image__p4(enc, v.client_name)
-        enc.buf += _xdr_session_image__S5((1 if v.initialized else 0), v.calls)
-        _xdr_session_image__p7(enc, v.context_stack)
-        _xdr_session_image__p8(enc, v.contexts)
-        _xdr_session_image__p9(enc, v.devices)
-        _xdr_session_image__p10(enc, v.modules)
-        _xdr_session_image__p11(enc, v.libraries)
-        _xdr_session_image__p12(enc, v.streams)
-        _xdr_session_image__p13(enc, v.events)
-        _xdr_session_image__p14(enc, v.allocations)
+        _xdr_session_image__p3(enc, v.resume_hint)
+        _xdr_session_image__p4(enc, v.peer)
+        _xdr_session_image__p5(enc, v.client_name)
+        enc.buf += _xdr_session_image__S6((1 if v.initialized else 0), v.calls)
+        _xdr_session_image__p8(enc, v.context_stack)
+        _xdr_session_image__p9(enc, v.contexts)
+        _xdr_session_image__p10(enc, v.devices)
+        _xdr_session_image__p11(enc, v.modules)
+        _xdr_session_image__p12(enc, v.libraries)
+        _xdr_session_image__p13(enc, v.streams)
+        _xdr_session_image__p14(enc, v.events)
+        _xdr_session_image__p15(enc, v.allocations)
     except RecursionError:
         raise
     except Exception as e:
@@ -892,13 +893,13 @@ def _xdr_session_image__unpack(dec: _xdr.Decoder) -> session_image:
         f2 = _xdr_session_image__u2(dec)
         f3 = _xdr_session_image__u3(dec)
         f4 = _xdr_session_image__u4(dec)
+        f5 = _xdr_session_image__u5(dec)
         pos = dec.pos
-        a5_0, a5_1, = _xdr_session_image__U5(dec.mv, pos)
+        a6_0, a6_1, = _xdr_session_image__U6(dec.mv, pos)
         dec.pos = pos + 12
-        if a5_0 > 1:
-            raise _xdr.XdrDecodeError('struct session_image: a bool is %d, neither 0 nor 1' % a5_0)
-        a5_0 = a5_0 == 1
-        f7 = _xdr_session_image__u7(dec)
+        if a6_0 > 1:
+            raise _xdr.XdrDecodeError('struct session_image: a bool is %d, neither 0 nor 1' % a6_0)
+        a6_0 = a6_0 == 1
         f8 = _xdr_session_image__u8(dec)
         f9 = _xdr_session_image__u9(dec)
         f10 = _xdr_session_image__u10(dec)
@@ -906,11 +907,12 @@ def _xdr_session_image__unpack(dec: _xdr.Decoder) -> session_image:
         f12 = _xdr_session_image__u12(dec)
         f13 = _xdr_session_image__u13(dec)
         f14 = _xdr_session_image__u14(dec)
+        f15 = _xdr_session_image__u15(dec)
     except _struct.error:
         raise _xdr.XdrDecodeError('struct session_image: data ends early at offset %d' % dec.pos) from None
     except KeyError as e:
         raise _xdr.XdrDecodeError('struct session_image: %s is not a declared enum value' % e) from None
-    return session_image(a0_0, f1, f2, f3, f4, a5_0, a5_1, f7, f8, f9, f10, f11, f12, f13, f14)
+    return session_image(a0_0, f1, f2, f3, f4, f5, a6_0, a6_1, f8, f9, f10, f11, f12, f13, f14, f15)
 
 
 _xdr_manifest_body__st1 = _struct.Struct('>Q')
@@ -1205,8 +1207,8 @@ _xdr_session_image__p3 = xdr_session_image.fields[3][1].packer()
 _xdr_session_image__u3 = xdr_session_image.fields[3][1].unpacker()
 _xdr_session_image__p4 = xdr_session_image.fields[4][1].packer()
 _xdr_session_image__u4 = xdr_session_image.fields[4][1].unpacker()
-_xdr_session_image__p7 = xdr_session_image.fields[7][1].packer()
-_xdr_session_image__u7 = xdr_session_image.fields[7][1].unpacker()
+_xdr_session_image__p5 = xdr_session_image.fields[5][1].packer()
+_xdr_session_image__u5 = xdr_session_image.fields[5][1].unpacker()
 _xdr_session_image__p8 = xdr_session_image.fields[8][1].packer()
 _xdr_session_image__u8 = xdr_session_image.fields[8][1].unpacker()
 _xdr_session_image__p9 = xdr_session_image.fields[9][1].packer()
@@ -1221,6 +1223,8 @@ _xdr_session_image__p13 = xdr_session_image.fields[13][1].packer()
 _xdr_session_image__u13 = xdr_session_image.fields[13][1].unpacker()
 _xdr_session_image__p14 = xdr_session_image.fields[14][1].packer()
 _xdr_session_image__u14 = xdr_session_image.fields[14][1].unpacker()
+_xdr_session_image__p15 = xdr_session_image.fields[15][1].packer()
+_xdr_session_image__u15 = xdr_session_image.fields[15][1].unpacker()
 _xdr_manifest_body__p0 = xdr_manifest_body.fields[0][1].packer()
 _xdr_manifest_body__u0 = xdr_manifest_body.fields[0][1].unpacker()
 _xdr_manifest_body__p2 = xdr_manifest_body.fields[2][1].packer()
