@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from behaviour_helpers import check, open_session
-from security_server import running_server
+from server_harness import running_server
 
 from bench import sched
 from cricket_client import driver as cuda
