@@ -153,7 +153,7 @@ def run_killed_clients(address: str, rng: random.Random) -> tuple[int, list[str]
     zygote = subprocess.Popen(
         [sys.executable, __file__, address],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, preexec_fn=die_with_parent,
-        env={**os.environ, "PYTHONPATH": str(ROOT / "tests")},  # for server_harness
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT), *sys.path])},  # for server_harness
     )  # fmt: skip
     assert zygote.stdin is not None and zygote.stdout is not None
     out = zygote.stdout.fileno()

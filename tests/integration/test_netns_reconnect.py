@@ -107,7 +107,7 @@ def test_the_client_reconnects_after_the_link_went_down_and_goes_on(
         client = subprocess.Popen(
             ["ip", "netns", "exec", pair.client, sys.executable, __file__, srv.address],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            preexec_fn=die_with_parent, env={**os.environ, "PYTHONPATH": str(ROOT / "tests")},
+            preexec_fn=die_with_parent, env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT), *sys.path])},
         )  # fmt: skip
         assert client.stdin is not None and client.stdout is not None
         try:

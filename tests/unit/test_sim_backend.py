@@ -147,6 +147,31 @@ def test_limits_and_priorities(rig: Rig) -> None:
     assert least == 0 and greatest < 0
 
 
+def test_limits_answer_as_the_driver_does_on_an_h200(rig: Rig) -> None:
+    """What local cuda-python gave on an H200 (tests/gpu/test_error_parity.py compares)."""
+    s = rig.session
+    codes = {}
+    for name, call in {
+        "unknown": lambda: s.set_limit(99, 1),
+        "sync depth": lambda: s.get_limit(3),
+        "stack 1 TiB": lambda: s.set_limit(0, 1 << 40),
+        "L2 fetch 1 TiB": lambda: s.set_limit(5, 1 << 40),
+        "persisting L2 1 TiB": lambda: s.set_limit(6, 1 << 40),
+    }.items():
+        with pytest.raises(CudaError) as err:
+            call()
+        codes[name] = err.value.code
+    assert codes == {
+        "unknown": 1,  # CUDA_ERROR_INVALID_VALUE
+        "sync depth": 215,  # CUDA_ERROR_UNSUPPORTED_LIMIT
+        "stack 1 TiB": 1,
+        "L2 fetch 1 TiB": 1,
+        "persisting L2 1 TiB": 1,
+    }
+    s.set_limit(2, 1 << 40)  # the malloc heap takes it (so did the H200)
+    assert s.get_limit(2) == 1 << 40
+
+
 # -- memory ------------------------------------------------------------------------------------
 def test_addresses_look_like_a_gpu(rig: Rig) -> None:
     ptr = rig.alloc(1000)

@@ -70,6 +70,9 @@ _LIMIT_DEFAULTS = {
     10: 0,
 }
 _SETTABLE_LIMITS = range(7)
+# As the driver answers on an H200 (sm_90): the device runtime's sync depth is no limit there.
+_UNSUPPORTED_LIMITS = frozenset({3})
+_MAX_L2_FETCH_GRANULARITY = 128  # bytes
 
 # CUfunction_attribute numbers
 FA_MAX_THREADS_PER_BLOCK = 0
@@ -240,19 +243,43 @@ class SimSession(BackendSession):
         state.context.check()
 
     def get_limit(self, limit: int) -> int:
-        limits = self._state().limits
-        if limit not in limits:
-            raise CudaError(CUDA_ERROR_UNSUPPORTED_LIMIT, f"cuCtxGetLimit: unknown limit {limit}")
-        return limits[limit]
+        self._check_limit("cuCtxGetLimit", limit)
+        return self._state().limits[limit]
 
     def set_limit(self, limit: int, value: int) -> None:
+        call = "cuCtxSetLimit"
+        self._check_limit(call, limit)
         if limit not in _SETTABLE_LIMITS:
-            raise CudaError(
-                CUDA_ERROR_UNSUPPORTED_LIMIT, f"cuCtxSetLimit: limit {limit} cannot be set"
-            )
+            raise CudaError(CUDA_ERROR_UNSUPPORTED_LIMIT, f"{call}: limit {limit} cannot be set")
         if value < 0:
-            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"cuCtxSetLimit: value {value} < 0")
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{call}: value {value} < 0")
+        most = self._limit_bound(limit)
+        if most is not None and value > most:
+            raise CudaError(
+                CUDA_ERROR_INVALID_VALUE, f"{call}: limit {limit} is at most {most}, not {value}"
+            )
         self._state().limits[limit] = value
+
+    @staticmethod
+    def _check_limit(call: str, limit: int) -> None:
+        if limit not in _LIMIT_DEFAULTS:
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{call}: unknown limit {limit}")
+        if limit in _UNSUPPORTED_LIMITS:
+            raise CudaError(
+                CUDA_ERROR_UNSUPPORTED_LIMIT, f"{call}: limit {limit} is not supported on sm_90"
+            )
+
+    def _limit_bound(self, limit: int) -> int | None:
+        """The largest value a limit takes: a stack for every thread the device can hold must
+        fit its memory; the L2 fetch granularity is at most 128 bytes; the persisting L2 cache
+        at most the device's MAX_PERSISTING_L2_CACHE_SIZE."""
+        if limit == 0:
+            return self.backend.device(self._dev).total_mem // (dv.SM_COUNT * dv.MAX_THREADS_PER_SM)
+        if limit == 5:
+            return _MAX_L2_FETCH_GRANULARITY
+        if limit == 6:
+            return dv.MAX_PERSISTING_L2
+        return None
 
     def stream_priority_range(self) -> tuple[int, int]:
         return STREAM_PRIORITY_RANGE
