@@ -266,10 +266,10 @@ def test_every_procedure_is_served_end_to_end() -> None:
 def _compiled_with(tmp_path: Path, extra: str) -> types.ModuleType:
     """rpc_spec/cricket.x with `extra` declared in CRICKET_V1, compiled and imported."""
     spec = (ROOT / "rpc_spec" / "cricket.x").read_text()
-    marker = "/* security and limits: procedures 400-449 */"
-    assert marker in spec, "cricket.x changed: pick another place for the dummy procedure"
+    end = "    } = 1;\n} = 0x20c0ffee;"
+    assert end in spec, "cricket.x changed: find the end of CRICKET_V1 another way"
     source = tmp_path / "cricket.x"
-    source.write_text(spec.replace(marker, marker + "\n        " + extra))
+    source.write_text(spec.replace(end, f"        {extra}\n{end}"))
     module = types.ModuleType("cricket_rpc_with_dummy")
     sys.modules[module.__name__] = module
     try:
@@ -280,7 +280,7 @@ def _compiled_with(tmp_path: Path, extra: str) -> types.ModuleType:
 
 
 def test_a_new_procedure_without_handler_client_or_row_fails(tmp_path: Path) -> None:
-    spec = _compiled_with(tmp_path, "int CU_DUMMY_CALL(unsigned) = 449; /* @replay */")
+    spec = _compiled_with(tmp_path, "int CU_DUMMY_CALL(unsigned) = 999; /* @replay */")
     problems = coverage_problems(spec.CRICKET_V1_Server.PROCEDURES)
     about = [p for p in problems if p.startswith("CU_DUMMY_CALL")]
     assert len(about) == 3, problems
@@ -298,7 +298,7 @@ def test_a_served_procedure_with_a_backend_gap_fails(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(BackendSession, "dummy_call", lambda self: None, raising=False)
     monkeypatch.setattr(SimSession, "dummy_call", lambda self: None, raising=False)
     procedures = dict(proto.CRICKET_V1_Server.PROCEDURES)
-    procedures[449] = types.SimpleNamespace(name="CU_DUMMY_CALL")
+    procedures[999] = types.SimpleNamespace(name="CU_DUMMY_CALL")
     needs = {**BACKEND_NEEDS, "CU_DUMMY_CALL": ("dummy_call", "no_such_method")}
     problems = coverage_problems(procedures, Service, needs, _client_source() + '"CU_DUMMY_CALL"')
     assert problems == [
