@@ -1,0 +1,325 @@
+"""Every procedure of rpc_spec/cricket.x is served end to end: a handler in `CricketService`, a
+client that calls it, and the backend methods its handler needs in both backends.
+
+`BACKEND_NEEDS` below is the declared table (docs/internals.md, "Adding a CUDA call"): per
+procedure, the `Backend`/`BackendSession` methods its handler reaches. The test fails when the
+table and the .x disagree (a new procedure needs a row), when a row misses a backend method
+the handler's code visibly calls, and when a backend neither implements a needed method nor
+inherits a documented default of the base (e.g. one answering CUDA_ERROR_NOT_SUPPORTED).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import sys
+import textwrap
+import types
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cricket_server.backends.base import Backend, BackendSession
+from cricket_server.backends.cuda.backend import CudaBackend
+from cricket_server.backends.cuda.session import CudaSession
+from cricket_server.backends.sim.backend import SimBackend, SimSession
+from cricket_server.service import CricketService
+from cricket_server.session import Session
+from cricket_xdr.compiler.driver import compile_file
+from rpc_spec import cricket_rpc as proto
+
+ROOT = Path(__file__).resolve().parents[2]
+# Where clients live: the client library, and the operator's tools (cricket-checkpoint).
+CLIENT_SOURCES = ("cricket_client", "checkpoint")
+
+# Procedure -> the backend methods its handler needs (besides the session's own bookkeeping).
+BACKEND_NEEDS: dict[str, tuple[str, ...]] = {
+    "HELLO": ("open_session",),
+    "GOODBYE": ("close",),
+    "GET_ERROR_MESSAGE": (),
+    "CU_INIT": (),
+    "CU_DRIVER_GET_VERSION": ("driver_version",),
+    "CU_DEVICE_GET_COUNT": ("device_count",),
+    "CU_DEVICE_GET": ("device_count",),
+    "CU_DEVICE_GET_NAME": ("device_count", "device_name"),
+    "CU_DEVICE_GET_ATTRIBUTE": ("device_attribute", "device_count"),
+    "CU_DEVICE_TOTAL_MEM": ("device_count", "device_total_mem"),
+    "CU_DEVICE_GET_UUID": ("device_count", "device_uuid"),
+    "CU_DEVICE_GET_PCI_BUS_ID": ("device_count", "device_pci_bus_id"),
+    "CU_DEVICE_PRIMARY_CTX_RETAIN": ("device_count",),
+    "CU_DEVICE_PRIMARY_CTX_RELEASE": ("device_count", "set_device"),
+    "CU_DEVICE_PRIMARY_CTX_RESET": ("device_count", "set_device"),
+    "CU_DEVICE_PRIMARY_CTX_GET_STATE": ("device_count",),
+    "CU_DEVICE_PRIMARY_CTX_SET_FLAGS": ("device_count",),
+    "CU_CTX_CREATE": ("device_count", "set_device"),
+    "CU_CTX_DESTROY": ("set_device",),
+    "CU_CTX_SET_CURRENT": ("set_device",),
+    "CU_CTX_GET_CURRENT": (),
+    "CU_CTX_PUSH_CURRENT": ("set_device",),
+    "CU_CTX_POP_CURRENT": ("set_device",),
+    "CU_CTX_SYNCHRONIZE": ("synchronize",),
+    "CU_CTX_GET_DEVICE": (),
+    "CU_CTX_GET_LIMIT": ("get_limit",),
+    "CU_CTX_SET_LIMIT": ("set_limit",),
+    "CU_CTX_GET_STREAM_PRIORITY_RANGE": ("stream_priority_range",),
+    "CU_MEM_ALLOC": ("chunk_backing",),
+    "CU_MEM_ALLOC_PITCH": ("chunk_backing",),
+    "CU_MEM_FREE": ("set_device", "synchronize"),
+    "CU_MEM_GET_INFO": ("mem_get_info",),
+    "CU_MEM_GET_ADDRESS_RANGE": (),
+    "CU_MEMCPY_HTOD": ("memcpy_htod",),
+    "CU_MEMCPY_DTOH": ("memcpy_dtoh",),
+    "CU_MEMCPY_DTOD": ("memcpy_dtod",),
+    "CU_MEMCPY_HTOD_ASYNC": ("memcpy_htod",),
+    "CU_MEMCPY_DTOH_ASYNC": ("memcpy_dtoh",),
+    "CU_MEMCPY_DTOD_ASYNC": ("memcpy_dtod",),
+    "CU_MEMSET": ("memset",),
+    "CU_MEMSET_ASYNC": ("memset",),
+    "CU_MEM_ALLOC_ASYNC": ("chunk_backing",),
+    "CU_MEM_FREE_ASYNC": ("stream_synchronize",),
+    "CU_POINTER_GET_ATTRIBUTES": (),
+    "CU_MODULE_LOAD_DATA": ("module_load",),
+    "CU_MODULE_LOAD_FAT_BINARY": ("module_load",),
+    "CU_MODULE_UNLOAD": ("module_unload",),
+    "CU_MODULE_GET_FUNCTION": ("module_get_function",),
+    "CU_MODULE_GET_GLOBAL": ("module_get_global",),
+    "CU_LIBRARY_LOAD_DATA": ("library_load",),
+    "CU_LIBRARY_UNLOAD": ("library_unload",),
+    "CU_LIBRARY_GET_KERNEL": ("library_get_kernel",),
+    "CU_KERNEL_GET_FUNCTION": ("kernel_get_function",),
+    "CU_FUNC_GET_ATTRIBUTE": ("func_get_attribute", "kernel_get_function"),
+    "CU_FUNC_SET_ATTRIBUTE": ("func_set_attribute", "kernel_get_function"),
+    "CU_FUNC_SET_CACHE_CONFIG": ("func_set_cache_config", "kernel_get_function"),
+    "CU_FUNC_GET_PARAM_INFO": ("func_param_info", "kernel_get_function"),
+    "CU_LAUNCH_KERNEL": ("func_param_info", "kernel_get_function", "launch"),
+    "CU_LAUNCH_COOPERATIVE_KERNEL": ("func_param_info", "kernel_get_function", "launch"),
+    "CU_LAUNCH_KERNEL_BATCH": ("func_param_info", "kernel_get_function", "launcher"),
+    "CU_STREAM_CREATE": ("stream_create",),
+    "CU_STREAM_CREATE_WITH_PRIORITY": ("stream_create",),
+    "CU_STREAM_DESTROY": ("stream_destroy",),
+    "CU_STREAM_SYNCHRONIZE": ("stream_synchronize",),
+    "CU_STREAM_QUERY": ("stream_query",),
+    "CU_STREAM_WAIT_EVENT": ("stream_wait_event",),
+    "CU_EVENT_CREATE": ("event_create",),
+    "CU_EVENT_DESTROY": ("event_destroy",),
+    "CU_EVENT_RECORD": ("event_record",),
+    "CU_EVENT_SYNCHRONIZE": ("event_synchronize",),
+    "CU_EVENT_QUERY": ("event_query",),
+    "CU_EVENT_ELAPSED_TIME": ("event_elapsed_time",),
+    "CU_OCCUPANCY_MAX_ACTIVE_BLOCKS_PER_MULTIPROCESSOR": (
+        "kernel_get_function",
+        "occupancy_max_active_blocks",
+    ),
+    "CU_OCCUPANCY_MAX_POTENTIAL_BLOCK_SIZE": (
+        "kernel_get_function",
+        "occupancy_max_potential_block_size",
+    ),
+    "RT_DEVICE_GET_PROPERTIES": (
+        "device_attribute",
+        "device_count",
+        "device_name",
+        "device_total_mem",
+        "device_uuid",
+    ),
+    "RT_MEMCPY_2D_HTOD": ("memcpy_htod",),
+    "RT_MEMCPY_2D_DTOH": ("memcpy_dtoh",),
+    "RT_MEMCPY_2D_DTOD": ("memcpy_dtod",),
+    "RT_MEMSET_2D": ("memset",),
+    "CHECKPOINT_SESSION": ("memcpy_dtoh", "set_device", "synchronize"),
+    "CHECKPOINT_SERVER": ("memcpy_dtoh", "set_device", "synchronize"),
+    "SESSION_CALLS": (),
+    "DATA_SHM_OFFER": (),
+    "DATA_SHM_ACCEPT": (),
+    "DATA_SHM_HTOD": ("memcpy_htod", "memcpy_htod_registered", "register_host"),
+    "DATA_SHM_DTOH": ("memcpy_dtoh", "memcpy_dtoh_registered", "register_host"),
+    "DATA_TCP_OFFER": (),
+    "DATA_TCP_HTOD": ("memcpy_htod",),
+    "DATA_TCP_DTOH": ("memcpy_dtoh",),
+}
+
+BACKENDS: dict[str, tuple[type[Backend], type[BackendSession]]] = {
+    "sim": (SimBackend, SimSession),
+    "cuda": (CudaBackend, CudaSession),
+}
+
+
+def _base_method(name: str) -> tuple[type, Callable[..., Any]] | None:
+    for base in (BackendSession, Backend):
+        if name in vars(base):
+            return base, vars(base)[name]
+    return None
+
+
+def _backend_problems(proc: str, needs: tuple[str, ...]) -> list[str]:
+    """What the backends lack for `proc`: a method the base does not declare, or one a backend
+    neither overrides nor inherits as a documented, non-abstract default of the base."""
+    problems = []
+    for name in needs:
+        found = _base_method(name)
+        if found is None:
+            problems.append(
+                f"{proc}: backend method {name!r} is declared by neither Backend nor "
+                "BackendSession (cricket_server/backends/base.py)"
+            )
+            continue
+        base, method = found
+        for backend, classes in BACKENDS.items():
+            cls = classes[0] if base is Backend else classes[1]
+            if getattr(cls, name) is not method:
+                continue  # the backend implements it
+            if getattr(method, "__isabstractmethod__", False) or not inspect.getdoc(method):
+                problems.append(
+                    f"{proc}: the {backend} backend ({cls.__name__}) does not implement "
+                    f"{base.__name__}.{name}, and the base has no documented default "
+                    "(implement it, or make the base answer CUDA_ERROR_NOT_SUPPORTED and say why "
+                    "in its docstring)"
+                )
+    return problems
+
+
+def _client_source() -> str:
+    return "\n".join(
+        path.read_text() for top in CLIENT_SOURCES for path in sorted((ROOT / top).rglob("*.py"))
+    )
+
+
+def _calls_in(source: str) -> tuple[set[str], set[str]]:
+    """(session methods, backend methods) a piece of server code visibly calls."""
+    session, backend = set(), set()
+    for m in re.finditer(r"\b(?:s|session|self)\.(?:(bsession|backend)\.)?(\w+)\(", source):
+        (backend if m.group(1) else session).add(m.group(2))
+    return session, backend
+
+
+def _visible_backend_calls(handler: Callable[..., Any]) -> set[str]:
+    """The backend methods a handler reaches through `Session` methods, as far as its source
+    shows (`s.x(...)`, `self.bsession.y(...)`, `self.backend.z(...)`)."""
+    declared = {
+        n for base in (Backend, BackendSession) for n in vars(base) if not n.startswith("_")
+    }
+    session, found = _calls_in(textwrap.dedent(inspect.getsource(handler)))
+    seen: set[str] = set()
+    todo = list(session)
+    while todo:
+        name = todo.pop()
+        if name in seen or not callable(getattr(Session, name, None)):
+            continue
+        seen.add(name)
+        inner, calls = _calls_in(textwrap.dedent(inspect.getsource(getattr(Session, name))))
+        found |= calls
+        todo.extend(inner)
+    return found & declared
+
+
+def coverage_problems(
+    procedures: Mapping[int, Any],
+    service: type = CricketService,
+    needs: Mapping[str, tuple[str, ...]] = BACKEND_NEEDS,
+    client_source: str | None = None,
+) -> list[str]:
+    """Every way the procedures of the .x are not served end to end, one line each."""
+    client_source = _client_source() if client_source is None else client_source
+    names = {p.name for p in procedures.values()}
+    problems = [
+        f"{name}: not in the .x any more; remove its row from BACKEND_NEEDS"
+        for name in sorted(set(needs) - names)
+    ]
+    for number, proc in sorted(procedures.items()):
+        name = proc.name
+        handler = getattr(service, name, None)
+        default = getattr(proto.CRICKET_V1_Server, name, None)
+        if handler is None or handler is default:
+            problems.append(
+                f"{name} ({number}): no handler; override it in CricketService "
+                "(cricket_server/service.py)"
+            )
+        if not re.search(rf"""["']{name}["']|\.{name}(?:_async)?\(""", client_source):
+            problems.append(
+                f"{name} ({number}): no client calls it; add its mirror function in "
+                "cricket_client/driver.py or runtime.py (conn.sync/post)"
+            )
+        if name not in needs:
+            problems.append(
+                f"{name} ({number}): no row in BACKEND_NEEDS "
+                "(tests/unit/test_procedure_coverage.py); add "
+                f'"{name}": (<the Backend/BackendSession methods its handler needs>,)'
+            )
+            continue
+        problems.extend(_backend_problems(name, needs[name]))
+        if handler is not None and handler is not default:
+            missing = _visible_backend_calls(handler) - set(needs[name])
+            if missing:
+                problems.append(
+                    f"{name}: its handler calls backend methods {sorted(missing)} that its "
+                    "BACKEND_NEEDS row does not list"
+                )
+    return problems
+
+
+def test_every_procedure_is_served_end_to_end() -> None:
+    problems = coverage_problems(proto.CRICKET_V1_Server.PROCEDURES)
+    assert not problems, "\n".join(problems)
+
+
+def _compiled_with(tmp_path: Path, extra: str) -> types.ModuleType:
+    """rpc_spec/cricket.x with `extra` declared in CRICKET_V1, compiled and imported."""
+    spec = (ROOT / "rpc_spec" / "cricket.x").read_text()
+    end = "    } = 1;\n} = 0x20c0ffee;"
+    assert end in spec, "cricket.x changed: find the end of CRICKET_V1 another way"
+    source = tmp_path / "cricket.x"
+    source.write_text(spec.replace(end, f"        {extra}\n{end}"))
+    module = types.ModuleType("cricket_rpc_with_dummy")
+    sys.modules[module.__name__] = module
+    try:
+        exec(compile(compile_file(str(source)), str(source), "exec"), module.__dict__)
+    finally:
+        del sys.modules[module.__name__]
+    return module
+
+
+def test_a_new_procedure_without_handler_client_or_row_fails(tmp_path: Path) -> None:
+    spec = _compiled_with(tmp_path, "int CU_DUMMY_CALL(unsigned) = 999; /* @replay */")
+    problems = coverage_problems(spec.CRICKET_V1_Server.PROCEDURES)
+    about = [p for p in problems if p.startswith("CU_DUMMY_CALL")]
+    assert len(about) == 3, problems
+    assert "no handler" in about[0]
+    assert "no client calls it" in about[1]
+    assert "no row in BACKEND_NEEDS" in about[2]
+
+
+def test_a_served_procedure_with_a_backend_gap_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A handler, a client call and a row, but the row names a method only the sim backend has.
+    class Service(CricketService):
+        def CU_DUMMY_CALL(self, ctx: Any, flags: int) -> int:
+            return 0
+
+    monkeypatch.setattr(BackendSession, "dummy_call", lambda self: None, raising=False)
+    monkeypatch.setattr(SimSession, "dummy_call", lambda self: None, raising=False)
+    procedures = dict(proto.CRICKET_V1_Server.PROCEDURES)
+    procedures[999] = types.SimpleNamespace(name="CU_DUMMY_CALL")
+    needs = {**BACKEND_NEEDS, "CU_DUMMY_CALL": ("dummy_call", "no_such_method")}
+    problems = coverage_problems(procedures, Service, needs, _client_source() + '"CU_DUMMY_CALL"')
+    assert problems == [
+        "CU_DUMMY_CALL: the cuda backend (CudaSession) does not implement "
+        "BackendSession.dummy_call, and the base has no documented default (implement it, or "
+        "make the base answer CUDA_ERROR_NOT_SUPPORTED and say why in its docstring)",
+        "CU_DUMMY_CALL: backend method 'no_such_method' is declared by neither Backend nor "
+        "BackendSession (cricket_server/backends/base.py)",
+    ], problems
+
+
+def test_a_row_missing_a_method_the_handler_calls_fails() -> None:
+    needs = {**BACKEND_NEEDS, "CU_MEMCPY_HTOD": ()}
+    problems = coverage_problems(proto.CRICKET_V1_Server.PROCEDURES, needs=needs)
+    assert problems == [
+        "CU_MEMCPY_HTOD: its handler calls backend methods ['memcpy_htod'] that its "
+        "BACKEND_NEEDS row does not list"
+    ]
+
+
+def test_a_row_for_a_removed_procedure_fails() -> None:
+    needs = {**BACKEND_NEEDS, "CU_GONE": ()}
+    problems = coverage_problems(proto.CRICKET_V1_Server.PROCEDURES, needs=needs)
+    assert problems == ["CU_GONE: not in the .x any more; remove its row from BACKEND_NEEDS"]
