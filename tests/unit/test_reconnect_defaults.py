@@ -73,7 +73,7 @@ class FakeStub:
     def __init__(self, restored: int) -> None:
         self.restored = restored
 
-    def SESSION_CALLS(self) -> Any:  # noqa: N802
+    def SESSION_CALLS(self) -> Any:
         return SimpleNamespace(err=0, value=self.restored)
 
 
