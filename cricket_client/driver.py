@@ -46,7 +46,6 @@ from .errors import NotSupportedRemotely, error_string, to_result
 from .host_buffers import HostBufferError, read_host, writable_view, write_host
 from .kernel_args import LaunchArgumentError, LaunchName, pack_kernel_params
 from .modules import ImageError, image_bytes
-from .replay import replay_log
 
 _SUCCESS = CUresult.CUDA_SUCCESS
 _INVALID_VALUE = CUresult.CUDA_ERROR_INVALID_VALUE
@@ -818,7 +817,7 @@ def _launch(
     except LaunchArgumentError as exc:
         return _fail(conn, _INVALID_VALUE, str(exc), 0)
     body = _launch_body(func, grid, block, shared, stream, params)
-    if body is not None and not replay_log(conn).logging:
+    if body is not None and not conn.replay_log.logging:
         if proc == "CU_LAUNCH_KERNEL":
             conn.post_launch(body)  # may share one CU_LAUNCH_KERNEL_BATCH with later ones
         else:
