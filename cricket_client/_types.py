@@ -58,7 +58,7 @@ class Handle:
     def value(self) -> int:
         return int(self._cell.value)
 
-    def getPtr(self) -> int:  # noqa: N802 (cuda-python's name)
+    def getPtr(self) -> int:
         """The address of the cell holding the value."""
         return ctypes.addressof(self._cell)
 
@@ -135,7 +135,7 @@ class CUuuid:
     def bytes(self) -> bytes:
         return bytes(self._cell.raw)
 
-    def getPtr(self) -> int:  # noqa: N802
+    def getPtr(self) -> int:
         return ctypes.addressof(self._cell)
 
     def __repr__(self) -> str:

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from .connection import Connection, get_connection
 from .errors import CricketClientError, error_name
 from .reconnect import redirect as _redirect
-from .replay import replay_log
 
 __all__ = ["CheckpointFailed", "CheckpointInfo", "checkpoint", "redirect"]
 
@@ -50,7 +49,7 @@ def checkpoint(
     if reply.err != 0:
         raise CheckpointFailed(f"checkpoint {target}: {error_name(reply.err)}: {reply.value}")
     done = reply.value
-    replay_log(conn).restart_at(done.calls, target)  # the calls the checkpoint holds
+    conn.replay_log.restart_at(done.calls, target)  # the calls the checkpoint holds
     return CheckpointInfo(target, done.sessions, done.bytes, done.stored_bytes)
 
 

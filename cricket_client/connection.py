@@ -55,7 +55,7 @@ from .errors import HelloRefused, NotConnectedError, error_name
 from .facts import pipelined
 from .launch_batch import LaunchBatcher
 from .reconnect import CallsLost, enable_reconnect, resume_after_loss
-from .replay import calls_of, renew_log, replay_log
+from .replay import ReplayLog, calls_of, renew_log
 from .security import (
     Security,
     call_timeout_from_env,
@@ -138,7 +138,7 @@ def _resuming(method: F) -> F:
     @functools.wraps(method)
     def wrapper(self: Connection, *args: Any, **kwargs: Any) -> Any:
         self._launches.flush()  # gathered launches go first: the server keeps the order
-        book = replay_log(self)
+        book = self.replay_log
         transport = self._rpc
         if one_call and not book.logging:
             # Fast path (one call, nothing logged): only its sequence number to keep.
@@ -230,6 +230,8 @@ class Connection:
             connect_timeout = connect_timeout_from_env()
         self.timeout = timeout
         self.security = Security.resolve(tls=tls, token=token)  # see cricket_client.security
+        # counted calls and, once a checkpoint was taken, their log (cricket_client.replay)
+        self.replay_log = ReplayLog()
         self._rpc = open_rpc(
             parse_address(address),
             self.security,
@@ -362,7 +364,7 @@ class Connection:
         success (e.g. to fill and drain the slots of a shared-memory ring). Returns the first
         failure (or a pending asynchronous one) as the CUresult; no `after` runs past it."""
         self._local_message = None
-        replay_log(self).begin([(proc, tuple(args)) for args in calls])
+        self.replay_log.begin([(proc, tuple(args)) for args in calls])
         method = getattr(self._stub, proc + "_async")
         pendings: deque[tuple[int, Pending]] = deque()
         err = 0
@@ -412,7 +414,7 @@ class Connection:
         CU_LAUNCH_KERNEL_BATCH call (cricket_client.launch_batch). Counted as one call for
         replay, as the server counts it; only while the replay log does not log."""
         self._local_message = None
-        replay_log(self).count("CU_LAUNCH_KERNEL")
+        self.replay_log.count("CU_LAUNCH_KERNEL")
         pending = self._pending
         self._launches.add(body, at_once=not pending or pending[-1][1].done())
 

@@ -46,7 +46,6 @@ from .errors import NotSupportedRemotely, error_string, to_result
 from .host_buffers import HostBufferError, read_host, writable_view, write_host
 from .kernel_args import LaunchArgumentError, LaunchName, pack_kernel_params
 from .modules import ImageError, image_bytes
-from .replay import replay_log
 
 _SUCCESS = CUresult.CUDA_SUCCESS
 _INVALID_VALUE = CUresult.CUDA_ERROR_INVALID_VALUE
@@ -111,14 +110,14 @@ def _padded(text: str, length: int) -> bytes:
 # -- errors (local) -------------------------------------------------------------------------
 
 
-def cuGetErrorName(error: Any) -> tuple[Any, bytes | None]:  # noqa: N802
+def cuGetErrorName(error: Any) -> tuple[Any, bytes | None]:
     try:
         return (_SUCCESS, CUresult(int(error)).name.encode())
     except ValueError:
         return (_INVALID_VALUE, None)
 
 
-def cuGetErrorString(error: Any) -> tuple[Any, bytes | None]:  # noqa: N802
+def cuGetErrorString(error: Any) -> tuple[Any, bytes | None]:
     text = error_string(int(error))
     if text is None:
         return (_INVALID_VALUE, None)
@@ -128,48 +127,48 @@ def cuGetErrorString(error: Any) -> tuple[Any, bytes | None]:  # noqa: N802
 # -- initialization, devices ----------------------------------------------------------------
 
 
-def cuInit(Flags: int) -> tuple[Any]:  # noqa: N802, N803
+def cuInit(Flags: int) -> tuple[Any]:
     err, _ = _conn().sync("CU_INIT", uint(Flags, "cuInit: Flags"))
     return _out(err)
 
 
-def cuDriverGetVersion() -> tuple[Any, int | None]:  # noqa: N802
+def cuDriverGetVersion() -> tuple[Any, int | None]:
     err, r = _conn().sync("CU_DRIVER_GET_VERSION")
     return _out(err, r.value if not err else None)
 
 
-def cuDeviceGetCount() -> tuple[Any, int | None]:  # noqa: N802
+def cuDeviceGetCount() -> tuple[Any, int | None]:
     err, r = _conn().sync("CU_DEVICE_GET_COUNT")
     return _out(err, r.value if not err else None)
 
 
-def cuDeviceGet(ordinal: int) -> tuple[Any, CUdevice | None]:  # noqa: N802
+def cuDeviceGet(ordinal: int) -> tuple[Any, CUdevice | None]:
     err, r = _conn().sync("CU_DEVICE_GET", c_int(ordinal, "cuDeviceGet: ordinal"))
     return _out(err, CUdevice(r.value) if not err else None)
 
 
-def cuDeviceGetName(length: int, dev: Any) -> tuple[Any, bytes | None]:  # noqa: N802
+def cuDeviceGetName(length: int, dev: Any) -> tuple[Any, bytes | None]:
     length = c_int(length, "cuDeviceGetName: length")
     err, r = _conn().sync("CU_DEVICE_GET_NAME", as_int(dev))
     return _out(err, _padded(r.value, length) if not err else None)
 
 
-def cuDeviceGetAttribute(attrib: Any, dev: Any) -> tuple[Any, int | None]:  # noqa: N802
+def cuDeviceGetAttribute(attrib: Any, dev: Any) -> tuple[Any, int | None]:
     err, r = _conn().sync("CU_DEVICE_GET_ATTRIBUTE", int(attrib), as_int(dev))
     return _out(err, r.value if not err else None)
 
 
-def cuDeviceTotalMem(dev: Any) -> tuple[Any, int | None]:  # noqa: N802
+def cuDeviceTotalMem(dev: Any) -> tuple[Any, int | None]:
     err, r = _conn().sync("CU_DEVICE_TOTAL_MEM", as_int(dev))
     return _out(err, r.value if not err else None)
 
 
-def cuDeviceGetUuid(dev: Any) -> tuple[Any, CUuuid | None]:  # noqa: N802
+def cuDeviceGetUuid(dev: Any) -> tuple[Any, CUuuid | None]:
     err, r = _conn().sync("CU_DEVICE_GET_UUID", as_int(dev))
     return _out(err, CUuuid(bytes(r.value)) if not err else None)
 
 
-def cuDeviceGetPCIBusId(length: int, dev: Any) -> tuple[Any, bytes | None]:  # noqa: N802
+def cuDeviceGetPCIBusId(length: int, dev: Any) -> tuple[Any, bytes | None]:
     length = c_int(length, "cuDeviceGetPCIBusId: length")
     err, r = _conn().sync("CU_DEVICE_GET_PCI_BUS_ID", as_int(dev))
     return _out(err, _padded(r.value, length) if not err else None)
@@ -178,32 +177,32 @@ def cuDeviceGetPCIBusId(length: int, dev: Any) -> tuple[Any, bytes | None]:  # n
 # -- contexts -------------------------------------------------------------------------------
 
 
-def cuDevicePrimaryCtxRetain(dev: Any) -> tuple[Any, CUcontext | None]:  # noqa: N802
+def cuDevicePrimaryCtxRetain(dev: Any) -> tuple[Any, CUcontext | None]:
     err, r = _conn().sync("CU_DEVICE_PRIMARY_CTX_RETAIN", as_int(dev))
     return _out(err, CUcontext(r.value) if not err else None)
 
 
-def cuDevicePrimaryCtxRelease(dev: Any) -> tuple[Any]:  # noqa: N802
+def cuDevicePrimaryCtxRelease(dev: Any) -> tuple[Any]:
     return _out(_conn().sync("CU_DEVICE_PRIMARY_CTX_RELEASE", as_int(dev))[0])
 
 
-def cuDevicePrimaryCtxReset(dev: Any) -> tuple[Any]:  # noqa: N802
+def cuDevicePrimaryCtxReset(dev: Any) -> tuple[Any]:
     return _out(_conn().sync("CU_DEVICE_PRIMARY_CTX_RESET", as_int(dev))[0])
 
 
-def cuDevicePrimaryCtxGetState(dev: Any) -> tuple[Any, int | None, int | None]:  # noqa: N802
+def cuDevicePrimaryCtxGetState(dev: Any) -> tuple[Any, int | None, int | None]:
     err, r = _conn().sync("CU_DEVICE_PRIMARY_CTX_GET_STATE", as_int(dev))
     if err:
         return _out(err, None, None)
     return _out(err, r.value.flags, r.value.active)
 
 
-def cuDevicePrimaryCtxSetFlags(dev: Any, flags: int) -> tuple[Any]:  # noqa: N802
+def cuDevicePrimaryCtxSetFlags(dev: Any, flags: int) -> tuple[Any]:
     flags = uint(flags, "cuDevicePrimaryCtxSetFlags: flags")
     return _out(_conn().sync("CU_DEVICE_PRIMARY_CTX_SET_FLAGS", as_int(dev), flags)[0])
 
 
-def cuCtxCreate(ctxCreateParams: Any, flags: int, dev: Any) -> tuple[Any, CUcontext | None]:  # noqa: N802, N803
+def cuCtxCreate(ctxCreateParams: Any, flags: int, dev: Any) -> tuple[Any, CUcontext | None]:
     conn = _conn()
     if ctxCreateParams is not None:
         return _fail(
@@ -217,48 +216,48 @@ def cuCtxCreate(ctxCreateParams: Any, flags: int, dev: Any) -> tuple[Any, CUcont
     return _out(err, CUcontext(r.value) if not err else None)
 
 
-def cuCtxDestroy(ctx: Any) -> tuple[Any]:  # noqa: N802
+def cuCtxDestroy(ctx: Any) -> tuple[Any]:
     return _out(_conn().sync("CU_CTX_DESTROY", _handle(ctx, "ctx"))[0])
 
 
-def cuCtxSetCurrent(ctx: Any) -> tuple[Any]:  # noqa: N802
+def cuCtxSetCurrent(ctx: Any) -> tuple[Any]:
     return _out(_conn().sync("CU_CTX_SET_CURRENT", _handle(ctx, "ctx"))[0])
 
 
-def cuCtxGetCurrent() -> tuple[Any, CUcontext | None]:  # noqa: N802
+def cuCtxGetCurrent() -> tuple[Any, CUcontext | None]:
     err, r = _conn().sync("CU_CTX_GET_CURRENT")
     return _out(err, CUcontext(r.value) if not err else None)
 
 
-def cuCtxPushCurrent(ctx: Any) -> tuple[Any]:  # noqa: N802
+def cuCtxPushCurrent(ctx: Any) -> tuple[Any]:
     return _out(_conn().sync("CU_CTX_PUSH_CURRENT", _handle(ctx, "ctx"))[0])
 
 
-def cuCtxPopCurrent() -> tuple[Any, CUcontext | None]:  # noqa: N802
+def cuCtxPopCurrent() -> tuple[Any, CUcontext | None]:
     err, r = _conn().sync("CU_CTX_POP_CURRENT")
     return _out(err, CUcontext(r.value) if not err else None)
 
 
-def cuCtxSynchronize() -> tuple[Any]:  # noqa: N802
+def cuCtxSynchronize() -> tuple[Any]:
     return _out(_conn().sync("CU_CTX_SYNCHRONIZE")[0])
 
 
-def cuCtxGetDevice() -> tuple[Any, CUdevice | None]:  # noqa: N802
+def cuCtxGetDevice() -> tuple[Any, CUdevice | None]:
     err, r = _conn().sync("CU_CTX_GET_DEVICE")
     return _out(err, CUdevice(r.value) if not err else None)
 
 
-def cuCtxGetLimit(limit: Any) -> tuple[Any, int | None]:  # noqa: N802
+def cuCtxGetLimit(limit: Any) -> tuple[Any, int | None]:
     err, r = _conn().sync("CU_CTX_GET_LIMIT", int(limit))
     return _out(err, r.value if not err else None)
 
 
-def cuCtxSetLimit(limit: Any, value: int) -> tuple[Any]:  # noqa: N802
+def cuCtxSetLimit(limit: Any, value: int) -> tuple[Any]:
     value = size_t(value, "cuCtxSetLimit: value")
     return _out(_conn().sync("CU_CTX_SET_LIMIT", int(limit), value)[0])
 
 
-def cuCtxGetStreamPriorityRange() -> tuple[Any, int | None, int | None]:  # noqa: N802
+def cuCtxGetStreamPriorityRange() -> tuple[Any, int | None, int | None]:
     err, r = _conn().sync("CU_CTX_GET_STREAM_PRIORITY_RANGE")
     if err:
         return _out(err, None, None)
@@ -268,13 +267,13 @@ def cuCtxGetStreamPriorityRange() -> tuple[Any, int | None, int | None]:  # noqa
 # -- memory ---------------------------------------------------------------------------------
 
 
-def cuMemAlloc(bytesize: int) -> tuple[Any, CUdeviceptr | None]:  # noqa: N802
+def cuMemAlloc(bytesize: int) -> tuple[Any, CUdeviceptr | None]:
     err, r = _conn().sync("CU_MEM_ALLOC", size_t(bytesize, "cuMemAlloc: bytesize"))
     return _out(err, CUdeviceptr(r.value) if not err else None)
 
 
-def cuMemAllocPitch(  # noqa: N802
-    WidthInBytes: int, Height: int, ElementSizeBytes: int  # noqa: N803
+def cuMemAllocPitch(
+    WidthInBytes: int, Height: int, ElementSizeBytes: int
 ) -> tuple[Any, CUdeviceptr | None, int | None]:
     WidthInBytes = size_t(WidthInBytes, "cuMemAllocPitch: WidthInBytes")
     Height = size_t(Height, "cuMemAllocPitch: Height")
@@ -287,18 +286,18 @@ def cuMemAllocPitch(  # noqa: N802
     return _out(err, CUdeviceptr(r.value.ptr), r.value.pitch)
 
 
-def cuMemFree(dptr: Any) -> tuple[Any]:  # noqa: N802
+def cuMemFree(dptr: Any) -> tuple[Any]:
     return _out(_conn().sync("CU_MEM_FREE", _handle(dptr, "dptr"))[0])
 
 
-def cuMemGetInfo() -> tuple[Any, int | None, int | None]:  # noqa: N802
+def cuMemGetInfo() -> tuple[Any, int | None, int | None]:
     err, r = _conn().sync("CU_MEM_GET_INFO")
     if err:
         return _out(err, None, None)
     return _out(err, r.value.free, r.value.total)
 
 
-def cuMemGetAddressRange(dptr: Any) -> tuple[Any, CUdeviceptr | None, int | None]:  # noqa: N802
+def cuMemGetAddressRange(dptr: Any) -> tuple[Any, CUdeviceptr | None, int | None]:
     err, r = _conn().sync("CU_MEM_GET_ADDRESS_RANGE", _handle(dptr, "dptr"))
     if err:
         return _out(err, None, None)
@@ -362,29 +361,29 @@ def _dtoh(call: str, dst: Any, src: int, n: int, stream: int | None) -> tuple[An
     return _out(err)
 
 
-def cuMemcpyHtoD(dstDevice: Any, srcHost: Any, ByteCount: int) -> tuple[Any]:  # noqa: N802, N803
+def cuMemcpyHtoD(dstDevice: Any, srcHost: Any, ByteCount: int) -> tuple[Any]:
     ByteCount = size_t(ByteCount, "cuMemcpyHtoD: ByteCount")
     return _htod("cuMemcpyHtoD", _handle(dstDevice, "dstDevice"), srcHost, ByteCount, None)
 
 
-def cuMemcpyHtoDAsync(dstDevice: Any, srcHost: Any, ByteCount: int, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
+def cuMemcpyHtoDAsync(dstDevice: Any, srcHost: Any, ByteCount: int, hStream: Any) -> tuple[Any]:
     ByteCount = size_t(ByteCount, "cuMemcpyHtoDAsync: ByteCount")
     dst = _handle(dstDevice, "dstDevice")
     return _htod("cuMemcpyHtoDAsync", dst, srcHost, ByteCount, _stream(hStream))
 
 
-def cuMemcpyDtoH(dstHost: Any, srcDevice: Any, ByteCount: int) -> tuple[Any]:  # noqa: N802, N803
+def cuMemcpyDtoH(dstHost: Any, srcDevice: Any, ByteCount: int) -> tuple[Any]:
     ByteCount = size_t(ByteCount, "cuMemcpyDtoH: ByteCount")
     return _dtoh("cuMemcpyDtoH", dstHost, _handle(srcDevice, "srcDevice"), ByteCount, None)
 
 
-def cuMemcpyDtoHAsync(dstHost: Any, srcDevice: Any, ByteCount: int, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
+def cuMemcpyDtoHAsync(dstHost: Any, srcDevice: Any, ByteCount: int, hStream: Any) -> tuple[Any]:
     ByteCount = size_t(ByteCount, "cuMemcpyDtoHAsync: ByteCount")
     src = _handle(srcDevice, "srcDevice")
     return _dtoh("cuMemcpyDtoHAsync", dstHost, src, ByteCount, _stream(hStream))
 
 
-def cuMemcpyDtoD(dstDevice: Any, srcDevice: Any, ByteCount: int) -> tuple[Any]:  # noqa: N802, N803
+def cuMemcpyDtoD(dstDevice: Any, srcDevice: Any, ByteCount: int) -> tuple[Any]:
     ByteCount = size_t(ByteCount, "cuMemcpyDtoD: ByteCount")
     return _out(
         _conn().sync(
@@ -396,7 +395,7 @@ def cuMemcpyDtoD(dstDevice: Any, srcDevice: Any, ByteCount: int) -> tuple[Any]: 
     )
 
 
-def cuMemcpyDtoDAsync(dstDevice: Any, srcDevice: Any, ByteCount: int, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
+def cuMemcpyDtoDAsync(dstDevice: Any, srcDevice: Any, ByteCount: int, hStream: Any) -> tuple[Any]:
     _conn().post(
         "CU_MEMCPY_DTOD_ASYNC",
         _handle(dstDevice, "dstDevice"),
@@ -446,11 +445,11 @@ def _host(obj: Any) -> Any:
     return obj if _is_buffer(obj) else _handle(obj, "host pointer")
 
 
-def cuMemcpy(dst: Any, src: Any, ByteCount: int) -> tuple[Any]:  # noqa: N802, N803
+def cuMemcpy(dst: Any, src: Any, ByteCount: int) -> tuple[Any]:
     return _memcpy("cuMemcpy", dst, src, size_t(ByteCount, "cuMemcpy: ByteCount"), None)
 
 
-def cuMemcpyAsync(dst: Any, src: Any, ByteCount: int, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
+def cuMemcpyAsync(dst: Any, src: Any, ByteCount: int, hStream: Any) -> tuple[Any]:
     ByteCount = size_t(ByteCount, "cuMemcpyAsync: ByteCount")
     return _memcpy("cuMemcpyAsync", dst, src, ByteCount, _stream(hStream))
 
@@ -465,37 +464,37 @@ def _memset(dst: Any, value: int, width: int, n: int, stream: Any = None, *, asy
     return _out(_conn().sync("CU_MEMSET", _handle(dst, "dst"), value, width, n)[0])
 
 
-def cuMemsetD8(dstDevice: Any, uc: int, N: int) -> tuple[Any]:  # noqa: N802, N803
+def cuMemsetD8(dstDevice: Any, uc: int, N: int) -> tuple[Any]:
     return _memset(dstDevice, uc, 1, N, asynchronous=False)
 
 
-def cuMemsetD16(dstDevice: Any, us: int, N: int) -> tuple[Any]:  # noqa: N802, N803
+def cuMemsetD16(dstDevice: Any, us: int, N: int) -> tuple[Any]:
     return _memset(dstDevice, us, 2, N, asynchronous=False)
 
 
-def cuMemsetD32(dstDevice: Any, ui: int, N: int) -> tuple[Any]:  # noqa: N802, N803
+def cuMemsetD32(dstDevice: Any, ui: int, N: int) -> tuple[Any]:
     return _memset(dstDevice, ui, 4, N, asynchronous=False)
 
 
-def cuMemsetD8Async(dstDevice: Any, uc: int, N: int, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
+def cuMemsetD8Async(dstDevice: Any, uc: int, N: int, hStream: Any) -> tuple[Any]:
     return _memset(dstDevice, uc, 1, N, hStream, asynchronous=True)
 
 
-def cuMemsetD16Async(dstDevice: Any, us: int, N: int, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
+def cuMemsetD16Async(dstDevice: Any, us: int, N: int, hStream: Any) -> tuple[Any]:
     return _memset(dstDevice, us, 2, N, hStream, asynchronous=True)
 
 
-def cuMemsetD32Async(dstDevice: Any, ui: int, N: int, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
+def cuMemsetD32Async(dstDevice: Any, ui: int, N: int, hStream: Any) -> tuple[Any]:
     return _memset(dstDevice, ui, 4, N, hStream, asynchronous=True)
 
 
-def cuMemAllocAsync(bytesize: int, hStream: Any) -> tuple[Any, CUdeviceptr | None]:  # noqa: N802
+def cuMemAllocAsync(bytesize: int, hStream: Any) -> tuple[Any, CUdeviceptr | None]:
     bytesize = size_t(bytesize, "cuMemAllocAsync: bytesize")
     err, r = _conn().sync("CU_MEM_ALLOC_ASYNC", bytesize, _stream(hStream))
     return _out(err, CUdeviceptr(r.value) if not err else None)
 
 
-def cuMemFreeAsync(dptr: Any, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
+def cuMemFreeAsync(dptr: Any, hStream: Any) -> tuple[Any]:
     _conn().post("CU_MEM_FREE_ASYNC", _handle(dptr, "dptr"), _stream(hStream))
     return (_SUCCESS,)
 
@@ -528,7 +527,7 @@ def _pointer_value(attribute: int, value: int) -> Any:
 _PA_MEMORY_TYPE = int(CUpointer_attribute.CU_POINTER_ATTRIBUTE_MEMORY_TYPE)
 
 
-def cuPointerGetAttribute(attribute: Any, ptr: Any) -> tuple[Any, Any]:  # noqa: N802
+def cuPointerGetAttribute(attribute: Any, ptr: Any) -> tuple[Any, Any]:
     """Unlike cuPointerGetAttributes, an address that is no allocation of this session (never
     allocated, freed, or another session's) fails with CUDA_ERROR_INVALID_VALUE, as the
     driver fails a pointer it does not know: the memory type, asked for with it, tells."""
@@ -548,8 +547,8 @@ def cuPointerGetAttribute(attribute: Any, ptr: Any) -> tuple[Any, Any]:  # noqa:
     return (_SUCCESS, _pointer_value(attribute, item.value))
 
 
-def cuPointerGetAttributes(  # noqa: N802
-    numAttributes: int, attributes: Sequence[Any] | None, ptr: Any  # noqa: N803
+def cuPointerGetAttributes(
+    numAttributes: int, attributes: Sequence[Any] | None, ptr: Any
 ) -> tuple[Any, list[Any] | None]:
     attrs = [int(a) for a in (attributes or [])][: int(numAttributes)]
     if len(attrs) != int(numAttributes):
@@ -642,12 +641,12 @@ def _image(conn: Connection, call: str, image: Any) -> bytes | memoryview | None
         return None
 
 
-def cuModuleLoadData(image: Any) -> tuple[Any, CUmodule | None]:  # noqa: N802
+def cuModuleLoadData(image: Any) -> tuple[Any, CUmodule | None]:
     return cuModuleLoadDataEx(image, 0, None, None)
 
 
-def cuModuleLoadDataEx(  # noqa: N802
-    image: Any, numOptions: int, options: Sequence[Any] | None, optionValues: Sequence[Any] | None  # noqa: N803
+def cuModuleLoadDataEx(
+    image: Any, numOptions: int, options: Sequence[Any] | None, optionValues: Sequence[Any] | None
 ) -> tuple[Any, CUmodule | None]:
     conn = _conn()
     n = int(numOptions)
@@ -659,7 +658,7 @@ def cuModuleLoadDataEx(  # noqa: N802
     return _load_reply(conn, err, r, jit, CUmodule)
 
 
-def cuModuleLoadFatBinary(fatCubin: Any) -> tuple[Any, CUmodule | None]:  # noqa: N802, N803
+def cuModuleLoadFatBinary(fatCubin: Any) -> tuple[Any, CUmodule | None]:
     conn = _conn()
     data = _image(conn, "cuModuleLoadFatBinary", fatCubin)
     if data is None:
@@ -668,30 +667,30 @@ def cuModuleLoadFatBinary(fatCubin: Any) -> tuple[Any, CUmodule | None]:  # noqa
     return _load_reply(conn, err, r, None, CUmodule)
 
 
-def cuModuleUnload(hmod: Any) -> tuple[Any]:  # noqa: N802
+def cuModuleUnload(hmod: Any) -> tuple[Any]:
     return _out(_conn().sync("CU_MODULE_UNLOAD", _handle(hmod, "hmod"))[0])
 
 
-def cuModuleGetFunction(hmod: Any, name: Any) -> tuple[Any, CUfunction | None]:  # noqa: N802
+def cuModuleGetFunction(hmod: Any, name: Any) -> tuple[Any, CUfunction | None]:
     err, r = _conn().sync("CU_MODULE_GET_FUNCTION", _handle(hmod, "hmod"), _name(name))
     return _out(err, CUfunction(r.value) if not err else None)
 
 
-def cuModuleGetGlobal(hmod: Any, name: Any) -> tuple[Any, CUdeviceptr | None, int | None]:  # noqa: N802
+def cuModuleGetGlobal(hmod: Any, name: Any) -> tuple[Any, CUdeviceptr | None, int | None]:
     err, r = _conn().sync("CU_MODULE_GET_GLOBAL", _handle(hmod, "hmod"), _name(name))
     if err:
         return _out(err, None, None)
     return (_SUCCESS, CUdeviceptr(r.value.ptr), r.value.size)
 
 
-def cuLibraryLoadData(  # noqa: N802
+def cuLibraryLoadData(
     code: Any,
-    jitOptions: Sequence[Any] | None,  # noqa: N803
-    jitOptionsValues: Sequence[Any] | None,  # noqa: N803
-    numJitOptions: int,  # noqa: N803
-    libraryOptions: Sequence[Any] | None,  # noqa: N803
-    libraryOptionValues: Sequence[Any] | None,  # noqa: N803
-    numLibraryOptions: int,  # noqa: N803
+    jitOptions: Sequence[Any] | None,
+    jitOptionsValues: Sequence[Any] | None,
+    numJitOptions: int,
+    libraryOptions: Sequence[Any] | None,
+    libraryOptionValues: Sequence[Any] | None,
+    numLibraryOptions: int,
 ) -> tuple[Any, CUlibrary | None]:
     conn = _conn()
     nj, nl = int(numJitOptions), int(numLibraryOptions)
@@ -715,16 +714,16 @@ def cuLibraryLoadData(  # noqa: N802
     return _load_reply(conn, err, r, jit, CUlibrary)
 
 
-def cuLibraryUnload(library: Any) -> tuple[Any]:  # noqa: N802
+def cuLibraryUnload(library: Any) -> tuple[Any]:
     return _out(_conn().sync("CU_LIBRARY_UNLOAD", _handle(library, "library"))[0])
 
 
-def cuLibraryGetKernel(library: Any, name: Any) -> tuple[Any, CUkernel | None]:  # noqa: N802
+def cuLibraryGetKernel(library: Any, name: Any) -> tuple[Any, CUkernel | None]:
     err, r = _conn().sync("CU_LIBRARY_GET_KERNEL", _handle(library, "library"), _name(name))
     return _out(err, CUkernel(r.value) if not err else None)
 
 
-def cuKernelGetFunction(kernel: Any) -> tuple[Any, CUfunction | None]:  # noqa: N802
+def cuKernelGetFunction(kernel: Any) -> tuple[Any, CUfunction | None]:
     err, r = _conn().sync("CU_KERNEL_GET_FUNCTION", _handle(kernel, "kernel"))
     return _out(err, CUfunction(r.value) if not err else None)
 
@@ -737,22 +736,22 @@ def _function_id(conn: Connection, f: Any) -> tuple[int, int]:
     return 0, _handle(f, "f")
 
 
-def cuFuncGetAttribute(attrib: Any, hfunc: Any) -> tuple[Any, int | None]:  # noqa: N802
+def cuFuncGetAttribute(attrib: Any, hfunc: Any) -> tuple[Any, int | None]:
     err, r = _conn().sync("CU_FUNC_GET_ATTRIBUTE", int(attrib), _handle(hfunc, "hfunc"))
     return _out(err, r.value if not err else None)
 
 
-def cuFuncSetAttribute(hfunc: Any, attrib: Any, value: int) -> tuple[Any]:  # noqa: N802
+def cuFuncSetAttribute(hfunc: Any, attrib: Any, value: int) -> tuple[Any]:
     value = c_int(value, "cuFuncSetAttribute: value")
     func = _handle(hfunc, "hfunc")
     return _out(_conn().sync("CU_FUNC_SET_ATTRIBUTE", func, int(attrib), value)[0])
 
 
-def cuFuncSetCacheConfig(hfunc: Any, config: Any) -> tuple[Any]:  # noqa: N802
+def cuFuncSetCacheConfig(hfunc: Any, config: Any) -> tuple[Any]:
     return _out(_conn().sync("CU_FUNC_SET_CACHE_CONFIG", _handle(hfunc, "hfunc"), int(config))[0])
 
 
-def cuFuncGetParamInfo(func: Any, paramIndex: int) -> tuple[Any, int | None, int | None]:  # noqa: N802, N803
+def cuFuncGetParamInfo(func: Any, paramIndex: int) -> tuple[Any, int | None, int | None]:
     conn = _conn()
     err, layout = conn.param_layout(_handle(func, "func"))
     if err:
@@ -818,7 +817,7 @@ def _launch(
     except LaunchArgumentError as exc:
         return _fail(conn, _INVALID_VALUE, str(exc), 0)
     body = _launch_body(func, grid, block, shared, stream, params)
-    if body is not None and not replay_log(conn).logging:
+    if body is not None and not conn.replay_log.logging:
         if proc == "CU_LAUNCH_KERNEL":
             conn.post_launch(body)  # may share one CU_LAUNCH_KERNEL_BATCH with later ones
         else:
@@ -840,17 +839,17 @@ def _launch(
     return (_SUCCESS,)
 
 
-def cuLaunchKernel(  # noqa: N802
+def cuLaunchKernel(
     f: Any,
-    gridDimX: int,  # noqa: N803
-    gridDimY: int,  # noqa: N803
-    gridDimZ: int,  # noqa: N803
-    blockDimX: int,  # noqa: N803
-    blockDimY: int,  # noqa: N803
-    blockDimZ: int,  # noqa: N803
-    sharedMemBytes: int,  # noqa: N803
-    hStream: Any,  # noqa: N803
-    kernelParams: Any,  # noqa: N803
+    gridDimX: int,
+    gridDimY: int,
+    gridDimZ: int,
+    blockDimX: int,
+    blockDimY: int,
+    blockDimZ: int,
+    sharedMemBytes: int,
+    hStream: Any,
+    kernelParams: Any,
     extra: Any,
 ) -> tuple[Any]:
     return _launch(
@@ -866,17 +865,17 @@ def cuLaunchKernel(  # noqa: N802
     )
 
 
-def cuLaunchCooperativeKernel(  # noqa: N802
+def cuLaunchCooperativeKernel(
     f: Any,
-    gridDimX: int,  # noqa: N803
-    gridDimY: int,  # noqa: N803
-    gridDimZ: int,  # noqa: N803
-    blockDimX: int,  # noqa: N803
-    blockDimY: int,  # noqa: N803
-    blockDimZ: int,  # noqa: N803
-    sharedMemBytes: int,  # noqa: N803
-    hStream: Any,  # noqa: N803
-    kernelParams: Any,  # noqa: N803
+    gridDimX: int,
+    gridDimY: int,
+    gridDimZ: int,
+    blockDimX: int,
+    blockDimY: int,
+    blockDimZ: int,
+    sharedMemBytes: int,
+    hStream: Any,
+    kernelParams: Any,
 ) -> tuple[Any]:
     return _launch(
         "cuLaunchCooperativeKernel",
@@ -894,59 +893,59 @@ def cuLaunchCooperativeKernel(  # noqa: N802
 # -- streams and events ---------------------------------------------------------------------
 
 
-def cuStreamCreate(Flags: int) -> tuple[Any, CUstream | None]:  # noqa: N802, N803
+def cuStreamCreate(Flags: int) -> tuple[Any, CUstream | None]:
     err, r = _conn().sync("CU_STREAM_CREATE", uint(Flags, "cuStreamCreate: Flags"))
     return _out(err, CUstream(r.value) if not err else None)
 
 
-def cuStreamCreateWithPriority(flags: int, priority: int) -> tuple[Any, CUstream | None]:  # noqa: N802
+def cuStreamCreateWithPriority(flags: int, priority: int) -> tuple[Any, CUstream | None]:
     flags = uint(flags, "cuStreamCreateWithPriority: flags")
     priority = c_int(priority, "cuStreamCreateWithPriority: priority")
     err, r = _conn().sync("CU_STREAM_CREATE_WITH_PRIORITY", flags, priority)
     return _out(err, CUstream(r.value) if not err else None)
 
 
-def cuStreamDestroy(hStream: Any) -> tuple[Any]:  # noqa: N802, N803
+def cuStreamDestroy(hStream: Any) -> tuple[Any]:
     return _out(_conn().sync("CU_STREAM_DESTROY", _stream(hStream))[0])
 
 
-def cuStreamSynchronize(hStream: Any) -> tuple[Any]:  # noqa: N802, N803
+def cuStreamSynchronize(hStream: Any) -> tuple[Any]:
     return _out(_conn().sync("CU_STREAM_SYNCHRONIZE", _stream(hStream))[0])
 
 
-def cuStreamQuery(hStream: Any) -> tuple[Any]:  # noqa: N802, N803
+def cuStreamQuery(hStream: Any) -> tuple[Any]:
     return _out(_conn().sync("CU_STREAM_QUERY", _stream(hStream))[0])
 
 
-def cuStreamWaitEvent(hStream: Any, hEvent: Any, Flags: int) -> tuple[Any]:  # noqa: N802, N803
+def cuStreamWaitEvent(hStream: Any, hEvent: Any, Flags: int) -> tuple[Any]:
     Flags = uint(Flags, "cuStreamWaitEvent: Flags")
     _conn().post("CU_STREAM_WAIT_EVENT", _stream(hStream), _handle(hEvent, "hEvent"), Flags)
     return (_SUCCESS,)
 
 
-def cuEventCreate(Flags: int) -> tuple[Any, CUevent | None]:  # noqa: N802, N803
+def cuEventCreate(Flags: int) -> tuple[Any, CUevent | None]:
     err, r = _conn().sync("CU_EVENT_CREATE", uint(Flags, "cuEventCreate: Flags"))
     return _out(err, CUevent(r.value) if not err else None)
 
 
-def cuEventDestroy(hEvent: Any) -> tuple[Any]:  # noqa: N802, N803
+def cuEventDestroy(hEvent: Any) -> tuple[Any]:
     return _out(_conn().sync("CU_EVENT_DESTROY", _handle(hEvent, "hEvent"))[0])
 
 
-def cuEventRecord(hEvent: Any, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
+def cuEventRecord(hEvent: Any, hStream: Any) -> tuple[Any]:
     _conn().post("CU_EVENT_RECORD", _handle(hEvent, "hEvent"), _stream(hStream))
     return (_SUCCESS,)
 
 
-def cuEventSynchronize(hEvent: Any) -> tuple[Any]:  # noqa: N802, N803
+def cuEventSynchronize(hEvent: Any) -> tuple[Any]:
     return _out(_conn().sync("CU_EVENT_SYNCHRONIZE", _handle(hEvent, "hEvent"))[0])
 
 
-def cuEventQuery(hEvent: Any) -> tuple[Any]:  # noqa: N802, N803
+def cuEventQuery(hEvent: Any) -> tuple[Any]:
     return _out(_conn().sync("CU_EVENT_QUERY", _handle(hEvent, "hEvent"))[0])
 
 
-def cuEventElapsedTime(hStart: Any, hEnd: Any) -> tuple[Any, float | None]:  # noqa: N802, N803
+def cuEventElapsedTime(hStart: Any, hEnd: Any) -> tuple[Any, float | None]:
     err, r = _conn().sync("CU_EVENT_ELAPSED_TIME", _handle(hStart, "hStart"), _handle(hEnd, "hEnd"))
     return _out(err, float(r.value) if not err else None)
 
@@ -954,14 +953,14 @@ def cuEventElapsedTime(hStart: Any, hEnd: Any) -> tuple[Any, float | None]:  # n
 # -- occupancy ------------------------------------------------------------------------------
 
 
-def cuOccupancyMaxActiveBlocksPerMultiprocessor(  # noqa: N802
-    func: Any, blockSize: int, dynamicSMemSize: int  # noqa: N803
+def cuOccupancyMaxActiveBlocksPerMultiprocessor(
+    func: Any, blockSize: int, dynamicSMemSize: int
 ) -> tuple[Any, int | None]:
     return cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(func, blockSize, dynamicSMemSize, 0)
 
 
-def cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(  # noqa: N802
-    func: Any, blockSize: int, dynamicSMemSize: int, flags: int  # noqa: N803
+def cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+    func: Any, blockSize: int, dynamicSMemSize: int, flags: int
 ) -> tuple[Any, int | None]:
     blockSize = c_int(blockSize, "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags: blockSize")
     dynamicSMemSize = size_t(
@@ -978,8 +977,8 @@ def cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(  # noqa: N802
     return _out(err, r.value if not err else None)
 
 
-def cuOccupancyMaxPotentialBlockSize(  # noqa: N802
-    func: Any, blockSizeToDynamicSMemSize: Any, dynamicSMemSize: int, blockSizeLimit: int  # noqa: N803
+def cuOccupancyMaxPotentialBlockSize(
+    func: Any, blockSizeToDynamicSMemSize: Any, dynamicSMemSize: int, blockSizeLimit: int
 ) -> tuple[Any, int | None, int | None]:
     dynamicSMemSize = size_t(dynamicSMemSize, "cuOccupancyMaxPotentialBlockSize: dynamicSMemSize")
     blockSizeLimit = c_int(blockSizeLimit, "cuOccupancyMaxPotentialBlockSize: blockSizeLimit")
@@ -1021,7 +1020,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'cricket_client.driver' has no attribute {name!r}")
 
 
-__all__ = sorted(SUPPORTED) + list(_enums.__all__) + [  # noqa: PLE0605
+__all__ = sorted(SUPPORTED) + list(_enums.__all__) + [
     "CUcontext",
     "CUdevice",
     "CUdeviceptr",

@@ -180,7 +180,7 @@ class _NativeStandInLoader(importlib.abc.Loader):
     def exec_module(self, module: types.ModuleType) -> None:
         name = module.__name__
 
-        def __getattr__(attr: str) -> Any:  # noqa: N807
+        def __getattr__(attr: str) -> Any:
             raise NotSupportedRemotely(
                 f"{name}.{attr} is not supported remotely: {name} is cuda-python's native "
                 f"binding of this machine's CUDA driver, which would run the work on a local "

@@ -46,7 +46,6 @@ __all__ = [
     "enable_replay",
     "renew_log",
     "replay",
-    "replay_log",
 ]
 
 log = logging.getLogger("cricket_client.replay")
@@ -56,7 +55,6 @@ DEFAULT_MAX_BYTES = 256 << 20
 ENTRY_OVERHEAD = 64
 # results whose value a replay must reproduce exactly (pointers and handles)
 _IDENTITY_RESULTS = frozenset({"ptr_result", "handle_result", "pitch_result", "module_load_result"})
-_ATTR = "_replay_log"
 RECENT = 256  # names of the last counted calls kept, to name the calls a restore lacks
 _RECENT_MASK = RECENT - 1
 
@@ -96,7 +94,8 @@ class Entry:
 
 
 class ReplayLog:
-    """Sequence numbers of a connection's counted calls, and the log since the last checkpoint."""
+    """Sequence numbers of a connection's counted calls, and the log since the last checkpoint
+    (each `Connection` has one: `conn.replay_log`)."""
 
     def __init__(self, max_bytes: int | None = None) -> None:
         if max_bytes is None:
@@ -216,21 +215,16 @@ class ReplayLog:
         self.overflowed = False
 
 
-def replay_log(conn: Connection) -> ReplayLog:
-    found = conn.__dict__.get(_ATTR)
-    if found is None:
-        found = conn.__dict__[_ATTR] = ReplayLog()
-    return found  # type: ignore[no-any-return]
-
-
 def enable_replay(conn: Connection, path: str | None = None) -> None:
     """Log from now on (a checkpoint holding every call so far exists, at `path` if given)."""
-    replay_log(conn).restart_at(replay_log(conn).seq, path)
+    book = conn.replay_log
+    book.restart_at(book.seq, path)
 
 
 def renew_log(conn: Connection) -> None:
-    """The log outgrew its bound: checkpoint again at the last path (emptying it), else stop."""
-    book = replay_log(conn)
+    """`conn.replay_log` outgrew its bound: checkpoint again at the last path (emptying it),
+    else stop logging."""
+    book = conn.replay_log
     if book.checkpoint_path is None:
         book.give_up()
         return
@@ -275,7 +269,7 @@ def replay(conn: Connection) -> None:
     raises CallsLost naming the calls it lacks when they cannot be sent again."""
     from .reconnect import CallsLost
 
-    book = replay_log(conn)
+    book = conn.replay_log
     reply = conn._stub.SESSION_CALLS()
     if reply.err != 0:
         raise CallsLost(f"resume: the server does not say how many calls it holds ({reply.err})")

@@ -131,39 +131,39 @@ def _stream(s: Any) -> Any:
 # -- errors (local) -------------------------------------------------------------------------
 
 
-def cudaGetLastError() -> tuple[Any]:  # noqa: N802
+def cudaGetLastError() -> tuple[Any]:
     return (_error(_thread_state().take()),)
 
 
-def cudaPeekAtLastError() -> tuple[Any]:  # noqa: N802
+def cudaPeekAtLastError() -> tuple[Any]:
     return (_error(_thread_state().peek()),)
 
 
-def cudaGetErrorName(error: Any) -> tuple[Any, bytes]:  # noqa: N802
+def cudaGetErrorName(error: Any) -> tuple[Any, bytes]:
     try:
         return (_SUCCESS, cudaError_t(int(error)).name.encode())
     except ValueError:
         return (_SUCCESS, b"unrecognized error code")
 
 
-def cudaGetErrorString(error: Any) -> tuple[Any, bytes]:  # noqa: N802
+def cudaGetErrorString(error: Any) -> tuple[Any, bytes]:
     return (_SUCCESS, ERROR_STRINGS.get(int(error), "unrecognized error code").encode())
 
 
 # -- devices --------------------------------------------------------------------------------
 
 
-def cudaDriverGetVersion() -> tuple[Any, int | None]:  # noqa: N802
+def cudaDriverGetVersion() -> tuple[Any, int | None]:
     err, version = driver.cuDriverGetVersion()
     return _ret(err, version)
 
 
-def cudaRuntimeGetVersion() -> tuple[Any, int | None]:  # noqa: N802
+def cudaRuntimeGetVersion() -> tuple[Any, int | None]:
     """The CUDA version of the server's backend (the runtime that does the work)."""
     return (_SUCCESS, get_connection().info.runtime_version)
 
 
-def cudaGetDeviceCount() -> tuple[Any, int | None]:  # noqa: N802
+def cudaGetDeviceCount() -> tuple[Any, int | None]:
     err = initialize(get_connection())
     if err:
         return _ret(err, None)
@@ -171,12 +171,12 @@ def cudaGetDeviceCount() -> tuple[Any, int | None]:  # noqa: N802
     return _ret(err, count)
 
 
-def cudaGetDevice() -> tuple[Any, int | None]:  # noqa: N802
+def cudaGetDevice() -> tuple[Any, int | None]:
     err, _ = _ready()
     return _ret(err, _thread_state().device)
 
 
-def cudaSetDevice(device: int) -> tuple[Any]:  # noqa: N802
+def cudaSetDevice(device: int) -> tuple[Any]:
     device = c_int(device, "cudaSetDevice: device")
     conn = get_connection()
     err = initialize(conn)
@@ -194,7 +194,7 @@ def cudaSetDevice(device: int) -> tuple[Any]:  # noqa: N802
     return _ret(err)
 
 
-def cudaDeviceGetAttribute(attr: Any, device: int) -> tuple[Any, int | None]:  # noqa: N802
+def cudaDeviceGetAttribute(attr: Any, device: int) -> tuple[Any, int | None]:
     device = c_int(device, "cudaDeviceGetAttribute: device")
     err = initialize(get_connection())
     if err:
@@ -203,7 +203,7 @@ def cudaDeviceGetAttribute(attr: Any, device: int) -> tuple[Any, int | None]:  #
     return _ret(err, value)
 
 
-def cudaGetDeviceProperties(device: int) -> tuple[Any, cudaDeviceProp | None]:  # noqa: N802
+def cudaGetDeviceProperties(device: int) -> tuple[Any, cudaDeviceProp | None]:
     device = c_int(device, "cudaGetDeviceProperties: device")
     conn = get_connection()
     err = initialize(conn)
@@ -217,11 +217,11 @@ def cudaGetDeviceProperties(device: int) -> tuple[Any, cudaDeviceProp | None]:  
     return _ret(0, properties_from(props.name, bytes(props.uuid), props.total_mem, values))
 
 
-def cudaDeviceSynchronize() -> tuple[Any]:  # noqa: N802
+def cudaDeviceSynchronize() -> tuple[Any]:
     return _with_context(driver.cuCtxSynchronize, 0)
 
 
-def cudaDeviceReset() -> tuple[Any]:  # noqa: N802
+def cudaDeviceReset() -> tuple[Any]:
     """Free everything made in the device's primary context, which stays current."""
     err, conn = _ready()
     if err:
@@ -231,23 +231,23 @@ def cudaDeviceReset() -> tuple[Any]:  # noqa: N802
     return _ret(err)
 
 
-def cudaDeviceGetLimit(limit: Any) -> tuple[Any, int | None]:  # noqa: N802
+def cudaDeviceGetLimit(limit: Any) -> tuple[Any, int | None]:
     return _with_context(lambda: driver.cuCtxGetLimit(int(limit)), 1)
 
 
-def cudaDeviceSetLimit(limit: Any, value: int) -> tuple[Any]:  # noqa: N802
+def cudaDeviceSetLimit(limit: Any, value: int) -> tuple[Any]:
     value = size_t(value, "cudaDeviceSetLimit: value")
     return _with_context(lambda: driver.cuCtxSetLimit(int(limit), value), 0)
 
 
-def cudaDeviceGetStreamPriorityRange() -> tuple[Any, int | None, int | None]:  # noqa: N802
+def cudaDeviceGetStreamPriorityRange() -> tuple[Any, int | None, int | None]:
     return _with_context(driver.cuCtxGetStreamPriorityRange, 2)
 
 
 # -- memory ---------------------------------------------------------------------------------
 
 
-def cudaMalloc(size: int) -> tuple[Any, int | None]:  # noqa: N802
+def cudaMalloc(size: int) -> tuple[Any, int | None]:
     size = size_t(size, "cudaMalloc: size")
     if size == 0:
         return _with_context(lambda: (0, 0), 1)
@@ -259,36 +259,36 @@ def _as_ptr(result: tuple[Any, ...]) -> tuple[Any, ...]:
     return (err, *[int(v) if isinstance(v, CUdeviceptr) else v for v in values])
 
 
-def cudaMallocPitch(width: int, height: int) -> tuple[Any, int | None, int | None]:  # noqa: N802
+def cudaMallocPitch(width: int, height: int) -> tuple[Any, int | None, int | None]:
     width = size_t(width, "cudaMallocPitch: width")
     height = size_t(height, "cudaMallocPitch: height")
     return _with_context(lambda: _as_ptr(driver.cuMemAllocPitch(width, height, 4)), 2)
 
 
-def cudaFree(devPtr: Any) -> tuple[Any]:  # noqa: N802, N803
+def cudaFree(devPtr: Any) -> tuple[Any]:
     if as_int(devPtr) == 0:
         return _with_context(lambda: (0,), 0)
     return _with_context(lambda: driver.cuMemFree(as_int(devPtr)), 0)
 
 
-def cudaMemGetInfo() -> tuple[Any, int | None, int | None]:  # noqa: N802
+def cudaMemGetInfo() -> tuple[Any, int | None, int | None]:
     return _with_context(driver.cuMemGetInfo, 2)
 
 
-def cudaMallocAsync(size: int, hStream: Any) -> tuple[Any, int | None]:  # noqa: N802, N803
+def cudaMallocAsync(size: int, hStream: Any) -> tuple[Any, int | None]:
     size = size_t(size, "cudaMallocAsync: size")
     return _with_context(lambda: _as_ptr(driver.cuMemAllocAsync(size, _stream(hStream))), 1)
 
 
-def cudaFreeAsync(devPtr: Any, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
+def cudaFreeAsync(devPtr: Any, hStream: Any) -> tuple[Any]:
     return _with_context(lambda: driver.cuMemFreeAsync(as_int(devPtr), _stream(hStream)), 0)
 
 
-def cudaMallocHost(size: int) -> tuple[Any, int | None]:  # noqa: N802
+def cudaMallocHost(size: int) -> tuple[Any, int | None]:
     return cudaHostAlloc(size, cudaHostAllocDefault)  # noqa: F405
 
 
-def cudaHostAlloc(size: int, flags: int) -> tuple[Any, int | None]:  # noqa: N802
+def cudaHostAlloc(size: int, flags: int) -> tuple[Any, int | None]:
     size = size_t(size, "cudaHostAlloc: size")
     if uint(flags, "cudaHostAlloc: flags") & cudaHostAllocMapped:  # noqa: F405
         conn = get_connection()
@@ -308,7 +308,7 @@ def cudaHostAlloc(size: int, flags: int) -> tuple[Any, int | None]:  # noqa: N80
     return (_SUCCESS, block.address)
 
 
-def cudaFreeHost(ptr: Any) -> tuple[Any]:  # noqa: N802
+def cudaFreeHost(ptr: Any) -> tuple[Any]:
     address = as_int(ptr)
     if address == 0 or PINNED.free(address):
         return (_SUCCESS,)
@@ -397,11 +397,11 @@ def _memcpy(call: str, dst: Any, src: Any, count: int, kind: Any, stream: Any) -
     return _ret(result[0])
 
 
-def cudaMemcpy(dst: Any, src: Any, count: int, kind: Any) -> tuple[Any]:  # noqa: N802
+def cudaMemcpy(dst: Any, src: Any, count: int, kind: Any) -> tuple[Any]:
     return _memcpy("cudaMemcpy", dst, src, size_t(count, "cudaMemcpy: count"), kind, None)
 
 
-def cudaMemcpyAsync(dst: Any, src: Any, count: int, kind: Any, stream: Any) -> tuple[Any]:  # noqa: N802
+def cudaMemcpyAsync(dst: Any, src: Any, count: int, kind: Any, stream: Any) -> tuple[Any]:
     count = size_t(count, "cudaMemcpyAsync: count")
     return _memcpy("cudaMemcpyAsync", dst, src, count, kind, _stream(stream))
 
@@ -502,7 +502,7 @@ def _offset(host: Any, offset: int) -> Any:
     return as_int(host) + offset
 
 
-def cudaMemcpy2D(  # noqa: N802
+def cudaMemcpy2D(
     dst: Any, dpitch: int, src: Any, spitch: int, width: int, height: int, kind: Any
 ) -> tuple[Any]:
     call = "cudaMemcpy2D"
@@ -519,7 +519,7 @@ def cudaMemcpy2D(  # noqa: N802
     )
 
 
-def cudaMemcpy2DAsync(  # noqa: N802
+def cudaMemcpy2DAsync(
     dst: Any, dpitch: int, src: Any, spitch: int, width: int, height: int, kind: Any, stream: Any
 ) -> tuple[Any]:
     return _memcpy2d(
@@ -535,13 +535,13 @@ def cudaMemcpy2DAsync(  # noqa: N802
     )
 
 
-def cudaMemset(devPtr: Any, value: int, count: int) -> tuple[Any]:  # noqa: N802, N803
+def cudaMemset(devPtr: Any, value: int, count: int) -> tuple[Any]:
     value = c_int(value, "cudaMemset: value") & 0xFF
     count = size_t(count, "cudaMemset: count")
     return _with_context(lambda: driver.cuMemsetD8(as_int(devPtr), value, count), 0)
 
 
-def cudaMemsetAsync(devPtr: Any, value: int, count: int, stream: Any) -> tuple[Any]:  # noqa: N802, N803
+def cudaMemsetAsync(devPtr: Any, value: int, count: int, stream: Any) -> tuple[Any]:
     value = c_int(value, "cudaMemsetAsync: value") & 0xFF
     count = size_t(count, "cudaMemsetAsync: count")
     return _with_context(
@@ -550,7 +550,7 @@ def cudaMemsetAsync(devPtr: Any, value: int, count: int, stream: Any) -> tuple[A
     )
 
 
-def _memset2d(devPtr: Any, pitch: int, value: int, width: int, height: int, stream: Any) -> tuple[Any]:  # noqa: N803
+def _memset2d(devPtr: Any, pitch: int, value: int, width: int, height: int, stream: Any) -> tuple[Any]:
     err, conn = _ready()
     if err:
         return _ret(err)
@@ -568,12 +568,12 @@ def _memset2d(devPtr: Any, pitch: int, value: int, width: int, height: int, stre
     return (_SUCCESS,)
 
 
-def cudaMemset2D(devPtr: Any, pitch: int, value: int, width: int, height: int) -> tuple[Any]:  # noqa: N802, N803
+def cudaMemset2D(devPtr: Any, pitch: int, value: int, width: int, height: int) -> tuple[Any]:
     return _memset2d(devPtr, pitch, value, width, height, None)
 
 
-def cudaMemset2DAsync(  # noqa: N802
-    devPtr: Any, pitch: int, value: int, width: int, height: int, stream: Any  # noqa: N803
+def cudaMemset2DAsync(
+    devPtr: Any, pitch: int, value: int, width: int, height: int, stream: Any
 ) -> tuple[Any]:
     return _memset2d(devPtr, pitch, value, width, height, _stream(stream))
 
@@ -584,7 +584,7 @@ _POINTER_QUERY = [
 ]
 
 
-def cudaPointerGetAttributes(ptr: Any) -> tuple[Any, cudaPointerAttributes | None]:  # noqa: N802
+def cudaPointerGetAttributes(ptr: Any) -> tuple[Any, cudaPointerAttributes | None]:
     err, conn = _ready()
     if err:
         return _ret(err, None)
@@ -615,16 +615,16 @@ def _wrap(kind: type, result: tuple[Any, ...]) -> tuple[Any, ...]:
     return (err, kind(int(value)) if not err else None)
 
 
-def cudaStreamCreate() -> tuple[Any, cudaStream_t | None]:  # noqa: N802
+def cudaStreamCreate() -> tuple[Any, cudaStream_t | None]:
     return cudaStreamCreateWithFlags(0)
 
 
-def cudaStreamCreateWithFlags(flags: int) -> tuple[Any, cudaStream_t | None]:  # noqa: N802
+def cudaStreamCreateWithFlags(flags: int) -> tuple[Any, cudaStream_t | None]:
     flags = uint(flags, "cudaStreamCreateWithFlags: flags")
     return _with_context(lambda: _wrap(cudaStream_t, driver.cuStreamCreate(flags)), 1)
 
 
-def cudaStreamCreateWithPriority(flags: int, priority: int) -> tuple[Any, cudaStream_t | None]:  # noqa: N802
+def cudaStreamCreateWithPriority(flags: int, priority: int) -> tuple[Any, cudaStream_t | None]:
     flags = uint(flags, "cudaStreamCreateWithPriority: flags")
     priority = c_int(priority, "cudaStreamCreateWithPriority: priority")
     return _with_context(
@@ -633,70 +633,70 @@ def cudaStreamCreateWithPriority(flags: int, priority: int) -> tuple[Any, cudaSt
     )
 
 
-def cudaStreamDestroy(stream: Any) -> tuple[Any]:  # noqa: N802
+def cudaStreamDestroy(stream: Any) -> tuple[Any]:
     return _with_context(lambda: driver.cuStreamDestroy(stream), 0)
 
 
-def cudaStreamSynchronize(stream: Any) -> tuple[Any]:  # noqa: N802
+def cudaStreamSynchronize(stream: Any) -> tuple[Any]:
     return _with_context(lambda: driver.cuStreamSynchronize(_stream(stream)), 0)
 
 
-def cudaStreamQuery(stream: Any) -> tuple[Any]:  # noqa: N802
+def cudaStreamQuery(stream: Any) -> tuple[Any]:
     return _with_context(lambda: driver.cuStreamQuery(_stream(stream)), 0)
 
 
-def cudaStreamWaitEvent(stream: Any, event: Any, flags: int) -> tuple[Any]:  # noqa: N802
+def cudaStreamWaitEvent(stream: Any, event: Any, flags: int) -> tuple[Any]:
     flags = uint(flags, "cudaStreamWaitEvent: flags")
     return _with_context(lambda: driver.cuStreamWaitEvent(_stream(stream), event, flags), 0)
 
 
-def cudaEventCreate() -> tuple[Any, cudaEvent_t | None]:  # noqa: N802
+def cudaEventCreate() -> tuple[Any, cudaEvent_t | None]:
     return cudaEventCreateWithFlags(0)
 
 
-def cudaEventCreateWithFlags(flags: int) -> tuple[Any, cudaEvent_t | None]:  # noqa: N802
+def cudaEventCreateWithFlags(flags: int) -> tuple[Any, cudaEvent_t | None]:
     flags = uint(flags, "cudaEventCreateWithFlags: flags")
     return _with_context(lambda: _wrap(cudaEvent_t, driver.cuEventCreate(flags)), 1)
 
 
-def cudaEventDestroy(event: Any) -> tuple[Any]:  # noqa: N802
+def cudaEventDestroy(event: Any) -> tuple[Any]:
     return _with_context(lambda: driver.cuEventDestroy(event), 0)
 
 
-def cudaEventRecord(event: Any, stream: Any) -> tuple[Any]:  # noqa: N802
+def cudaEventRecord(event: Any, stream: Any) -> tuple[Any]:
     return _with_context(lambda: driver.cuEventRecord(event, _stream(stream)), 0)
 
 
-def cudaEventRecordWithFlags(event: Any, stream: Any, flags: int) -> tuple[Any]:  # noqa: N802
+def cudaEventRecordWithFlags(event: Any, stream: Any, flags: int) -> tuple[Any]:
     """cudaEventRecordExternal only matters during stream capture, which is not offered."""
     if uint(flags, "cudaEventRecordWithFlags: flags") & ~cudaEventRecordExternal:  # noqa: F405
         return _fail(get_connection(), _INVALID_VALUE, f"cudaEventRecordWithFlags: flags {flags}", 0)
     return cudaEventRecord(event, stream)
 
 
-def cudaEventSynchronize(event: Any) -> tuple[Any]:  # noqa: N802
+def cudaEventSynchronize(event: Any) -> tuple[Any]:
     return _with_context(lambda: driver.cuEventSynchronize(event), 0)
 
 
-def cudaEventQuery(event: Any) -> tuple[Any]:  # noqa: N802
+def cudaEventQuery(event: Any) -> tuple[Any]:
     return _with_context(lambda: driver.cuEventQuery(event), 0)
 
 
-def cudaEventElapsedTime(start: Any, end: Any) -> tuple[Any, float | None]:  # noqa: N802
+def cudaEventElapsedTime(start: Any, end: Any) -> tuple[Any, float | None]:
     return _with_context(lambda: driver.cuEventElapsedTime(start, end), 1)
 
 
 # -- libraries, kernels, launches -----------------------------------------------------------
 
 
-def cudaLibraryLoadData(  # noqa: N802
+def cudaLibraryLoadData(
     code: Any,
-    jitOptions: Sequence[Any] | None,  # noqa: N803
-    jitOptionsValues: Sequence[Any] | None,  # noqa: N803
-    numJitOptions: int,  # noqa: N803
-    libraryOptions: Sequence[Any] | None,  # noqa: N803
-    libraryOptionValues: Sequence[Any] | None,  # noqa: N803
-    numLibraryOptions: int,  # noqa: N803
+    jitOptions: Sequence[Any] | None,
+    jitOptionsValues: Sequence[Any] | None,
+    numJitOptions: int,
+    libraryOptions: Sequence[Any] | None,
+    libraryOptionValues: Sequence[Any] | None,
+    numLibraryOptions: int,
 ) -> tuple[Any, cudaLibrary_t | None]:
     return _with_context(
         lambda: _wrap(
@@ -715,7 +715,7 @@ def cudaLibraryLoadData(  # noqa: N802
     )
 
 
-def cudaLibraryUnload(library: Any) -> tuple[Any]:  # noqa: N802
+def cudaLibraryUnload(library: Any) -> tuple[Any]:
     err, conn = _ready()
     if err:
         return _ret(err)
@@ -723,7 +723,7 @@ def cudaLibraryUnload(library: Any) -> tuple[Any]:  # noqa: N802
     return _ret(driver.cuLibraryUnload(CUlibrary(as_int(library)))[0])
 
 
-def cudaLibraryGetKernel(library: Any, name: Any) -> tuple[Any, cudaKernel_t | None]:  # noqa: N802
+def cudaLibraryGetKernel(library: Any, name: Any) -> tuple[Any, cudaKernel_t | None]:
     return _with_context(
         lambda: _wrap(cudaKernel_t, driver.cuLibraryGetKernel(CUlibrary(as_int(library)), name)), 1
     )
@@ -736,10 +736,10 @@ def _function(conn: Connection, func: Any) -> tuple[int, int]:
     return 0, as_int(func)
 
 
-def cudaLaunchKernel(  # noqa: N802
-    func: Any, gridDim: Any, blockDim: Any, args: Any, sharedMem: int, stream: Any  # noqa: N803
+def cudaLaunchKernel(
+    func: Any, gridDim: Any, blockDim: Any, args: Any, sharedMem: int, stream: Any
 ) -> tuple[Any]:
-    sharedMem = size_t(sharedMem, "cudaLaunchKernel: sharedMem")  # noqa: N806
+    sharedMem = size_t(sharedMem, "cudaLaunchKernel: sharedMem")
     err, conn = _ready()
     if err:
         return _ret(err)
@@ -809,7 +809,7 @@ _SETTABLE: dict[int, CUfunction_attribute] = {
 }
 
 
-def cudaFuncGetAttributes(func: Any) -> tuple[Any, cudaFuncAttributes | None]:  # noqa: N802
+def cudaFuncGetAttributes(func: Any) -> tuple[Any, cudaFuncAttributes | None]:
     """Every attribute in one pipelined batch; one the server does not know reads as 0."""
     err, conn = _ready()
     if err:
@@ -830,7 +830,7 @@ def cudaFuncGetAttributes(func: Any) -> tuple[Any, cudaFuncAttributes | None]:  
     return (_SUCCESS, cudaFuncAttributes(**values))
 
 
-def cudaFuncSetAttribute(func: Any, attr: Any, value: int) -> tuple[Any]:  # noqa: N802
+def cudaFuncSetAttribute(func: Any, attr: Any, value: int) -> tuple[Any]:
     value = c_int(value, "cudaFuncSetAttribute: value")
     err, conn = _ready()
     if err:
@@ -844,20 +844,20 @@ def cudaFuncSetAttribute(func: Any, attr: Any, value: int) -> tuple[Any]:  # noq
     return _ret(driver.cuFuncSetAttribute(CUfunction(fn), target, value)[0])
 
 
-def cudaOccupancyMaxActiveBlocksPerMultiprocessor(  # noqa: N802
-    func: Any, blockSize: int, dynamicSMemSize: int  # noqa: N803
+def cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+    func: Any, blockSize: int, dynamicSMemSize: int
 ) -> tuple[Any, int | None]:
     return cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
         func, blockSize, dynamicSMemSize, 0
     )
 
 
-def cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(  # noqa: N802
-    func: Any, blockSize: int, dynamicSMemSize: int, flags: int  # noqa: N803
+def cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+    func: Any, blockSize: int, dynamicSMemSize: int, flags: int
 ) -> tuple[Any, int | None]:
     call = "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags"
-    blockSize = c_int(blockSize, f"{call}: blockSize")  # noqa: N806
-    dynamicSMemSize = size_t(dynamicSMemSize, f"{call}: dynamicSMemSize")  # noqa: N806
+    blockSize = c_int(blockSize, f"{call}: blockSize")
+    dynamicSMemSize = size_t(dynamicSMemSize, f"{call}: dynamicSMemSize")
     flags = uint(flags, f"{call}: flags")
     err, conn = _ready()
     if err:
@@ -889,7 +889,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'cricket_client.runtime' has no attribute {name!r}")
 
 
-__all__ = sorted(SUPPORTED) + list(_runtime_enums.__all__) + [  # noqa: PLE0605
+__all__ = sorted(SUPPORTED) + list(_runtime_enums.__all__) + [
     "cudaDeviceProp",
     "cudaEvent_t",
     "cudaFuncAttributes",

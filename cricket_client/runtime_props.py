@@ -145,7 +145,7 @@ ATTRIBUTES: tuple[int, ...] = tuple(
 )
 
 
-class cudaDeviceProp(Struct):  # noqa: N801 (cuda-python's name)
+class cudaDeviceProp(Struct):
     uuid: Any
     FIELDS: ClassVar[dict[str, Any]] = {
         "name": b"",

@@ -27,23 +27,23 @@ __all__ = [
 ]
 
 
-class cudaStream_t(CUstream):  # noqa: N801 (cuda-python's name)
+class cudaStream_t(CUstream):
     __slots__ = ()
 
 
-class cudaEvent_t(CUevent):  # noqa: N801
+class cudaEvent_t(CUevent):
     __slots__ = ()
 
 
-class cudaLibrary_t(Handle):  # noqa: N801
+class cudaLibrary_t(Handle):
     __slots__ = ()
 
 
-class cudaKernel_t(Handle):  # noqa: N801
+class cudaKernel_t(Handle):
     __slots__ = ()
 
 
-class cudaUUID_t:  # noqa: N801
+class cudaUUID_t:
     """A device UUID: 16 bytes in `.bytes`."""
 
     __slots__ = ("bytes",)
@@ -90,7 +90,7 @@ class Struct:
     __hash__ = None  # type: ignore[assignment]
 
 
-class dim3(Struct):  # noqa: N801
+class dim3(Struct):
     x: int
     y: int
     z: int
@@ -114,7 +114,7 @@ def as_dim3(value: Any, what: str) -> tuple[int, int, int]:
     return (items + [1, 1])[0], (items + [1, 1])[1], (items + [1, 1])[2]
 
 
-class cudaFuncAttributes(Struct):  # noqa: N801
+class cudaFuncAttributes(Struct):
     FIELDS: ClassVar[dict[str, Any]] = {
         "sharedSizeBytes": 0,
         "constSizeBytes": 0,
@@ -137,7 +137,7 @@ class cudaFuncAttributes(Struct):  # noqa: N801
     }
 
 
-class cudaPointerAttributes(Struct):  # noqa: N801
+class cudaPointerAttributes(Struct):
     FIELDS: ClassVar[dict[str, Any]] = {
         "type": cudaMemoryType.cudaMemoryTypeUnregistered,
         "device": 0,

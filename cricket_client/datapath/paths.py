@@ -67,14 +67,12 @@ class DataPaths:
 
     def _usable(self) -> bool:
         """Bulk paths move raw bytes the replay log cannot hold: off while it logs."""
-        from ..replay import replay_log
-
         if self.conn._rpc is not self._transport:  # a reconnect: the old server's setup is gone
             self._drop(Path.SHM)
             self._drop(Path.TCP)
             self._off.clear()
             self._transport = self.conn._rpc
-        return self.mode is not Mode.RPC and not replay_log(self.conn).enabled
+        return self.mode is not Mode.RPC and not self.conn.replay_log.enabled
 
     def pick(self, size: int) -> Path:
         return choose(size, self.capabilities(), self.mode, self.limits)

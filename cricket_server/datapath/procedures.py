@@ -134,7 +134,7 @@ class DataPathProcedures:
     _result: Any
 
     # -- shared memory ---------------------------------------------------------------------
-    def DATA_SHM_OFFER(self, ctx: Any, size: int) -> proto.shm_offer_result:  # noqa: N802
+    def DATA_SHM_OFFER(self, ctx: Any, size: int) -> proto.shm_offer_result:
         paths = state_of(ctx)
 
         def offer(s: Session) -> proto.shm_offer:
@@ -149,7 +149,7 @@ class DataPathProcedures:
 
         return self._result(proto.shm_offer_result, ctx, "shared memory offer", offer)
 
-    def DATA_SHM_ACCEPT(self, ctx: Any, proof: Any) -> int:  # noqa: N802
+    def DATA_SHM_ACCEPT(self, ctx: Any, proof: Any) -> int:
         paths = state_of(ctx)
 
         def accept(s: Session) -> None:
@@ -164,7 +164,7 @@ class DataPathProcedures:
 
         return self._status(ctx, "shared memory accept", accept)
 
-    def DATA_SHM_HTOD(  # noqa: N802
+    def DATA_SHM_HTOD(
         self, ctx: Any, dst: int, offset: int, size: int, stream: int, asynchronous: bool
     ) -> int:
         call = "cuMemcpyHtoDAsync" if asynchronous else "cuMemcpyHtoD"
@@ -183,7 +183,7 @@ class DataPathProcedures:
 
         return self._status(ctx, call, copy)
 
-    def DATA_SHM_DTOH(  # noqa: N802
+    def DATA_SHM_DTOH(
         self, ctx: Any, src: int, offset: int, size: int, stream: int, asynchronous: bool
     ) -> int:
         call = "cuMemcpyDtoHAsync" if asynchronous else "cuMemcpyDtoH"
@@ -203,7 +203,7 @@ class DataPathProcedures:
         return self._status(ctx, call, copy)
 
     # -- parallel TCP data channels --------------------------------------------------------
-    def DATA_TCP_OFFER(self, ctx: Any, host: str, count: int) -> proto.channel_offer_result:  # noqa: N802
+    def DATA_TCP_OFFER(self, ctx: Any, host: str, count: int) -> proto.channel_offer_result:
         paths = state_of(ctx)
 
         def offer(s: Session) -> proto.channel_offer:
@@ -226,7 +226,7 @@ class DataPathProcedures:
 
         return self._result(proto.channel_offer_result, ctx, "data channel offer", offer)
 
-    def DATA_TCP_HTOD(  # noqa: N802
+    def DATA_TCP_HTOD(
         self, ctx: Any, dst: int, size: int, count: int, stream: int, asynchronous: bool
     ) -> int:
         call = "cuMemcpyHtoDAsync" if asynchronous else "cuMemcpyHtoD"
@@ -248,7 +248,7 @@ class DataPathProcedures:
 
         return self._status(ctx, call, copy)
 
-    def DATA_TCP_DTOH(  # noqa: N802
+    def DATA_TCP_DTOH(
         self, ctx: Any, src: int, size: int, count: int, stream: int, asynchronous: bool
     ) -> int:
         call = "cuMemcpyDtoHAsync" if asynchronous else "cuMemcpyDtoH"

@@ -18,7 +18,6 @@ from checkpoint_helpers import ServerProcess, read, server_list, start_restart, 
 
 import cricket_client
 from cricket_client import driver as cuda
-from cricket_client.replay import replay_log
 
 E = cuda.CUresult
 ONE = ((1,), (ctypes.c_int,))
@@ -107,7 +106,7 @@ def test_batched_launches_count_one_call_each_for_replay(
         for _ in range(700):  # batched: no checkpoint has been taken, nothing is logged
             check(cuda.cuLaunchKernel(add, 1, 1, 1, 1, 1, 1, 0, 0, ONE, 0))
         check(cuda.cuCtxSynchronize())
-        assert conn._stub.SESSION_CALLS().value == replay_log(conn).seq
+        assert conn._stub.SESSION_CALLS().value == conn.replay_log.seq
         cricket_client.checkpoint(tmp_path / "ckpt")
         for _ in range(5):  # logged now, replayed after the crash
             check(cuda.cuLaunchKernel(add, 1, 1, 1, 1, 1, 1, 0, 0, ONE, 0))

@@ -194,7 +194,7 @@ class StuckCricket(FakeCricket):
         super().__init__()
         self.release = threading.Event()
 
-    def CU_CTX_SYNCHRONIZE(self, ctx: Any) -> int:  # noqa: N802
+    def CU_CTX_SYNCHRONIZE(self, ctx: Any) -> int:
         self.release.wait(60)
         return 0
 

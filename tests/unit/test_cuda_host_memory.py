@@ -29,14 +29,14 @@ class FakeDriver:
         self.refuse = False
         self.pinned: dict[int, int] = {}
 
-        def cuMemHostRegister(p: int, size: int, flags: int) -> tuple[int]:  # noqa: N802
+        def cuMemHostRegister(p: int, size: int, flags: int) -> tuple[int]:
             if self.refuse:
                 return (CUDA_ERROR_NOT_PERMITTED,)
             self.calls.append(("register", p, size, flags, self.current))
             self.pinned[p] = size
             return (0,)
 
-        def cuMemHostUnregister(p: int) -> tuple[int]:  # noqa: N802
+        def cuMemHostUnregister(p: int) -> tuple[int]:
             self.calls.append(("unregister", p, self.current))
             if self.pinned.pop(p, None) is None:
                 return (CUDA_ERROR_INVALID_VALUE,)

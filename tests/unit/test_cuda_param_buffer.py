@@ -9,8 +9,8 @@ import pytest
 
 pytest.importorskip("cuda.bindings")
 
-from cricket_server.backends.base import CUDA_ERROR_INVALID_VALUE, CudaError, ParamInfo  # noqa: E402
-from cricket_server.backends.cuda.launch import ParamBuffer  # noqa: E402
+from cricket_server.backends.base import CUDA_ERROR_INVALID_VALUE, CudaError, ParamInfo
+from cricket_server.backends.cuda.launch import ParamBuffer
 
 LAYOUT = (ParamInfo(0, 4), ParamInfo(8, 8), ParamInfo(16, 8), ParamInfo(24, 4))
 

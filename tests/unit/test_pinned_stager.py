@@ -24,28 +24,28 @@ class FakeDriver:
         self.blocks: dict[int, Any] = {}
         self.freed: list[int] = []
 
-    def cuMemHostAlloc(self, size: int, flags: int) -> tuple[int, int]:  # noqa: N802
+    def cuMemHostAlloc(self, size: int, flags: int) -> tuple[int, int]:
         block = ctypes.create_string_buffer(size)
         self.blocks[ctypes.addressof(block)] = block
         return 0, ctypes.addressof(block)
 
-    def cuMemFreeHost(self, address: int) -> tuple[int]:  # noqa: N802
+    def cuMemFreeHost(self, address: int) -> tuple[int]:
         self.freed.append(address)
         return (0,)
 
-    def cuEventCreate(self, flags: int) -> tuple[int, object]:  # noqa: N802
+    def cuEventCreate(self, flags: int) -> tuple[int, object]:
         return 0, object()
 
-    def cuEventRecord(self, event: object, stream: object) -> tuple[int]:  # noqa: N802
+    def cuEventRecord(self, event: object, stream: object) -> tuple[int]:
         return (0,)
 
-    def cuEventQuery(self, event: object) -> tuple[int]:  # noqa: N802
+    def cuEventQuery(self, event: object) -> tuple[int]:
         return (0,)
 
-    def cuEventSynchronize(self, event: object) -> tuple[int]:  # noqa: N802
+    def cuEventSynchronize(self, event: object) -> tuple[int]:
         return (0,)
 
-    def cuEventDestroy(self, event: object) -> tuple[int]:  # noqa: N802
+    def cuEventDestroy(self, event: object) -> tuple[int]:
         return (0,)
 
 

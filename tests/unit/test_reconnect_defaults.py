@@ -16,7 +16,7 @@ from cricket_client.reconnect import (
     enable_reconnect,
     reconnect_deadline,
 )
-from cricket_client.replay import RECENT, ReplayLog, replay, replay_log
+from cricket_client.replay import RECENT, ReplayLog, replay
 from cricket_xdr.rpc.errors import ConnectionLost, RpcTimeout
 from cricket_xdr.xdr import XdrEncodeError
 
@@ -73,19 +73,22 @@ class FakeStub:
     def __init__(self, restored: int) -> None:
         self.restored = restored
 
-    def SESSION_CALLS(self) -> Any:  # noqa: N802
+    def SESSION_CALLS(self) -> Any:
         return SimpleNamespace(err=0, value=self.restored)
 
 
 def resumed(restored: int) -> Any:
     return SimpleNamespace(
-        _stub=FakeStub(restored), info=SimpleNamespace(session_id=0x1234), address="node:1"
+        _stub=FakeStub(restored),
+        info=SimpleNamespace(session_id=0x1234),
+        address="node:1",
+        replay_log=ReplayLog(),
     )
 
 
 def test_calls_after_an_operator_checkpoint_raise_calls_lost_naming_them() -> None:
     conn = resumed(restored=1)
-    book = replay_log(conn)
+    book = conn.replay_log
     for proc in ("CU_MEM_ALLOC", "CU_MEMSET", "CU_LAUNCH_KERNEL"):
         book.count(proc)
     with pytest.raises(CallsLost) as lost:
@@ -101,7 +104,7 @@ def test_calls_after_an_operator_checkpoint_raise_calls_lost_naming_them() -> No
 
 def test_a_call_that_ran_before_the_checkpoint_but_lost_its_reply_is_named() -> None:
     conn = resumed(restored=2)
-    book = replay_log(conn)
+    book = conn.replay_log
     book.count("CU_MEM_ALLOC")
     mark = book.count("CU_MODULE_LOAD_DATA")
     book.rollback(mark)  # its reply never came; the wrapper would send it again
@@ -126,6 +129,7 @@ def offline_connection() -> Connection:
     conn._stub = proto.CRICKET_V1_Client(conn._rpc)
     conn._launches = SimpleNamespace(flush=lambda: None)  # type: ignore[assignment]
     conn._local_message = None
+    conn.replay_log = ReplayLog()
     conn.closed = False
     return conn
 
@@ -134,7 +138,7 @@ def test_a_call_that_never_ran_is_not_numbered() -> None:
     """A call whose arguments do not encode never reaches the server, which counts calls:
     the client does not count it either (else a later resume would report it lost)."""
     conn = offline_connection()
-    book = replay_log(conn)
+    book = conn.replay_log
     with pytest.raises(XdrEncodeError):
         conn.sync("CU_MEM_ALLOC", -1)
     with pytest.raises(ValueError, match="not marked pipelined"):
@@ -147,7 +151,7 @@ def test_a_call_that_never_ran_is_not_numbered() -> None:
 
 def test_a_restore_that_lacks_only_reads_goes_on_quietly() -> None:
     conn = resumed(restored=1)
-    book = replay_log(conn)
+    book = conn.replay_log
     for proc in ("CU_MEM_ALLOC", "CU_STREAM_SYNCHRONIZE", "CU_MEMCPY_DTOH", "CU_MEM_GET_INFO"):
         book.count(proc)
     replay(conn)  # nothing the program saw is missing

@@ -1,5 +1,5 @@
 """Device checks and module loading; imports the runtime before the driver."""
-# ruff: noqa: I001, E402
+# ruff: noqa: I001
 
 import sys
 
