@@ -134,18 +134,18 @@ def cuInit(Flags: int) -> tuple[Any]:  # noqa: N802, N803
 
 
 def cuDriverGetVersion() -> tuple[Any, int | None]:  # noqa: N802
-    err, r = _conn().sync("CU_DRIVER_GET_VERSION")
-    return _out(err, r.value if not err else None)
+    err, value = _conn().call("CU_DRIVER_GET_VERSION")
+    return _out(err, value)
 
 
 def cuDeviceGetCount() -> tuple[Any, int | None]:  # noqa: N802
-    err, r = _conn().sync("CU_DEVICE_GET_COUNT")
-    return _out(err, r.value if not err else None)
+    err, value = _conn().call("CU_DEVICE_GET_COUNT")
+    return _out(err, value)
 
 
 def cuDeviceGet(ordinal: int) -> tuple[Any, CUdevice | None]:  # noqa: N802
-    err, r = _conn().sync("CU_DEVICE_GET", c_int(ordinal, "cuDeviceGet: ordinal"))
-    return _out(err, CUdevice(r.value) if not err else None)
+    err, value = _conn().call("CU_DEVICE_GET", c_int(ordinal, "cuDeviceGet: ordinal"))
+    return _out(err, CUdevice(value) if not err else None)
 
 
 def cuDeviceGetName(length: int, dev: Any) -> tuple[Any, bytes | None]:  # noqa: N802
@@ -155,13 +155,13 @@ def cuDeviceGetName(length: int, dev: Any) -> tuple[Any, bytes | None]:  # noqa:
 
 
 def cuDeviceGetAttribute(attrib: Any, dev: Any) -> tuple[Any, int | None]:  # noqa: N802
-    err, r = _conn().sync("CU_DEVICE_GET_ATTRIBUTE", int(attrib), as_int(dev))
-    return _out(err, r.value if not err else None)
+    err, value = _conn().call("CU_DEVICE_GET_ATTRIBUTE", int(attrib), as_int(dev))
+    return _out(err, value)
 
 
 def cuDeviceTotalMem(dev: Any) -> tuple[Any, int | None]:  # noqa: N802
-    err, r = _conn().sync("CU_DEVICE_TOTAL_MEM", as_int(dev))
-    return _out(err, r.value if not err else None)
+    err, value = _conn().call("CU_DEVICE_TOTAL_MEM", as_int(dev))
+    return _out(err, value)
 
 
 def cuDeviceGetUuid(dev: Any) -> tuple[Any, CUuuid | None]:  # noqa: N802
@@ -244,13 +244,13 @@ def cuCtxSynchronize() -> tuple[Any]:  # noqa: N802
 
 
 def cuCtxGetDevice() -> tuple[Any, CUdevice | None]:  # noqa: N802
-    err, r = _conn().sync("CU_CTX_GET_DEVICE")
-    return _out(err, CUdevice(r.value) if not err else None)
+    err, value = _conn().call("CU_CTX_GET_DEVICE")
+    return _out(err, CUdevice(value) if not err else None)
 
 
 def cuCtxGetLimit(limit: Any) -> tuple[Any, int | None]:  # noqa: N802
-    err, r = _conn().sync("CU_CTX_GET_LIMIT", int(limit))
-    return _out(err, r.value if not err else None)
+    err, value = _conn().call("CU_CTX_GET_LIMIT", int(limit))
+    return _out(err, value)
 
 
 def cuCtxSetLimit(limit: Any, value: int) -> tuple[Any]:  # noqa: N802
@@ -259,10 +259,7 @@ def cuCtxSetLimit(limit: Any, value: int) -> tuple[Any]:  # noqa: N802
 
 
 def cuCtxGetStreamPriorityRange() -> tuple[Any, int | None, int | None]:  # noqa: N802
-    err, r = _conn().sync("CU_CTX_GET_STREAM_PRIORITY_RANGE")
-    if err:
-        return _out(err, None, None)
-    return _out(err, r.value.first, r.value.second)
+    return _out(*_conn().call("CU_CTX_GET_STREAM_PRIORITY_RANGE"))
 
 
 # -- memory ---------------------------------------------------------------------------------
@@ -292,17 +289,12 @@ def cuMemFree(dptr: Any) -> tuple[Any]:  # noqa: N802
 
 
 def cuMemGetInfo() -> tuple[Any, int | None, int | None]:  # noqa: N802
-    err, r = _conn().sync("CU_MEM_GET_INFO")
-    if err:
-        return _out(err, None, None)
-    return _out(err, r.value.free, r.value.total)
+    return _out(*_conn().call("CU_MEM_GET_INFO"))
 
 
 def cuMemGetAddressRange(dptr: Any) -> tuple[Any, CUdeviceptr | None, int | None]:  # noqa: N802
-    err, r = _conn().sync("CU_MEM_GET_ADDRESS_RANGE", _handle(dptr, "dptr"))
-    if err:
-        return _out(err, None, None)
-    return _out(err, CUdeviceptr(r.value.base), r.value.size)
+    err, base, size = _conn().call("CU_MEM_GET_ADDRESS_RANGE", _handle(dptr, "dptr"))
+    return _out(err, CUdeviceptr(base) if not err else None, size)
 
 
 def _bulk(conn: Connection) -> DataPaths:
@@ -738,8 +730,8 @@ def _function_id(conn: Connection, f: Any) -> tuple[int, int]:
 
 
 def cuFuncGetAttribute(attrib: Any, hfunc: Any) -> tuple[Any, int | None]:  # noqa: N802
-    err, r = _conn().sync("CU_FUNC_GET_ATTRIBUTE", int(attrib), _handle(hfunc, "hfunc"))
-    return _out(err, r.value if not err else None)
+    err, value = _conn().call("CU_FUNC_GET_ATTRIBUTE", int(attrib), _handle(hfunc, "hfunc"))
+    return _out(err, value)
 
 
 def cuFuncSetAttribute(hfunc: Any, attrib: Any, value: int) -> tuple[Any]:  # noqa: N802
@@ -947,8 +939,8 @@ def cuEventQuery(hEvent: Any) -> tuple[Any]:  # noqa: N802, N803
 
 
 def cuEventElapsedTime(hStart: Any, hEnd: Any) -> tuple[Any, float | None]:  # noqa: N802, N803
-    err, r = _conn().sync("CU_EVENT_ELAPSED_TIME", _handle(hStart, "hStart"), _handle(hEnd, "hEnd"))
-    return _out(err, float(r.value) if not err else None)
+    err, value = _conn().call("CU_EVENT_ELAPSED_TIME", _handle(hStart, "hStart"), _handle(hEnd, "hEnd"))
+    return _out(err, float(value) if not err else None)
 
 
 # -- occupancy ------------------------------------------------------------------------------
