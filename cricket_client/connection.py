@@ -656,7 +656,7 @@ class Connection:
     @contextlib.contextmanager
     def active(self) -> Iterator[Connection]:
         """Within the block, this thread's driver calls go to this connection."""
-        previous = getattr(_thread, "connection", None)
+        previous = _thread.connection
         _thread.connection = self
         try:
             yield self
@@ -670,7 +670,13 @@ class Connection:
 
 _default: Connection | None = None
 _default_lock = threading.Lock()
-_thread = threading.local()
+class _ThreadState(threading.local):
+    """The connection `active()` made this thread's (None: the default one)."""
+
+    connection: Connection | None = None  # a class default: reading it never raises
+
+
+_thread = _ThreadState()
 
 
 def connect(address: str | None = None, *, make_default: bool = True, **kwargs: Any) -> Connection:
@@ -687,7 +693,7 @@ def connect(address: str | None = None, *, make_default: bool = True, **kwargs: 
 def get_connection() -> Connection:
     """This thread's active connection, else the default one (connected on first use)."""
     global _default
-    conn = getattr(_thread, "connection", None)
+    conn = _thread.connection
     if conn is not None:
         return conn
     conn = _default

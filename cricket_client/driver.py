@@ -58,8 +58,7 @@ COPY_CHUNK = 4 << 20
 _WIRE_PER_THREAD = 2  # STREAM_PER_THREAD in cricket.x
 
 
-def _conn() -> Connection:
-    return get_connection()
+_conn = get_connection  # this thread's connection (cricket_client.connection)
 
 
 def _fail(conn: Connection | None, code: int, message: str, outputs: int) -> tuple[Any, ...]:

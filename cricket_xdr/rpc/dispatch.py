@@ -248,7 +248,19 @@ def _encoder(procedure: Any) -> Callable[[Any], list[Buffer]]:
     if plan is not None and plan.encode_result is not None:
         return plan.encode_result  # type: ignore[no-any-return]
     codec = procedure.result_codec
+    if codec is xdr_int:
+        return _encode_status
     return lambda value: _encode_result(codec, value)
+
+
+def _encode_status(value: Any) -> list[Buffer]:
+    """An int result (a status): the most common result."""
+    if type(value) is int:
+        try:
+            return [_INT.pack(value)]
+        except struct.error:
+            pass  # the codec says what is wrong
+    return _encode_result(xdr_int, value)
 
 
 def _decode_nothing(body: Buffer) -> list[Any]:
