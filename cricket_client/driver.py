@@ -221,7 +221,7 @@ def cuCtxDestroy(ctx: Any) -> tuple[Any]:  # noqa: N802
 
 
 def cuCtxSetCurrent(ctx: Any) -> tuple[Any]:  # noqa: N802
-    return _out(_conn().sync("CU_CTX_SET_CURRENT", _handle(ctx, "ctx"))[0])
+    return _out(_conn().call("CU_CTX_SET_CURRENT", _handle(ctx, "ctx"))[0])
 
 
 def cuCtxGetCurrent() -> tuple[Any, CUcontext | None]:  # noqa: N802
@@ -239,7 +239,7 @@ def cuCtxPopCurrent() -> tuple[Any, CUcontext | None]:  # noqa: N802
 
 
 def cuCtxSynchronize() -> tuple[Any]:  # noqa: N802
-    return _out(_conn().sync("CU_CTX_SYNCHRONIZE")[0])
+    return _out(_conn().call("CU_CTX_SYNCHRONIZE")[0])
 
 
 def cuCtxGetDevice() -> tuple[Any, CUdevice | None]:  # noqa: N802
@@ -254,7 +254,7 @@ def cuCtxGetLimit(limit: Any) -> tuple[Any, int | None]:  # noqa: N802
 
 def cuCtxSetLimit(limit: Any, value: int) -> tuple[Any]:  # noqa: N802
     value = size_t(value, "cuCtxSetLimit: value")
-    return _out(_conn().sync("CU_CTX_SET_LIMIT", int(limit), value)[0])
+    return _out(_conn().call("CU_CTX_SET_LIMIT", int(limit), value)[0])
 
 
 def cuCtxGetStreamPriorityRange() -> tuple[Any, int | None, int | None]:  # noqa: N802
@@ -902,7 +902,7 @@ def cuStreamDestroy(hStream: Any) -> tuple[Any]:  # noqa: N802, N803
 
 
 def cuStreamSynchronize(hStream: Any) -> tuple[Any]:  # noqa: N802, N803
-    return _out(_conn().sync("CU_STREAM_SYNCHRONIZE", _stream(hStream))[0])
+    return _out(_conn().call("CU_STREAM_SYNCHRONIZE", _stream(hStream))[0])
 
 
 def cuStreamQuery(hStream: Any) -> tuple[Any]:  # noqa: N802, N803
@@ -930,7 +930,7 @@ def cuEventRecord(hEvent: Any, hStream: Any) -> tuple[Any]:  # noqa: N802, N803
 
 
 def cuEventSynchronize(hEvent: Any) -> tuple[Any]:  # noqa: N802, N803
-    return _out(_conn().sync("CU_EVENT_SYNCHRONIZE", _handle(hEvent, "hEvent"))[0])
+    return _out(_conn().call("CU_EVENT_SYNCHRONIZE", _handle(hEvent, "hEvent"))[0])
 
 
 def cuEventQuery(hEvent: Any) -> tuple[Any]:  # noqa: N802, N803
