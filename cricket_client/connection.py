@@ -6,6 +6,9 @@ versions, the device address range). The `driver` module calls through `sync()` 
 
 - `post(proc, *args)`: a procedure marked `@pipelined` in rpc_spec/cricket.x goes out without
   waiting; its reply is kept (D6).
+- `call(proc, *args) -> (err, *fields)`: a synchronizing call of a procedure whose result has
+  a plan (a status or an err union of fixed-size value, rpc_spec/cricket.x): arguments packed
+  and the reply unpacked with one struct each, the fields None on failure; otherwise as `sync`.
 - `sync(proc, *args) -> (err, reply)`: a synchronizing call. After its reply, the replies of
   earlier pipelined calls (already arrived, the server answers a connection's calls in order)
   are collected; the first failure among them is returned in place of this call's CUresult
@@ -81,6 +84,8 @@ _GOODBYE_TIMEOUT = 10.0  # seconds; closing never hangs on a server that stopped
 _MEM_OK = struct.Struct(">iI")  # mem_result: err = 0, then the data's length
 # procedure name -> (program, version, number, argument codecs, result decoder), for post()
 _HOW_TO_SEND: dict[str, tuple[int, int, int, tuple[Any, ...], Callable[[Any], Any]]] = {}
+# procedure name -> (program, version, number, encode_args, decode_reply), for call()
+_HOW_TO_CALL: dict[str, tuple[int, int, int, Callable[..., Any], Callable[[Any], Any]]] = {}
 
 
 
@@ -133,7 +138,7 @@ def _resuming(method: F) -> F:
     """Run a call method; when the connection is lost and reconnecting is on, resume the
     session on a server holding it (cricket_client.reconnect) and run it once more."""
 
-    one_call = method.__name__ in ("sync", "post", "post_encoded")
+    one_call = method.__name__ in ("call", "sync", "post", "post_encoded")
 
     @functools.wraps(method)
     def wrapper(self: Connection, *args: Any, **kwargs: Any) -> Any:
@@ -181,6 +186,17 @@ def _decode_int(body: Any) -> int:
     if len(body) == 4:
         return int(_INT.unpack(body)[0])
     return int(xdr_int.decode(body))  # names what is wrong with the body
+
+
+def _no_args() -> bytes:
+    return b""
+
+
+def _encode_args(codecs: tuple[Any, ...], *args: Any) -> list[Any]:
+    enc = Encoder()
+    for codec, arg in zip(codecs, args, strict=True):
+        codec.pack(enc, arg)
+    return enc.buffers()
 
 
 def _answered(pending: Any) -> bool:
@@ -289,6 +305,40 @@ class Connection:
         )
 
     # -- calls -----------------------------------------------------------------------------
+
+    @_resuming
+    def call(self, proc: str, *args: Any) -> tuple[Any, ...]:
+        """A synchronizing call through the procedure's plan: (CUresult, *fields), the fields
+        None on failure; pending asynchronous errors folded in as `sync` does."""
+        how = _HOW_TO_CALL.get(proc) or self._how_to_call(proc)
+        self._local_message = None
+        reply = how[4](self._rpc.call(how[0], how[1], how[2], how[3](*args)))
+        if self._pending or self._deferred_error or self._deferred_exception is not None:
+            deferred = self._collect(block=False)
+            if reply[0] == 0 and deferred:
+                return (deferred,) + (None,) * (len(reply) - 1)
+        return reply  # type: ignore[no-any-return]
+
+    def _how_to_call(
+        self, proc: str
+    ) -> tuple[int, int, int, Callable[..., Any], Callable[[Any], Any]]:
+        server = self.proto.CRICKET_V1_Server
+        procedure = server.PROCEDURES[int(getattr(self.proto, proc))]
+        plan = procedure.plan
+        if plan.decode_reply is None:
+            raise ValueError(f"{proc} has no reply plan (its result is not fixed-size): use sync")
+        encode = plan.encode_args
+        if encode is None:
+            codecs = procedure.arg_codecs
+            encode = _no_args if not codecs else functools.partial(_encode_args, codecs)
+        how = _HOW_TO_CALL[proc] = (
+            server.PROGRAM,
+            server.VERSION,
+            procedure.number,
+            encode,
+            plan.decode_reply,
+        )
+        return how
 
     @_resuming
     def sync(self, proc: str, *args: Any) -> tuple[int, Any]:
@@ -608,7 +658,7 @@ class Connection:
     @contextlib.contextmanager
     def active(self) -> Iterator[Connection]:
         """Within the block, this thread's driver calls go to this connection."""
-        previous = getattr(_thread, "connection", None)
+        previous = _thread.connection
         _thread.connection = self
         try:
             yield self
@@ -622,7 +672,13 @@ class Connection:
 
 _default: Connection | None = None
 _default_lock = threading.Lock()
-_thread = threading.local()
+class _ThreadState(threading.local):
+    """The connection `active()` made this thread's (None: the default one)."""
+
+    connection: Connection | None = None  # a class default: reading it never raises
+
+
+_thread = _ThreadState()
 
 
 def connect(address: str | None = None, *, make_default: bool = True, **kwargs: Any) -> Connection:
@@ -639,7 +695,7 @@ def connect(address: str | None = None, *, make_default: bool = True, **kwargs: 
 def get_connection() -> Connection:
     """This thread's active connection, else the default one (connected on first use)."""
     global _default
-    conn = getattr(_thread, "connection", None)
+    conn = _thread.connection
     if conn is not None:
         return conn
     conn = _default

@@ -57,8 +57,7 @@ COPY_CHUNK = 4 << 20
 _WIRE_PER_THREAD = 2  # STREAM_PER_THREAD in cricket.x
 
 
-def _conn() -> Connection:
-    return get_connection()
+_conn = get_connection  # this thread's connection (cricket_client.connection)
 
 
 def _fail(conn: Connection | None, code: int, message: str, outputs: int) -> tuple[Any, ...]:
@@ -133,18 +132,18 @@ def cuInit(Flags: int) -> tuple[Any]:
 
 
 def cuDriverGetVersion() -> tuple[Any, int | None]:
-    err, r = _conn().sync("CU_DRIVER_GET_VERSION")
-    return _out(err, r.value if not err else None)
+    err, value = _conn().call("CU_DRIVER_GET_VERSION")
+    return _out(err, value)
 
 
 def cuDeviceGetCount() -> tuple[Any, int | None]:
-    err, r = _conn().sync("CU_DEVICE_GET_COUNT")
-    return _out(err, r.value if not err else None)
+    err, value = _conn().call("CU_DEVICE_GET_COUNT")
+    return _out(err, value)
 
 
 def cuDeviceGet(ordinal: int) -> tuple[Any, CUdevice | None]:
-    err, r = _conn().sync("CU_DEVICE_GET", c_int(ordinal, "cuDeviceGet: ordinal"))
-    return _out(err, CUdevice(r.value) if not err else None)
+    err, value = _conn().call("CU_DEVICE_GET", c_int(ordinal, "cuDeviceGet: ordinal"))
+    return _out(err, CUdevice(value) if not err else None)
 
 
 def cuDeviceGetName(length: int, dev: Any) -> tuple[Any, bytes | None]:
@@ -154,13 +153,13 @@ def cuDeviceGetName(length: int, dev: Any) -> tuple[Any, bytes | None]:
 
 
 def cuDeviceGetAttribute(attrib: Any, dev: Any) -> tuple[Any, int | None]:
-    err, r = _conn().sync("CU_DEVICE_GET_ATTRIBUTE", int(attrib), as_int(dev))
-    return _out(err, r.value if not err else None)
+    err, value = _conn().call("CU_DEVICE_GET_ATTRIBUTE", int(attrib), as_int(dev))
+    return _out(err, value)
 
 
 def cuDeviceTotalMem(dev: Any) -> tuple[Any, int | None]:
-    err, r = _conn().sync("CU_DEVICE_TOTAL_MEM", as_int(dev))
-    return _out(err, r.value if not err else None)
+    err, value = _conn().call("CU_DEVICE_TOTAL_MEM", as_int(dev))
+    return _out(err, value)
 
 
 def cuDeviceGetUuid(dev: Any) -> tuple[Any, CUuuid | None]:
@@ -221,7 +220,7 @@ def cuCtxDestroy(ctx: Any) -> tuple[Any]:
 
 
 def cuCtxSetCurrent(ctx: Any) -> tuple[Any]:
-    return _out(_conn().sync("CU_CTX_SET_CURRENT", _handle(ctx, "ctx"))[0])
+    return _out(_conn().call("CU_CTX_SET_CURRENT", _handle(ctx, "ctx"))[0])
 
 
 def cuCtxGetCurrent() -> tuple[Any, CUcontext | None]:
@@ -239,29 +238,26 @@ def cuCtxPopCurrent() -> tuple[Any, CUcontext | None]:
 
 
 def cuCtxSynchronize() -> tuple[Any]:
-    return _out(_conn().sync("CU_CTX_SYNCHRONIZE")[0])
+    return _out(_conn().call("CU_CTX_SYNCHRONIZE")[0])
 
 
 def cuCtxGetDevice() -> tuple[Any, CUdevice | None]:
-    err, r = _conn().sync("CU_CTX_GET_DEVICE")
-    return _out(err, CUdevice(r.value) if not err else None)
+    err, value = _conn().call("CU_CTX_GET_DEVICE")
+    return _out(err, CUdevice(value) if not err else None)
 
 
 def cuCtxGetLimit(limit: Any) -> tuple[Any, int | None]:
-    err, r = _conn().sync("CU_CTX_GET_LIMIT", int(limit))
-    return _out(err, r.value if not err else None)
+    err, value = _conn().call("CU_CTX_GET_LIMIT", int(limit))
+    return _out(err, value)
 
 
 def cuCtxSetLimit(limit: Any, value: int) -> tuple[Any]:
     value = size_t(value, "cuCtxSetLimit: value")
-    return _out(_conn().sync("CU_CTX_SET_LIMIT", int(limit), value)[0])
+    return _out(_conn().call("CU_CTX_SET_LIMIT", int(limit), value)[0])
 
 
 def cuCtxGetStreamPriorityRange() -> tuple[Any, int | None, int | None]:
-    err, r = _conn().sync("CU_CTX_GET_STREAM_PRIORITY_RANGE")
-    if err:
-        return _out(err, None, None)
-    return _out(err, r.value.first, r.value.second)
+    return _out(*_conn().call("CU_CTX_GET_STREAM_PRIORITY_RANGE"))
 
 
 # -- memory ---------------------------------------------------------------------------------
@@ -291,17 +287,12 @@ def cuMemFree(dptr: Any) -> tuple[Any]:
 
 
 def cuMemGetInfo() -> tuple[Any, int | None, int | None]:
-    err, r = _conn().sync("CU_MEM_GET_INFO")
-    if err:
-        return _out(err, None, None)
-    return _out(err, r.value.free, r.value.total)
+    return _out(*_conn().call("CU_MEM_GET_INFO"))
 
 
 def cuMemGetAddressRange(dptr: Any) -> tuple[Any, CUdeviceptr | None, int | None]:
-    err, r = _conn().sync("CU_MEM_GET_ADDRESS_RANGE", _handle(dptr, "dptr"))
-    if err:
-        return _out(err, None, None)
-    return _out(err, CUdeviceptr(r.value.base), r.value.size)
+    err, base, size = _conn().call("CU_MEM_GET_ADDRESS_RANGE", _handle(dptr, "dptr"))
+    return _out(err, CUdeviceptr(base) if not err else None, size)
 
 
 def _bulk(conn: Connection) -> DataPaths:
@@ -737,8 +728,8 @@ def _function_id(conn: Connection, f: Any) -> tuple[int, int]:
 
 
 def cuFuncGetAttribute(attrib: Any, hfunc: Any) -> tuple[Any, int | None]:
-    err, r = _conn().sync("CU_FUNC_GET_ATTRIBUTE", int(attrib), _handle(hfunc, "hfunc"))
-    return _out(err, r.value if not err else None)
+    err, value = _conn().call("CU_FUNC_GET_ATTRIBUTE", int(attrib), _handle(hfunc, "hfunc"))
+    return _out(err, value)
 
 
 def cuFuncSetAttribute(hfunc: Any, attrib: Any, value: int) -> tuple[Any]:
@@ -910,7 +901,7 @@ def cuStreamDestroy(hStream: Any) -> tuple[Any]:
 
 
 def cuStreamSynchronize(hStream: Any) -> tuple[Any]:
-    return _out(_conn().sync("CU_STREAM_SYNCHRONIZE", _stream(hStream))[0])
+    return _out(_conn().call("CU_STREAM_SYNCHRONIZE", _stream(hStream))[0])
 
 
 def cuStreamQuery(hStream: Any) -> tuple[Any]:
@@ -938,7 +929,7 @@ def cuEventRecord(hEvent: Any, hStream: Any) -> tuple[Any]:
 
 
 def cuEventSynchronize(hEvent: Any) -> tuple[Any]:
-    return _out(_conn().sync("CU_EVENT_SYNCHRONIZE", _handle(hEvent, "hEvent"))[0])
+    return _out(_conn().call("CU_EVENT_SYNCHRONIZE", _handle(hEvent, "hEvent"))[0])
 
 
 def cuEventQuery(hEvent: Any) -> tuple[Any]:
@@ -946,8 +937,8 @@ def cuEventQuery(hEvent: Any) -> tuple[Any]:
 
 
 def cuEventElapsedTime(hStart: Any, hEnd: Any) -> tuple[Any, float | None]:
-    err, r = _conn().sync("CU_EVENT_ELAPSED_TIME", _handle(hStart, "hStart"), _handle(hEnd, "hEnd"))
-    return _out(err, float(r.value) if not err else None)
+    err, value = _conn().call("CU_EVENT_ELAPSED_TIME", _handle(hStart, "hStart"), _handle(hEnd, "hEnd"))
+    return _out(err, float(value) if not err else None)
 
 
 # -- occupancy ------------------------------------------------------------------------------

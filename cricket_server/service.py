@@ -115,7 +115,7 @@ class CricketService(DataPathProcedures, proto.CRICKET_V1_Server):
     ) -> tuple[int, T | None]:
         """Run `fn` on the connection's session; (CUresult, value or None). `calls`: how
         many client calls it stands for (a batch of launches), as counted for replay."""
-        state = self._state(ctx)
+        state = ctx.connection.state.get(STATE_KEY) or self._state(ctx)
         session = state.session
         if session is None or session.closed:
             state.last_error = f"{call}: no session on this connection (call HELLO first)"

@@ -8,7 +8,7 @@ from typing import Any
 
 from cricket_xdr.xdr import Codec
 
-__all__ = ["Facts", "Pending", "Procedure"]
+__all__ = ["Facts", "Pending", "Plan", "Procedure"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,24 @@ class Facts:
 
 
 @dataclass(frozen=True)
+class Plan:
+    """How each end codes one procedure's call without codec objects (generated where its
+    arguments or result are fixed-size; see cricket_xdr.compiler.emit_plans). A None part
+    means: use the codecs.
+
+    ``encode_args(*args)``: the call body (client); ``decode_args(body)``: the handler's
+    positional arguments (server; XdrError for a body the codecs would refuse);
+    ``decode_reply(body)``: ``(err, *fields)`` of a status or err-union result, the fields
+    None on failure (client); ``encode_result(value)``: the reply body's pieces (server).
+    """
+
+    encode_args: Callable[..., Any] | None = None
+    decode_args: Callable[[Any], tuple[Any, ...]] | None = None
+    decode_reply: Callable[[Any], tuple[Any, ...]] | None = None
+    encode_result: Callable[[Any], list[Any]] | None = None
+
+
+@dataclass(frozen=True)
 class Procedure:
     """One procedure of a program version, as a server dispatches it.
 
@@ -43,6 +61,7 @@ class Procedure:
     arg_codecs: tuple[Codec, ...]
     result_codec: Codec
     facts: Facts = Facts()
+    plan: Plan = Plan()
 
 
 class Pending:

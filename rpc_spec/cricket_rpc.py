@@ -12,6 +12,7 @@ from typing import Any
 from cricket_xdr import xdr as _xdr
 from cricket_xdr.stubs import Facts as _Facts
 from cricket_xdr.stubs import Pending as _Pending
+from cricket_xdr.stubs import Plan as _Plan
 from cricket_xdr.stubs import Procedure as _Procedure
 
 __all__ = [
@@ -2229,6 +2230,980 @@ device_attribute_list = list
 _codec1 = _xdr.String(MAX_NAME)
 
 
+# Call plans of CRICKET_V1: fixed-size arguments and results as one struct each.
+_xdr_plan_I = _struct.Struct('>i').unpack
+_xdr_plan_IP = _struct.Struct('>i').pack
+
+
+def _xdr_plan_status(body: Any) -> tuple[int]:
+    if len(body) == 4:
+        return _xdr_plan_I(body)  # type: ignore[no-any-return]
+    return (_xdr.xdr_int.decode(body),)
+
+
+_plan_a1_A = _struct.Struct('>I')
+_plan_a1_AP, _plan_a1_AU = _plan_a1_A.pack, _plan_a1_A.unpack
+
+
+def _plan_a1_encode_args(a0: Any) -> Any:
+    try:
+        return _plan_a1_AP(a0)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    _xdr.xdr_u_int.pack(enc, a0)
+    return enc.buffers()
+
+
+def _plan_a1_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 4:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 4' % len(body))
+    return _plan_a1_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_xdr_int_result_R = _struct.Struct('>ii')
+_plan_xdr_int_result_RP, _plan_xdr_int_result_RU = _plan_xdr_int_result_R.pack, _plan_xdr_int_result_R.unpack
+
+
+def _plan_xdr_int_result_decode_reply(body: Any) -> tuple[Any, ...]:
+    if len(body) == 8:
+        r = _plan_xdr_int_result_RU(body)
+        if r[0] == 0:
+            return r  # type: ignore[no-any-return]
+    elif len(body) == 4:
+        (err,) = _xdr_plan_I(body)
+        if err != 0:
+            return (err, None)
+    v = xdr_int_result.decode(body)  # what else the codec takes, or its error
+    if v.value is None:
+        return (v.err, None)
+    return (v.err, v.value)
+
+
+def _plan_xdr_int_result_encode_result(v: Any) -> list[Any]:
+    try:
+        if v.err == 0:
+            return [_plan_xdr_int_result_RP(0, v.value)]
+        if v.value is None:
+            return [_xdr_plan_IP(v.err)]
+    except (_struct.error, TypeError, OverflowError, AttributeError):
+        pass  # the codec says what is wrong
+    enc = _xdr.Encoder()
+    xdr_int_result.pack(enc, v)
+    return [b for b in enc.buffers() if len(b)]
+
+
+_plan_a2_A = _struct.Struct('>i')
+_plan_a2_AP, _plan_a2_AU = _plan_a2_A.pack, _plan_a2_A.unpack
+
+
+def _plan_a2_encode_args(a0: Any) -> Any:
+    try:
+        return _plan_a2_AP(a0)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    _xdr.xdr_int.pack(enc, a0)
+    return enc.buffers()
+
+
+def _plan_a2_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 4:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 4' % len(body))
+    return _plan_a2_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_a3_A = _struct.Struct('>ii')
+_plan_a3_AP, _plan_a3_AU = _plan_a3_A.pack, _plan_a3_A.unpack
+
+
+def _plan_a3_encode_args(a0: Any, a1: Any) -> Any:
+    try:
+        return _plan_a3_AP(a0, a1)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    _xdr.xdr_int.pack(enc, a0)
+    _xdr.xdr_int.pack(enc, a1)
+    return enc.buffers()
+
+
+def _plan_a3_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 8:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 8' % len(body))
+    return _plan_a3_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_xdr_u64_result_R = _struct.Struct('>iQ')
+_plan_xdr_u64_result_RP, _plan_xdr_u64_result_RU = _plan_xdr_u64_result_R.pack, _plan_xdr_u64_result_R.unpack
+
+
+def _plan_xdr_u64_result_decode_reply(body: Any) -> tuple[Any, ...]:
+    if len(body) == 12:
+        r = _plan_xdr_u64_result_RU(body)
+        if r[0] == 0:
+            return r  # type: ignore[no-any-return]
+    elif len(body) == 4:
+        (err,) = _xdr_plan_I(body)
+        if err != 0:
+            return (err, None)
+    v = xdr_u64_result.decode(body)  # what else the codec takes, or its error
+    if v.value is None:
+        return (v.err, None)
+    return (v.err, v.value)
+
+
+def _plan_xdr_u64_result_encode_result(v: Any) -> list[Any]:
+    try:
+        if v.err == 0:
+            return [_plan_xdr_u64_result_RP(0, v.value)]
+        if v.value is None:
+            return [_xdr_plan_IP(v.err)]
+    except (_struct.error, TypeError, OverflowError, AttributeError):
+        pass  # the codec says what is wrong
+    enc = _xdr.Encoder()
+    xdr_u64_result.pack(enc, v)
+    return [b for b in enc.buffers() if len(b)]
+
+
+_plan_xdr_handle_result_R = _struct.Struct('>iQ')
+_plan_xdr_handle_result_RP, _plan_xdr_handle_result_RU = _plan_xdr_handle_result_R.pack, _plan_xdr_handle_result_R.unpack
+
+
+def _plan_xdr_handle_result_decode_reply(body: Any) -> tuple[Any, ...]:
+    if len(body) == 12:
+        r = _plan_xdr_handle_result_RU(body)
+        if r[0] == 0:
+            return r  # type: ignore[no-any-return]
+    elif len(body) == 4:
+        (err,) = _xdr_plan_I(body)
+        if err != 0:
+            return (err, None)
+    v = xdr_handle_result.decode(body)  # what else the codec takes, or its error
+    if v.value is None:
+        return (v.err, None)
+    return (v.err, v.value)
+
+
+def _plan_xdr_handle_result_encode_result(v: Any) -> list[Any]:
+    try:
+        if v.err == 0:
+            return [_plan_xdr_handle_result_RP(0, v.value)]
+        if v.value is None:
+            return [_xdr_plan_IP(v.err)]
+    except (_struct.error, TypeError, OverflowError, AttributeError):
+        pass  # the codec says what is wrong
+    enc = _xdr.Encoder()
+    xdr_handle_result.pack(enc, v)
+    return [b for b in enc.buffers() if len(b)]
+
+
+_plan_xdr_ctx_state_result_R = _struct.Struct('>iIi')
+_plan_xdr_ctx_state_result_RP, _plan_xdr_ctx_state_result_RU = _plan_xdr_ctx_state_result_R.pack, _plan_xdr_ctx_state_result_R.unpack
+
+
+def _plan_xdr_ctx_state_result_decode_reply(body: Any) -> tuple[Any, ...]:
+    if len(body) == 12:
+        r = _plan_xdr_ctx_state_result_RU(body)
+        if r[0] == 0:
+            return r  # type: ignore[no-any-return]
+    elif len(body) == 4:
+        (err,) = _xdr_plan_I(body)
+        if err != 0:
+            return (err, None, None)
+    v = xdr_ctx_state_result.decode(body)  # what else the codec takes, or its error
+    if v.value is None:
+        return (v.err, None, None)
+    return (v.err, v.value.flags, v.value.active)
+
+
+def _plan_xdr_ctx_state_result_encode_result(v: Any) -> list[Any]:
+    try:
+        if v.err == 0:
+            return [_plan_xdr_ctx_state_result_RP(0, v.value.flags, v.value.active)]
+        if v.value is None:
+            return [_xdr_plan_IP(v.err)]
+    except (_struct.error, TypeError, OverflowError, AttributeError):
+        pass  # the codec says what is wrong
+    enc = _xdr.Encoder()
+    xdr_ctx_state_result.pack(enc, v)
+    return [b for b in enc.buffers() if len(b)]
+
+
+_plan_a4_A = _struct.Struct('>iI')
+_plan_a4_AP, _plan_a4_AU = _plan_a4_A.pack, _plan_a4_A.unpack
+
+
+def _plan_a4_encode_args(a0: Any, a1: Any) -> Any:
+    try:
+        return _plan_a4_AP(a0, a1)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    _xdr.xdr_int.pack(enc, a0)
+    _xdr.xdr_u_int.pack(enc, a1)
+    return enc.buffers()
+
+
+def _plan_a4_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 8:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 8' % len(body))
+    return _plan_a4_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_a5_A = _struct.Struct('>Ii')
+_plan_a5_AP, _plan_a5_AU = _plan_a5_A.pack, _plan_a5_A.unpack
+
+
+def _plan_a5_encode_args(a0: Any, a1: Any) -> Any:
+    try:
+        return _plan_a5_AP(a0, a1)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    _xdr.xdr_u_int.pack(enc, a0)
+    _xdr.xdr_int.pack(enc, a1)
+    return enc.buffers()
+
+
+def _plan_a5_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 8:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 8' % len(body))
+    return _plan_a5_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_a6_A = _struct.Struct('>Q')
+_plan_a6_AP, _plan_a6_AU = _plan_a6_A.pack, _plan_a6_A.unpack
+
+
+def _plan_a6_encode_args(a0: Any) -> Any:
+    try:
+        return _plan_a6_AP(a0)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    xdr_cu_handle.pack(enc, a0)
+    return enc.buffers()
+
+
+def _plan_a6_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 8:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 8' % len(body))
+    return _plan_a6_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_a7_A = _struct.Struct('>iQ')
+_plan_a7_AP, _plan_a7_AU = _plan_a7_A.pack, _plan_a7_A.unpack
+
+
+def _plan_a7_encode_args(a0: Any, a1: Any) -> Any:
+    try:
+        return _plan_a7_AP(a0, a1)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    _xdr.xdr_int.pack(enc, a0)
+    _xdr.xdr_u_hyper.pack(enc, a1)
+    return enc.buffers()
+
+
+def _plan_a7_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 12:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 12' % len(body))
+    return _plan_a7_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_xdr_int_pair_result_R = _struct.Struct('>iii')
+_plan_xdr_int_pair_result_RP, _plan_xdr_int_pair_result_RU = _plan_xdr_int_pair_result_R.pack, _plan_xdr_int_pair_result_R.unpack
+
+
+def _plan_xdr_int_pair_result_decode_reply(body: Any) -> tuple[Any, ...]:
+    if len(body) == 12:
+        r = _plan_xdr_int_pair_result_RU(body)
+        if r[0] == 0:
+            return r  # type: ignore[no-any-return]
+    elif len(body) == 4:
+        (err,) = _xdr_plan_I(body)
+        if err != 0:
+            return (err, None, None)
+    v = xdr_int_pair_result.decode(body)  # what else the codec takes, or its error
+    if v.value is None:
+        return (v.err, None, None)
+    return (v.err, v.value.first, v.value.second)
+
+
+def _plan_xdr_int_pair_result_encode_result(v: Any) -> list[Any]:
+    try:
+        if v.err == 0:
+            return [_plan_xdr_int_pair_result_RP(0, v.value.first, v.value.second)]
+        if v.value is None:
+            return [_xdr_plan_IP(v.err)]
+    except (_struct.error, TypeError, OverflowError, AttributeError):
+        pass  # the codec says what is wrong
+    enc = _xdr.Encoder()
+    xdr_int_pair_result.pack(enc, v)
+    return [b for b in enc.buffers() if len(b)]
+
+
+_plan_a8_A = _struct.Struct('>Q')
+_plan_a8_AP, _plan_a8_AU = _plan_a8_A.pack, _plan_a8_A.unpack
+
+
+def _plan_a8_encode_args(a0: Any) -> Any:
+    try:
+        return _plan_a8_AP(a0)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    _xdr.xdr_u_hyper.pack(enc, a0)
+    return enc.buffers()
+
+
+def _plan_a8_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 8:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 8' % len(body))
+    return _plan_a8_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_xdr_ptr_result_R = _struct.Struct('>iQ')
+_plan_xdr_ptr_result_RP, _plan_xdr_ptr_result_RU = _plan_xdr_ptr_result_R.pack, _plan_xdr_ptr_result_R.unpack
+
+
+def _plan_xdr_ptr_result_decode_reply(body: Any) -> tuple[Any, ...]:
+    if len(body) == 12:
+        r = _plan_xdr_ptr_result_RU(body)
+        if r[0] == 0:
+            return r  # type: ignore[no-any-return]
+    elif len(body) == 4:
+        (err,) = _xdr_plan_I(body)
+        if err != 0:
+            return (err, None)
+    v = xdr_ptr_result.decode(body)  # what else the codec takes, or its error
+    if v.value is None:
+        return (v.err, None)
+    return (v.err, v.value)
+
+
+def _plan_xdr_ptr_result_encode_result(v: Any) -> list[Any]:
+    try:
+        if v.err == 0:
+            return [_plan_xdr_ptr_result_RP(0, v.value)]
+        if v.value is None:
+            return [_xdr_plan_IP(v.err)]
+    except (_struct.error, TypeError, OverflowError, AttributeError):
+        pass  # the codec says what is wrong
+    enc = _xdr.Encoder()
+    xdr_ptr_result.pack(enc, v)
+    return [b for b in enc.buffers() if len(b)]
+
+
+_plan_a9_A = _struct.Struct('>QQI')
+_plan_a9_AP, _plan_a9_AU = _plan_a9_A.pack, _plan_a9_A.unpack
+
+
+def _plan_a9_encode_args(a0: Any, a1: Any, a2: Any) -> Any:
+    try:
+        return _plan_a9_AP(a0, a1, a2)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    _xdr.xdr_u_hyper.pack(enc, a0)
+    _xdr.xdr_u_hyper.pack(enc, a1)
+    _xdr.xdr_u_int.pack(enc, a2)
+    return enc.buffers()
+
+
+def _plan_a9_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 20:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 20' % len(body))
+    return _plan_a9_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_xdr_pitch_result_R = _struct.Struct('>iQQ')
+_plan_xdr_pitch_result_RP, _plan_xdr_pitch_result_RU = _plan_xdr_pitch_result_R.pack, _plan_xdr_pitch_result_R.unpack
+
+
+def _plan_xdr_pitch_result_decode_reply(body: Any) -> tuple[Any, ...]:
+    if len(body) == 20:
+        r = _plan_xdr_pitch_result_RU(body)
+        if r[0] == 0:
+            return r  # type: ignore[no-any-return]
+    elif len(body) == 4:
+        (err,) = _xdr_plan_I(body)
+        if err != 0:
+            return (err, None, None)
+    v = xdr_pitch_result.decode(body)  # what else the codec takes, or its error
+    if v.value is None:
+        return (v.err, None, None)
+    return (v.err, v.value.ptr, v.value.pitch)
+
+
+def _plan_xdr_pitch_result_encode_result(v: Any) -> list[Any]:
+    try:
+        if v.err == 0:
+            return [_plan_xdr_pitch_result_RP(0, v.value.ptr, v.value.pitch)]
+        if v.value is None:
+            return [_xdr_plan_IP(v.err)]
+    except (_struct.error, TypeError, OverflowError, AttributeError):
+        pass  # the codec says what is wrong
+    enc = _xdr.Encoder()
+    xdr_pitch_result.pack(enc, v)
+    return [b for b in enc.buffers() if len(b)]
+
+
+_plan_a10_A = _struct.Struct('>Q')
+_plan_a10_AP, _plan_a10_AU = _plan_a10_A.pack, _plan_a10_A.unpack
+
+
+def _plan_a10_encode_args(a0: Any) -> Any:
+    try:
+        return _plan_a10_AP(a0)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    xdr_cu_ptr.pack(enc, a0)
+    return enc.buffers()
+
+
+def _plan_a10_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 8:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 8' % len(body))
+    return _plan_a10_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_xdr_mem_info_result_R = _struct.Struct('>iQQ')
+_plan_xdr_mem_info_result_RP, _plan_xdr_mem_info_result_RU = _plan_xdr_mem_info_result_R.pack, _plan_xdr_mem_info_result_R.unpack
+
+
+def _plan_xdr_mem_info_result_decode_reply(body: Any) -> tuple[Any, ...]:
+    if len(body) == 20:
+        r = _plan_xdr_mem_info_result_RU(body)
+        if r[0] == 0:
+            return r  # type: ignore[no-any-return]
+    elif len(body) == 4:
+        (err,) = _xdr_plan_I(body)
+        if err != 0:
+            return (err, None, None)
+    v = xdr_mem_info_result.decode(body)  # what else the codec takes, or its error
+    if v.value is None:
+        return (v.err, None, None)
+    return (v.err, v.value.free, v.value.total)
+
+
+def _plan_xdr_mem_info_result_encode_result(v: Any) -> list[Any]:
+    try:
+        if v.err == 0:
+            return [_plan_xdr_mem_info_result_RP(0, v.value.free, v.value.total)]
+        if v.value is None:
+            return [_xdr_plan_IP(v.err)]
+    except (_struct.error, TypeError, OverflowError, AttributeError):
+        pass  # the codec says what is wrong
+    enc = _xdr.Encoder()
+    xdr_mem_info_result.pack(enc, v)
+    return [b for b in enc.buffers() if len(b)]
+
+
+_plan_xdr_mem_range_result_R = _struct.Struct('>iQQ')
+_plan_xdr_mem_range_result_RP, _plan_xdr_mem_range_result_RU = _plan_xdr_mem_range_result_R.pack, _plan_xdr_mem_range_result_R.unpack
+
+
+def _plan_xdr_mem_range_result_decode_reply(body: Any) -> tuple[Any, ...]:
+    if len(body) == 20:
+        r = _plan_xdr_mem_range_result_RU(body)
+        if r[0] == 0:
+            return r  # type: ignore[no-any-return]
+    elif len(body) == 4:
+        (err,) = _xdr_plan_I(body)
+        if err != 0:
+            return (err, None, None)
+    v = xdr_mem_range_result.decode(body)  # what else the codec takes, or its error
+    if v.value is None:
+        return (v.err, None, None)
+    return (v.err, v.value.base, v.value.size)
+
+
+def _plan_xdr_mem_range_result_encode_result(v: Any) -> list[Any]:
+    try:
+        if v.err == 0:
+            return [_plan_xdr_mem_range_result_RP(0, v.value.base, v.value.size)]
+        if v.value is None:
+            return [_xdr_plan_IP(v.err)]
+    except (_struct.error, TypeError, OverflowError, AttributeError):
+        pass  # the codec says what is wrong
+    enc = _xdr.Encoder()
+    xdr_mem_range_result.pack(enc, v)
+    return [b for b in enc.buffers() if len(b)]
+
+
+_plan_a11_A = _struct.Struct('>QQ')
+_plan_a11_AP, _plan_a11_AU = _plan_a11_A.pack, _plan_a11_A.unpack
+
+
+def _plan_a11_encode_args(a0: Any, a1: Any) -> Any:
+    try:
+        return _plan_a11_AP(a0, a1)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    xdr_cu_ptr.pack(enc, a0)
+    _xdr.xdr_u_hyper.pack(enc, a1)
+    return enc.buffers()
+
+
+def _plan_a11_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 16:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 16' % len(body))
+    return _plan_a11_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_a12_A = _struct.Struct('>QQQ')
+_plan_a12_AP, _plan_a12_AU = _plan_a12_A.pack, _plan_a12_A.unpack
+
+
+def _plan_a12_encode_args(a0: Any, a1: Any, a2: Any) -> Any:
+    try:
+        return _plan_a12_AP(a0, a1, a2)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    xdr_cu_ptr.pack(enc, a0)
+    xdr_cu_ptr.pack(enc, a1)
+    _xdr.xdr_u_hyper.pack(enc, a2)
+    return enc.buffers()
+
+
+def _plan_a12_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 24:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 24' % len(body))
+    return _plan_a12_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_a13_A = _struct.Struct('>QQQ')
+_plan_a13_AP, _plan_a13_AU = _plan_a13_A.pack, _plan_a13_A.unpack
+
+
+def _plan_a13_encode_args(a0: Any, a1: Any, a2: Any) -> Any:
+    try:
+        return _plan_a13_AP(a0, a1, a2)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    xdr_cu_ptr.pack(enc, a0)
+    _xdr.xdr_u_hyper.pack(enc, a1)
+    xdr_cu_handle.pack(enc, a2)
+    return enc.buffers()
+
+
+def _plan_a13_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 24:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 24' % len(body))
+    return _plan_a13_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_a14_A = _struct.Struct('>QQQQ')
+_plan_a14_AP, _plan_a14_AU = _plan_a14_A.pack, _plan_a14_A.unpack
+
+
+def _plan_a14_encode_args(a0: Any, a1: Any, a2: Any, a3: Any) -> Any:
+    try:
+        return _plan_a14_AP(a0, a1, a2, a3)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    xdr_cu_ptr.pack(enc, a0)
+    xdr_cu_ptr.pack(enc, a1)
+    _xdr.xdr_u_hyper.pack(enc, a2)
+    xdr_cu_handle.pack(enc, a3)
+    return enc.buffers()
+
+
+def _plan_a14_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 32:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 32' % len(body))
+    return _plan_a14_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_a15_A = _struct.Struct('>QIIQ')
+_plan_a15_AP, _plan_a15_AU = _plan_a15_A.pack, _plan_a15_A.unpack
+
+
+def _plan_a15_encode_args(a0: Any, a1: Any, a2: Any, a3: Any) -> Any:
+    try:
+        return _plan_a15_AP(a0, a1, a2, a3)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    xdr_cu_ptr.pack(enc, a0)
+    _xdr.xdr_u_int.pack(enc, a1)
+    _xdr.xdr_u_int.pack(enc, a2)
+    _xdr.xdr_u_hyper.pack(enc, a3)
+    return enc.buffers()
+
+
+def _plan_a15_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 24:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 24' % len(body))
+    return _plan_a15_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_a16_A = _struct.Struct('>QIIQQ')
+_plan_a16_AP, _plan_a16_AU = _plan_a16_A.pack, _plan_a16_A.unpack
+
+
+def _plan_a16_encode_args(a0: Any, a1: Any, a2: Any, a3: Any, a4: Any) -> Any:
+    try:
+        return _plan_a16_AP(a0, a1, a2, a3, a4)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    xdr_cu_ptr.pack(enc, a0)
+    _xdr.xdr_u_int.pack(enc, a1)
+    _xdr.xdr_u_int.pack(enc, a2)
+    _xdr.xdr_u_hyper.pack(enc, a3)
+    xdr_cu_handle.pack(enc, a4)
+    return enc.buffers()
+
+
+def _plan_a16_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 32:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 32' % len(body))
+    return _plan_a16_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_a17_A = _struct.Struct('>QQ')
+_plan_a17_AP, _plan_a17_AU = _plan_a17_A.pack, _plan_a17_A.unpack
+
+
+def _plan_a17_encode_args(a0: Any, a1: Any) -> Any:
+    try:
+        return _plan_a17_AP(a0, a1)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    _xdr.xdr_u_hyper.pack(enc, a0)
+    xdr_cu_handle.pack(enc, a1)
+    return enc.buffers()
+
+
+def _plan_a17_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 16:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 16' % len(body))
+    return _plan_a17_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_a18_A = _struct.Struct('>QQ')
+_plan_a18_AP, _plan_a18_AU = _plan_a18_A.pack, _plan_a18_A.unpack
+
+
+def _plan_a18_encode_args(a0: Any, a1: Any) -> Any:
+    try:
+        return _plan_a18_AP(a0, a1)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    xdr_cu_ptr.pack(enc, a0)
+    xdr_cu_handle.pack(enc, a1)
+    return enc.buffers()
+
+
+def _plan_a18_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 16:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 16' % len(body))
+    return _plan_a18_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_xdr_global_result_R = _struct.Struct('>iQQ')
+_plan_xdr_global_result_RP, _plan_xdr_global_result_RU = _plan_xdr_global_result_R.pack, _plan_xdr_global_result_R.unpack
+
+
+def _plan_xdr_global_result_decode_reply(body: Any) -> tuple[Any, ...]:
+    if len(body) == 20:
+        r = _plan_xdr_global_result_RU(body)
+        if r[0] == 0:
+            return r  # type: ignore[no-any-return]
+    elif len(body) == 4:
+        (err,) = _xdr_plan_I(body)
+        if err != 0:
+            return (err, None, None)
+    v = xdr_global_result.decode(body)  # what else the codec takes, or its error
+    if v.value is None:
+        return (v.err, None, None)
+    return (v.err, v.value.ptr, v.value.size)
+
+
+def _plan_xdr_global_result_encode_result(v: Any) -> list[Any]:
+    try:
+        if v.err == 0:
+            return [_plan_xdr_global_result_RP(0, v.value.ptr, v.value.size)]
+        if v.value is None:
+            return [_xdr_plan_IP(v.err)]
+    except (_struct.error, TypeError, OverflowError, AttributeError):
+        pass  # the codec says what is wrong
+    enc = _xdr.Encoder()
+    xdr_global_result.pack(enc, v)
+    return [b for b in enc.buffers() if len(b)]
+
+
+_plan_a19_A = _struct.Struct('>iQ')
+_plan_a19_AP, _plan_a19_AU = _plan_a19_A.pack, _plan_a19_A.unpack
+
+
+def _plan_a19_encode_args(a0: Any, a1: Any) -> Any:
+    try:
+        return _plan_a19_AP(a0, a1)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    _xdr.xdr_int.pack(enc, a0)
+    xdr_cu_handle.pack(enc, a1)
+    return enc.buffers()
+
+
+def _plan_a19_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 12:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 12' % len(body))
+    return _plan_a19_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_a20_A = _struct.Struct('>Qii')
+_plan_a20_AP, _plan_a20_AU = _plan_a20_A.pack, _plan_a20_A.unpack
+
+
+def _plan_a20_encode_args(a0: Any, a1: Any, a2: Any) -> Any:
+    try:
+        return _plan_a20_AP(a0, a1, a2)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    xdr_cu_handle.pack(enc, a0)
+    _xdr.xdr_int.pack(enc, a1)
+    _xdr.xdr_int.pack(enc, a2)
+    return enc.buffers()
+
+
+def _plan_a20_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 16:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 16' % len(body))
+    return _plan_a20_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_a21_A = _struct.Struct('>Qi')
+_plan_a21_AP, _plan_a21_AU = _plan_a21_A.pack, _plan_a21_A.unpack
+
+
+def _plan_a21_encode_args(a0: Any, a1: Any) -> Any:
+    try:
+        return _plan_a21_AP(a0, a1)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    xdr_cu_handle.pack(enc, a0)
+    _xdr.xdr_int.pack(enc, a1)
+    return enc.buffers()
+
+
+def _plan_a21_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 12:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 12' % len(body))
+    return _plan_a21_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_a22_A = _struct.Struct('>QQI')
+_plan_a22_AP, _plan_a22_AU = _plan_a22_A.pack, _plan_a22_A.unpack
+
+
+def _plan_a22_encode_args(a0: Any, a1: Any, a2: Any) -> Any:
+    try:
+        return _plan_a22_AP(a0, a1, a2)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    xdr_cu_handle.pack(enc, a0)
+    xdr_cu_handle.pack(enc, a1)
+    _xdr.xdr_u_int.pack(enc, a2)
+    return enc.buffers()
+
+
+def _plan_a22_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 20:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 20' % len(body))
+    return _plan_a22_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_a23_A = _struct.Struct('>QQ')
+_plan_a23_AP, _plan_a23_AU = _plan_a23_A.pack, _plan_a23_A.unpack
+
+
+def _plan_a23_encode_args(a0: Any, a1: Any) -> Any:
+    try:
+        return _plan_a23_AP(a0, a1)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    xdr_cu_handle.pack(enc, a0)
+    xdr_cu_handle.pack(enc, a1)
+    return enc.buffers()
+
+
+def _plan_a23_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 16:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 16' % len(body))
+    return _plan_a23_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_xdr_float_result_R = _struct.Struct('>if')
+_plan_xdr_float_result_RP, _plan_xdr_float_result_RU = _plan_xdr_float_result_R.pack, _plan_xdr_float_result_R.unpack
+
+
+def _plan_xdr_float_result_decode_reply(body: Any) -> tuple[Any, ...]:
+    if len(body) == 8:
+        r = _plan_xdr_float_result_RU(body)
+        if r[0] == 0:
+            return r  # type: ignore[no-any-return]
+    elif len(body) == 4:
+        (err,) = _xdr_plan_I(body)
+        if err != 0:
+            return (err, None)
+    v = xdr_float_result.decode(body)  # what else the codec takes, or its error
+    if v.value is None:
+        return (v.err, None)
+    return (v.err, v.value)
+
+
+def _plan_xdr_float_result_encode_result(v: Any) -> list[Any]:
+    try:
+        if v.err == 0:
+            return [_plan_xdr_float_result_RP(0, v.value)]
+        if v.value is None:
+            return [_xdr_plan_IP(v.err)]
+    except (_struct.error, TypeError, OverflowError, AttributeError):
+        pass  # the codec says what is wrong
+    enc = _xdr.Encoder()
+    xdr_float_result.pack(enc, v)
+    return [b for b in enc.buffers() if len(b)]
+
+
+_plan_a24_A = _struct.Struct('>QiQI')
+_plan_a24_AP, _plan_a24_AU = _plan_a24_A.pack, _plan_a24_A.unpack
+
+
+def _plan_a24_encode_args(a0: Any, a1: Any, a2: Any, a3: Any) -> Any:
+    try:
+        return _plan_a24_AP(a0, a1, a2, a3)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    xdr_cu_handle.pack(enc, a0)
+    _xdr.xdr_int.pack(enc, a1)
+    _xdr.xdr_u_hyper.pack(enc, a2)
+    _xdr.xdr_u_int.pack(enc, a3)
+    return enc.buffers()
+
+
+def _plan_a24_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 24:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 24' % len(body))
+    return _plan_a24_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_a25_A = _struct.Struct('>QQiI')
+_plan_a25_AP, _plan_a25_AU = _plan_a25_A.pack, _plan_a25_A.unpack
+
+
+def _plan_a25_encode_args(a0: Any, a1: Any, a2: Any, a3: Any) -> Any:
+    try:
+        return _plan_a25_AP(a0, a1, a2, a3)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    xdr_cu_handle.pack(enc, a0)
+    _xdr.xdr_u_hyper.pack(enc, a1)
+    _xdr.xdr_int.pack(enc, a2)
+    _xdr.xdr_u_int.pack(enc, a3)
+    return enc.buffers()
+
+
+def _plan_a25_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 24:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 24' % len(body))
+    return _plan_a25_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_a26_A = _struct.Struct('>QQQQQ')
+_plan_a26_AP, _plan_a26_AU = _plan_a26_A.pack, _plan_a26_A.unpack
+
+
+def _plan_a26_encode_args(a0: Any, a1: Any, a2: Any, a3: Any, a4: Any) -> Any:
+    try:
+        return _plan_a26_AP(a0, a1, a2, a3, a4)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    xdr_cu_ptr.pack(enc, a0)
+    _xdr.xdr_u_hyper.pack(enc, a1)
+    _xdr.xdr_u_hyper.pack(enc, a2)
+    _xdr.xdr_u_hyper.pack(enc, a3)
+    xdr_cu_handle.pack(enc, a4)
+    return enc.buffers()
+
+
+def _plan_a26_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 40:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 40' % len(body))
+    return _plan_a26_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_a27_A = _struct.Struct('>QQQQQQQ')
+_plan_a27_AP, _plan_a27_AU = _plan_a27_A.pack, _plan_a27_A.unpack
+
+
+def _plan_a27_encode_args(a0: Any, a1: Any, a2: Any, a3: Any, a4: Any, a5: Any, a6: Any) -> Any:
+    try:
+        return _plan_a27_AP(a0, a1, a2, a3, a4, a5, a6)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    xdr_cu_ptr.pack(enc, a0)
+    _xdr.xdr_u_hyper.pack(enc, a1)
+    xdr_cu_ptr.pack(enc, a2)
+    _xdr.xdr_u_hyper.pack(enc, a3)
+    _xdr.xdr_u_hyper.pack(enc, a4)
+    _xdr.xdr_u_hyper.pack(enc, a5)
+    xdr_cu_handle.pack(enc, a6)
+    return enc.buffers()
+
+
+def _plan_a27_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 56:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 56' % len(body))
+    return _plan_a27_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_a28_A = _struct.Struct('>QQIQQQ')
+_plan_a28_AP, _plan_a28_AU = _plan_a28_A.pack, _plan_a28_A.unpack
+
+
+def _plan_a28_encode_args(a0: Any, a1: Any, a2: Any, a3: Any, a4: Any, a5: Any) -> Any:
+    try:
+        return _plan_a28_AP(a0, a1, a2, a3, a4, a5)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    xdr_cu_ptr.pack(enc, a0)
+    _xdr.xdr_u_hyper.pack(enc, a1)
+    _xdr.xdr_u_int.pack(enc, a2)
+    _xdr.xdr_u_hyper.pack(enc, a3)
+    _xdr.xdr_u_hyper.pack(enc, a4)
+    xdr_cu_handle.pack(enc, a5)
+    return enc.buffers()
+
+
+def _plan_a28_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 44:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 44' % len(body))
+    return _plan_a28_AU(body)  # type: ignore[no-any-return]
+
+
 class CRICKET_V1_Client:
     """Client of program CRICKET_PROG (0x20c0ffee) version CRICKET_V1 (1)."""
 
@@ -3626,6 +4601,7 @@ class CRICKET_V1_Server:
         2: _Procedure(
             2, 'GOODBYE', (), _xdr.xdr_int,
             _Facts(replay='uncounted'),
+            plan=_Plan(decode_reply=_xdr_plan_status),
         ),
         3: _Procedure(
             3, 'GET_ERROR_MESSAGE', (), xdr_name_str,
@@ -3634,162 +4610,202 @@ class CRICKET_V1_Server:
         10: _Procedure(
             10, 'CU_INIT', (_xdr.xdr_u_int,), _xdr.xdr_int,
             _Facts(replay='replay'),
+            plan=_Plan(encode_args=_plan_a1_encode_args, decode_args=_plan_a1_decode_args, decode_reply=_xdr_plan_status),
         ),
         11: _Procedure(
             11, 'CU_DRIVER_GET_VERSION', (), xdr_int_result,
             _Facts(replay='readonly'),
+            plan=_Plan(decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
         ),
         12: _Procedure(
             12, 'CU_DEVICE_GET_COUNT', (), xdr_int_result,
             _Facts(replay='readonly'),
+            plan=_Plan(decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
         ),
         13: _Procedure(
             13, 'CU_DEVICE_GET', (_xdr.xdr_int,), xdr_int_result,
             _Facts(replay='readonly'),
+            plan=_Plan(encode_args=_plan_a2_encode_args, decode_args=_plan_a2_decode_args, decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
         ),
         14: _Procedure(
             14, 'CU_DEVICE_GET_NAME', (_xdr.xdr_int,), xdr_str_result,
             _Facts(replay='readonly'),
+            plan=_Plan(encode_args=_plan_a2_encode_args, decode_args=_plan_a2_decode_args),
         ),
         15: _Procedure(
             15, 'CU_DEVICE_GET_ATTRIBUTE', (_xdr.xdr_int, _xdr.xdr_int), xdr_int_result,
             _Facts(replay='readonly'),
+            plan=_Plan(encode_args=_plan_a3_encode_args, decode_args=_plan_a3_decode_args, decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
         ),
         16: _Procedure(
             16, 'CU_DEVICE_TOTAL_MEM', (_xdr.xdr_int,), xdr_u64_result,
             _Facts(replay='readonly'),
+            plan=_Plan(encode_args=_plan_a2_encode_args, decode_args=_plan_a2_decode_args, decode_reply=_plan_xdr_u64_result_decode_reply, encode_result=_plan_xdr_u64_result_encode_result),
         ),
         17: _Procedure(
             17, 'CU_DEVICE_GET_UUID', (_xdr.xdr_int,), xdr_uuid_result,
             _Facts(replay='readonly'),
+            plan=_Plan(encode_args=_plan_a2_encode_args, decode_args=_plan_a2_decode_args),
         ),
         18: _Procedure(
             18, 'CU_DEVICE_GET_PCI_BUS_ID', (_xdr.xdr_int,), xdr_str_result,
             _Facts(replay='readonly'),
+            plan=_Plan(encode_args=_plan_a2_encode_args, decode_args=_plan_a2_decode_args),
         ),
         30: _Procedure(
             30, 'CU_DEVICE_PRIMARY_CTX_RETAIN', (_xdr.xdr_int,), xdr_handle_result,
             _Facts(replay='replay'),
+            plan=_Plan(encode_args=_plan_a2_encode_args, decode_args=_plan_a2_decode_args, decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
         ),
         31: _Procedure(
             31, 'CU_DEVICE_PRIMARY_CTX_RELEASE', (_xdr.xdr_int,), _xdr.xdr_int,
             _Facts(replay='replay'),
+            plan=_Plan(encode_args=_plan_a2_encode_args, decode_args=_plan_a2_decode_args, decode_reply=_xdr_plan_status),
         ),
         32: _Procedure(
             32, 'CU_DEVICE_PRIMARY_CTX_RESET', (_xdr.xdr_int,), _xdr.xdr_int,
             _Facts(replay='replay'),
+            plan=_Plan(encode_args=_plan_a2_encode_args, decode_args=_plan_a2_decode_args, decode_reply=_xdr_plan_status),
         ),
         33: _Procedure(
             33, 'CU_DEVICE_PRIMARY_CTX_GET_STATE', (_xdr.xdr_int,), xdr_ctx_state_result,
             _Facts(replay='readonly'),
+            plan=_Plan(encode_args=_plan_a2_encode_args, decode_args=_plan_a2_decode_args, decode_reply=_plan_xdr_ctx_state_result_decode_reply, encode_result=_plan_xdr_ctx_state_result_encode_result),
         ),
         34: _Procedure(
             34, 'CU_DEVICE_PRIMARY_CTX_SET_FLAGS', (_xdr.xdr_int, _xdr.xdr_u_int), _xdr.xdr_int,
             _Facts(replay='replay'),
+            plan=_Plan(encode_args=_plan_a4_encode_args, decode_args=_plan_a4_decode_args, decode_reply=_xdr_plan_status),
         ),
         35: _Procedure(
             35, 'CU_CTX_CREATE', (_xdr.xdr_u_int, _xdr.xdr_int), xdr_handle_result,
             _Facts(replay='replay'),
+            plan=_Plan(encode_args=_plan_a5_encode_args, decode_args=_plan_a5_decode_args, decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
         ),
         36: _Procedure(
             36, 'CU_CTX_DESTROY', (xdr_cu_handle,), _xdr.xdr_int,
             _Facts(replay='replay', handles=((0, ('context',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_xdr_plan_status),
         ),
         37: _Procedure(
             37, 'CU_CTX_SET_CURRENT', (xdr_cu_handle,), _xdr.xdr_int,
             _Facts(replay='replay', handles=((0, ('context',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_xdr_plan_status),
         ),
         38: _Procedure(
             38, 'CU_CTX_GET_CURRENT', (), xdr_handle_result,
             _Facts(replay='readonly'),
+            plan=_Plan(decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
         ),
         39: _Procedure(
             39, 'CU_CTX_PUSH_CURRENT', (xdr_cu_handle,), _xdr.xdr_int,
             _Facts(replay='replay', handles=((0, ('context',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_xdr_plan_status),
         ),
         40: _Procedure(
             40, 'CU_CTX_POP_CURRENT', (), xdr_handle_result,
             _Facts(replay='replay'),
+            plan=_Plan(decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
         ),
         41: _Procedure(
             41, 'CU_CTX_SYNCHRONIZE', (), _xdr.xdr_int,
             _Facts(replay='readonly'),
+            plan=_Plan(decode_reply=_xdr_plan_status),
         ),
         42: _Procedure(
             42, 'CU_CTX_GET_DEVICE', (), xdr_int_result,
             _Facts(replay='readonly'),
+            plan=_Plan(decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
         ),
         43: _Procedure(
             43, 'CU_CTX_GET_LIMIT', (_xdr.xdr_int,), xdr_u64_result,
             _Facts(replay='readonly'),
+            plan=_Plan(encode_args=_plan_a2_encode_args, decode_args=_plan_a2_decode_args, decode_reply=_plan_xdr_u64_result_decode_reply, encode_result=_plan_xdr_u64_result_encode_result),
         ),
         44: _Procedure(
             44, 'CU_CTX_SET_LIMIT', (_xdr.xdr_int, _xdr.xdr_u_hyper), _xdr.xdr_int,
             _Facts(replay='replay'),
+            plan=_Plan(encode_args=_plan_a7_encode_args, decode_args=_plan_a7_decode_args, decode_reply=_xdr_plan_status),
         ),
         45: _Procedure(
             45, 'CU_CTX_GET_STREAM_PRIORITY_RANGE', (), xdr_int_pair_result,
             _Facts(replay='readonly'),
+            plan=_Plan(decode_reply=_plan_xdr_int_pair_result_decode_reply, encode_result=_plan_xdr_int_pair_result_encode_result),
         ),
         50: _Procedure(
             50, 'CU_MEM_ALLOC', (_xdr.xdr_u_hyper,), xdr_ptr_result,
             _Facts(replay='replay'),
+            plan=_Plan(encode_args=_plan_a8_encode_args, decode_args=_plan_a8_decode_args, decode_reply=_plan_xdr_ptr_result_decode_reply, encode_result=_plan_xdr_ptr_result_encode_result),
         ),
         51: _Procedure(
             51, 'CU_MEM_ALLOC_PITCH', (_xdr.xdr_u_hyper, _xdr.xdr_u_hyper, _xdr.xdr_u_int), xdr_pitch_result,
             _Facts(replay='replay'),
+            plan=_Plan(encode_args=_plan_a9_encode_args, decode_args=_plan_a9_decode_args, decode_reply=_plan_xdr_pitch_result_decode_reply, encode_result=_plan_xdr_pitch_result_encode_result),
         ),
         52: _Procedure(
             52, 'CU_MEM_FREE', (xdr_cu_ptr,), _xdr.xdr_int,
             _Facts(replay='replay'),
+            plan=_Plan(encode_args=_plan_a10_encode_args, decode_args=_plan_a10_decode_args, decode_reply=_xdr_plan_status),
         ),
         53: _Procedure(
             53, 'CU_MEM_GET_INFO', (), xdr_mem_info_result,
             _Facts(replay='readonly'),
+            plan=_Plan(decode_reply=_plan_xdr_mem_info_result_decode_reply, encode_result=_plan_xdr_mem_info_result_encode_result),
         ),
         54: _Procedure(
             54, 'CU_MEM_GET_ADDRESS_RANGE', (xdr_cu_ptr,), xdr_mem_range_result,
             _Facts(replay='readonly'),
+            plan=_Plan(encode_args=_plan_a10_encode_args, decode_args=_plan_a10_decode_args, decode_reply=_plan_xdr_mem_range_result_decode_reply, encode_result=_plan_xdr_mem_range_result_encode_result),
         ),
         55: _Procedure(
             55, 'CU_MEMCPY_HTOD', (xdr_cu_ptr, xdr_mem_data), _xdr.xdr_int,
             _Facts(replay='replay', views=(1,)),
+            plan=_Plan(decode_reply=_xdr_plan_status),
         ),
         56: _Procedure(
             56, 'CU_MEMCPY_DTOH', (xdr_cu_ptr, _xdr.xdr_u_hyper), xdr_mem_result,
             _Facts(replay='readonly'),
+            plan=_Plan(encode_args=_plan_a11_encode_args, decode_args=_plan_a11_decode_args),
         ),
         57: _Procedure(
             57, 'CU_MEMCPY_DTOD', (xdr_cu_ptr, xdr_cu_ptr, _xdr.xdr_u_hyper), _xdr.xdr_int,
             _Facts(replay='replay'),
+            plan=_Plan(encode_args=_plan_a12_encode_args, decode_args=_plan_a12_decode_args, decode_reply=_xdr_plan_status),
         ),
         58: _Procedure(
             58, 'CU_MEMCPY_HTOD_ASYNC', (xdr_cu_ptr, xdr_mem_data, xdr_cu_handle), _xdr.xdr_int,
             _Facts(pipelined=True, replay='replay', views=(1,), handles=((2, ('stream',)),)),
+            plan=_Plan(decode_reply=_xdr_plan_status),
         ),
         59: _Procedure(
             59, 'CU_MEMCPY_DTOH_ASYNC', (xdr_cu_ptr, _xdr.xdr_u_hyper, xdr_cu_handle), xdr_mem_result,
             _Facts(replay='readonly', handles=((2, ('stream',)),)),
+            plan=_Plan(encode_args=_plan_a13_encode_args, decode_args=_plan_a13_decode_args),
         ),
         60: _Procedure(
             60, 'CU_MEMCPY_DTOD_ASYNC', (xdr_cu_ptr, xdr_cu_ptr, _xdr.xdr_u_hyper, xdr_cu_handle), _xdr.xdr_int,
             _Facts(pipelined=True, replay='replay', handles=((3, ('stream',)),)),
+            plan=_Plan(encode_args=_plan_a14_encode_args, decode_args=_plan_a14_decode_args, decode_reply=_xdr_plan_status),
         ),
         61: _Procedure(
             61, 'CU_MEMSET', (xdr_cu_ptr, _xdr.xdr_u_int, _xdr.xdr_u_int, _xdr.xdr_u_hyper), _xdr.xdr_int,
             _Facts(replay='replay'),
+            plan=_Plan(encode_args=_plan_a15_encode_args, decode_args=_plan_a15_decode_args, decode_reply=_xdr_plan_status),
         ),
         62: _Procedure(
             62, 'CU_MEMSET_ASYNC', (xdr_cu_ptr, _xdr.xdr_u_int, _xdr.xdr_u_int, _xdr.xdr_u_hyper, xdr_cu_handle), _xdr.xdr_int,
             _Facts(pipelined=True, replay='replay', handles=((4, ('stream',)),)),
+            plan=_Plan(encode_args=_plan_a16_encode_args, decode_args=_plan_a16_decode_args, decode_reply=_xdr_plan_status),
         ),
         63: _Procedure(
             63, 'CU_MEM_ALLOC_ASYNC', (_xdr.xdr_u_hyper, xdr_cu_handle), xdr_ptr_result,
             _Facts(replay='replay', handles=((1, ('stream',)),)),
+            plan=_Plan(encode_args=_plan_a17_encode_args, decode_args=_plan_a17_decode_args, decode_reply=_plan_xdr_ptr_result_decode_reply, encode_result=_plan_xdr_ptr_result_encode_result),
         ),
         64: _Procedure(
             64, 'CU_MEM_FREE_ASYNC', (xdr_cu_ptr, xdr_cu_handle), _xdr.xdr_int,
             _Facts(pipelined=True, replay='replay', handles=((1, ('stream',)),)),
+            plan=_Plan(encode_args=_plan_a18_encode_args, decode_args=_plan_a18_decode_args, decode_reply=_xdr_plan_status),
         ),
         65: _Procedure(
             65, 'CU_POINTER_GET_ATTRIBUTES', (xdr_attribute_list, xdr_cu_ptr), xdr_pointer_attributes_result,
@@ -3806,14 +4822,17 @@ class CRICKET_V1_Server:
         82: _Procedure(
             82, 'CU_MODULE_UNLOAD', (xdr_cu_handle,), _xdr.xdr_int,
             _Facts(replay='replay', handles=((0, ('module',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_xdr_plan_status),
         ),
         83: _Procedure(
             83, 'CU_MODULE_GET_FUNCTION', (xdr_cu_handle, xdr_name_str), xdr_handle_result,
             _Facts(replay='replay', handles=((0, ('module',)),)),
+            plan=_Plan(decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
         ),
         84: _Procedure(
             84, 'CU_MODULE_GET_GLOBAL', (xdr_cu_handle, xdr_name_str), xdr_global_result,
             _Facts(replay='replay', handles=((0, ('module',)),)),
+            plan=_Plan(decode_reply=_plan_xdr_global_result_decode_reply, encode_result=_plan_xdr_global_result_encode_result),
         ),
         85: _Procedure(
             85, 'CU_LIBRARY_LOAD_DATA', (xdr_mem_data, xdr_option_list, xdr_option_list), xdr_module_load_result,
@@ -3822,98 +4841,122 @@ class CRICKET_V1_Server:
         86: _Procedure(
             86, 'CU_LIBRARY_UNLOAD', (xdr_cu_handle,), _xdr.xdr_int,
             _Facts(replay='replay', handles=((0, ('library',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_xdr_plan_status),
         ),
         87: _Procedure(
             87, 'CU_LIBRARY_GET_KERNEL', (xdr_cu_handle, xdr_name_str), xdr_handle_result,
             _Facts(replay='replay', handles=((0, ('library',)),)),
+            plan=_Plan(decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
         ),
         88: _Procedure(
             88, 'CU_KERNEL_GET_FUNCTION', (xdr_cu_handle,), xdr_handle_result,
             _Facts(replay='replay', handles=((0, ('kernel',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
         ),
         89: _Procedure(
             89, 'CU_FUNC_GET_ATTRIBUTE', (_xdr.xdr_int, xdr_cu_handle), xdr_int_result,
             _Facts(replay='readonly', handles=((1, ('function', 'kernel')),)),
+            plan=_Plan(encode_args=_plan_a19_encode_args, decode_args=_plan_a19_decode_args, decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
         ),
         90: _Procedure(
             90, 'CU_FUNC_SET_ATTRIBUTE', (xdr_cu_handle, _xdr.xdr_int, _xdr.xdr_int), _xdr.xdr_int,
             _Facts(replay='replay', handles=((0, ('function', 'kernel')),)),
+            plan=_Plan(encode_args=_plan_a20_encode_args, decode_args=_plan_a20_decode_args, decode_reply=_xdr_plan_status),
         ),
         91: _Procedure(
             91, 'CU_FUNC_SET_CACHE_CONFIG', (xdr_cu_handle, _xdr.xdr_int), _xdr.xdr_int,
             _Facts(replay='replay', handles=((0, ('function', 'kernel')),)),
+            plan=_Plan(encode_args=_plan_a21_encode_args, decode_args=_plan_a21_decode_args, decode_reply=_xdr_plan_status),
         ),
         92: _Procedure(
             92, 'CU_FUNC_GET_PARAM_INFO', (xdr_cu_handle,), xdr_param_info_result,
             _Facts(replay='readonly', handles=((0, ('function', 'kernel')),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args),
         ),
         100: _Procedure(
             100, 'CU_LAUNCH_KERNEL', (xdr_launch_args,), _xdr.xdr_int,
             _Facts(pipelined=True, replay='replay'),
+            plan=_Plan(decode_reply=_xdr_plan_status),
         ),
         101: _Procedure(
             101, 'CU_LAUNCH_COOPERATIVE_KERNEL', (xdr_launch_args,), _xdr.xdr_int,
             _Facts(pipelined=True, replay='replay'),
+            plan=_Plan(decode_reply=_xdr_plan_status),
         ),
         102: _Procedure(
             102, 'CU_LAUNCH_KERNEL_BATCH', (xdr_launch_batch,), _xdr.xdr_int,
             _Facts(pipelined=True, replay='replay'),
+            plan=_Plan(decode_reply=_xdr_plan_status),
         ),
         110: _Procedure(
             110, 'CU_STREAM_CREATE', (_xdr.xdr_u_int,), xdr_handle_result,
             _Facts(replay='replay'),
+            plan=_Plan(encode_args=_plan_a1_encode_args, decode_args=_plan_a1_decode_args, decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
         ),
         111: _Procedure(
             111, 'CU_STREAM_CREATE_WITH_PRIORITY', (_xdr.xdr_u_int, _xdr.xdr_int), xdr_handle_result,
             _Facts(replay='replay'),
+            plan=_Plan(encode_args=_plan_a5_encode_args, decode_args=_plan_a5_decode_args, decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
         ),
         112: _Procedure(
             112, 'CU_STREAM_DESTROY', (xdr_cu_handle,), _xdr.xdr_int,
             _Facts(replay='replay', handles=((0, ('stream',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_xdr_plan_status),
         ),
         113: _Procedure(
             113, 'CU_STREAM_SYNCHRONIZE', (xdr_cu_handle,), _xdr.xdr_int,
             _Facts(replay='readonly', handles=((0, ('stream',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_xdr_plan_status),
         ),
         114: _Procedure(
             114, 'CU_STREAM_QUERY', (xdr_cu_handle,), _xdr.xdr_int,
             _Facts(replay='readonly', handles=((0, ('stream',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_xdr_plan_status),
         ),
         115: _Procedure(
             115, 'CU_STREAM_WAIT_EVENT', (xdr_cu_handle, xdr_cu_handle, _xdr.xdr_u_int), _xdr.xdr_int,
             _Facts(pipelined=True, replay='replay', handles=((0, ('stream',)), (1, ('event',)))),
+            plan=_Plan(encode_args=_plan_a22_encode_args, decode_args=_plan_a22_decode_args, decode_reply=_xdr_plan_status),
         ),
         120: _Procedure(
             120, 'CU_EVENT_CREATE', (_xdr.xdr_u_int,), xdr_handle_result,
             _Facts(replay='replay'),
+            plan=_Plan(encode_args=_plan_a1_encode_args, decode_args=_plan_a1_decode_args, decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
         ),
         121: _Procedure(
             121, 'CU_EVENT_DESTROY', (xdr_cu_handle,), _xdr.xdr_int,
             _Facts(replay='replay', handles=((0, ('event',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_xdr_plan_status),
         ),
         122: _Procedure(
             122, 'CU_EVENT_RECORD', (xdr_cu_handle, xdr_cu_handle), _xdr.xdr_int,
             _Facts(pipelined=True, replay='replay', handles=((0, ('event',)), (1, ('stream',)))),
+            plan=_Plan(encode_args=_plan_a23_encode_args, decode_args=_plan_a23_decode_args, decode_reply=_xdr_plan_status),
         ),
         123: _Procedure(
             123, 'CU_EVENT_SYNCHRONIZE', (xdr_cu_handle,), _xdr.xdr_int,
             _Facts(replay='readonly', handles=((0, ('event',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_xdr_plan_status),
         ),
         124: _Procedure(
             124, 'CU_EVENT_QUERY', (xdr_cu_handle,), _xdr.xdr_int,
             _Facts(replay='readonly', handles=((0, ('event',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_xdr_plan_status),
         ),
         125: _Procedure(
             125, 'CU_EVENT_ELAPSED_TIME', (xdr_cu_handle, xdr_cu_handle), xdr_float_result,
             _Facts(replay='readonly', handles=((0, ('event',)), (1, ('event',)))),
+            plan=_Plan(encode_args=_plan_a23_encode_args, decode_args=_plan_a23_decode_args, decode_reply=_plan_xdr_float_result_decode_reply, encode_result=_plan_xdr_float_result_encode_result),
         ),
         130: _Procedure(
             130, 'CU_OCCUPANCY_MAX_ACTIVE_BLOCKS_PER_MULTIPROCESSOR', (xdr_cu_handle, _xdr.xdr_int, _xdr.xdr_u_hyper, _xdr.xdr_u_int), xdr_int_result,
             _Facts(replay='readonly', handles=((0, ('function', 'kernel')),)),
+            plan=_Plan(encode_args=_plan_a24_encode_args, decode_args=_plan_a24_decode_args, decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
         ),
         131: _Procedure(
             131, 'CU_OCCUPANCY_MAX_POTENTIAL_BLOCK_SIZE', (xdr_cu_handle, _xdr.xdr_u_hyper, _xdr.xdr_int, _xdr.xdr_u_int), xdr_int_pair_result,
             _Facts(replay='readonly', handles=((0, ('function', 'kernel')),)),
+            plan=_Plan(encode_args=_plan_a25_encode_args, decode_args=_plan_a25_decode_args, decode_reply=_plan_xdr_int_pair_result_decode_reply, encode_result=_plan_xdr_int_pair_result_encode_result),
         ),
         200: _Procedure(
             200, 'RT_DEVICE_GET_PROPERTIES', (_xdr.xdr_int, xdr_device_attribute_list), xdr_device_properties_result,
@@ -3922,18 +4965,22 @@ class CRICKET_V1_Server:
         201: _Procedure(
             201, 'RT_MEMCPY_2D_HTOD', (xdr_cu_ptr, _xdr.xdr_u_hyper, xdr_mem_data, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle), _xdr.xdr_int,
             _Facts(pipelined=True, replay='replay', handles=((5, ('stream',)),)),
+            plan=_Plan(decode_reply=_xdr_plan_status),
         ),
         202: _Procedure(
             202, 'RT_MEMCPY_2D_DTOH', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle), xdr_mem_result,
             _Facts(replay='readonly', handles=((4, ('stream',)),)),
+            plan=_Plan(encode_args=_plan_a26_encode_args, decode_args=_plan_a26_decode_args),
         ),
         203: _Procedure(
             203, 'RT_MEMCPY_2D_DTOD', (xdr_cu_ptr, _xdr.xdr_u_hyper, xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle), _xdr.xdr_int,
             _Facts(pipelined=True, replay='replay', handles=((6, ('stream',)),)),
+            plan=_Plan(encode_args=_plan_a27_encode_args, decode_args=_plan_a27_decode_args, decode_reply=_xdr_plan_status),
         ),
         204: _Procedure(
             204, 'RT_MEMSET_2D', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_int, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle), _xdr.xdr_int,
             _Facts(pipelined=True, replay='replay', handles=((5, ('stream',)),)),
+            plan=_Plan(encode_args=_plan_a28_encode_args, decode_args=_plan_a28_decode_args, decode_reply=_xdr_plan_status),
         ),
         300: _Procedure(
             300, 'CHECKPOINT_SESSION', (xdr_ckpt_path,), xdr_checkpoint_result,
@@ -3946,22 +4993,27 @@ class CRICKET_V1_Server:
         302: _Procedure(
             302, 'SESSION_CALLS', (), xdr_u64_result,
             _Facts(replay='uncounted'),
+            plan=_Plan(decode_reply=_plan_xdr_u64_result_decode_reply, encode_result=_plan_xdr_u64_result_encode_result),
         ),
         350: _Procedure(
             350, 'DATA_SHM_OFFER', (_xdr.xdr_u_hyper,), xdr_shm_offer_result,
             _Facts(replay='replay'),
+            plan=_Plan(encode_args=_plan_a8_encode_args, decode_args=_plan_a8_decode_args),
         ),
         351: _Procedure(
             351, 'DATA_SHM_ACCEPT', (xdr_mem_data,), _xdr.xdr_int,
             _Facts(replay='replay'),
+            plan=_Plan(decode_reply=_xdr_plan_status),
         ),
         352: _Procedure(
             352, 'DATA_SHM_HTOD', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle, _xdr.xdr_bool), _xdr.xdr_int,
             _Facts(replay='replay', handles=((3, ('stream',)),)),
+            plan=_Plan(decode_reply=_xdr_plan_status),
         ),
         353: _Procedure(
             353, 'DATA_SHM_DTOH', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle, _xdr.xdr_bool), _xdr.xdr_int,
             _Facts(replay='readonly', handles=((3, ('stream',)),)),
+            plan=_Plan(decode_reply=_xdr_plan_status),
         ),
         354: _Procedure(
             354, 'DATA_TCP_OFFER', (_codec1, _xdr.xdr_u_int), xdr_channel_offer_result,
@@ -3970,10 +5022,12 @@ class CRICKET_V1_Server:
         355: _Procedure(
             355, 'DATA_TCP_HTOD', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_int, xdr_cu_handle, _xdr.xdr_bool), _xdr.xdr_int,
             _Facts(replay='replay', handles=((3, ('stream',)),)),
+            plan=_Plan(decode_reply=_xdr_plan_status),
         ),
         356: _Procedure(
             356, 'DATA_TCP_DTOH', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_int, xdr_cu_handle, _xdr.xdr_bool), _xdr.xdr_int,
             _Facts(replay='readonly', handles=((3, ('stream',)),)),
+            plan=_Plan(decode_reply=_xdr_plan_status),
         ),
     }
 

@@ -50,16 +50,17 @@ class WorkerService(CricketService):
     def _run(
         self, ctx: Any, call: str, fn: Callable[[Session], T], calls: int = 1
     ) -> tuple[int, T | None]:
-        session = self._state(ctx).session
-        if session is not None and not session.closed and session.id in self._sticky:
-            code, first = self._sticky[session.id]
-            session.last_error = (
-                f"{call}: {STICKY_ERRORS[code]} earlier in this session ({first}); its CUDA "
-                "state is unusable, end the session"
-            )
-            return code, None
+        if self._sticky:  # else (the common case) nothing to look up before the call
+            session = self._state(ctx).session
+            if session is not None and not session.closed and session.id in self._sticky:
+                code, first = self._sticky[session.id]
+                session.last_error = (
+                    f"{call}: {STICKY_ERRORS[code]} earlier in this session ({first}); its "
+                    "CUDA state is unusable, end the session"
+                )
+                return code, None
         code, value = super()._run(ctx, call, fn, calls)
-        if code in STICKY_ERRORS and session is not None:
+        if code in STICKY_ERRORS and (session := self._state(ctx).session) is not None:
             self._sticky[session.id] = (code, session.last_error)
             log.warning(
                 "session %#x: %s is sticky: every later call of the session fails; the worker "

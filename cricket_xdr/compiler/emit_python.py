@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from cricket_xdr.compiler import ir
 from cricket_xdr.compiler.checks import PREDEFINED, Model
 from cricket_xdr.compiler.emit_coders import StructCoders
+from cricket_xdr.compiler.emit_plans import PlanWriter
 from cricket_xdr.compiler.facts import handle_kinds
 
 __all__ = ["emit", "pyname"]
@@ -56,6 +57,8 @@ class _Emitter:
         self.user_names = {pyname(n) for n in model.constants} | {pyname(n) for n in model.types}
         self.needs_builtins = False
         self.needs_facts = False
+        self.needs_plans = False
+        self.plans = PlanWriter(model, self.field_attr)
         self.coders = {
             d.name: StructCoders(model, d, self.struct_class, self.field_attr)
             for d in model.spec.definitions
@@ -382,8 +385,35 @@ class _Emitter:
         prog = p.number.text if p.number.name is None else f"{p.number.resolved:#x}"
         for v in p.versions:
             vers = v.number.resolved
+            self.plan_code(v)
             self.client(p, v, prog, vers)
             self.server(p, v, prog, vers)
+
+    def plan_code(self, v: ir.VersionDef) -> None:
+        """The call plans of a version's procedures (cricket_xdr.compiler.emit_plans)."""
+        lines: list[str] = []
+        self.plan_of: dict[str, str] = {}
+        for proc in v.procedures:
+            code, plan = self.plans.procedure(
+                proc, [self.proc_codec(a) for a in proc.args], self.proc_codec(proc.result)
+            )
+            lines += code
+            if plan is not None:
+                self.plan_of[proc.name] = plan
+        if not self.plan_of:
+            return
+        self.w()
+        self.w()
+        self.w(f"# Call plans of {v.name}: fixed-size arguments and results as one struct each.")
+        if not self.needs_plans:
+            self.out += self.plans.shared()
+        else:
+            self.w()
+            self.w()
+        self.needs_plans = True
+        while lines and not lines[-1]:
+            lines.pop()
+        self.out += lines
 
     def client(self, p: ir.ProgramDef, v: ir.VersionDef, prog: str, vers: int | None) -> None:
         cls = f"{v.name}_Client"
@@ -459,10 +489,13 @@ class _Emitter:
             codecs = self.tuple(self.proc_codec(a) for a in proc.args) if proc.args else "()"
             self.w(f"        {proc.number.resolved}: _Procedure(")
             facts = self.facts(proc)
+            plan = self.plan_of.get(proc.name)
             self.w(f"            {proc.number.resolved}, {pyname(proc.name)!r}, {codecs}, "
-                   f"{self.proc_codec(proc.result)}{',' if facts else ''}")
+                   f"{self.proc_codec(proc.result)}{',' if facts or plan else ''}")
             if facts:
                 self.w(f"            {facts},")
+            if plan:
+                self.w(f"            plan={plan},")
             self.w("        ),")
         self.w("    }")
         for proc in v.procedures:
@@ -508,9 +541,12 @@ class _Emitter:
             self.w("_xdr.ready_all(")
             self.out += [f"    {name}," for name in built]
             self.w(")")
-        if self.coders:
+        if self.coders or self.needs_plans:
             at = self.out.index("import enum as _enum")
             self.out.insert(at + 1, "import struct as _struct")
+        if self.needs_plans:
+            at = self.out.index("from cricket_xdr.stubs import Pending as _Pending")
+            self.out.insert(at + 1, "from cricket_xdr.stubs import Plan as _Plan")
         if self.needs_facts:
             at = self.out.index("from cricket_xdr.stubs import Pending as _Pending")
             self.out.insert(at, "from cricket_xdr.stubs import Facts as _Facts")

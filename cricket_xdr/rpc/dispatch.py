@@ -1,8 +1,10 @@
 """Server-side call dispatch, without I/O: a call in, the reply's pieces out.
 
 Services follow the generated `V_Server` shape: `PROGRAM`, `VERSION`, `PROCEDURES` mapping a
-procedure number to `Procedure(number, name, arg_codecs, result_codec)`; the handler is the
-service's method named `procedure.name`, called as `handler(ctx, *args)`.
+procedure number to `Procedure(number, name, arg_codecs, result_codec, facts, plan)`; the
+handler is the service's method named `procedure.name`, called as `handler(ctx, *args)`. A
+procedure's plan (cricket_xdr.stubs.Plan), where it has one, decodes fixed-size arguments and
+encodes a fixed-size result with one struct each; the codecs do the rest.
 
 Order of checks (as RFC 5531 and libtirpc): RPC version, credentials, program, version,
 procedure, arguments, handler.
@@ -137,11 +139,10 @@ class Dispatcher:
             dict(verifiers) if verifiers is not None else default_verifiers()
         )
         self._plain_none = self.verifiers.get(AUTH_NONE) is verify_none
-        # (program, version, procedure) -> (Procedure, bound handler, argument decoder), made
-        # on the first call; the decoder takes the call body and gives the handler's arguments
-        self._routes: dict[
-            tuple[int, int, int], tuple[Any, Callable[..., Any], Callable[[Buffer], list[Any]]]
-        ] = {}
+        # (program, version, procedure) -> (Procedure, bound handler, argument decoder, result
+        # encoder), made on the first call; the decoder takes the call body and gives the
+        # handler's arguments, the encoder its result's reply pieces
+        self._routes: dict[tuple[int, int, int], _Route] = {}
 
     @property
     def programs(self) -> list[tuple[int, int]]:
@@ -181,9 +182,14 @@ class Dispatcher:
             procedure = service.PROCEDURES.get(call.proc)
             if procedure is None:
                 return conn.reply_error(xid, PROC_UNAVAIL)
-            route = (procedure, getattr(service, procedure.name), _decoder(service, procedure))
+            route = (
+                procedure,
+                getattr(service, procedure.name),
+                _decoder(service, procedure),
+                _encoder(procedure),
+            )
             self._routes[(call.prog, call.vers, call.proc)] = route
-        procedure, handler, decode = route
+        procedure, handler, decode, encode = route
         try:
             args = decode(call.body)
         except XdrError as exc:
@@ -203,7 +209,7 @@ class Dispatcher:
             log.exception("%s: handler failed", _Named(call, procedure))
             return conn.reply_error(xid, SYSTEM_ERR)
         try:
-            body = _encode_result(procedure.result_codec, result)
+            body = encode(result)
         except Exception:
             log.exception("%s: result %r could not be encoded", _Named(call, procedure), result)
             return conn.reply_error(xid, SYSTEM_ERR)
@@ -211,20 +217,50 @@ class Dispatcher:
 
 
 
-def _decoder(service: Any, procedure: Any) -> Callable[[Buffer], list[Any]]:
-    """How a procedure's call body becomes its handler's arguments (see the module doc)."""
+_Route = tuple[Any, Callable[..., Any], Callable[[Buffer], Any], Callable[[Any], list[Buffer]]]
+
+
+def _decoder(service: Any, procedure: Any) -> Callable[[Buffer], Any]:
+    """How a procedure's call body becomes its handler's arguments (see the module doc): the
+    service's own decoder, views, the procedure's plan (fixed-size arguments: one struct),
+    else its codecs."""
     own = getattr(service, "ARG_DECODERS", {}).get(procedure.number)
     if own is not None:
         return own  # type: ignore[no-any-return]
     codecs = procedure.arg_codecs
     if procedure.number in getattr(service, "VIEW_ARGS", ()):
         return lambda body: _decode_views(codecs, body)
+    plan = getattr(procedure, "plan", None)
+    if plan is not None and plan.decode_args is not None:
+        return plan.decode_args  # type: ignore[no-any-return]
     if not codecs:
         return _decode_nothing
     if len(codecs) == 1:
         decode_one = codecs[0].decode
         return lambda body: [decode_one(body)]
     return lambda body: _decode_all(codecs, body)
+
+
+def _encoder(procedure: Any) -> Callable[[Any], list[Buffer]]:
+    """How a handler's result becomes the reply's pieces: the procedure's plan (a fixed-size
+    result: one struct), else its codec."""
+    plan = getattr(procedure, "plan", None)
+    if plan is not None and plan.encode_result is not None:
+        return plan.encode_result  # type: ignore[no-any-return]
+    codec = procedure.result_codec
+    if codec is xdr_int:
+        return _encode_status
+    return lambda value: _encode_result(codec, value)
+
+
+def _encode_status(value: Any) -> list[Buffer]:
+    """An int result (a status): the most common result."""
+    if type(value) is int:
+        try:
+            return [_INT.pack(value)]
+        except struct.error:
+            pass  # the codec says what is wrong
+    return _encode_result(xdr_int, value)
 
 
 def _decode_nothing(body: Buffer) -> list[Any]:
