@@ -13,7 +13,6 @@ from test_client_fakes import FakeCricket, FakeServer
 
 import cricket_client
 from cricket_client import driver as cuda
-from cricket_client.replay import replay_log
 from cricket_xdr.rpc.client import RpcClient
 from cricket_xdr.rpc.errors import GarbageArgs, SystemErr
 from cricket_xdr.xdr import XdrEncodeError
@@ -92,9 +91,9 @@ def test_driver_queries_through_plans(server: FakeServer) -> None:
         err, dev = cuda.cuCtxGetDevice()
         assert err == cuda.CUresult.CUDA_SUCCESS and int(dev) == 0
         # a value out of range fails in the client, as through the codecs, and is not counted
-        counted = replay_log(conn).seq
+        counted = conn.replay_log.seq
         with pytest.raises(XdrEncodeError, match="int: cannot encode 1099511627776"):
             cuda.cuDeviceGetAttribute(attr, 2**40)
-        assert replay_log(conn).seq == counted
+        assert conn.replay_log.seq == counted
         server.service.mem_info = p.mem_info_result(2, None)
         assert cuda.cuMemGetInfo() == (cuda.CUresult.CUDA_ERROR_OUT_OF_MEMORY, None, None)
