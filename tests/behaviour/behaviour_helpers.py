@@ -15,6 +15,8 @@ from cricket_client import driver as cuda
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ROOT / "tests" / "kernels"
 BACKEND = os.environ.get("CRICKET_TEST_BACKEND", "sim")
+# Isolation of the suite's server (CRICKET_TEST_ISOLATION; auto: thread on sim, process on cuda)
+ISOLATION = os.environ.get("CRICKET_TEST_ISOLATION", "auto")
 SUCCESS = cuda.CUresult.CUDA_SUCCESS
 
 

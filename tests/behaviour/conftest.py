@@ -11,18 +11,15 @@ device itself (cuDeviceTotalMem, ...), never from one backend's constants.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from behaviour_helpers import KERNELS, check, open_session
+from behaviour_helpers import ISOLATION, KERNELS, check, open_session
 from server_harness import running_server
 
 import cricket_client
 from cricket_client import driver as cuda
-
-ISOLATION = os.environ.get("CRICKET_TEST_ISOLATION", "auto")
 
 
 @pytest.fixture(scope="session")

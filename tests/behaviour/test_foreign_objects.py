@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import re
 
-from behaviour_helpers import BACKEND, check
-from conftest import ISOLATION
+from behaviour_helpers import BACKEND, ISOLATION, check
 
 import cricket_client
 from cricket_client import driver as cuda
