@@ -22,13 +22,10 @@ once per 10 s.
 from __future__ import annotations
 
 import contextlib
-import heapq
 import itertools
 import logging
-import selectors
 import socket
 import struct
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,9 +36,10 @@ from cricket_xdr.rpc.dispatch import ConnectionInfo, Dispatcher
 from cricket_xdr.rpc.errors import CallDecodeError
 from cricket_xdr.rpc.handshake import PRE_AUTH_MAX_RECORD, Admission, screen_token
 from cricket_xdr.rpc.message import decode_call
-from cricket_xdr.rpc.ratelog import RateLimitedLog
 from cricket_xdr.rpc.record import LAST_FRAGMENT, MAX_FRAGMENT
 from rpc_spec import cricket_rpc as proto
+
+from .watcher import SocketWatcher
 
 log = logging.getLogger("cricket_server.workers")
 
@@ -71,7 +69,7 @@ class _Pending:
     waiting_slot: bool = False  # TLS: the first record is here, no setup slot free yet
 
 
-class AdmissionGate:
+class AdmissionGate(SocketWatcher[_Pending]):
     """See the module docstring. `hand_off` is the RPC server's; `setup_busy()` says how many
     workers run a setup now."""
 
@@ -90,17 +88,14 @@ class AdmissionGate:
         self._hand_off = hand_off
         self._setup_busy = setup_busy
         self._dispatch = Dispatcher([proto.CRICKET_V1_Server()]).dispatch
-        self._lock = threading.Lock()
         self._pending: dict[socket.socket, _Pending] = {}
-        self._new: list[_Pending] = []  # accepted, not yet watched by the gate's thread
         self._ids = itertools.count(1)
-        self._trouble = RateLimitedLog(log)
-        self._selector = selectors.DefaultSelector()
-        self._wake_r, self._wake_w = socket.socketpair()
-        self._selector.register(self._wake_r, selectors.EVENT_READ)
-        self._closing = False
-        self._thread = threading.Thread(target=self._run, name="admission-gate", daemon=True)
-        self._thread.start()
+        super().__init__(
+            name="admission-gate",
+            log=log,
+            failure="the admission gate failed: %r",
+            poll=_SLOT_POLL,
+        )
 
     @property
     def pending(self) -> int:
@@ -109,72 +104,32 @@ class AdmissionGate:
 
     def hand_off(self, sock: socket.socket, peer: object) -> None:
         """Take an accepted connection (the RPC server's accept thread)."""
-        with self._lock:
-            full = len(self._pending) >= self.max_pending or self._closing
-            if not full:
-                verifier = None
-                if self.admission.tls is None and self.admission.token:
-                    verifier = TokenVerifier(self.admission.token)
-                info = ConnectionInfo(next(self._ids), peer, lambda: None)
-                entry = _Pending(
-                    sock, peer, time.monotonic() + self.admission.deadline, info, verifier
-                )
-                self._pending[sock] = entry
-                self._new.append(entry)
-        if full:
+        if not self._add(self._pending, self.max_pending, lambda: self._entry(sock, peer)):
             sock.close()
             self._trouble.log(logging.WARNING, "refused the connection from %r: %d connections "
                               "are in their setup already (--max-pending)", peer,
                               self.max_pending)  # fmt: skip
-            return
-        self._wake()
 
-    def close(self) -> None:
-        with self._lock:
-            self._closing = True
-        self._wake()
-        self._thread.join()
+    def _entry(self, sock: socket.socket, peer: object) -> _Pending:
+        verifier = None
+        if self.admission.tls is None and self.admission.token:
+            verifier = TokenVerifier(self.admission.token)
+        info = ConnectionInfo(next(self._ids), peer, lambda: None)
+        return _Pending(sock, peer, time.monotonic() + self.admission.deadline, info, verifier)
+
+    # -- the gate's thread (`SocketWatcher` hooks) ----------------------------------------
+    def _release_all(self) -> None:
         for entry in list(self._pending.values()):
             self._drop(entry)
-        self._selector.close()
-        self._wake_r.close()
-        self._wake_w.close()
 
-    def _wake(self) -> None:
-        with contextlib.suppress(OSError):
-            self._wake_w.send(b"x")
+    def _expired(self, entry: _Pending) -> None:
+        if self._is_pending(entry):
+            self._trouble.log(logging.INFO, "%r: connection setup not done within %g s; "
+                              "closing", entry.info, self.admission.deadline)  # fmt: skip
+            self._drop(entry)
 
-    # -- the gate's thread -----------------------------------------------------------------
-    def _run(self) -> None:
-        deadlines: list[tuple[float, int, _Pending]] = []
-        order = itertools.count()
-        while True:
-            with self._lock:
-                if self._closing:
-                    return
-                new, self._new = self._new, []
-            for entry in new:
-                heapq.heappush(deadlines, (entry.deadline, next(order), entry))
-                self._guarded(self._watch, entry)
-            try:
-                self._step(deadlines)
-            except Exception as exc:  # never the end of the gate
-                self._trouble.log(logging.ERROR, "the admission gate failed: %r", exc)
-                time.sleep(_SLOT_POLL)
-
-    def _watch(self, entry: _Pending) -> None:
-        entry.sock.setblocking(False)
-        self._selector.register(entry.sock, selectors.EVENT_READ, entry)
-
-    def _step(self, deadlines: list[tuple[float, int, _Pending]]) -> None:
-        """Close connections past their deadline, poll those that wait, serve readable ones."""
-        now = time.monotonic()
-        while deadlines and deadlines[0][0] <= now:
-            _, _, entry = heapq.heappop(deadlines)
-            if self._is_pending(entry):
-                self._trouble.log(logging.INFO, "%r: connection setup not done within %g s; "
-                                  "closing", entry.info, self.admission.deadline)  # fmt: skip
-                self._drop(entry)
+    def _poll(self) -> bool:
+        """TLS: look at connections with part of their first record; offer setup slots."""
         with self._lock:
             polled = [e for e in self._pending.values() if e.peeking or e.waiting_slot]
         for entry in polled:
@@ -183,15 +138,7 @@ class AdmissionGate:
         waiting = [e for e in polled if e.waiting_slot]
         if waiting:
             self._offer_slots(waiting)
-        timeout = max(0.0, deadlines[0][0] - now) if deadlines else None
-        if any(e.peeking or e.waiting_slot for e in polled):
-            timeout = _SLOT_POLL if timeout is None else min(timeout, _SLOT_POLL)
-        for key, _ in self._selector.select(timeout):
-            if key.data is None:
-                with contextlib.suppress(OSError):
-                    self._wake_r.recv(4096)
-                continue
-            self._guarded(self._readable, key.data)
+        return any(e.peeking or e.waiting_slot for e in polled)
 
     def _guarded(self, step: Callable[[_Pending], None], entry: _Pending) -> None:
         """Run one step of a connection's setup; a failure ends that connection only."""

@@ -22,13 +22,9 @@ time goes on as usual. Routing happens only while restored sessions wait.
 from __future__ import annotations
 
 import contextlib
-import heapq
-import itertools
 import logging
-import selectors
 import socket
 import struct
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,8 +33,9 @@ from typing import Protocol
 from cricket_xdr.rpc.auth import AUTH_CRICKET_RESUME, RESUME_HINT_BYTES
 from cricket_xdr.rpc.errors import CallDecodeError
 from cricket_xdr.rpc.message import decode_call
-from cricket_xdr.rpc.ratelog import RateLimitedLog
 from rpc_spec import cricket_rpc as proto
+
+from .watcher import SocketWatcher
 
 log = logging.getLogger("cricket_server.workers")
 
@@ -118,7 +115,7 @@ class _Waiting:
     partial: bool = False  # part of the first record is here: polled, not watched
 
 
-class RestoredRouter:
+class RestoredRouter(SocketWatcher[_Waiting]):
     """`hand_off` for the RPC server of cricket-restart under process isolation; see the
     module docstring. `fallback`: where other connections go (default `pool.hand_off`)."""
 
@@ -134,16 +131,13 @@ class RestoredRouter:
         self.fallback: HandOff = fallback or pool.hand_off
         self.timeout = timeout
         self.max_waiting = max_waiting
-        self._lock = threading.Lock()
         self._waiting: dict[socket.socket, _Waiting] = {}
-        self._new: list[_Waiting] = []
-        self._closing = False
-        self._trouble = RateLimitedLog(log)
-        self._selector = selectors.DefaultSelector()
-        self._wake_r, self._wake_w = socket.socketpair()
-        self._selector.register(self._wake_r, selectors.EVENT_READ)
-        self._thread = threading.Thread(target=self._run, name="route-restored", daemon=True)
-        self._thread.start()
+        super().__init__(
+            name="route-restored",
+            log=log,
+            failure="routing to restored sessions failed: %r",
+            poll=_POLL,
+        )
 
     @property
     def waiting(self) -> int:
@@ -156,79 +150,36 @@ class RestoredRouter:
         if not self.pool.waiting_restored():
             self.fallback(sock, peer, admitted)
             return
-        with self._lock:
-            full = self._closing or len(self._waiting) >= self.max_waiting
-            if not full:
-                entry = _Waiting(sock, peer, admitted, time.monotonic() + self.timeout)
-                self._waiting[sock] = entry
-                self._new.append(entry)
-        if full:
+        deadline = time.monotonic() + self.timeout
+        if not self._add(
+            self._waiting, self.max_waiting, lambda: _Waiting(sock, peer, admitted, deadline)
+        ):
             sock.close()
             self._trouble.log(logging.WARNING, "closed the connection from %r: %d connections "
                               "wait to be routed to restored sessions already", peer,
                               self.max_waiting)  # fmt: skip
-            return
-        self._wake()
 
-    def close(self) -> None:
-        with self._lock:
-            self._closing = True
-        self._wake()
-        self._thread.join()
+    # -- the router's thread (`SocketWatcher` hooks) --------------------------------------
+    def _release_all(self) -> None:
         with self._lock:
             entries, self._waiting = list(self._waiting.values()), {}
         for entry in entries:
             with contextlib.suppress(OSError):
                 entry.sock.close()
-        self._selector.close()
-        self._wake_r.close()
-        self._wake_w.close()
 
-    def _wake(self) -> None:
-        with contextlib.suppress(OSError):
-            self._wake_w.send(b"x")
+    def _expired(self, entry: _Waiting) -> None:
+        if self._take(entry):  # nothing came in time: on as usual
+            self._forward(entry, b"")
 
-    # -- the router's thread ---------------------------------------------------------------
-    def _run(self) -> None:
-        deadlines: list[tuple[float, int, _Waiting]] = []
-        order = itertools.count()
-        while True:
-            with self._lock:
-                if self._closing:
-                    return
-                new, self._new = self._new, []
-            for entry in new:
-                heapq.heappush(deadlines, (entry.deadline, next(order), entry))
-                self._guarded(self._watch, entry)
-            try:
-                self._step(deadlines)
-            except Exception as exc:  # never the end of the router
-                self._trouble.log(logging.ERROR, "routing to restored sessions failed: %r", exc)
-                time.sleep(_POLL)
-
-    def _watch(self, entry: _Waiting) -> None:
-        entry.sock.setblocking(False)
-        self._selector.register(entry.sock, selectors.EVENT_READ, entry)
-
-    def _step(self, deadlines: list[tuple[float, int, _Waiting]]) -> None:
-        now = time.monotonic()
-        while deadlines and deadlines[0][0] <= now:
-            _, _, entry = heapq.heappop(deadlines)
-            if self._take(entry):  # nothing came in time: on as usual
-                self._forward(entry, b"")
+    def _poll(self) -> bool:
         with self._lock:
             polled = [e for e in self._waiting.values() if e.partial]
         for entry in polled:
             self._guarded(self._look, entry)
-        timeout = max(0.0, deadlines[0][0] - now) if deadlines else None
-        if polled:
-            timeout = _POLL if timeout is None else min(timeout, _POLL)
-        for key, _ in self._selector.select(timeout):
-            if key.data is None:
-                with contextlib.suppress(OSError):
-                    self._wake_r.recv(4096)
-            else:
-                self._guarded(self._look, key.data)
+        return bool(polled)
+
+    def _readable(self, entry: _Waiting) -> None:
+        self._look(entry)
 
     def _guarded(self, step: Callable[[_Waiting], None], entry: _Waiting) -> None:
         try:
