@@ -75,13 +75,16 @@ def null_call(sock: Any, prog: int, vers: int, cred: OpaqueAuth = NULL_AUTH) -> 
     RemoteRpcError (AuthError, ...) or ConnectionLost."""
     conn = ClientConnection(auth=_FixedAuth(cred))
     _, pieces = conn.send_call(prog, vers, 0)
-    sock.sendall(b"".join(pieces))
     scratch = memoryview(bytearray(4096))
-    while (event := conn.next_event()) is NEED_DATA:
-        n = sock.recv_into(scratch)
-        if not n:
-            raise ConnectionLost("the server closed the connection during connection setup")
-        conn.receive_data(scratch[:n])
+    try:
+        sock.sendall(b"".join(pieces))
+        while (event := conn.next_event()) is NEED_DATA:
+            n = sock.recv_into(scratch)
+            if not n:
+                raise ConnectionLost("the server closed the connection during connection setup")
+            conn.receive_data(scratch[:n])
+    except ConnectionError as exc:  # reset or broken pipe: the server dropped it
+        raise ConnectionLost(f"the server dropped the connection during connection setup: {exc}") from exc
     event.result()  # raises the reply's error
     return event.message.verf if event.message is not None else NULL_AUTH
 
