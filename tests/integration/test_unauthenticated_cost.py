@@ -102,7 +102,7 @@ def test_connections_beyond_max_pending_are_closed_at_once(tmp_path: Path, mode:
     options = ("--auth-token-file", token_file(tmp_path), "--max-pending", "5")
     with running_server(tmp_path, *options, isolation=mode, backend="sim") as srv:
         pending = [connect_raw(srv.address) for _ in range(5)]
-        time.sleep(0.5)
+        wait_for(lambda: srv.client_connections() >= 5, "the server to take the first five")
         extra = connect_raw(srv.address)
         assert closed_by_server(extra, 10)
         assert not closed_by_server(pending[0], 0.5)  # the first five wait for their setup
