@@ -32,6 +32,7 @@ stubs: $(VPY)
 	$(VPY) -m cricket_xdr rpc_spec/portmap.x -o cricket_xdr/portmap_rpc.py
 	$(VPY) -m cricket_xdr rpc_spec/cricket.x -o rpc_spec/cricket_rpc.py
 	$(VPY) -m cricket_xdr rpc_spec/checkpoint.x -o rpc_spec/checkpoint_rpc.py
+	$(VPY) tools/gen_mirrors.py
 
 lint: $(VPY)
 	$(VPY) -m ruff check .

@@ -16,11 +16,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import _enums
-from ._args import c_int, size_t, u64, uint, unsigned
+from ._args import c_int, size_t, uint, unsigned
+from ._driver_base import _SUCCESS, _conn, _fail, _handle, _out, _stream
+from ._driver_base import _name as _name  # for the family modules
+from ._driver_generated import *  # noqa: F403  (the mirrors declared in driver.mirrors)
+from ._driver_generated import cuMemcpyDtoD, cuMemcpyDtoDAsync
 from ._enums import *  # noqa: F403  (the enums and constants of cuda.bindings.driver)
 from ._enums import (
-    CU_STREAM_LEGACY,
-    CU_STREAM_PER_THREAD,
     DRIVER_NAMES,
     CUjit_option,
     CUlibraryOption,
@@ -40,67 +42,19 @@ from ._types import (
     CUuuid,
     as_int,
 )
-from .connection import Connection, get_connection
+from .connection import Connection
 from .datapath import DataPaths
-from .errors import NotSupportedRemotely, error_string, to_result
+from .errors import NotSupportedRemotely, error_string
 from .host_buffers import HostBufferError, read_host, writable_view, write_host
 from .kernel_args import LaunchArgumentError, LaunchName, pack_kernel_params
 from .modules import ImageError, image_bytes
 
-_SUCCESS = CUresult.CUDA_SUCCESS
 _INVALID_VALUE = CUresult.CUDA_ERROR_INVALID_VALUE
 _NOT_SUPPORTED = CUresult.CUDA_ERROR_NOT_SUPPORTED
 
 # Copies larger than this travel as several calls, all in flight together (bounded records and
 # memory on both sides; the server's device copy of one chunk overlaps the transfer of the next).
 COPY_CHUNK = 4 << 20
-_WIRE_PER_THREAD = 2  # STREAM_PER_THREAD in cricket.x
-
-
-_conn = get_connection  # this thread's connection (cricket_client.connection)
-
-
-def _fail(conn: Connection | None, code: int, message: str, outputs: int) -> tuple[Any, ...]:
-    if conn is not None:
-        conn.set_local_error(message)
-    return (to_result(code),) + (None,) * outputs
-
-
-def _out(err: int, *values: Any) -> tuple[Any, ...]:
-    """cuda-python's return shape: (CUresult, outputs...) with None outputs on failure."""
-    if err:
-        return (to_result(err),) + (None,) * len(values)
-    return (_SUCCESS, *values)
-
-
-def _handle(value: Any, what: str) -> int:
-    """A handle or device pointer argument: cuda-python takes it as an unsigned 64-bit value
-    (OverflowError for a negative one)."""
-    number = as_int(value)
-    if 0 <= number < 1 << 64:
-        return number
-    return u64(number, what)
-
-
-def _stream(h: Any) -> int:
-    """A stream argument as the wire handle: 0 legacy default, 2 per-thread default."""
-    value = _handle(h, "hStream")
-    if value in (0, CU_STREAM_LEGACY):
-        return 0
-    if value == CU_STREAM_PER_THREAD:
-        return _WIRE_PER_THREAD
-    return value
-
-
-def _name(name: Any) -> str:
-    """A symbol name for the wire. Bytes that are not UTF-8 name no symbol of any module: they
-    travel with U+FFFD in their place, and the server answers CUDA_ERROR_NOT_FOUND (or what a
-    bad module handle gives), as the driver does for such a name."""
-    if isinstance(name, bytes | bytearray):
-        return bytes(name).split(b"\0", 1)[0].decode(errors="replace")
-    return str(name)
-
-
 def _padded(text: str, length: int) -> bytes:
     raw = text.encode()[: max(length - 1, 0)]
     return raw + b"\0" * (length - len(raw))
@@ -126,45 +80,10 @@ def cuGetErrorString(error: Any) -> tuple[Any, bytes | None]:
 # -- initialization, devices ----------------------------------------------------------------
 
 
-def cuInit(Flags: int) -> tuple[Any]:
-    err, _ = _conn().sync("CU_INIT", uint(Flags, "cuInit: Flags"))
-    return _out(err)
-
-
-def cuDriverGetVersion() -> tuple[Any, int | None]:
-    err, value = _conn().call("CU_DRIVER_GET_VERSION")
-    return _out(err, value)
-
-
-def cuDeviceGetCount() -> tuple[Any, int | None]:
-    err, value = _conn().call("CU_DEVICE_GET_COUNT")
-    return _out(err, value)
-
-
-def cuDeviceGet(ordinal: int) -> tuple[Any, CUdevice | None]:
-    err, value = _conn().call("CU_DEVICE_GET", c_int(ordinal, "cuDeviceGet: ordinal"))
-    return _out(err, CUdevice(value) if not err else None)
-
-
 def cuDeviceGetName(length: int, dev: Any) -> tuple[Any, bytes | None]:
     length = c_int(length, "cuDeviceGetName: length")
     err, r = _conn().sync("CU_DEVICE_GET_NAME", as_int(dev))
     return _out(err, _padded(r.value, length) if not err else None)
-
-
-def cuDeviceGetAttribute(attrib: Any, dev: Any) -> tuple[Any, int | None]:
-    err, value = _conn().call("CU_DEVICE_GET_ATTRIBUTE", int(attrib), as_int(dev))
-    return _out(err, value)
-
-
-def cuDeviceTotalMem(dev: Any) -> tuple[Any, int | None]:
-    err, value = _conn().call("CU_DEVICE_TOTAL_MEM", as_int(dev))
-    return _out(err, value)
-
-
-def cuDeviceGetUuid(dev: Any) -> tuple[Any, CUuuid | None]:
-    err, r = _conn().sync("CU_DEVICE_GET_UUID", as_int(dev))
-    return _out(err, CUuuid(bytes(r.value)) if not err else None)
 
 
 def cuDeviceGetPCIBusId(length: int, dev: Any) -> tuple[Any, bytes | None]:
@@ -174,31 +93,6 @@ def cuDeviceGetPCIBusId(length: int, dev: Any) -> tuple[Any, bytes | None]:
 
 
 # -- contexts -------------------------------------------------------------------------------
-
-
-def cuDevicePrimaryCtxRetain(dev: Any) -> tuple[Any, CUcontext | None]:
-    err, r = _conn().sync("CU_DEVICE_PRIMARY_CTX_RETAIN", as_int(dev))
-    return _out(err, CUcontext(r.value) if not err else None)
-
-
-def cuDevicePrimaryCtxRelease(dev: Any) -> tuple[Any]:
-    return _out(_conn().sync("CU_DEVICE_PRIMARY_CTX_RELEASE", as_int(dev))[0])
-
-
-def cuDevicePrimaryCtxReset(dev: Any) -> tuple[Any]:
-    return _out(_conn().sync("CU_DEVICE_PRIMARY_CTX_RESET", as_int(dev))[0])
-
-
-def cuDevicePrimaryCtxGetState(dev: Any) -> tuple[Any, int | None, int | None]:
-    err, r = _conn().sync("CU_DEVICE_PRIMARY_CTX_GET_STATE", as_int(dev))
-    if err:
-        return _out(err, None, None)
-    return _out(err, r.value.flags, r.value.active)
-
-
-def cuDevicePrimaryCtxSetFlags(dev: Any, flags: int) -> tuple[Any]:
-    flags = uint(flags, "cuDevicePrimaryCtxSetFlags: flags")
-    return _out(_conn().sync("CU_DEVICE_PRIMARY_CTX_SET_FLAGS", as_int(dev), flags)[0])
 
 
 def cuCtxCreate(ctxCreateParams: Any, flags: int, dev: Any) -> tuple[Any, CUcontext | None]:
@@ -215,84 +109,7 @@ def cuCtxCreate(ctxCreateParams: Any, flags: int, dev: Any) -> tuple[Any, CUcont
     return _out(err, CUcontext(r.value) if not err else None)
 
 
-def cuCtxDestroy(ctx: Any) -> tuple[Any]:
-    return _out(_conn().sync("CU_CTX_DESTROY", _handle(ctx, "ctx"))[0])
-
-
-def cuCtxSetCurrent(ctx: Any) -> tuple[Any]:
-    return _out(_conn().call("CU_CTX_SET_CURRENT", _handle(ctx, "ctx"))[0])
-
-
-def cuCtxGetCurrent() -> tuple[Any, CUcontext | None]:
-    err, r = _conn().sync("CU_CTX_GET_CURRENT")
-    return _out(err, CUcontext(r.value) if not err else None)
-
-
-def cuCtxPushCurrent(ctx: Any) -> tuple[Any]:
-    return _out(_conn().sync("CU_CTX_PUSH_CURRENT", _handle(ctx, "ctx"))[0])
-
-
-def cuCtxPopCurrent() -> tuple[Any, CUcontext | None]:
-    err, r = _conn().sync("CU_CTX_POP_CURRENT")
-    return _out(err, CUcontext(r.value) if not err else None)
-
-
-def cuCtxSynchronize() -> tuple[Any]:
-    return _out(_conn().call("CU_CTX_SYNCHRONIZE")[0])
-
-
-def cuCtxGetDevice() -> tuple[Any, CUdevice | None]:
-    err, value = _conn().call("CU_CTX_GET_DEVICE")
-    return _out(err, CUdevice(value) if not err else None)
-
-
-def cuCtxGetLimit(limit: Any) -> tuple[Any, int | None]:
-    err, value = _conn().call("CU_CTX_GET_LIMIT", int(limit))
-    return _out(err, value)
-
-
-def cuCtxSetLimit(limit: Any, value: int) -> tuple[Any]:
-    value = size_t(value, "cuCtxSetLimit: value")
-    return _out(_conn().call("CU_CTX_SET_LIMIT", int(limit), value)[0])
-
-
-def cuCtxGetStreamPriorityRange() -> tuple[Any, int | None, int | None]:
-    return _out(*_conn().call("CU_CTX_GET_STREAM_PRIORITY_RANGE"))
-
-
 # -- memory ---------------------------------------------------------------------------------
-
-
-def cuMemAlloc(bytesize: int) -> tuple[Any, CUdeviceptr | None]:
-    err, r = _conn().sync("CU_MEM_ALLOC", size_t(bytesize, "cuMemAlloc: bytesize"))
-    return _out(err, CUdeviceptr(r.value) if not err else None)
-
-
-def cuMemAllocPitch(
-    WidthInBytes: int, Height: int, ElementSizeBytes: int
-) -> tuple[Any, CUdeviceptr | None, int | None]:
-    WidthInBytes = size_t(WidthInBytes, "cuMemAllocPitch: WidthInBytes")
-    Height = size_t(Height, "cuMemAllocPitch: Height")
-    ElementSizeBytes = uint(ElementSizeBytes, "cuMemAllocPitch: ElementSizeBytes")
-    err, r = _conn().sync(
-        "CU_MEM_ALLOC_PITCH", WidthInBytes, Height, ElementSizeBytes
-    )
-    if err:
-        return _out(err, None, None)
-    return _out(err, CUdeviceptr(r.value.ptr), r.value.pitch)
-
-
-def cuMemFree(dptr: Any) -> tuple[Any]:
-    return _out(_conn().sync("CU_MEM_FREE", _handle(dptr, "dptr"))[0])
-
-
-def cuMemGetInfo() -> tuple[Any, int | None, int | None]:
-    return _out(*_conn().call("CU_MEM_GET_INFO"))
-
-
-def cuMemGetAddressRange(dptr: Any) -> tuple[Any, CUdeviceptr | None, int | None]:
-    err, base, size = _conn().call("CU_MEM_GET_ADDRESS_RANGE", _handle(dptr, "dptr"))
-    return _out(err, CUdeviceptr(base) if not err else None, size)
 
 
 def _bulk(conn: Connection) -> DataPaths:
@@ -372,29 +189,6 @@ def cuMemcpyDtoHAsync(dstHost: Any, srcDevice: Any, ByteCount: int, hStream: Any
     ByteCount = size_t(ByteCount, "cuMemcpyDtoHAsync: ByteCount")
     src = _handle(srcDevice, "srcDevice")
     return _dtoh("cuMemcpyDtoHAsync", dstHost, src, ByteCount, _stream(hStream))
-
-
-def cuMemcpyDtoD(dstDevice: Any, srcDevice: Any, ByteCount: int) -> tuple[Any]:
-    ByteCount = size_t(ByteCount, "cuMemcpyDtoD: ByteCount")
-    return _out(
-        _conn().sync(
-            "CU_MEMCPY_DTOD",
-            _handle(dstDevice, "dstDevice"),
-            _handle(srcDevice, "srcDevice"),
-            ByteCount,
-        )[0]
-    )
-
-
-def cuMemcpyDtoDAsync(dstDevice: Any, srcDevice: Any, ByteCount: int, hStream: Any) -> tuple[Any]:
-    _conn().post(
-        "CU_MEMCPY_DTOD_ASYNC",
-        _handle(dstDevice, "dstDevice"),
-        _handle(srcDevice, "srcDevice"),
-        size_t(ByteCount, "cuMemcpyDtoDAsync: ByteCount"),
-        _stream(hStream),
-    )
-    return (_SUCCESS,)
 
 
 def _memcpy(call: str, dst: Any, src: Any, n: int, stream: int | None) -> tuple[Any]:
@@ -477,17 +271,6 @@ def cuMemsetD16Async(dstDevice: Any, us: int, N: int, hStream: Any) -> tuple[Any
 
 def cuMemsetD32Async(dstDevice: Any, ui: int, N: int, hStream: Any) -> tuple[Any]:
     return _memset(dstDevice, ui, 4, N, hStream, asynchronous=True)
-
-
-def cuMemAllocAsync(bytesize: int, hStream: Any) -> tuple[Any, CUdeviceptr | None]:
-    bytesize = size_t(bytesize, "cuMemAllocAsync: bytesize")
-    err, r = _conn().sync("CU_MEM_ALLOC_ASYNC", bytesize, _stream(hStream))
-    return _out(err, CUdeviceptr(r.value) if not err else None)
-
-
-def cuMemFreeAsync(dptr: Any, hStream: Any) -> tuple[Any]:
-    _conn().post("CU_MEM_FREE_ASYNC", _handle(dptr, "dptr"), _stream(hStream))
-    return (_SUCCESS,)
 
 
 _PTR_BOOL_ATTRS = {
@@ -658,22 +441,6 @@ def cuModuleLoadFatBinary(fatCubin: Any) -> tuple[Any, CUmodule | None]:
     return _load_reply(conn, err, r, None, CUmodule)
 
 
-def cuModuleUnload(hmod: Any) -> tuple[Any]:
-    return _out(_conn().sync("CU_MODULE_UNLOAD", _handle(hmod, "hmod"))[0])
-
-
-def cuModuleGetFunction(hmod: Any, name: Any) -> tuple[Any, CUfunction | None]:
-    err, r = _conn().sync("CU_MODULE_GET_FUNCTION", _handle(hmod, "hmod"), _name(name))
-    return _out(err, CUfunction(r.value) if not err else None)
-
-
-def cuModuleGetGlobal(hmod: Any, name: Any) -> tuple[Any, CUdeviceptr | None, int | None]:
-    err, r = _conn().sync("CU_MODULE_GET_GLOBAL", _handle(hmod, "hmod"), _name(name))
-    if err:
-        return _out(err, None, None)
-    return (_SUCCESS, CUdeviceptr(r.value.ptr), r.value.size)
-
-
 def cuLibraryLoadData(
     code: Any,
     jitOptions: Sequence[Any] | None,
@@ -705,41 +472,12 @@ def cuLibraryLoadData(
     return _load_reply(conn, err, r, jit, CUlibrary)
 
 
-def cuLibraryUnload(library: Any) -> tuple[Any]:
-    return _out(_conn().sync("CU_LIBRARY_UNLOAD", _handle(library, "library"))[0])
-
-
-def cuLibraryGetKernel(library: Any, name: Any) -> tuple[Any, CUkernel | None]:
-    err, r = _conn().sync("CU_LIBRARY_GET_KERNEL", _handle(library, "library"), _name(name))
-    return _out(err, CUkernel(r.value) if not err else None)
-
-
-def cuKernelGetFunction(kernel: Any) -> tuple[Any, CUfunction | None]:
-    err, r = _conn().sync("CU_KERNEL_GET_FUNCTION", _handle(kernel, "kernel"))
-    return _out(err, CUfunction(r.value) if not err else None)
-
-
 def _function_id(conn: Connection, f: Any) -> tuple[int, int]:
     """(CUresult, function handle) for a CUfunction, or a CUkernel (in the current context)."""
     if isinstance(f, CUkernel):
         err, r = conn.sync("CU_KERNEL_GET_FUNCTION", f.value)
         return (err, 0) if err else (0, int(r.value))
     return 0, _handle(f, "f")
-
-
-def cuFuncGetAttribute(attrib: Any, hfunc: Any) -> tuple[Any, int | None]:
-    err, value = _conn().call("CU_FUNC_GET_ATTRIBUTE", int(attrib), _handle(hfunc, "hfunc"))
-    return _out(err, value)
-
-
-def cuFuncSetAttribute(hfunc: Any, attrib: Any, value: int) -> tuple[Any]:
-    value = c_int(value, "cuFuncSetAttribute: value")
-    func = _handle(hfunc, "hfunc")
-    return _out(_conn().sync("CU_FUNC_SET_ATTRIBUTE", func, int(attrib), value)[0])
-
-
-def cuFuncSetCacheConfig(hfunc: Any, config: Any) -> tuple[Any]:
-    return _out(_conn().sync("CU_FUNC_SET_CACHE_CONFIG", _handle(hfunc, "hfunc"), int(config))[0])
 
 
 def cuFuncGetParamInfo(func: Any, paramIndex: int) -> tuple[Any, int | None, int | None]:
@@ -881,91 +619,7 @@ def cuLaunchCooperativeKernel(
     )
 
 
-# -- streams and events ---------------------------------------------------------------------
-
-
-def cuStreamCreate(Flags: int) -> tuple[Any, CUstream | None]:
-    err, r = _conn().sync("CU_STREAM_CREATE", uint(Flags, "cuStreamCreate: Flags"))
-    return _out(err, CUstream(r.value) if not err else None)
-
-
-def cuStreamCreateWithPriority(flags: int, priority: int) -> tuple[Any, CUstream | None]:
-    flags = uint(flags, "cuStreamCreateWithPriority: flags")
-    priority = c_int(priority, "cuStreamCreateWithPriority: priority")
-    err, r = _conn().sync("CU_STREAM_CREATE_WITH_PRIORITY", flags, priority)
-    return _out(err, CUstream(r.value) if not err else None)
-
-
-def cuStreamDestroy(hStream: Any) -> tuple[Any]:
-    return _out(_conn().sync("CU_STREAM_DESTROY", _stream(hStream))[0])
-
-
-def cuStreamSynchronize(hStream: Any) -> tuple[Any]:
-    return _out(_conn().call("CU_STREAM_SYNCHRONIZE", _stream(hStream))[0])
-
-
-def cuStreamQuery(hStream: Any) -> tuple[Any]:
-    return _out(_conn().sync("CU_STREAM_QUERY", _stream(hStream))[0])
-
-
-def cuStreamWaitEvent(hStream: Any, hEvent: Any, Flags: int) -> tuple[Any]:
-    Flags = uint(Flags, "cuStreamWaitEvent: Flags")
-    _conn().post("CU_STREAM_WAIT_EVENT", _stream(hStream), _handle(hEvent, "hEvent"), Flags)
-    return (_SUCCESS,)
-
-
-def cuEventCreate(Flags: int) -> tuple[Any, CUevent | None]:
-    err, r = _conn().sync("CU_EVENT_CREATE", uint(Flags, "cuEventCreate: Flags"))
-    return _out(err, CUevent(r.value) if not err else None)
-
-
-def cuEventDestroy(hEvent: Any) -> tuple[Any]:
-    return _out(_conn().sync("CU_EVENT_DESTROY", _handle(hEvent, "hEvent"))[0])
-
-
-def cuEventRecord(hEvent: Any, hStream: Any) -> tuple[Any]:
-    _conn().post("CU_EVENT_RECORD", _handle(hEvent, "hEvent"), _stream(hStream))
-    return (_SUCCESS,)
-
-
-def cuEventSynchronize(hEvent: Any) -> tuple[Any]:
-    return _out(_conn().call("CU_EVENT_SYNCHRONIZE", _handle(hEvent, "hEvent"))[0])
-
-
-def cuEventQuery(hEvent: Any) -> tuple[Any]:
-    return _out(_conn().sync("CU_EVENT_QUERY", _handle(hEvent, "hEvent"))[0])
-
-
-def cuEventElapsedTime(hStart: Any, hEnd: Any) -> tuple[Any, float | None]:
-    err, value = _conn().call("CU_EVENT_ELAPSED_TIME", _handle(hStart, "hStart"), _handle(hEnd, "hEnd"))
-    return _out(err, float(value) if not err else None)
-
-
 # -- occupancy ------------------------------------------------------------------------------
-
-
-def cuOccupancyMaxActiveBlocksPerMultiprocessor(
-    func: Any, blockSize: int, dynamicSMemSize: int
-) -> tuple[Any, int | None]:
-    return cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(func, blockSize, dynamicSMemSize, 0)
-
-
-def cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
-    func: Any, blockSize: int, dynamicSMemSize: int, flags: int
-) -> tuple[Any, int | None]:
-    blockSize = c_int(blockSize, "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags: blockSize")
-    dynamicSMemSize = size_t(
-        dynamicSMemSize, "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags: dynamicSMemSize"
-    )
-    flags = uint(flags, "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags: flags")
-    err, r = _conn().sync(
-        "CU_OCCUPANCY_MAX_ACTIVE_BLOCKS_PER_MULTIPROCESSOR",
-        _handle(func, "func"),
-        blockSize,
-        dynamicSMemSize,
-        flags,
-    )
-    return _out(err, r.value if not err else None)
 
 
 def cuOccupancyMaxPotentialBlockSize(

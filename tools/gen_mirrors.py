@@ -1,0 +1,469 @@
+"""Generate the client's driver mirrors from one line each: cricket_client/driver.mirrors.
+
+A line declares a function of cuda.bindings.driver and the procedure of rpc_spec/cricket.x that
+does its work (the syntax and vocabulary are in the comment at the top of driver.mirrors):
+
+    cuStreamWaitEvent(hStream: stream, hEvent: event, Flags: uint) = CU_STREAM_WAIT_EVENT
+
+Everything else comes from the procedure as the XDR compiler reads it: the types of its
+arguments and their facts (``@handle(kind)``: a conversion must hand it that kind of handle),
+``@pipelined`` (posted, the mirror returns success at once), and its result (an int status,
+or a union whose success value gives the outputs, one per field). A declaration that does not
+fit its procedure is an error at ``file:line:column``, and nothing is written.
+
+Usage: python tools/gen_mirrors.py [--check]
+The output is deterministic (no timestamps); `make stubs` runs it, and
+tests/unit/test_mirrors_generated.py fails when the committed module is stale.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from cricket_client._enums import DRIVER_NAMES  # noqa: E402
+from cricket_client.replay import _IDENTITY_RESULTS  # noqa: E402
+from cricket_xdr.compiler import ir  # noqa: E402
+from cricket_xdr.compiler.checks import Model, check  # noqa: E402
+from cricket_xdr.compiler.emit_plans import PlanWriter  # noqa: E402
+from cricket_xdr.compiler.emit_python import pyname  # noqa: E402
+from cricket_xdr.compiler.facts import HANDLE_KINDS, handle_kinds  # noqa: E402
+from cricket_xdr.compiler.parser import parse  # noqa: E402
+
+DECLARATIONS = "cricket_client/driver.mirrors"
+SPEC = "rpc_spec/cricket.x"
+OUTPUT = "cricket_client/_driver_generated.py"
+TOOL = "tools/gen_mirrors.py"
+
+# C-typed conversions (cricket_client._args): run first, in parameter order -> the XDR type fed.
+SCALARS = {
+    "c_int": "int",
+    "uint": "unsigned int",
+    "ushort": "unsigned int",
+    "uchar": "unsigned int",
+    "size_t": "unsigned hyper",
+    "u64": "unsigned hyper",
+}
+# Conversions of Python objects, made as the call is made: expression and what they feed
+# ("cu_ptr", "cu_handle" of a kind, "string", or an XDR builtin).
+OBJECTS = {
+    "enum": ("int({p})", "int"),
+    "device": ("as_int({p})", "int"),
+    "ptr": ('_handle({p}, "{p}")', "cu_ptr"),
+    "name": ("_name({p})", "string"),
+    "stream": ("_stream({p})", "cu_handle"),
+    **{kind: ('_handle({p}, "{p}")', "cu_handle") for kind in HANDLE_KINDS if kind != "stream"},
+}
+HANDLE_TYPES = ("CUdevice", "CUdeviceptr", "CUcontext", "CUmodule", "CUfunction", "CUkernel",
+                "CUlibrary", "CUstream", "CUevent")
+OUTPUTS = ("int", "float", "CUuuid", *HANDLE_TYPES)
+_INTEGERS = ("int", "unsigned int", "hyper", "unsigned hyper", "bool")
+
+_LINE = re.compile(
+    r"(?P<name>\w+)\s*\((?P<params>[^)]*)\)\s*(?:->\s*(?P<outs>[^=]*?)\s*)?="
+    r"\s*(?P<proc>\w+)\s*(?:\((?P<wire>[^)]*)\))?\s*$"
+)
+
+
+class DeclarationError(Exception):
+    """Every error found, one ``file:line:column: error: ...`` a line."""
+
+
+@dataclass
+class Item:
+    """A name in a declaration and its 1-based column."""
+
+    text: str
+    column: int
+
+
+@dataclass
+class Decl:
+    name: str
+    params: list[tuple[Item, Item]]  # (parameter, conversion)
+    outputs: list[Item]
+    proc: Item
+    wire: list[Item] | None
+    line: int
+    column: int
+
+
+@dataclass
+class Mirror:
+    """A checked declaration, ready to write."""
+
+    decl: Decl
+    scalars: list[tuple[str, str]]  # (parameter, helper of cricket_client._args)
+    args: list[str]  # the wire arguments as Python expressions
+    pipelined: bool
+    method: str  # "call" or "sync"
+    fields: list[str]  # attribute paths of the outputs in a sync reply ("value", "value.ptr")
+    used: set[str] = field(default_factory=set)  # names the generated module imports
+
+
+def _items(text: str, start: int) -> list[Item]:
+    """Comma-separated items of `text`, which starts at 0-based column `start`."""
+    out = []
+    at = 0
+    for part in text.split(","):
+        stripped = part.strip()
+        if stripped:
+            out.append(Item(stripped, start + at + part.index(stripped) + 1))
+        at += len(part) + 1
+    return out
+
+
+class _Reader:
+    def __init__(self, path: str, text: str) -> None:
+        self.path = path
+        self.lines = text.splitlines()
+        self.errors: list[tuple[int, int, str]] = []
+
+    def error(self, line: int, column: int, message: str) -> None:
+        src = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        self.errors.append((line, column, f"{self.path}:{line}:{column}: error: {message}\n"
+                                          f"    {src}\n    {' ' * (column - 1)}^"))
+
+    def read(self) -> list[Decl]:
+        decls = []
+        for number, raw in enumerate(self.lines, 1):
+            text = raw.split("#", 1)[0].rstrip()
+            if not text.strip():
+                continue
+            m = _LINE.match(text)
+            indent = len(text) - len(text.lstrip())
+            if m is None or indent:
+                self.error(number, indent + 1, "expected 'cuName(param: conversion, ...) "
+                           "[-> output, ...] = PROCEDURE[(wire argument, ...)]'")
+                continue
+            params = []
+            for item in _items(m.group("params"), m.start("params")):
+                name, colon, conv = item.text.partition(":")
+                if not colon or not name.strip().isidentifier() or not conv.strip():
+                    self.error(number, item.column, f"expected 'param: conversion', found "
+                               f"'{item.text}'")
+                    continue
+                conv_col = item.column + len(name) + 1 + (len(conv) - len(conv.lstrip()))
+                params.append((Item(name.strip(), item.column), Item(conv.strip(), conv_col)))
+            outs = _items(m.group("outs") or "", m.start("outs") if m.group("outs") else 0)
+            wire = (None if m.group("wire") is None
+                    else _items(m.group("wire"), m.start("wire")))
+            decls.append(Decl(m.group("name"), params, outs,
+                              Item(m.group("proc"), m.start("proc") + 1), wire, number, 1))
+        return decls
+
+
+def _spec(root: Path) -> Model:
+    return check(parse((root / SPEC).read_text(encoding="utf-8"), SPEC))
+
+
+def _procedures(model: Model) -> dict[str, ir.ProcedureDef]:
+    procs = {}
+    for d in model.spec.definitions:
+        if isinstance(d, ir.ProgramDef):
+            for v in d.versions:
+                for p in v.procedures:
+                    procs[p.name] = p
+    return procs
+
+
+class _Checker:
+    """Checks declarations against their procedures and makes Mirrors of them."""
+
+    def __init__(self, reader: _Reader, model: Model) -> None:
+        self.r = reader
+        self.m = model
+        self.procs = _procedures(model)
+        self.plans = PlanWriter(model, lambda d: pyname(d.name or ""))
+
+    def xdr_type(self, arg: ir.Declaration) -> str:
+        """What an argument is, in the words of OBJECTS/SCALARS."""
+        if arg.kind == "string":
+            return "string"
+        if arg.kind != "plain" or arg.type is None:
+            return arg.kind
+        if arg.type.name in ("cu_ptr", "cu_handle"):
+            return arg.type.name
+        base = self.m.underlying(arg.type)
+        if isinstance(base, ir.TypeSpec):
+            return base.name
+        if isinstance(base, ir.TypedefDef) and base.decl.kind == "string":
+            return "string"
+        return arg.type.name
+
+    def reply(self, proc: ir.ProcedureDef) -> list[tuple[str, str]] | str:
+        """(attribute path, kind) of each output field, or why the result does not fit."""
+        d = proc.result
+        if d.kind == "plain" and d.type is not None and d.type.name == "int":
+            return []
+        union = self.m.underlying(d.type) if d.kind == "plain" and d.type else None
+        if (not isinstance(union, ir.UnionDef) or len(union.arms) != 1
+                or union.default is None or union.default.kind != "void"
+                or [c.resolved for c in union.arms[0].cases] != [0]):
+            return (f"{proc.name} returns {d.type.name if d.type else d.kind}; a generated "
+                    "mirror needs an int status or a union switch (int err) whose case 0 is the "
+                    "value and default void")
+        arm = union.arms[0].decl
+        if arm.kind == "plain" and arm.type is not None:
+            struct = self.m.underlying(arm.type)
+            if isinstance(struct, ir.StructDef):
+                return [(f"value.{pyname(f.name or '')}", self.field_kind(f)) for f in struct.fields]
+        return [("value", self.field_kind(arm))]
+
+    def field_kind(self, d: ir.Declaration) -> str:
+        if d.kind == "fixed_opaque" and d.size is not None and d.size.resolved == 16:
+            return "opaque16"
+        if d.kind == "plain" and d.type is not None:
+            base = self.m.underlying(d.type)
+            if isinstance(base, ir.TypeSpec):
+                if base.name in _INTEGERS:
+                    return "integer"
+                if base.name in ("float", "double"):
+                    return "float"
+        return d.kind if d.kind != "plain" or d.type is None else d.type.name
+
+    def mirror(self, d: Decl) -> Mirror | None:
+        err = self.r.error
+        before = len(self.r.errors)
+        if d.name not in DRIVER_NAMES:
+            close = difflib.get_close_matches(d.name, DRIVER_NAMES, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            err(d.line, d.column, f"'{d.name}' is not a function of cuda.bindings.driver{hint}")
+        proc = self.procs.get(d.proc.text)
+        if proc is None:
+            close = difflib.get_close_matches(d.proc.text, list(self.procs), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            err(d.line, d.proc.column, f"no procedure '{d.proc.text}' in {SPEC}{hint}")
+            return None
+        where = f"{proc.name} ({SPEC}:{proc.pos.line})"
+        facts = {f.name for f in proc.facts}
+        params: dict[str, Item] = {}
+        for p, conv in d.params:
+            if p.text in params:
+                err(d.line, p.column, f"parameter '{p.text}' is declared twice")
+            params[p.text] = conv
+            if conv.text not in SCALARS and conv.text not in OBJECTS:
+                err(d.line, conv.column, f"unknown conversion '{conv.text}' of '{p.text}'; known: "
+                    + ", ".join([*SCALARS, *OBJECTS]))
+        wire = d.wire if d.wire is not None else [Item(p.text, p.column) for p, _ in d.params]
+        if len(wire) != len(proc.args):
+            col = d.proc.column if d.wire is None else (wire[0].column if wire else d.proc.column)
+            err(d.line, col, f"{where} takes {len(proc.args)} argument(s), the declaration "
+                f"gives {len(wire)}")
+            return None
+        args: list[str] = []
+        seen: set[str] = set()
+        kinds = {i: ks for i, ks in _handle_facts(proc)}
+        for i, (item, arg) in enumerate(zip(wire, proc.args, strict=True)):
+            xdr = self.xdr_type(arg)
+            wanted = kinds.get(i, ())
+            what = f"argument {i + 1} of {where} ({xdr}"
+            what += f" @handle({', '.join(wanted)}))" if wanted else ")"
+            if re.fullmatch(r"-?\d+", item.text):
+                if xdr not in ("int", "unsigned int", "hyper", "unsigned hyper") or wanted:
+                    err(d.line, item.column, f"a literal cannot be {what}")
+                args.append(item.text)
+                continue
+            conv = params.get(item.text)
+            if conv is None:
+                err(d.line, item.column, f"'{item.text}' is not a parameter of {d.name}")
+                continue
+            if item.text in seen:
+                err(d.line, item.column, f"parameter '{item.text}' is sent twice")
+            seen.add(item.text)
+            if conv.text in SCALARS:
+                if SCALARS[conv.text] != xdr or wanted:
+                    err(d.line, conv.column, f"'{item.text}: {conv.text}' feeds {what}, which "
+                        f"takes {_fits(xdr, wanted)}")
+                args.append(item.text)
+            elif conv.text in OBJECTS:
+                expr, feeds = OBJECTS[conv.text]
+                ok = feeds == xdr and (not wanted or conv.text in wanted)
+                if feeds == "cu_handle" and not wanted:
+                    ok = False
+                if not ok:
+                    err(d.line, conv.column, f"'{item.text}: {conv.text}' feeds {what}, which "
+                        f"takes {_fits(xdr, wanted)}")
+                args.append(expr.format(p=item.text))
+        for p, _conv in d.params:
+            if p.text not in seen and p.text in params:
+                err(d.line, p.column, f"parameter '{p.text}' is not sent to {proc.name}")
+        reply = self.reply(proc)
+        if isinstance(reply, str):
+            err(d.line, d.proc.column, reply)
+            return None
+        pipelined = "pipelined" in facts
+        if pipelined and (reply or d.outputs):
+            err(d.line, d.proc.column, f"{where} is @pipelined: its mirror has no outputs")
+        if len(d.outputs) != len(reply):
+            col = d.outputs[0].column if d.outputs else d.proc.column
+            err(d.line, col, f"{where} answers {len(reply)} value(s) on success, the declaration "
+                f"names {len(d.outputs)} output(s)")
+        for out, (_path, kind) in zip(d.outputs, reply, strict=False):
+            need = {"int": "integer", "float": "float", "CUuuid": "opaque16"}.get(out.text, "integer")
+            if out.text not in OUTPUTS:
+                err(d.line, out.column, f"unknown output '{out.text}'; known: {', '.join(OUTPUTS)}")
+            elif kind != need:
+                err(d.line, out.column, f"output '{out.text}' needs {need} data, {where} gives "
+                    f"{kind}")
+        if len(self.r.errors) > before:
+            return None
+        result_type = proc.result.type.name if proc.result.type else ""
+        plan = self.plans.result_shape(proc.result) is not None
+        method = "call" if plan and result_type not in _IDENTITY_RESULTS else "sync"
+        scalars = [(p.text, c.text) for p, c in d.params if c.text in SCALARS]
+        return Mirror(d, scalars, args, pipelined, method, [path for path, _ in reply])
+
+
+def _handle_facts(proc: ir.ProcedureDef) -> list[tuple[int, tuple[str, ...]]]:
+    return [(i, handle_kinds(f.arg)) for i, a in enumerate(proc.args) for f in a.facts
+            if f.name == "handle"]
+
+
+def _fits(xdr: str, wanted: tuple[str, ...]) -> str:
+    if wanted:
+        return "one of the conversions " + ", ".join(wanted)
+    fits = [c for c, t in SCALARS.items() if t == xdr]
+    fits += [c for c, (_e, t) in OBJECTS.items() if t == xdr and t != "cu_handle"]
+    return "one of the conversions " + ", ".join(fits) if fits else f"no conversion ({xdr})"
+
+
+def _wrap(out: str, value: str) -> str:
+    if out == "int":
+        return value
+    if out == "float":
+        return f"float({value})"
+    if out == "CUuuid":
+        return f"CUuuid(bytes({value}))"
+    return f"{out}({value})"
+
+
+def _render_mirror(m: Mirror) -> list[str]:
+    d = m.decl
+    sig = ", ".join(f"{p.text}: {'int' if c.text in SCALARS else 'Any'}" for p, c in d.params)
+    outs = ", ".join(f"{o.text} | None" for o in d.outputs)
+    ret = f"tuple[Any, {outs}]" if outs else "tuple[Any]"
+    lines = [f"def {d.name}({sig}) -> {ret}:"]
+    lines += [f'    {p} = {helper}({p}, "{d.name}: {p}")' for p, helper in m.scalars]
+    args = "".join(f", {a}" for a in m.args)
+    proc = f'"{d.proc.text}"{args}'
+    nones = ", None" * len(d.outputs)
+    if m.pipelined:
+        lines += [f"    _conn().post({proc})", "    return (_SUCCESS,)"]
+    elif not d.outputs:
+        lines.append(f"    return _out(_conn().call({proc})[0])")
+    elif m.method == "call":
+        names = [f"v{i}" for i in range(len(d.outputs))]
+        lines += [
+            f"    err, {', '.join(names)} = _conn().call({proc})",
+            "    if err:",
+            f"        return _out(err{nones})",
+            "    return (_SUCCESS, "
+            + ", ".join(_wrap(o.text, n) for o, n in zip(d.outputs, names, strict=True)) + ")",
+        ]
+    else:
+        lines += [
+            f"    err, r = _conn().sync({proc})",
+            "    if err:",
+            f"        return _out(err{nones})",
+            "    return (_SUCCESS, "
+            + ", ".join(_wrap(o.text, f"r.{p}") for o, p in zip(d.outputs, m.fields, strict=True))
+            + ")",
+        ]
+    return lines
+
+
+def _import(module: str, names: list[str]) -> list[str]:
+    """An import line as isort writes it (wrapped, one name a line, past 100 columns)."""
+    if not names:
+        return []
+    line = f"from {module} import {', '.join(names)}"
+    if len(line) <= 100:
+        return [line]
+    return [f"from {module} import (", *[f"    {n}," for n in names], ")"]
+
+
+def render(mirrors: list[Mirror]) -> str:
+    used = sorted({o.text for m in mirrors for o in m.decl.outputs if o.text != "int"
+                   and o.text != "float"})
+    scal = sorted({h for m in mirrors for _p, h in m.scalars})
+    body: list[str] = []
+    for m in mirrors:
+        body += ["", "", *_render_mirror(m)]
+    text = "\n".join(body)
+    base = [n for n in ("_SUCCESS", "_conn", "_handle", "_name", "_out", "_stream")
+            if re.search(rf"\b{n}\b", text)]
+    needs_as_int = "as_int(" in text
+    names = sorted(m.decl.name for m in mirrors)
+    head = [
+        f"# DO NOT EDIT: generated by {TOOL} from {DECLARATIONS} and {SPEC} (`make stubs`).",
+        '"""The driver mirrors declared one line each in cricket_client/driver.mirrors:',
+        "cuda.bindings.driver's names, arguments and return tuples, each sending its procedure of",
+        "rpc_spec/cricket.x. cricket_client.driver exports them with the hand-written ones.",
+        '"""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "from typing import Any",
+        "",
+    ]
+    types = [*used, *(["as_int"] if needs_as_int else [])]
+    for module, imported in (("._args", scal), ("._driver_base", base), ("._types", types)):
+        head += _import(module, imported)
+    head += ["", "__all__ = ["] + [f'    "{n}",' for n in names] + ["]"]
+    return "\n".join(head + body) + "\n"
+
+
+def generate(root: Path = ROOT, declarations: str = DECLARATIONS) -> str:
+    """The text of the generated module; DeclarationError names every mistake."""
+    path = root / declarations
+    reader = _Reader(declarations, path.read_text(encoding="utf-8"))
+    decls = reader.read()
+    checker = _Checker(reader, _spec(root))
+    mirrors = []
+    seen: dict[str, int] = {}
+    for d in decls:
+        if d.name in seen:
+            reader.error(d.line, d.column, f"{d.name} is declared twice (first on line "
+                         f"{seen[d.name]})")
+            continue
+        seen[d.name] = d.line
+        m = checker.mirror(d)
+        if m is not None:
+            mirrors.append(m)
+    if reader.errors:
+        raise DeclarationError("\n".join(text for *_at, text in sorted(reader.errors)))
+    return render(mirrors)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--check", action="store_true",
+                    help=f"exit 1 when {OUTPUT} differs from what would be generated")
+    args = ap.parse_args(argv)
+    try:
+        text = generate()
+    except DeclarationError as e:
+        print(e, file=sys.stderr)
+        return 2
+    out = ROOT / OUTPUT
+    if args.check:
+        current = out.read_text(encoding="utf-8") if out.exists() else ""
+        if current != text:
+            print(f"{OUTPUT} is stale: run `make stubs` (python {TOOL})", file=sys.stderr)
+            return 1
+        return 0
+    out.write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
