@@ -6,7 +6,7 @@ PYTEST  := $(VPY) -m pytest
 SPECS   := rpc_spec/cricket.x
 BACKEND ?= sim
 
-.PHONY: install test test-unit test-gpu stubs lint bench demo clean
+.PHONY: install test test-unit test-gpu stubs coverage lint bench demo clean
 
 $(VPY):
 	$(PY) -m venv $(VENV)
@@ -33,6 +33,10 @@ stubs: $(VPY)
 	$(VPY) -m cricket_xdr rpc_spec/cricket.x -o rpc_spec/cricket_rpc.py
 	$(VPY) -m cricket_xdr rpc_spec/checkpoint.x -o rpc_spec/checkpoint_rpc.py
 	$(VPY) tools/gen_mirrors.py
+
+# docs/coverage.md and the README's coverage line, from the client modules and cuda-bindings.
+coverage: $(VPY)
+	$(VPY) tools/gen_coverage.py
 
 lint: $(VPY)
 	$(VPY) -m ruff check .
