@@ -27,12 +27,24 @@ thread's device, retained on first use and made current as the CUDA runtime does
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import _runtime_enums, driver
 from ._args import c_int, size_t, uint
 from ._enums import CUfunction_attribute, CUpointer_attribute
+from ._runtime_base import (
+    _INVALID_VALUE,
+    _SUCCESS,
+    _error,
+    _fail,
+    _ready,
+    _ret,
+    _stream,
+    _with_context,
+)
+from ._runtime_base import _NOT_READY as _NOT_READY  # for the family modules
+from ._runtime_base import _current as _current
+from ._runtime_base import _record as _record
 from ._runtime_enums import *  # noqa: F403  (the enums and constants of cuda.bindings.runtime)
 from ._runtime_enums import (
     ERROR_STRINGS,
@@ -42,13 +54,15 @@ from ._runtime_enums import (
     cudaMemcpyKind,
     cudaMemoryType,
 )
+from ._runtime_generated import *  # noqa: F403  (the mirrors declared in runtime.mirrors)
+from ._runtime_generated import cudaEventRecord
 from ._types import CUdeviceptr, CUfunction, CUkernel, CUlibrary, as_int
 from .connection import Connection, get_connection
-from .errors import NotConnectedError, NotSupportedRemotely
+from .errors import NotSupportedRemotely
 from .host_buffers import HostBufferError, check_writable, read_host, write_host
 from .runtime_host import PINNED
 from .runtime_props import ATTRIBUTES, cudaDeviceProp, properties_from
-from .runtime_state import STICKY_ERRORS, activate, forget_functions, initialize, kernel_function
+from .runtime_state import activate, forget_functions, initialize, kernel_function
 from .runtime_state import thread_state as _thread_state
 from .runtime_types import (
     as_dim3,
@@ -62,70 +76,8 @@ from .runtime_types import (
     dim3,
 )
 
-_SUCCESS = cudaError_t.cudaSuccess
-_INVALID_VALUE = cudaError_t.cudaErrorInvalidValue
-_NOT_READY = cudaError_t.cudaErrorNotReady
 _COPY_CHUNK = driver.COPY_CHUNK
 _INVALID_DEVICE_ID = -2  # cudaInvalidDeviceId
-
-
-# -- results and the last error -------------------------------------------------------------
-
-
-def _error(code: Any) -> cudaError_t | int:
-    """The cudaError_t of a CUresult (CUDA numbers them alike); unknown codes stay ints."""
-    try:
-        return cudaError_t(int(code))
-    except ValueError:
-        return int(code)
-
-
-def _record(err: Any, conn: Connection | None = None) -> cudaError_t | int:
-    code = _error(err)
-    if code not in (_SUCCESS, _NOT_READY):
-        sticky = int(code) in STICKY_ERRORS
-        _thread_state().record(int(code), conn or (_current() if sticky else None))
-    return code
-
-
-def _current() -> Connection | None:
-    try:
-        return get_connection()
-    except NotConnectedError:
-        return None
-
-
-def _ret(err: Any, *values: Any) -> tuple[Any, ...]:
-    """cuda-python's shape: (cudaError_t, outputs...), None outputs on failure; a failure
-    becomes the thread's last error."""
-    code = _record(err)
-    if code != _SUCCESS:
-        return (code,) + (None,) * len(values)
-    return (code, *values)
-
-
-def _fail(conn: Connection | None, code: cudaError_t, message: str, outputs: int) -> tuple[Any, ...]:
-    if conn is not None:
-        conn.set_local_error(message)
-    return _ret(code, *([None] * outputs))
-
-
-def _ready() -> tuple[int, Connection]:
-    """The connection, with the runtime's context current (CUresult 0), as CUDA's lazy init."""
-    conn = get_connection()
-    return activate(conn), conn
-
-
-def _with_context(call: Callable[[], tuple[Any, ...]], outputs: int) -> tuple[Any, ...]:
-    err, _conn = _ready()
-    if err:
-        return _ret(err, *([None] * outputs))
-    result = call()
-    return _ret(result[0], *result[1:])
-
-
-def _stream(s: Any) -> Any:
-    return 0 if s is None else s
 
 
 # -- errors (local) -------------------------------------------------------------------------
@@ -217,10 +169,6 @@ def cudaGetDeviceProperties(device: int) -> tuple[Any, cudaDeviceProp | None]:
     return _ret(0, properties_from(props.name, bytes(props.uuid), props.total_mem, values))
 
 
-def cudaDeviceSynchronize() -> tuple[Any]:
-    return _with_context(driver.cuCtxSynchronize, 0)
-
-
 def cudaDeviceReset() -> tuple[Any]:
     """Free everything made in the device's primary context, which stays current."""
     err, conn = _ready()
@@ -229,19 +177,6 @@ def cudaDeviceReset() -> tuple[Any]:
     (err,) = driver.cuDevicePrimaryCtxReset(_thread_state().device)
     forget_functions(conn)
     return _ret(err)
-
-
-def cudaDeviceGetLimit(limit: Any) -> tuple[Any, int | None]:
-    return _with_context(lambda: driver.cuCtxGetLimit(int(limit)), 1)
-
-
-def cudaDeviceSetLimit(limit: Any, value: int) -> tuple[Any]:
-    value = size_t(value, "cudaDeviceSetLimit: value")
-    return _with_context(lambda: driver.cuCtxSetLimit(int(limit), value), 0)
-
-
-def cudaDeviceGetStreamPriorityRange() -> tuple[Any, int | None, int | None]:
-    return _with_context(driver.cuCtxGetStreamPriorityRange, 2)
 
 
 # -- memory ---------------------------------------------------------------------------------
@@ -259,29 +194,10 @@ def _as_ptr(result: tuple[Any, ...]) -> tuple[Any, ...]:
     return (err, *[int(v) if isinstance(v, CUdeviceptr) else v for v in values])
 
 
-def cudaMallocPitch(width: int, height: int) -> tuple[Any, int | None, int | None]:
-    width = size_t(width, "cudaMallocPitch: width")
-    height = size_t(height, "cudaMallocPitch: height")
-    return _with_context(lambda: _as_ptr(driver.cuMemAllocPitch(width, height, 4)), 2)
-
-
 def cudaFree(devPtr: Any) -> tuple[Any]:
     if as_int(devPtr) == 0:
         return _with_context(lambda: (0,), 0)
     return _with_context(lambda: driver.cuMemFree(as_int(devPtr)), 0)
-
-
-def cudaMemGetInfo() -> tuple[Any, int | None, int | None]:
-    return _with_context(driver.cuMemGetInfo, 2)
-
-
-def cudaMallocAsync(size: int, hStream: Any) -> tuple[Any, int | None]:
-    size = size_t(size, "cudaMallocAsync: size")
-    return _with_context(lambda: _as_ptr(driver.cuMemAllocAsync(size, _stream(hStream))), 1)
-
-
-def cudaFreeAsync(devPtr: Any, hStream: Any) -> tuple[Any]:
-    return _with_context(lambda: driver.cuMemFreeAsync(as_int(devPtr), _stream(hStream)), 0)
 
 
 def cudaMallocHost(size: int) -> tuple[Any, int | None]:
@@ -535,21 +451,6 @@ def cudaMemcpy2DAsync(
     )
 
 
-def cudaMemset(devPtr: Any, value: int, count: int) -> tuple[Any]:
-    value = c_int(value, "cudaMemset: value") & 0xFF
-    count = size_t(count, "cudaMemset: count")
-    return _with_context(lambda: driver.cuMemsetD8(as_int(devPtr), value, count), 0)
-
-
-def cudaMemsetAsync(devPtr: Any, value: int, count: int, stream: Any) -> tuple[Any]:
-    value = c_int(value, "cudaMemsetAsync: value") & 0xFF
-    count = size_t(count, "cudaMemsetAsync: count")
-    return _with_context(
-        lambda: driver.cuMemsetD8Async(as_int(devPtr), value, count, _stream(stream)),
-        0,
-    )
-
-
 def _memset2d(devPtr: Any, pitch: int, value: int, width: int, height: int, stream: Any) -> tuple[Any]:
     err, conn = _ready()
     if err:
@@ -615,58 +516,6 @@ def _wrap(kind: type, result: tuple[Any, ...]) -> tuple[Any, ...]:
     return (err, kind(int(value)) if not err else None)
 
 
-def cudaStreamCreate() -> tuple[Any, cudaStream_t | None]:
-    return cudaStreamCreateWithFlags(0)
-
-
-def cudaStreamCreateWithFlags(flags: int) -> tuple[Any, cudaStream_t | None]:
-    flags = uint(flags, "cudaStreamCreateWithFlags: flags")
-    return _with_context(lambda: _wrap(cudaStream_t, driver.cuStreamCreate(flags)), 1)
-
-
-def cudaStreamCreateWithPriority(flags: int, priority: int) -> tuple[Any, cudaStream_t | None]:
-    flags = uint(flags, "cudaStreamCreateWithPriority: flags")
-    priority = c_int(priority, "cudaStreamCreateWithPriority: priority")
-    return _with_context(
-        lambda: _wrap(cudaStream_t, driver.cuStreamCreateWithPriority(flags, priority)),
-        1,
-    )
-
-
-def cudaStreamDestroy(stream: Any) -> tuple[Any]:
-    return _with_context(lambda: driver.cuStreamDestroy(stream), 0)
-
-
-def cudaStreamSynchronize(stream: Any) -> tuple[Any]:
-    return _with_context(lambda: driver.cuStreamSynchronize(_stream(stream)), 0)
-
-
-def cudaStreamQuery(stream: Any) -> tuple[Any]:
-    return _with_context(lambda: driver.cuStreamQuery(_stream(stream)), 0)
-
-
-def cudaStreamWaitEvent(stream: Any, event: Any, flags: int) -> tuple[Any]:
-    flags = uint(flags, "cudaStreamWaitEvent: flags")
-    return _with_context(lambda: driver.cuStreamWaitEvent(_stream(stream), event, flags), 0)
-
-
-def cudaEventCreate() -> tuple[Any, cudaEvent_t | None]:
-    return cudaEventCreateWithFlags(0)
-
-
-def cudaEventCreateWithFlags(flags: int) -> tuple[Any, cudaEvent_t | None]:
-    flags = uint(flags, "cudaEventCreateWithFlags: flags")
-    return _with_context(lambda: _wrap(cudaEvent_t, driver.cuEventCreate(flags)), 1)
-
-
-def cudaEventDestroy(event: Any) -> tuple[Any]:
-    return _with_context(lambda: driver.cuEventDestroy(event), 0)
-
-
-def cudaEventRecord(event: Any, stream: Any) -> tuple[Any]:
-    return _with_context(lambda: driver.cuEventRecord(event, _stream(stream)), 0)
-
-
 def cudaEventRecordWithFlags(event: Any, stream: Any, flags: int) -> tuple[Any]:
     """cudaEventRecordExternal only matters during stream capture, which is not offered."""
     if uint(flags, "cudaEventRecordWithFlags: flags") & ~cudaEventRecordExternal:  # noqa: F405
@@ -674,45 +523,7 @@ def cudaEventRecordWithFlags(event: Any, stream: Any, flags: int) -> tuple[Any]:
     return cudaEventRecord(event, stream)
 
 
-def cudaEventSynchronize(event: Any) -> tuple[Any]:
-    return _with_context(lambda: driver.cuEventSynchronize(event), 0)
-
-
-def cudaEventQuery(event: Any) -> tuple[Any]:
-    return _with_context(lambda: driver.cuEventQuery(event), 0)
-
-
-def cudaEventElapsedTime(start: Any, end: Any) -> tuple[Any, float | None]:
-    return _with_context(lambda: driver.cuEventElapsedTime(start, end), 1)
-
-
 # -- libraries, kernels, launches -----------------------------------------------------------
-
-
-def cudaLibraryLoadData(
-    code: Any,
-    jitOptions: Sequence[Any] | None,
-    jitOptionsValues: Sequence[Any] | None,
-    numJitOptions: int,
-    libraryOptions: Sequence[Any] | None,
-    libraryOptionValues: Sequence[Any] | None,
-    numLibraryOptions: int,
-) -> tuple[Any, cudaLibrary_t | None]:
-    return _with_context(
-        lambda: _wrap(
-            cudaLibrary_t,
-            driver.cuLibraryLoadData(
-                code,
-                jitOptions,
-                jitOptionsValues,
-                numJitOptions,
-                libraryOptions,
-                libraryOptionValues,
-                numLibraryOptions,
-            ),
-        ),
-        1,
-    )
 
 
 def cudaLibraryUnload(library: Any) -> tuple[Any]:
@@ -721,12 +532,6 @@ def cudaLibraryUnload(library: Any) -> tuple[Any]:
         return _ret(err)
     forget_functions(conn)
     return _ret(driver.cuLibraryUnload(CUlibrary(as_int(library)))[0])
-
-
-def cudaLibraryGetKernel(library: Any, name: Any) -> tuple[Any, cudaKernel_t | None]:
-    return _with_context(
-        lambda: _wrap(cudaKernel_t, driver.cuLibraryGetKernel(CUlibrary(as_int(library)), name)), 1
-    )
 
 
 def _function(conn: Connection, func: Any) -> tuple[int, int]:

@@ -422,47 +422,212 @@ def render(mirrors: list[Mirror]) -> str:
     return "\n".join(head + body) + "\n"
 
 
-def generate(root: Path = ROOT, declarations: str = DECLARATIONS) -> str:
-    """The text of the generated module; DeclarationError names every mistake."""
-    path = root / declarations
-    reader = _Reader(declarations, path.read_text(encoding="utf-8"))
-    decls = reader.read()
-    checker = _Checker(reader, _spec(root))
-    mirrors = []
+def _unique(reader: _Reader, decls: list[Decl]) -> list[Decl]:
     seen: dict[str, int] = {}
+    out = []
     for d in decls:
         if d.name in seen:
             reader.error(d.line, d.column, f"{d.name} is declared twice (first on line "
                          f"{seen[d.name]})")
             continue
         seen[d.name] = d.line
-        m = checker.mirror(d)
-        if m is not None:
-            mirrors.append(m)
+        out.append(d)
+    return out
+
+
+def _raise(reader: _Reader) -> None:
     if reader.errors:
         raise DeclarationError("\n".join(text for *_at, text in sorted(reader.errors)))
+
+
+def generate(root: Path = ROOT, declarations: str = DECLARATIONS) -> str:
+    """The text of the generated driver module; DeclarationError names every mistake."""
+    reader = _Reader(declarations, (root / declarations).read_text(encoding="utf-8"))
+    decls = _unique(reader, reader.read())
+    checker = _Checker(reader, _spec(root))
+    mirrors = [m for m in map(checker.mirror, decls) if m is not None]
+    _raise(reader)
     return render(mirrors)
+
+
+# -- runtime mirrors: delegations to driver mirrors ---------------------------------------------
+
+RUNTIME_DECLARATIONS = "cricket_client/runtime.mirrors"
+RUNTIME_OUTPUT = "cricket_client/_runtime_generated.py"
+RUNTIME_SCALARS = {**{c: c for c in SCALARS}, "byte": "c_int"}
+RUNTIME_OBJECTS = {
+    "any": "{p}",
+    "as_int": "as_int({p})",
+    "enum": "int({p})",
+    "stream": "_stream({p})",
+    "CUlibrary": "CUlibrary(as_int({p}))",
+}
+RUNTIME_HANDLES = ("cudaStream_t", "cudaEvent_t", "cudaKernel_t", "cudaLibrary_t")
+RUNTIME_OUTPUTS = ("int", "float", *RUNTIME_HANDLES)
+
+
+def _driver_functions(root: Path, declarations: str) -> dict[str, tuple[list[str], int]]:
+    """Driver mirror -> (its parameters, its outputs): the declared ones, and those written by
+    hand in cricket_client/driver.py and driver_*.py (read, not imported)."""
+    import ast
+
+    found: dict[str, tuple[list[str], int]] = {}
+    for path in [root / "cricket_client" / "driver.py",
+                 *sorted((root / "cricket_client").glob("driver_*.py"))]:
+        if not path.exists():
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if not isinstance(node, ast.FunctionDef) or not node.name.startswith("cu"):
+                continue
+            ret = node.returns
+            outputs = -1
+            if isinstance(ret, ast.Constant) and isinstance(ret.value, str):
+                ret = ast.parse(ret.value, mode="eval").body
+            if isinstance(ret, ast.Subscript):
+                elts = ret.slice.elts if isinstance(ret.slice, ast.Tuple) else [ret.slice]
+                outputs = len(elts) - 1
+            found[node.name] = ([a.arg for a in node.args.args], outputs)
+    reader = _Reader(declarations, (root / declarations).read_text(encoding="utf-8"))
+    for d in reader.read():
+        found[d.name] = ([p.text for p, _c in d.params], len(d.outputs))
+    return found
+
+
+def _runtime_mirror(r: _Reader, d: Decl, driver: dict[str, tuple[list[str], int]]) -> list[str]:
+    """The code of one runtime mirror (empty after reporting an error)."""
+    from cricket_client._runtime_enums import RUNTIME_NAMES
+
+    before = len(r.errors)
+    if d.name not in RUNTIME_NAMES:
+        close = difflib.get_close_matches(d.name, RUNTIME_NAMES, n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        r.error(d.line, d.column, f"'{d.name}' is not a function of cuda.bindings.runtime{hint}")
+    target = driver.get(d.proc.text)
+    if target is None:
+        close = difflib.get_close_matches(d.proc.text, list(driver), n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        r.error(d.line, d.proc.column, f"no driver mirror '{d.proc.text}'{hint}")
+        return []
+    params = {p.text: c for p, c in d.params}
+    for p, conv in d.params:
+        if conv.text not in RUNTIME_SCALARS and conv.text not in RUNTIME_OBJECTS:
+            r.error(d.line, conv.column, f"unknown conversion '{conv.text}' of '{p.text}'; "
+                    "known: " + ", ".join([*RUNTIME_SCALARS, *RUNTIME_OBJECTS]))
+    wire = d.wire or []
+    target_params, target_outputs = target
+    if len(wire) != len(target_params):
+        col = wire[0].column if wire else d.proc.column
+        r.error(d.line, col, f"{d.proc.text}({', '.join(target_params)}) takes "
+                f"{len(target_params)} argument(s), the declaration gives {len(wire)}")
+    args, sent = [], set()
+    for item in wire:
+        if re.fullmatch(r"-?\d+", item.text):
+            args.append(item.text)
+            continue
+        conv = params.get(item.text)
+        if conv is None:
+            r.error(d.line, item.column, f"'{item.text}' is not a parameter of {d.name}")
+            continue
+        if item.text in sent:
+            r.error(d.line, item.column, f"parameter '{item.text}' is sent twice")
+        sent.add(item.text)
+        expr = RUNTIME_OBJECTS.get(conv.text, "{p}")
+        args.append(expr.format(p=item.text))
+    for p, _c in d.params:
+        if p.text not in sent:
+            r.error(d.line, p.column, f"parameter '{p.text}' is not sent to {d.proc.text}")
+    if target_outputs >= 0 and len(d.outputs) != target_outputs:
+        col = d.outputs[0].column if d.outputs else d.proc.column
+        r.error(d.line, col, f"{d.proc.text} gives {target_outputs} output(s), the declaration "
+                f"names {len(d.outputs)}")
+    for out in d.outputs:
+        if out.text not in RUNTIME_OUTPUTS:
+            r.error(d.line, out.column, f"unknown output '{out.text}'; known: "
+                    + ", ".join(RUNTIME_OUTPUTS))
+    if len(r.errors) > before:
+        return []
+    sig = ", ".join(f"{p.text}: {'int' if c.text in RUNTIME_SCALARS else 'Any'}"
+                    for p, c in d.params)
+    outs = ", ".join(f"{o.text} | None" for o in d.outputs)
+    lines = [f"def {d.name}({sig}) -> {f'tuple[Any, {outs}]' if outs else 'tuple[Any]'}:"]
+    for p, c in d.params:
+        if c.text in RUNTIME_SCALARS:
+            mask = " & 0xFF" if c.text == "byte" else ""
+            lines.append(f'    {p.text} = {RUNTIME_SCALARS[c.text]}({p.text}, '
+                         f'"{d.name}: {p.text}"){mask}')
+    nones = ", None" * len(d.outputs)
+    call = f"driver.{d.proc.text}({', '.join(args)})"
+    lines += ["    err = _ready()[0]", "    if err:", f"        return _ret(err{nones})"]
+    if not d.outputs:
+        return [*lines, f"    return _ret({call}[0])"]
+    names = [f"v{i}" for i in range(len(d.outputs))]
+    wrapped = [n if o.text == "float" else f"as_int({n})" if o.text == "int"
+               else f"{o.text}(as_int({n}))" for o, n in zip(d.outputs, names, strict=True)]
+    return [*lines, f"    err, {', '.join(names)} = {call}", "    if err:",
+            f"        return _ret(err{nones})", f"    return (_SUCCESS, {', '.join(wrapped)})"]
+
+
+def generate_runtime(root: Path = ROOT, declarations: str = RUNTIME_DECLARATIONS,
+                     driver_declarations: str = DECLARATIONS) -> str:
+    """The text of the generated runtime module; DeclarationError names every mistake."""
+    reader = _Reader(declarations, (root / declarations).read_text(encoding="utf-8"))
+    decls = _unique(reader, reader.read())
+    driver = _driver_functions(root, driver_declarations)
+    bodies = [(d.name, _runtime_mirror(reader, d, driver)) for d in decls]
+    _raise(reader)
+    body: list[str] = []
+    for _name, lines in bodies:
+        body += ["", "", *lines]
+    text = "\n".join(body)
+    scal = sorted({RUNTIME_SCALARS[c.text] for d in decls for _p, c in d.params
+                   if c.text in RUNTIME_SCALARS})
+    base = [n for n in ("_SUCCESS", "_ready", "_ret", "_stream") if re.search(rf"\b{n}\b", text)]
+    types = [n for n in ("CUlibrary", "as_int") if f"{n}(" in text]
+    rtypes = sorted({o.text for d in decls for o in d.outputs if o.text in RUNTIME_HANDLES})
+    head = [
+        f"# DO NOT EDIT: generated by {TOOL} from {declarations} and the driver mirrors "
+        "(`make stubs`).",
+        '"""The runtime mirrors declared one line each in cricket_client/runtime.mirrors:',
+        "cuda.bindings.runtime's names, arguments and return tuples, each making the runtime's",
+        "context current and calling a driver mirror. cricket_client.runtime exports them with the",
+        "hand-written ones.",
+        '"""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "from typing import Any",
+        "",
+        "from . import driver",
+    ]
+    for module, imported in (("._args", scal), ("._runtime_base", base), ("._types", types),
+                             (".runtime_types", rtypes)):
+        head += _import(module, imported)
+    names = sorted(d.name for d in decls)
+    head += ["", "__all__ = ["] + [f'    "{n}",' for n in names] + ["]"]
+    return "\n".join(head + body) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--check", action="store_true",
-                    help=f"exit 1 when {OUTPUT} differs from what would be generated")
+                    help="exit 1 when a generated module differs from what would be generated")
     args = ap.parse_args(argv)
     try:
-        text = generate()
+        texts = {OUTPUT: generate(), RUNTIME_OUTPUT: generate_runtime()}
     except DeclarationError as e:
         print(e, file=sys.stderr)
         return 2
-    out = ROOT / OUTPUT
-    if args.check:
-        current = out.read_text(encoding="utf-8") if out.exists() else ""
-        if current != text:
-            print(f"{OUTPUT} is stale: run `make stubs` (python {TOOL})", file=sys.stderr)
-            return 1
-        return 0
-    out.write_text(text, encoding="utf-8")
-    return 0
+    stale = 0
+    for output, text in texts.items():
+        out = ROOT / output
+        if args.check:
+            current = out.read_text(encoding="utf-8") if out.exists() else ""
+            if current != text:
+                print(f"{output} is stale: run `make stubs` (python {TOOL})", file=sys.stderr)
+                stale = 1
+        else:
+            out.write_text(text, encoding="utf-8")
+    return stale
 
 
 if __name__ == "__main__":
