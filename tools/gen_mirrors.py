@@ -24,19 +24,40 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from cricket_client._enums import DRIVER_NAMES  # noqa: E402
-from cricket_client.replay import _IDENTITY_RESULTS  # noqa: E402
 from cricket_xdr.compiler import ir  # noqa: E402
 from cricket_xdr.compiler.checks import Model, check  # noqa: E402
 from cricket_xdr.compiler.emit_plans import PlanWriter  # noqa: E402
 from cricket_xdr.compiler.emit_python import pyname  # noqa: E402
 from cricket_xdr.compiler.facts import HANDLE_KINDS, handle_kinds  # noqa: E402
 from cricket_xdr.compiler.parser import parse  # noqa: E402
+
+
+def _constant(path: str, name: str) -> Any:
+    """A literal constant of a client module, read without importing cricket_client (whose
+    import needs the very modules this tool writes)."""
+    import ast
+
+    for node in ast.parse((ROOT / path).read_text(encoding="utf-8")).body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == name):
+            value = node.value
+            if isinstance(value, ast.Call) and value.args:  # frozenset({...})
+                value = value.args[0]
+            return ast.literal_eval(value)
+    raise LookupError(f"{path} has no constant {name}")
+
+
+# Names of cuda.bindings' modules (the generated enum mirrors), and the results whose replay
+# must give the same value: those calls keep `sync`, which hands the replay log the reply.
+DRIVER_NAMES = frozenset(_constant("cricket_client/_enums.py", "DRIVER_NAMES"))
+RUNTIME_NAMES = frozenset(_constant("cricket_client/_runtime_enums.py", "RUNTIME_NAMES"))
+_IDENTITY_RESULTS = frozenset(_constant("cricket_client/replay.py", "_IDENTITY_RESULTS"))
 
 DECLARATIONS = "cricket_client/driver.mirrors"
 SPEC = "rpc_spec/cricket.x"
@@ -495,8 +516,6 @@ def _driver_functions(root: Path, declarations: str) -> dict[str, tuple[list[str
 
 def _runtime_mirror(r: _Reader, d: Decl, driver: dict[str, tuple[list[str], int]]) -> list[str]:
     """The code of one runtime mirror (empty after reporting an error)."""
-    from cricket_client._runtime_enums import RUNTIME_NAMES
-
     before = len(r.errors)
     if d.name not in RUNTIME_NAMES:
         close = difflib.get_close_matches(d.name, RUNTIME_NAMES, n=1)
