@@ -192,6 +192,14 @@ def test_each_mirror_posts_exactly_when_its_procedure_is_pipelined(
     [(method, proc, _sent)] = conn.used
     assert proc == decl.proc.text
     assert (method == "post") == (proc in pipelined())
+    if method == "call":  # Connection.call needs the procedure's reply plan
+        assert _procedure(proc).plan.decode_reply is not None
+
+
+def _procedure(name: str) -> Any:
+    from rpc_spec import cricket_rpc as proto
+
+    return proto.CRICKET_V1_Server.PROCEDURES[int(getattr(proto, name))]
 
 
 def test_c_typed_arguments_are_checked_before_anything_is_sent(
