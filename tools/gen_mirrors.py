@@ -22,7 +22,7 @@ import argparse
 import difflib
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -83,8 +83,9 @@ OBJECTS = {
     "stream": ("_stream({p})", "cu_handle"),
     **{kind: ('_handle({p}, "{p}")', "cu_handle") for kind in HANDLE_KINDS if kind != "stream"},
 }
-HANDLE_TYPES = ("CUdevice", "CUdeviceptr", "CUcontext", "CUmodule", "CUfunction", "CUkernel",
-                "CUlibrary", "CUstream", "CUevent")
+# The handle types of cricket_client._types (CUdevice, CUdeviceptr, CUstream, ...).
+HANDLE_TYPES = tuple(n for n in _constant("cricket_client/_types.py", "__all__")
+                     if n.startswith("CU") and n != "CUuuid")
 OUTPUTS = ("int", "float", "CUuuid", *HANDLE_TYPES)
 _INTEGERS = ("int", "unsigned int", "hyper", "unsigned hyper", "bool")
 
@@ -127,7 +128,6 @@ class Mirror:
     pipelined: bool
     method: str  # "call" or "sync"
     fields: list[str]  # attribute paths of the outputs in a sync reply ("value", "value.ptr")
-    used: set[str] = field(default_factory=set)  # names the generated module imports
 
 
 def _items(text: str, start: int) -> list[Item]:
@@ -483,7 +483,9 @@ RUNTIME_OBJECTS = {
     "stream": "_stream({p})",
     "CUlibrary": "CUlibrary(as_int({p}))",
 }
-RUNTIME_HANDLES = ("cudaStream_t", "cudaEvent_t", "cudaKernel_t", "cudaLibrary_t")
+# The handle types of cricket_client.runtime_types (cudaStream_t, cudaEvent_t, ...).
+RUNTIME_HANDLES = tuple(n for n in _constant("cricket_client/runtime_types.py", "__all__")
+                        if n.startswith("cuda") and n.endswith("_t") and n != "cudaUUID_t")
 RUNTIME_OUTPUTS = ("int", "float", *RUNTIME_HANDLES)
 
 
