@@ -7,6 +7,10 @@ REMOTE_GPU_ADDRESS on first use). Launches, asynchronous copies and memsets, eve
 stream waits are pipelined: their errors come back from the next synchronizing call (D6).
 cuGetErrorName and cuGetErrorString answer locally. Any other name of cuda.bindings.driver
 raises NotSupportedRemotely (an AttributeError) naming it.
+
+The functions that only convert their arguments, send one procedure and wrap its reply are
+declared one line each in cricket_client/driver.mirrors and generated
+(cricket_client._driver_generated, `make stubs`); the ones written here need more.
 """
 
 from __future__ import annotations
@@ -55,6 +59,8 @@ _NOT_SUPPORTED = CUresult.CUDA_ERROR_NOT_SUPPORTED
 # Copies larger than this travel as several calls, all in flight together (bounded records and
 # memory on both sides; the server's device copy of one chunk overlaps the transfer of the next).
 COPY_CHUNK = 4 << 20
+
+
 def _padded(text: str, length: int) -> bytes:
     raw = text.encode()[: max(length - 1, 0)]
     return raw + b"\0" * (length - len(raw))

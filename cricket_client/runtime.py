@@ -23,6 +23,10 @@ thread's device, retained on first use and made current as the CUDA runtime does
   cuLaunchKernel's kernelParams takes.
 - Any other name of cuda.bindings.runtime raises NotSupportedRemotely (an AttributeError) naming
   it.
+
+The functions that only make the context current and call one driver mirror are declared one
+line each in cricket_client/runtime.mirrors and generated (cricket_client._runtime_generated,
+`make stubs`); the ones written here need more.
 """
 
 from __future__ import annotations
