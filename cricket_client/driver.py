@@ -22,7 +22,8 @@ from typing import Any
 from . import _enums
 from ._args import c_int, size_t, uint, unsigned
 from ._driver_base import _SUCCESS, _conn, _fail, _handle, _out, _stream
-from ._driver_base import _name as _name  # for the family modules
+from ._driver_base import _WIRE_PER_THREAD as _WIRE_PER_THREAD  # for the family modules
+from ._driver_base import _name as _name
 from ._driver_generated import *  # noqa: F403  (the mirrors declared in driver.mirrors)
 from ._driver_generated import cuMemcpyDtoD, cuMemcpyDtoDAsync
 from ._enums import *  # noqa: F403  (the enums and constants of cuda.bindings.driver)
