@@ -138,20 +138,32 @@ class CUDA_MEMCPY3D(Struct):
 
 
 class _DriverArrayRes(Struct):
+    hArray: Any
     FIELDS: ClassVar[dict[str, Any]] = {"hArray": 0}
 
 
 class _DriverMipmapRes(Struct):
+    hMipmappedArray: Any
     FIELDS: ClassVar[dict[str, Any]] = {"hMipmappedArray": 0}
 
 
 class _DriverLinearRes(Struct):
+    devPtr: Any
+    format: Any
+    numChannels: int
+    sizeInBytes: int
     FIELDS: ClassVar[dict[str, Any]] = {
         "devPtr": 0, "format": CUarray_format(1), "numChannels": 0, "sizeInBytes": 0,
     }  # fmt: skip
 
 
 class _DriverPitch2DRes(Struct):
+    devPtr: Any
+    format: Any
+    numChannels: int
+    width: int
+    height: int
+    pitchInBytes: int
     FIELDS: ClassVar[dict[str, Any]] = {
         "devPtr": 0, "format": CUarray_format(1), "numChannels": 0, "width": 0, "height": 0,
         "pitchInBytes": 0,
@@ -172,6 +184,7 @@ class _DriverRes:
 
 
 class CUDA_RESOURCE_DESC(Struct):
+    res: Any
     FIELDS: ClassVar[dict[str, Any]] = {"resType": CUresourcetype(0), "res": None, "flags": 0}
 
     def __init__(self, **values: Any) -> None:
@@ -254,18 +267,28 @@ class cudaMemcpy3DParms(Struct):
 
 
 class _RuntimeArrayRes(Struct):
+    array: Any
     FIELDS: ClassVar[dict[str, Any]] = {"array": None}
 
 
 class _RuntimeMipmapRes(Struct):
+    mipmap: Any
     FIELDS: ClassVar[dict[str, Any]] = {"mipmap": 0}
 
 
 class _RuntimeLinearRes(Struct):
+    devPtr: Any
+    desc: Any
+    sizeInBytes: int
     FIELDS: ClassVar[dict[str, Any]] = {"devPtr": 0, "desc": None, "sizeInBytes": 0}
 
 
 class _RuntimePitch2DRes(Struct):
+    devPtr: Any
+    desc: Any
+    width: int
+    height: int
+    pitchInBytes: int
     FIELDS: ClassVar[dict[str, Any]] = {
         "devPtr": 0, "desc": None, "width": 0, "height": 0, "pitchInBytes": 0,
     }  # fmt: skip
@@ -283,6 +306,7 @@ class _RuntimeRes:
 
 
 class cudaResourceDesc(Struct):
+    res: Any
     FIELDS: ClassVar[dict[str, Any]] = {"resType": cudaResourceType(0), "res": None, "flags": 0}
 
     def __init__(self, **values: Any) -> None:

@@ -246,7 +246,7 @@ def cudaMalloc3D(extent: Any) -> tuple[Any, cudaPitchedPtr | None]:
     err, ptr, pitch = driver.cuMemAllocPitch(w, h * d, 4)
     if err:
         return _ret(err, None, conn=conn)
-    return (_SUCCESS, cudaPitchedPtr(ptr=int(ptr), pitch=pitch, xsize=w, ysize=h))
+    return (_SUCCESS, cudaPitchedPtr(ptr=as_int(ptr), pitch=pitch, xsize=w, ysize=h))
 
 
 # -- copies ---------------------------------------------------------------------------------

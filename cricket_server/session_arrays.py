@@ -268,7 +268,7 @@ class SessionArrays(SessionCore):
             v.first_layer, v.last_layer,
         )  # fmt: skip
 
-    def make_object(
+    def create_object(
         self,
         surface: bool,
         res: proto.resource_desc,
@@ -276,33 +276,38 @@ class SessionArrays(SessionCore):
         view: proto.resource_view_desc | None = None,
         want: int = 0,
     ) -> int:
-        """Create a texture or surface object; `want`: the value it must have (restore)."""
+        """The backend's texture or surface object made from these (resources checked);
+        `want`: the value it should have (restore; a backend that cannot choose ignores it)."""
         call = "cuSurfObjectCreate" if surface else "cuTexObjectCreate"
-        ctx = self.current(call)
         backend_res = self._resource(call, res)
         if surface:
             if res.res_type != RESOURCE_ARRAY:
                 raise CudaError(
                     CUDA_ERROR_INVALID_VALUE, f"{call}: a surface needs an array resource"
                 )
-            value = self.bsession.surf_object_create(backend_res, want)
-        else:
-            assert tex is not None
-            value = self.bsession.tex_object_create(
-                backend_res, self._texture(tex), None if view is None else self._view(view), want
-            )
+            return self.bsession.surf_object_create(backend_res, want)
+        if tex is None:
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{call}: no texture descriptor")
+        backend_view = None if view is None else self._view(view)
+        return self.bsession.tex_object_create(backend_res, self._texture(tex), backend_view, want)
+
+    def make_object(
+        self,
+        surface: bool,
+        res: proto.resource_desc,
+        tex: proto.texture_desc | None = None,
+        view: proto.resource_view_desc | None = None,
+    ) -> int:
+        """cuTexObjectCreate / cuSurfObjectCreate in the current context."""
+        call = "cuSurfObjectCreate" if surface else "cuTexObjectCreate"
+        ctx = self.current(call)
+        value = self.create_object(surface, res, tex, view)
         table = self.objects()
-        if value in table or (want and value != want):
-            destroy = (
-                self.bsession.surf_object_destroy if surface else self.bsession.tex_object_destroy
+        if value in table:  # the driver's values are unique while they live
+            (self.bsession.surf_object_destroy if surface else self.bsession.tex_object_destroy)(
+                value
             )
-            destroy(value)
-            why = (
-                f"the driver issued {value:#x} instead of {want:#x}"
-                if want and value != want
-                else f"the driver issued {value:#x} twice"
-            )
-            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{call}: {why}")
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{call}: the driver issued {value:#x} twice")
         table[value] = TexObject(value, ctx.handle, surface, res, tex, view)
         return value
 
