@@ -138,14 +138,16 @@ def _cache(conn: Connection) -> dict[int, ArrayInfo]:
     return cache
 
 
-def array_info(conn: Connection, handle: int) -> tuple[int, ArrayInfo | None]:
-    """(CUresult, the array's descriptor): asked once, kept (arrays do not change)."""
+def array_info(conn: Connection, handle: int, *, ask: bool = False) -> tuple[int, ArrayInfo | None]:
+    """(CUresult, the array's descriptor): kept once known (an array does not change; copies
+    need its element size), asked again with `ask` (the queries: it may be gone)."""
     cache = _cache(conn)
     info = cache.get(handle)
-    if info is not None:
+    if info is not None and not ask:
         return 0, info
     err, r = conn.sync("ARRAY_GET_DESCRIPTOR", handle)
     if err:
+        cache.pop(handle, None)
         return err, None
     v = r.value
     info = cache[handle] = ArrayInfo(v.width, v.height, v.depth, v.format, v.channels, v.flags)
@@ -197,7 +199,7 @@ def cuArrayDestroy(hArray: Any) -> tuple[Any]:
 
 
 def cuArrayGetDescriptor(hArray: Any) -> tuple[Any, CUDA_ARRAY_DESCRIPTOR | None]:
-    err, info = array_info(get_connection(), as_int(hArray))
+    err, info = array_info(get_connection(), as_int(hArray), ask=True)
     if err or info is None:
         return _out(err or _INVALID_VALUE, None)
     return _out(0, CUDA_ARRAY_DESCRIPTOR(
@@ -207,7 +209,7 @@ def cuArrayGetDescriptor(hArray: Any) -> tuple[Any, CUDA_ARRAY_DESCRIPTOR | None
 
 
 def cuArray3DGetDescriptor(hArray: Any) -> tuple[Any, CUDA_ARRAY3D_DESCRIPTOR | None]:
-    err, info = array_info(get_connection(), as_int(hArray))
+    err, info = array_info(get_connection(), as_int(hArray), ask=True)
     if err or info is None:
         return _out(err or _INVALID_VALUE, None)
     return _out(0, CUDA_ARRAY3D_DESCRIPTOR(

@@ -219,9 +219,9 @@ def cudaArrayGetInfo(array: Any) -> tuple[Any, Any, Any, Any]:
     err, conn = _ready()
     if err:
         return _ret(err, None, None, None)
-    err, info = da.array_info(conn, as_int(array))
+    err, info = da.array_info(conn, as_int(array), ask=True)
     if err or info is None:
-        return _ret(err or _INVALID_VALUE, None, None, None)
+        return _ret(err or _INVALID_VALUE, None, None, None, conn=conn)
     return (_SUCCESS, channel_desc(info.format, info.channels),
             cudaExtent(width=info.width, height=info.height, depth=info.depth), info.flags)  # fmt: skip
 

@@ -253,6 +253,7 @@ class Session(
         try:
             with self._on_device(ctx.dev):
                 self._free_records(list(self.handles.made_in(ctx.handle)), summary)
+                self._free_objects_made_in(ctx.handle, summary)
                 for alloc in self.memory.made_in(ctx.handle):
                     summary.bytes += (
                         self._release(summary, "allocations", self.memory.free, "free", alloc.ptr)

@@ -9,6 +9,7 @@ and for checkpoints.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from cricket_server.backends.arrays import (
@@ -35,11 +36,13 @@ from cricket_server.backends.base import (
     CudaError,
 )
 from cricket_server.resources import Record
-from cricket_server.session_core import SessionCore
+from cricket_server.session_core import FreeSummary, SessionCore
 from rpc_spec import cricket_rpc as proto
 from rpc_spec.handles import HandleKind
 
 __all__ = ["ArrayRecord", "SessionArrays", "TexObject"]
+
+log = logging.getLogger("cricket_server.session")
 
 MAX_DIM = 1 << 31  # larger than any device accepts; keeps the products below 2**96
 
@@ -344,6 +347,22 @@ class SessionArrays(SessionCore):
         call = "cuSurfObjectGetResourceDesc"
         self.require_init(call)
         return self.object_of(call, value, True).res
+
+    def _free_objects_made_in(self, ctx: int, summary: FreeSummary) -> None:
+        """Destroy the texture and surface objects made in context `ctx` (cuCtxDestroy)."""
+        for obj in [o for o in self.objects().values() if o.ctx == ctx]:
+            summary.add("surface objects" if obj.surface else "texture objects")
+            try:
+                destroy = (
+                    self.bsession.surf_object_destroy
+                    if obj.surface
+                    else self.bsession.tex_object_destroy
+                )
+                destroy(obj.value)
+            except CudaError:
+                summary.errors += 1
+                log.exception("session %#x: destroying object %#x", self.id, obj.value)
+            del self.objects()[obj.value]
 
     def _free_array(self, record: ArrayRecord) -> None:
         """Destroy an array and the objects made on it (closing a context or the session)."""

@@ -263,3 +263,53 @@ def test_formats_without_a_layout_are_refused(session: cricket_client.Connection
     d.Format = fmt
     err, array = cuda.cuArray3DCreate(d)
     assert err != cuda.CUresult.CUDA_SUCCESS and array is None
+
+
+def test_async_copies_and_array_to_array_on_a_stream(session: cricket_client.Connection) -> None:
+    w, h = 20, 6
+    a = ok(cudart.cudaMallocArray(float_desc(), w, h, 0))
+    b = ok(cudart.cudaMallocArray(float_desc(), w, h, 0))
+    stream = ok(cudart.cudaStreamCreate())
+    host = np.arange(w * h, dtype=np.float32).reshape(h, w)
+    dev, pitch = ok(cudart.cudaMallocPitch(w * 4, h))
+    ok(cudart.cudaMemcpy2D(dev, pitch, host, w * 4, w * 4, h, H2D))
+    ok(cudart.cudaMemcpy2DToArrayAsync(a, 0, 0, dev, pitch, w * 4, h, D2D, stream))
+    ok(cudart.cudaStreamSynchronize(stream))
+    ok(cudart.cudaMemcpy2DArrayToArray(b, 4, 1, a, 0, 0, (w - 1) * 4, h - 1, D2D))
+    out = np.zeros((h, w), dtype=np.float32)
+    ok(cudart.cudaMemcpy2DFromArrayAsync(out, w * 4, b, 0, 0, w * 4, h, D2H, stream))
+    ok(cudart.cudaStreamSynchronize(stream))
+    assert np.array_equal(out[1:, 1:], host[: h - 1, : w - 1])
+    ok(cudart.cudaStreamDestroy(stream))
+    ok(cudart.cudaFree(dev))
+    ok(cudart.cudaFreeArray(a))
+    ok(cudart.cudaFreeArray(b))
+
+
+def test_destroying_a_context_frees_its_arrays_and_objects(
+    session: cricket_client.Connection,
+) -> None:
+    memory = check(cuda.cuMemAlloc(1 << 20))  # in the primary context: it stays
+    dev = check(cuda.cuDeviceGet(0))
+    ctx = check(cuda.cuCtxCreate(None, 0, dev))
+    d = cuda.CUDA_ARRAY3D_DESCRIPTOR()
+    d.Width, d.Height, d.Format, d.NumChannels = 8, 8, cuda.CUarray_format.CU_AD_FORMAT_FLOAT, 1
+    array = check(cuda.cuArray3DCreate(d))
+    res = cuda.CUDA_RESOURCE_DESC()
+    res.resType = cuda.CUresourcetype.CU_RESOURCE_TYPE_ARRAY
+    res.res.array.hArray = array
+    on_array = check(cuda.cuTexObjectCreate(res, cuda.CUDA_TEXTURE_DESC(), None))
+    res = cuda.CUDA_RESOURCE_DESC()
+    res.resType = cuda.CUresourcetype.CU_RESOURCE_TYPE_LINEAR
+    res.res.linear.devPtr = memory
+    res.res.linear.format = cuda.CUarray_format.CU_AD_FORMAT_FLOAT
+    res.res.linear.numChannels = 1
+    res.res.linear.sizeInBytes = 1 << 20
+    on_memory = check(cuda.cuTexObjectCreate(res, cuda.CUDA_TEXTURE_DESC(), None))
+    check(cuda.cuCtxDestroy(ctx))
+    for result in (
+        cuda.cuArray3DGetDescriptor(array),
+        cuda.cuTexObjectGetResourceDesc(on_array),
+        cuda.cuTexObjectGetResourceDesc(on_memory),
+    ):
+        assert result[0] == cuda.CUresult.CUDA_ERROR_INVALID_HANDLE
