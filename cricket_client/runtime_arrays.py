@@ -140,9 +140,13 @@ def make_cudaExtent(w: int, h: int, d: int) -> cudaExtent:
 
 
 def make_cudaPitchedPtr(d: Any, p: int, xsz: int, ysz: int) -> cudaPitchedPtr:
-    return cudaPitchedPtr(ptr=as_int(d), pitch=size_t(p, "make_cudaPitchedPtr: p"),
-                          xsize=size_t(xsz, "make_cudaPitchedPtr: xsz"),
-                          ysize=size_t(ysz, "make_cudaPitchedPtr: ysz"))  # fmt: skip
+    """`d` is a device or host address, or a host buffer (kept as given: copies read it)."""
+    return cudaPitchedPtr(
+        ptr=d if _is_buffer(d) else as_int(d),
+        pitch=size_t(p, "make_cudaPitchedPtr: p"),
+        xsize=size_t(xsz, "make_cudaPitchedPtr: xsz"),
+        ysize=size_t(ysz, "make_cudaPitchedPtr: ysz"),
+    )
 
 
 def cudaCreateChannelDesc(

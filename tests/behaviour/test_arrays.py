@@ -164,7 +164,7 @@ def test_layered_array_keeps_its_layers(session: cricket_client.Connection) -> N
         )))  # fmt: skip
     out = np.zeros((layers, h, w), dtype=np.float32)
     ok(cudart.cudaMemcpy3D(_parms(
-        srcArray=array, dstPtr=cudart.make_cudaPitchedPtr(out.ctypes.data, w * 4, w, h),
+        srcArray=array, dstPtr=cudart.make_cudaPitchedPtr(out, w * 4, w, h),  # a buffer
         extent=cudart.make_cudaExtent(w, h, layers), kind=D2H,
     )))  # fmt: skip
     assert [float(out[i].min()) for i in range(layers)] == [1.0, 2.0, 3.0]
