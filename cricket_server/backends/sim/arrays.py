@@ -4,8 +4,8 @@ An array is host memory in its own layout: rows of `width * element size` bytes,
 rows a slice (layer), `depth` slices, packed. Copies run on the stream as one work item, row
 by row. Texture and surface objects hold what they were made from; their values come from one
 process-wide counter (a restore may ask for the value an object had, which sim honours while
-no live object holds it). No sim kernel samples them: launching a kernel that does is
-CUDA_ERROR_NOT_SUPPORTED (no such kernel is registered).
+no live object holds it). Two sim kernels use them (`texture_kernels`); any
+other kernel that does is CUDA_ERROR_NOT_SUPPORTED (no host implementation is registered).
 """
 
 from __future__ import annotations
@@ -39,6 +39,13 @@ __all__ = ["SimArray", "SimArrays"]
 _values = itertools.count(1)
 _live: set[int] = set()
 _live_lock = threading.Lock()
+# value -> what the object was made from, for the sim kernels that use them (texture_kernels)
+_made: dict[int, tuple[ResourceDesc, TextureDesc | None, ViewDesc | None]] = {}
+
+
+def object_by_value(value: int) -> tuple[ResourceDesc, TextureDesc | None, ViewDesc | None] | None:
+    with _live_lock:
+        return _made.get(value)
 
 
 @dataclass
@@ -141,12 +148,16 @@ class SimArrays:
             _array(res.array, "cuTexObjectCreate")
         value = self._new_value(want, "cuTexObjectCreate")
         self._objects_table()[value] = (res, tex, view)
+        with _live_lock:
+            _made[value] = (res, tex, view)
         return value
 
     def surf_object_create(self, res: ResourceDesc, want: int = 0) -> int:
         _array(res.array, "cuSurfObjectCreate")
         value = self._new_value(want, "cuSurfObjectCreate")
         self._objects_table()[value] = (res, None, None)
+        with _live_lock:
+            _made[value] = (res, None, None)
         return value
 
     def _drop(self, value: int, call: str) -> None:
@@ -154,6 +165,7 @@ class SimArrays:
             raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{call}: {value:#x} is not an object")
         with _live_lock:
             _live.discard(value)
+            _made.pop(value, None)
 
     def tex_object_destroy(self, value: int) -> None:
         self._drop(value, "cuTexObjectDestroy")
@@ -166,4 +178,6 @@ class SimArrays:
         table = self._objects_table()
         with _live_lock:
             _live.difference_update(table)
+            for value in table:
+                _made.pop(value, None)
         table.clear()

@@ -32,6 +32,7 @@ from cricket_server.backends.base import (
     ParamInfo,
 )
 from cricket_server.backends.sim import device as dv
+from cricket_server.backends.sim import texture_kernels  # noqa: F401  (registers its kernels)
 from cricket_server.backends.sim.arrays import SimArrays
 from cricket_server.backends.sim.cubin import KernelInfo, ModuleImage, parse_image
 from cricket_server.backends.sim.devmem import GRANULARITY, KernelMemory, SimChunkBacking, SimMemory
