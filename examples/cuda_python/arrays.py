@@ -3,14 +3,23 @@
 A 2D float array is filled from host memory with a pitch wider than its rows, copied into
 pitched device memory (cudaMalloc3D) with cudaMemcpy3D and read back; a layered array gets
 one layer at a time and is read back whole; a texture object and a surface object are made on
-the 2D array and their descriptors read back. Everything printed is exact (no timings).
+the 2D array, their descriptors read back, and a kernel (compiled with NVRTC) fetches every
+texel through the texture object. Everything printed is exact (no timings).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from common import check
-from cuda.bindings import runtime
+from common import check, compile_cubin, device_arch, load_kernel
+from cuda.bindings import driver, runtime
+
+SOURCE = """
+extern "C" __global__ void tex2d_fetch_f32(cudaTextureObject_t tex, float *out, int w, int h)
+{
+    int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
+    if (x < w && y < h) out[y * w + x] = tex2D<float>(tex, x + 0.5f, y + 0.5f);
+}
+"""
 
 WIDTH, HEIGHT = 64, 32
 LAYER_W, LAYER_H, LAYERS = 16, 8, 4
@@ -76,15 +85,32 @@ def main() -> int:
     res.res.array.array = array
     tex_desc = runtime.cudaTextureDesc()
     tex_desc.addressMode = [runtime.cudaTextureAddressMode.cudaAddressModeClamp] * 3
-    tex_desc.filterMode = runtime.cudaTextureFilterMode.cudaFilterModeLinear
+    tex_desc.filterMode = runtime.cudaTextureFilterMode.cudaFilterModePoint
     tex_desc.readMode = runtime.cudaTextureReadMode.cudaReadModeElementType
-    tex_desc.normalizedCoords = 1
+    tex_desc.normalizedCoords = 0
     tex = check(runtime.cudaCreateTextureObject(res, tex_desc, None))
     got = check(runtime.cudaGetTextureObjectResourceDesc(tex))
     got_tex = check(runtime.cudaGetTextureObjectTextureDesc(tex))
     print(f"texture object: resource type {int(got.resType)}, "
           f"same array {int(got.res.array.array) == int(array)}, "
           f"filter mode {int(got_tex.filterMode)}, normalized {got_tex.normalizedCoords}")
+    _module, fetch = load_kernel(compile_cubin(SOURCE, "arrays.cu", device_arch()), "tex2d_fetch_f32")
+    d_out = check(runtime.cudaMalloc(WIDTH * HEIGHT * 4))
+    args = [
+        np.array([int(tex)], dtype=np.uint64),
+        np.array([int(d_out)], dtype=np.uint64),
+        np.array([WIDTH], dtype=np.int32),
+        np.array([HEIGHT], dtype=np.int32),
+    ]
+    params = np.array([arg.ctypes.data for arg in args], dtype=np.uint64)
+    check(driver.cuLaunchKernel(fetch, 1, HEIGHT, 1, 128, 1, 1, 0, 0, params.ctypes.data, 0))
+    fetched = np.zeros((HEIGHT, WIDTH), dtype=np.float32)
+    check(runtime.cudaMemcpy(
+        fetched, d_out, fetched.nbytes, runtime.cudaMemcpyKind.cudaMemcpyDeviceToHost
+    ))
+    fetched_ok = bool(np.array_equal(fetched, host[:, :WIDTH]))
+    print(f"a kernel fetched every texel through the texture object: {fetched_ok}")
+    check(runtime.cudaFree(d_out))
     surf = check(runtime.cudaCreateSurfaceObject(res))
     got = check(runtime.cudaGetSurfaceObjectResourceDesc(surf))
     print(f"surface object: same array {int(got.res.array.array) == int(array)}")
@@ -94,7 +120,7 @@ def main() -> int:
     check(runtime.cudaFree(pitched.ptr))
     check(runtime.cudaFreeArray(layered))
     check(runtime.cudaFreeArray(array))
-    ok = same and window[0, 0] == 5 * 80 + 10 and [int(s) for s in stack.sum(axis=(1, 2))] == [
+    ok = same and fetched_ok and window[0, 0] == 5 * 80 + 10 and [int(s) for s in stack.sum(axis=(1, 2))] == [
         (i + 1) * LAYER_W * LAYER_H for i in range(LAYERS)
     ]
     print("Test PASSED" if ok else "Test FAILED")
