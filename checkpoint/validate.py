@@ -13,7 +13,10 @@ refuses; `cricket-checkpoint verify` (`Checkpoint.problems`) and the restore
 |                      | allocations name contexts of their session                          |
 | allocations          | non-empty, inside the manifest's device address range, none         |
 |                      | overlapping another, on their context's device, distinct buffer ids |
-| blob sizes           | an allocation's or global's blob decodes to exactly its size        |
+| blob sizes           | an allocation's, global's or array's blob decodes to exactly its    |
+|                      | size                                                                |
+| arrays, objects      | on contexts of their session; texture and surface objects on arrays |
+|                      | of it                                                               |
 | blob files           | relative paths that stay inside the checkpoint; a raw blob's stored |
 |                      | size is its size                                                    |
 
@@ -25,11 +28,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import PurePosixPath
+from typing import Any
 
+from cricket_xdr.xdr import XdrError
 from rpc_spec import checkpoint_rpc as ck
+from rpc_spec import cricket_rpc as proto
 from rpc_spec.handles import HandleKind, kind_of
 
 ADDRESS_LIMIT = 1 << 64
+# CUarray_format -> bytes a channel (the formats arrays are made with)
+ARRAY_FORMAT_BYTES = {0x01: 1, 0x02: 2, 0x03: 4, 0x08: 1, 0x09: 2, 0x0A: 4, 0x10: 2, 0x20: 4}
 
 
 def blob_path_problem(file: str) -> str | None:
@@ -60,6 +68,8 @@ def _handles(s: ck.session_image) -> Iterator[tuple[HandleKind, int, str]]:
         yield HandleKind.STREAM, st.handle, "stream"
     for e in s.events:
         yield HandleKind.EVENT, e.handle, "event"
+    for arr in s.arrays:
+        yield HandleKind.ARRAY, arr.handle, "array"
 
 
 def _blobs(s: ck.session_image) -> Iterator[tuple[str, ck.blob_ref]]:
@@ -71,6 +81,8 @@ def _blobs(s: ck.session_image) -> Iterator[tuple[str, ck.blob_ref]]:
         yield f"library {lib.handle:#x} image", lib.image
     for a in s.allocations:
         yield f"allocation {a.ptr:#x}", a.contents
+    for arr in s.arrays:
+        yield f"array {arr.handle:#x}", arr.contents
 
 
 def _session_problems(s: ck.session_image, va: tuple[int, int]) -> Iterator[str]:
@@ -104,6 +116,7 @@ def _session_problems(s: ck.session_image, va: tuple[int, int]) -> Iterator[str]
         yield from ctx_problem(f"stream {st.handle:#x}", st.ctx)
     for e in s.events:
         yield from ctx_problem(f"event {e.handle:#x}", e.ctx)
+    yield from _array_problems(s, ctx_problem)
     yield from _allocation_problems(s, devs, va)
     for what, ref in _blobs(s):
         why = blob_path_problem(ref.file)
@@ -114,6 +127,29 @@ def _session_problems(s: ck.session_image, va: tuple[int, int]) -> Iterator[str]
                 f"{what}: raw blob {ref.file} is stored in {ref.stored_size} bytes but "
                 f"holds {ref.size}"
             )
+
+
+def _array_problems(s: ck.session_image, ctx_problem: Any) -> Iterator[str]:
+    """Arrays whose blob is not their size, objects naming a missing context or array."""
+    arrays = {arr.handle for arr in s.arrays}
+    for arr in s.arrays:
+        yield from ctx_problem(f"array {arr.handle:#x}", arr.ctx)
+        element = ARRAY_FORMAT_BYTES.get(arr.format, 0) * arr.channels
+        size = arr.width * element * max(arr.height, 1) * max(arr.depth, 1)
+        if not element or arr.contents.size != size:
+            yield (
+                f"array {arr.handle:#x} holds {size} bytes (format {arr.format:#x}, "
+                f"{arr.channels} channels), its blob {arr.contents.file} {arr.contents.size}"
+            )
+    for t in s.tex_objects:
+        yield from ctx_problem(f"object {t.value:#x}", t.ctx)
+        try:
+            res = proto.xdr_resource_desc.decode(t.resource)
+        except XdrError:
+            yield f"object {t.value:#x}: its resource descriptor does not decode"
+            continue
+        if res.res_type == 0 and res.array not in arrays:
+            yield f"object {t.value:#x} names array {res.array:#x}, which is not in it"
 
 
 def _allocation_problems(

@@ -49,6 +49,7 @@ from ._types import (
 )
 from .connection import Connection
 from .datapath import DataPaths
+from .driver_arrays import *  # noqa: F403  (arrays, 2D/3D copies, texture and surface objects)
 from .errors import NotSupportedRemotely, error_string
 from .host_buffers import HostBufferError, read_host, writable_view, write_host
 from .kernel_args import LaunchArgumentError, LaunchName, pack_kernel_params

@@ -64,6 +64,7 @@ from ._types import CUdeviceptr, CUfunction, CUkernel, CUlibrary, as_int
 from .connection import Connection, get_connection
 from .errors import NotSupportedRemotely
 from .host_buffers import HostBufferError, check_writable, read_host, write_host
+from .runtime_arrays import *  # noqa: F403  (arrays, 2D/3D copies, texture and surface objects)
 from .runtime_host import PINNED
 from .runtime_props import ATTRIBUTES, cudaDeviceProp, properties_from
 from .runtime_state import activate, forget_functions, initialize, kernel_function

@@ -39,6 +39,7 @@ from cricket_server.resources import (
     Record,
     StreamRecord,
 )
+from cricket_server.session_arrays import ArrayRecord, SessionArrays
 from cricket_server.session_checkpoint import SessionCheckpoint
 from cricket_server.session_contexts import SessionContexts, check_ctx_flags
 from cricket_server.session_core import (
@@ -238,6 +239,7 @@ class Session(
     SessionModules,
     SessionStreams,
     SessionRuntime,
+    SessionArrays,
     SessionCheckpoint,
     SessionCore,
 ):
@@ -251,6 +253,7 @@ class Session(
         try:
             with self._on_device(ctx.dev):
                 self._free_records(list(self.handles.made_in(ctx.handle)), summary)
+                self._free_objects_made_in(ctx.handle, summary)
                 for alloc in self.memory.made_in(ctx.handle):
                     summary.bytes += (
                         self._release(summary, "allocations", self.memory.free, "free", alloc.ptr)
@@ -278,6 +281,8 @@ class Session(
             elif isinstance(record, LibraryRecord):
                 self._release(summary, "libraries", self.bsession.library_unload, record.obj)
                 self._forget_library(record)
+            elif isinstance(record, ArrayRecord):
+                self._release(summary, "arrays", self._free_array, record)
 
     def _release(
         self, summary: FreeSummary, what: str, free: Callable[..., object], *args: object

@@ -32,6 +32,8 @@ __all__ = [
     'stream_image',
     'event_image',
     'allocation_image',
+    'array_image',
+    'tex_object_image',
     'session_image',
     'manifest_body',
     'manifest_file',
@@ -52,6 +54,8 @@ __all__ = [
     'xdr_stream_image',
     'xdr_event_image',
     'xdr_allocation_image',
+    'xdr_array_image',
+    'xdr_tex_object_image',
     'xdr_session_image',
     'xdr_manifest_body',
     'xdr_manifest_file',
@@ -391,6 +395,51 @@ class allocation_image:
 
 
 @_dc.dataclass(slots=True)
+class array_image:
+    """struct array_image."""
+
+    handle: ckpt_handle
+    ctx: ckpt_handle
+    width: int
+    height: int
+    depth: int
+    format: int
+    channels: int
+    flags: int
+    contents: blob_ref
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_array_image.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> array_image:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_array_image.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class tex_object_image:
+    """struct tex_object_image."""
+
+    value: int
+    ctx: ckpt_handle
+    surface: bool
+    resource: bytes
+    texture: bytes
+    view: bytes
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_tex_object_image.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> tex_object_image:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_tex_object_image.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
 class session_image:
     """struct session_image."""
 
@@ -410,6 +459,8 @@ class session_image:
     streams: list[stream_image]
     events: list[event_image]
     allocations: list[allocation_image]
+    arrays: list[array_image]
+    tex_objects: list[tex_object_image]
 
     def encode(self) -> bytes:
         """The XDR encoding of this value."""
@@ -477,6 +528,8 @@ xdr_library_image = _xdr.Struct('library_image')
 xdr_stream_image = _xdr.Struct('stream_image')
 xdr_event_image = _xdr.Struct('event_image')
 xdr_allocation_image = _xdr.Struct('allocation_image')
+xdr_array_image = _xdr.Struct('array_image')
+xdr_tex_object_image = _xdr.Struct('tex_object_image')
 xdr_session_image = _xdr.Struct('session_image')
 xdr_manifest_body = _xdr.Struct('manifest_body')
 xdr_manifest_file = _xdr.Struct('manifest_file')
@@ -855,6 +908,67 @@ def _xdr_allocation_image__unpack(dec: _xdr.Decoder) -> allocation_image:
     return allocation_image(a0_0, a0_1, a0_2, a0_3, a0_4, f5)
 
 
+_xdr_array_image__st0 = _struct.Struct('>QQQQQiII')
+_xdr_array_image__S0, _xdr_array_image__U0 = _xdr_array_image__st0.pack, _xdr_array_image__st0.unpack_from
+
+
+def _xdr_array_image__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_array_image__S0(v.handle, v.ctx, v.width, v.height, v.depth, v.format, v.channels, v.flags)
+        _xdr_array_image__p8(enc, v.contents)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_array_image.diagnose(v, e)) from None
+
+
+def _xdr_array_image__unpack(dec: _xdr.Decoder) -> array_image:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, a0_7, = _xdr_array_image__U0(dec.mv, pos)
+        dec.pos = pos + 52
+        f8 = _xdr_array_image__u8(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct array_image: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct array_image: %s is not a declared enum value' % e) from None
+    return array_image(a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, a0_7, f8)
+
+
+_xdr_tex_object_image__st0 = _struct.Struct('>QQI')
+_xdr_tex_object_image__S0, _xdr_tex_object_image__U0 = _xdr_tex_object_image__st0.pack, _xdr_tex_object_image__st0.unpack_from
+
+
+def _xdr_tex_object_image__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_tex_object_image__S0(v.value, v.ctx, (1 if v.surface else 0))
+        _xdr_tex_object_image__p3(enc, v.resource)
+        _xdr_tex_object_image__p4(enc, v.texture)
+        _xdr_tex_object_image__p5(enc, v.view)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_tex_object_image.diagnose(v, e)) from None
+
+
+def _xdr_tex_object_image__unpack(dec: _xdr.Decoder) -> tex_object_image:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, = _xdr_tex_object_image__U0(dec.mv, pos)
+        dec.pos = pos + 20
+        if a0_2 > 1:
+            raise _xdr.XdrDecodeError('struct tex_object_image: a bool is %d, neither 0 nor 1' % a0_2)
+        a0_2 = a0_2 == 1
+        f3 = _xdr_tex_object_image__u3(dec)
+        f4 = _xdr_tex_object_image__u4(dec)
+        f5 = _xdr_tex_object_image__u5(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct tex_object_image: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct tex_object_image: %s is not a declared enum value' % e) from None
+    return tex_object_image(a0_0, a0_1, a0_2, f3, f4, f5)
+
+
 _xdr_session_image__st0 = _struct.Struct('>Q')
 _xdr_session_image__S0, _xdr_session_image__U0 = _xdr_session_image__st0.pack, _xdr_session_image__st0.unpack_from
 _xdr_session_image__st6 = _struct.Struct('>IQ')
@@ -878,6 +992,8 @@ def _xdr_session_image__pack(enc: _xdr.Encoder, v: Any) -> None:
         _xdr_session_image__p13(enc, v.streams)
         _xdr_session_image__p14(enc, v.events)
         _xdr_session_image__p15(enc, v.allocations)
+        _xdr_session_image__p16(enc, v.arrays)
+        _xdr_session_image__p17(enc, v.tex_objects)
     except RecursionError:
         raise
     except Exception as e:
@@ -908,11 +1024,13 @@ def _xdr_session_image__unpack(dec: _xdr.Decoder) -> session_image:
         f13 = _xdr_session_image__u13(dec)
         f14 = _xdr_session_image__u14(dec)
         f15 = _xdr_session_image__u15(dec)
+        f16 = _xdr_session_image__u16(dec)
+        f17 = _xdr_session_image__u17(dec)
     except _struct.error:
         raise _xdr.XdrDecodeError('struct session_image: data ends early at offset %d' % dec.pos) from None
     except KeyError as e:
         raise _xdr.XdrDecodeError('struct session_image: %s is not a declared enum value' % e) from None
-    return session_image(a0_0, f1, f2, f3, f4, f5, a6_0, a6_1, f8, f9, f10, f11, f12, f13, f14, f15)
+    return session_image(a0_0, f1, f2, f3, f4, f5, a6_0, a6_1, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17)
 
 
 _xdr_manifest_body__st1 = _struct.Struct('>Q')
@@ -1115,6 +1233,33 @@ xdr_allocation_image.define(
     ],
     coders=(_xdr_allocation_image__pack, _xdr_allocation_image__unpack),
 )
+xdr_array_image.define(
+    array_image,
+    [
+        ('handle', xdr_ckpt_handle),
+        ('ctx', xdr_ckpt_handle),
+        ('width', _xdr.xdr_u_hyper),
+        ('height', _xdr.xdr_u_hyper),
+        ('depth', _xdr.xdr_u_hyper),
+        ('format', _xdr.xdr_int),
+        ('channels', _xdr.xdr_u_int),
+        ('flags', _xdr.xdr_u_int),
+        ('contents', xdr_blob_ref),
+    ],
+    coders=(_xdr_array_image__pack, _xdr_array_image__unpack),
+)
+xdr_tex_object_image.define(
+    tex_object_image,
+    [
+        ('value', _xdr.xdr_u_hyper),
+        ('ctx', xdr_ckpt_handle),
+        ('surface', _xdr.xdr_bool),
+        ('resource', _xdr.VarOpaque(None)),
+        ('texture', _xdr.VarOpaque(None)),
+        ('view', _xdr.VarOpaque(None)),
+    ],
+    coders=(_xdr_tex_object_image__pack, _xdr_tex_object_image__unpack),
+)
 xdr_session_image.define(
     session_image,
     [
@@ -1134,6 +1279,8 @@ xdr_session_image.define(
         ('streams', _xdr.VarArray(xdr_stream_image, None)),
         ('events', _xdr.VarArray(xdr_event_image, None)),
         ('allocations', _xdr.VarArray(xdr_allocation_image, None)),
+        ('arrays', _xdr.VarArray(xdr_array_image, None)),
+        ('tex_objects', _xdr.VarArray(xdr_tex_object_image, None)),
     ],
     coders=(_xdr_session_image__pack, _xdr_session_image__unpack),
 )
@@ -1199,6 +1346,14 @@ _xdr_library_image__p5 = xdr_library_image.fields[5][1].packer()
 _xdr_library_image__u5 = xdr_library_image.fields[5][1].unpacker()
 _xdr_allocation_image__p5 = xdr_allocation_image.fields[5][1].packer()
 _xdr_allocation_image__u5 = xdr_allocation_image.fields[5][1].unpacker()
+_xdr_array_image__p8 = xdr_array_image.fields[8][1].packer()
+_xdr_array_image__u8 = xdr_array_image.fields[8][1].unpacker()
+_xdr_tex_object_image__p3 = xdr_tex_object_image.fields[3][1].packer()
+_xdr_tex_object_image__u3 = xdr_tex_object_image.fields[3][1].unpacker()
+_xdr_tex_object_image__p4 = xdr_tex_object_image.fields[4][1].packer()
+_xdr_tex_object_image__u4 = xdr_tex_object_image.fields[4][1].unpacker()
+_xdr_tex_object_image__p5 = xdr_tex_object_image.fields[5][1].packer()
+_xdr_tex_object_image__u5 = xdr_tex_object_image.fields[5][1].unpacker()
 _xdr_session_image__p1 = xdr_session_image.fields[1][1].packer()
 _xdr_session_image__u1 = xdr_session_image.fields[1][1].unpacker()
 _xdr_session_image__p2 = xdr_session_image.fields[2][1].packer()
@@ -1225,6 +1380,10 @@ _xdr_session_image__p14 = xdr_session_image.fields[14][1].packer()
 _xdr_session_image__u14 = xdr_session_image.fields[14][1].unpacker()
 _xdr_session_image__p15 = xdr_session_image.fields[15][1].packer()
 _xdr_session_image__u15 = xdr_session_image.fields[15][1].unpacker()
+_xdr_session_image__p16 = xdr_session_image.fields[16][1].packer()
+_xdr_session_image__u16 = xdr_session_image.fields[16][1].unpacker()
+_xdr_session_image__p17 = xdr_session_image.fields[17][1].packer()
+_xdr_session_image__u17 = xdr_session_image.fields[17][1].unpacker()
 _xdr_manifest_body__p0 = xdr_manifest_body.fields[0][1].packer()
 _xdr_manifest_body__u0 = xdr_manifest_body.fields[0][1].unpacker()
 _xdr_manifest_body__p2 = xdr_manifest_body.fields[2][1].packer()
@@ -1258,6 +1417,8 @@ _xdr.ready_all(
     xdr_stream_image,
     xdr_event_image,
     xdr_allocation_image,
+    xdr_array_image,
+    xdr_tex_object_image,
     xdr_session_image,
     xdr_manifest_body,
     xdr_manifest_file,

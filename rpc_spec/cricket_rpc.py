@@ -116,6 +116,18 @@ __all__ = [
     'DATA_TCP_OFFER',
     'DATA_TCP_HTOD',
     'DATA_TCP_DTOH',
+    'ARRAY_CREATE',
+    'ARRAY_DESTROY',
+    'ARRAY_GET_DESCRIPTOR',
+    'MEMCPY_3D_FROM_HOST',
+    'MEMCPY_3D_TO_HOST',
+    'MEMCPY_3D_ON_DEVICE',
+    'TEX_OBJECT_CREATE',
+    'TEX_OBJECT_DESTROY',
+    'TEX_OBJECT_GET_DESCS',
+    'SURF_OBJECT_CREATE',
+    'SURF_OBJECT_DESTROY',
+    'SURF_OBJECT_GET_RESOURCE_DESC',
     'int_result',
     'u64_result',
     'handle_result',
@@ -156,6 +168,16 @@ __all__ = [
     'shm_offer_result',
     'channel_offer',
     'channel_offer_result',
+    'array_desc',
+    'array_desc_result',
+    'copy_place',
+    'copy_3d',
+    'resource_desc',
+    'texture_desc',
+    'resource_view_desc',
+    'texture_descs',
+    'texture_descs_result',
+    'resource_desc_result',
     'cu_ptr',
     'cu_handle',
     'mem_data',
@@ -205,6 +227,16 @@ __all__ = [
     'xdr_shm_offer_result',
     'xdr_channel_offer',
     'xdr_channel_offer_result',
+    'xdr_array_desc',
+    'xdr_array_desc_result',
+    'xdr_copy_place',
+    'xdr_copy_3d',
+    'xdr_resource_desc',
+    'xdr_texture_desc',
+    'xdr_resource_view_desc',
+    'xdr_texture_descs',
+    'xdr_texture_descs_result',
+    'xdr_resource_desc_result',
     'xdr_cu_ptr',
     'xdr_cu_handle',
     'xdr_mem_data',
@@ -319,6 +351,18 @@ DATA_SHM_DTOH = 353
 DATA_TCP_OFFER = 354
 DATA_TCP_HTOD = 355
 DATA_TCP_DTOH = 356
+ARRAY_CREATE = 500
+ARRAY_DESTROY = 501
+ARRAY_GET_DESCRIPTOR = 502
+MEMCPY_3D_FROM_HOST = 503
+MEMCPY_3D_TO_HOST = 504
+MEMCPY_3D_ON_DEVICE = 505
+TEX_OBJECT_CREATE = 510
+TEX_OBJECT_DESTROY = 511
+TEX_OBJECT_GET_DESCS = 512
+SURF_OBJECT_CREATE = 513
+SURF_OBJECT_DESTROY = 514
+SURF_OBJECT_GET_RESOURCE_DESC = 515
 
 
 @_dc.dataclass(slots=True)
@@ -1260,6 +1304,289 @@ class channel_offer_result:
         return xdr_channel_offer_result.decode(data)  # type: ignore[no-any-return]
 
 
+@_dc.dataclass(slots=True)
+class array_desc:
+    """struct array_desc."""
+
+    width: int
+    height: int
+    depth: int
+    format: int
+    channels: int
+    flags: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        try:
+            return _xdr_array_desc__S0(self.width, self.height, self.depth, self.format, self.channels, self.flags)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_array_desc.diagnose(self, e)) from None
+
+    @classmethod
+    def decode(cls, data: Any) -> array_desc:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        try:
+            a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, = _xdr_array_desc__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('array_desc', 36, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct array_desc: %s is not a declared enum value' % e) from None
+        return array_desc(a0_0, a0_1, a0_2, a0_3, a0_4, a0_5)
+
+
+@_dc.dataclass(slots=True)
+class array_desc_result:
+    """union array_desc_result: ``err`` selects the arm; ``value`` holds its value."""
+
+    err: int
+    value: Any = None
+
+    value_ = _xdr.arm_property(
+        'array_desc_result', 'value', 'err', frozenset([0]), frozenset([0])
+    )
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_array_desc_result.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> array_desc_result:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_array_desc_result.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class copy_place:
+    """struct copy_place."""
+
+    kind: int
+    ptr: cu_ptr
+    array: cu_handle
+    pitch: int
+    height: int
+    x: int
+    y: int
+    z: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        try:
+            return _xdr_copy_place__S0(self.kind, self.ptr, self.array, self.pitch, self.height, self.x, self.y, self.z)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_copy_place.diagnose(self, e)) from None
+
+    @classmethod
+    def decode(cls, data: Any) -> copy_place:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        try:
+            a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, a0_7, = _xdr_copy_place__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('copy_place', 60, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct copy_place: %s is not a declared enum value' % e) from None
+        return copy_place(a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, a0_7)
+
+
+@_dc.dataclass(slots=True)
+class copy_3d:
+    """struct copy_3d."""
+
+    src: copy_place
+    dst: copy_place
+    width: int
+    height: int
+    depth: int
+    stream: cu_handle
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        try:
+            return _xdr_copy_3d__S0(self.src.kind, self.src.ptr, self.src.array, self.src.pitch, self.src.height, self.src.x, self.src.y, self.src.z, self.dst.kind, self.dst.ptr, self.dst.array, self.dst.pitch, self.dst.height, self.dst.x, self.dst.y, self.dst.z, self.width, self.height, self.depth, self.stream)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_copy_3d.diagnose(self, e)) from None
+
+    @classmethod
+    def decode(cls, data: Any) -> copy_3d:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        try:
+            a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, a0_7, a0_8, a0_9, a0_10, a0_11, a0_12, a0_13, a0_14, a0_15, a0_16, a0_17, a0_18, a0_19, = _xdr_copy_3d__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('copy_3d', 152, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct copy_3d: %s is not a declared enum value' % e) from None
+        return copy_3d(copy_place(a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, a0_7), copy_place(a0_8, a0_9, a0_10, a0_11, a0_12, a0_13, a0_14, a0_15), a0_16, a0_17, a0_18, a0_19)
+
+
+@_dc.dataclass(slots=True)
+class resource_desc:
+    """struct resource_desc."""
+
+    res_type: int
+    array: cu_handle
+    ptr: cu_ptr
+    format: int
+    channels: int
+    size: int
+    width: int
+    height: int
+    pitch: int
+    flags: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        try:
+            return _xdr_resource_desc__S0(self.res_type, self.array, self.ptr, self.format, self.channels, self.size, self.width, self.height, self.pitch, self.flags)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_resource_desc.diagnose(self, e)) from None
+
+    @classmethod
+    def decode(cls, data: Any) -> resource_desc:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        try:
+            a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, a0_7, a0_8, a0_9, = _xdr_resource_desc__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('resource_desc', 64, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct resource_desc: %s is not a declared enum value' % e) from None
+        return resource_desc(a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, a0_7, a0_8, a0_9)
+
+
+@_dc.dataclass(slots=True)
+class texture_desc:
+    """struct texture_desc."""
+
+    address_mode: list[int]
+    filter_mode: int
+    flags: int
+    max_anisotropy: int
+    mipmap_filter_mode: int
+    mipmap_level_bias: float
+    min_mipmap_level_clamp: float
+    max_mipmap_level_clamp: float
+    border_color: list[float]
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_texture_desc.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> texture_desc:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_texture_desc.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class resource_view_desc:
+    """struct resource_view_desc."""
+
+    format: int
+    width: int
+    height: int
+    depth: int
+    first_mipmap_level: int
+    last_mipmap_level: int
+    first_layer: int
+    last_layer: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        try:
+            return _xdr_resource_view_desc__S0(self.format, self.width, self.height, self.depth, self.first_mipmap_level, self.last_mipmap_level, self.first_layer, self.last_layer)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_resource_view_desc.diagnose(self, e)) from None
+
+    @classmethod
+    def decode(cls, data: Any) -> resource_view_desc:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        try:
+            a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, a0_7, = _xdr_resource_view_desc__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('resource_view_desc', 44, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct resource_view_desc: %s is not a declared enum value' % e) from None
+        return resource_view_desc(a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, a0_7)
+
+
+@_dc.dataclass(slots=True)
+class texture_descs:
+    """struct texture_descs."""
+
+    res: resource_desc
+    tex: texture_desc
+    view: list[resource_view_desc]
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_texture_descs.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> texture_descs:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_texture_descs.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class texture_descs_result:
+    """union texture_descs_result: ``err`` selects the arm; ``value`` holds its value."""
+
+    err: int
+    value: Any = None
+
+    value_ = _xdr.arm_property(
+        'texture_descs_result', 'value', 'err', frozenset([0]), frozenset([0])
+    )
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_texture_descs_result.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> texture_descs_result:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_texture_descs_result.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class resource_desc_result:
+    """union resource_desc_result: ``err`` selects the arm; ``value`` holds its value."""
+
+    err: int
+    value: Any = None
+
+    value_ = _xdr.arm_property(
+        'resource_desc_result', 'value', 'err', frozenset([0]), frozenset([0])
+    )
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_resource_desc_result.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> resource_desc_result:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_resource_desc_result.decode(data)  # type: ignore[no-any-return]
+
+
 # Codecs, named like rpcgen's C functions.
 xdr_int_result = _xdr.Union('int_result')
 xdr_u64_result = _xdr.Union('u64_result')
@@ -1301,6 +1628,16 @@ xdr_shm_offer = _xdr.Struct('shm_offer')
 xdr_shm_offer_result = _xdr.Union('shm_offer_result')
 xdr_channel_offer = _xdr.Struct('channel_offer')
 xdr_channel_offer_result = _xdr.Union('channel_offer_result')
+xdr_array_desc = _xdr.Struct('array_desc')
+xdr_array_desc_result = _xdr.Union('array_desc_result')
+xdr_copy_place = _xdr.Struct('copy_place')
+xdr_copy_3d = _xdr.Struct('copy_3d')
+xdr_resource_desc = _xdr.Struct('resource_desc')
+xdr_texture_desc = _xdr.Struct('texture_desc')
+xdr_resource_view_desc = _xdr.Struct('resource_view_desc')
+xdr_texture_descs = _xdr.Struct('texture_descs')
+xdr_texture_descs_result = _xdr.Union('texture_descs_result')
+xdr_resource_desc_result = _xdr.Union('resource_desc_result')
 xdr_cu_ptr = _xdr.xdr_u_hyper
 xdr_cu_handle = _xdr.xdr_u_hyper
 xdr_mem_data = _xdr.VarOpaque(None)
@@ -1811,6 +2148,194 @@ def _xdr_channel_offer__unpack(dec: _xdr.Decoder) -> channel_offer:
     return channel_offer(a0_0, f1)
 
 
+_xdr_array_desc__st0 = _struct.Struct('>QQQiII')
+_xdr_array_desc__S0, _xdr_array_desc__U0 = _xdr_array_desc__st0.pack, _xdr_array_desc__st0.unpack_from
+_xdr_array_desc__W0 = _xdr_array_desc__st0.unpack
+
+
+def _xdr_array_desc__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_array_desc__S0(v.width, v.height, v.depth, v.format, v.channels, v.flags)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_array_desc.diagnose(v, e)) from None
+
+
+def _xdr_array_desc__unpack(dec: _xdr.Decoder) -> array_desc:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, = _xdr_array_desc__U0(dec.mv, pos)
+        dec.pos = pos + 36
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct array_desc: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct array_desc: %s is not a declared enum value' % e) from None
+    return array_desc(a0_0, a0_1, a0_2, a0_3, a0_4, a0_5)
+
+
+_xdr_copy_place__st0 = _struct.Struct('>iQQQQQQQ')
+_xdr_copy_place__S0, _xdr_copy_place__U0 = _xdr_copy_place__st0.pack, _xdr_copy_place__st0.unpack_from
+_xdr_copy_place__W0 = _xdr_copy_place__st0.unpack
+
+
+def _xdr_copy_place__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_copy_place__S0(v.kind, v.ptr, v.array, v.pitch, v.height, v.x, v.y, v.z)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_copy_place.diagnose(v, e)) from None
+
+
+def _xdr_copy_place__unpack(dec: _xdr.Decoder) -> copy_place:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, a0_7, = _xdr_copy_place__U0(dec.mv, pos)
+        dec.pos = pos + 60
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct copy_place: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct copy_place: %s is not a declared enum value' % e) from None
+    return copy_place(a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, a0_7)
+
+
+_xdr_copy_3d__st0 = _struct.Struct('>iQQQQQQQiQQQQQQQQQQQ')
+_xdr_copy_3d__S0, _xdr_copy_3d__U0 = _xdr_copy_3d__st0.pack, _xdr_copy_3d__st0.unpack_from
+_xdr_copy_3d__W0 = _xdr_copy_3d__st0.unpack
+
+
+def _xdr_copy_3d__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_copy_3d__S0(v.src.kind, v.src.ptr, v.src.array, v.src.pitch, v.src.height, v.src.x, v.src.y, v.src.z, v.dst.kind, v.dst.ptr, v.dst.array, v.dst.pitch, v.dst.height, v.dst.x, v.dst.y, v.dst.z, v.width, v.height, v.depth, v.stream)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_copy_3d.diagnose(v, e)) from None
+
+
+def _xdr_copy_3d__unpack(dec: _xdr.Decoder) -> copy_3d:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, a0_7, a0_8, a0_9, a0_10, a0_11, a0_12, a0_13, a0_14, a0_15, a0_16, a0_17, a0_18, a0_19, = _xdr_copy_3d__U0(dec.mv, pos)
+        dec.pos = pos + 152
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct copy_3d: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct copy_3d: %s is not a declared enum value' % e) from None
+    return copy_3d(copy_place(a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, a0_7), copy_place(a0_8, a0_9, a0_10, a0_11, a0_12, a0_13, a0_14, a0_15), a0_16, a0_17, a0_18, a0_19)
+
+
+_xdr_resource_desc__st0 = _struct.Struct('>iQQiIQQQQI')
+_xdr_resource_desc__S0, _xdr_resource_desc__U0 = _xdr_resource_desc__st0.pack, _xdr_resource_desc__st0.unpack_from
+_xdr_resource_desc__W0 = _xdr_resource_desc__st0.unpack
+
+
+def _xdr_resource_desc__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_resource_desc__S0(v.res_type, v.array, v.ptr, v.format, v.channels, v.size, v.width, v.height, v.pitch, v.flags)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_resource_desc.diagnose(v, e)) from None
+
+
+def _xdr_resource_desc__unpack(dec: _xdr.Decoder) -> resource_desc:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, a0_7, a0_8, a0_9, = _xdr_resource_desc__U0(dec.mv, pos)
+        dec.pos = pos + 64
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct resource_desc: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct resource_desc: %s is not a declared enum value' % e) from None
+    return resource_desc(a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, a0_7, a0_8, a0_9)
+
+
+_xdr_texture_desc__st1 = _struct.Struct('>iIIifff')
+_xdr_texture_desc__S1, _xdr_texture_desc__U1 = _xdr_texture_desc__st1.pack, _xdr_texture_desc__st1.unpack_from
+
+
+def _xdr_texture_desc__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        _xdr_texture_desc__p0(enc, v.address_mode)
+        enc.buf += _xdr_texture_desc__S1(v.filter_mode, v.flags, v.max_anisotropy, v.mipmap_filter_mode, v.mipmap_level_bias, v.min_mipmap_level_clamp, v.max_mipmap_level_clamp)
+        _xdr_texture_desc__p8(enc, v.border_color)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_texture_desc.diagnose(v, e)) from None
+
+
+def _xdr_texture_desc__unpack(dec: _xdr.Decoder) -> texture_desc:
+    try:
+        f0 = _xdr_texture_desc__u0(dec)
+        pos = dec.pos
+        a1_0, a1_1, a1_2, a1_3, a1_4, a1_5, a1_6, = _xdr_texture_desc__U1(dec.mv, pos)
+        dec.pos = pos + 28
+        f8 = _xdr_texture_desc__u8(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct texture_desc: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct texture_desc: %s is not a declared enum value' % e) from None
+    return texture_desc(f0, a1_0, a1_1, a1_2, a1_3, a1_4, a1_5, a1_6, f8)
+
+
+_xdr_resource_view_desc__st0 = _struct.Struct('>iQQQIIII')
+_xdr_resource_view_desc__S0, _xdr_resource_view_desc__U0 = _xdr_resource_view_desc__st0.pack, _xdr_resource_view_desc__st0.unpack_from
+_xdr_resource_view_desc__W0 = _xdr_resource_view_desc__st0.unpack
+
+
+def _xdr_resource_view_desc__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_resource_view_desc__S0(v.format, v.width, v.height, v.depth, v.first_mipmap_level, v.last_mipmap_level, v.first_layer, v.last_layer)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_resource_view_desc.diagnose(v, e)) from None
+
+
+def _xdr_resource_view_desc__unpack(dec: _xdr.Decoder) -> resource_view_desc:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, a0_7, = _xdr_resource_view_desc__U0(dec.mv, pos)
+        dec.pos = pos + 44
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct resource_view_desc: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct resource_view_desc: %s is not a declared enum value' % e) from None
+    return resource_view_desc(a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, a0_7)
+
+
+_xdr_texture_descs__st0 = _struct.Struct('>iQQiIQQQQI')
+_xdr_texture_descs__S0, _xdr_texture_descs__U0 = _xdr_texture_descs__st0.pack, _xdr_texture_descs__st0.unpack_from
+
+
+def _xdr_texture_descs__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_texture_descs__S0(v.res.res_type, v.res.array, v.res.ptr, v.res.format, v.res.channels, v.res.size, v.res.width, v.res.height, v.res.pitch, v.res.flags)
+        _xdr_texture_descs__p1(enc, v.tex)
+        _xdr_texture_descs__p2(enc, v.view)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_texture_descs.diagnose(v, e)) from None
+
+
+def _xdr_texture_descs__unpack(dec: _xdr.Decoder) -> texture_descs:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, a0_7, a0_8, a0_9, = _xdr_texture_descs__U0(dec.mv, pos)
+        dec.pos = pos + 64
+        f1 = _xdr_texture_descs__u1(dec)
+        f2 = _xdr_texture_descs__u2(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct texture_descs: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct texture_descs: %s is not a declared enum value' % e) from None
+    return texture_descs(resource_desc(a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, a0_7, a0_8, a0_9), f1, f2)
+
+
 xdr_int_result.define(
     int_result,
     'err',
@@ -2186,6 +2711,130 @@ xdr_channel_offer_result.define(
     ],
     default=_xdr.xdr_void,
 )
+xdr_array_desc.define(
+    array_desc,
+    [
+        ('width', _xdr.xdr_u_hyper),
+        ('height', _xdr.xdr_u_hyper),
+        ('depth', _xdr.xdr_u_hyper),
+        ('format', _xdr.xdr_int),
+        ('channels', _xdr.xdr_u_int),
+        ('flags', _xdr.xdr_u_int),
+    ],
+    coders=(_xdr_array_desc__pack, _xdr_array_desc__unpack),
+    whole=(array_desc.encode, array_desc.decode),
+)
+xdr_array_desc_result.define(
+    array_desc_result,
+    'err',
+    _xdr.xdr_int,
+    [
+        ((0,), xdr_array_desc),
+    ],
+    default=_xdr.xdr_void,
+)
+xdr_copy_place.define(
+    copy_place,
+    [
+        ('kind', _xdr.xdr_int),
+        ('ptr', xdr_cu_ptr),
+        ('array', xdr_cu_handle),
+        ('pitch', _xdr.xdr_u_hyper),
+        ('height', _xdr.xdr_u_hyper),
+        ('x', _xdr.xdr_u_hyper),
+        ('y', _xdr.xdr_u_hyper),
+        ('z', _xdr.xdr_u_hyper),
+    ],
+    coders=(_xdr_copy_place__pack, _xdr_copy_place__unpack),
+    whole=(copy_place.encode, copy_place.decode),
+)
+xdr_copy_3d.define(
+    copy_3d,
+    [
+        ('src', xdr_copy_place),
+        ('dst', xdr_copy_place),
+        ('width', _xdr.xdr_u_hyper),
+        ('height', _xdr.xdr_u_hyper),
+        ('depth', _xdr.xdr_u_hyper),
+        ('stream', xdr_cu_handle),
+    ],
+    coders=(_xdr_copy_3d__pack, _xdr_copy_3d__unpack),
+    whole=(copy_3d.encode, copy_3d.decode),
+)
+xdr_resource_desc.define(
+    resource_desc,
+    [
+        ('res_type', _xdr.xdr_int),
+        ('array', xdr_cu_handle),
+        ('ptr', xdr_cu_ptr),
+        ('format', _xdr.xdr_int),
+        ('channels', _xdr.xdr_u_int),
+        ('size', _xdr.xdr_u_hyper),
+        ('width', _xdr.xdr_u_hyper),
+        ('height', _xdr.xdr_u_hyper),
+        ('pitch', _xdr.xdr_u_hyper),
+        ('flags', _xdr.xdr_u_int),
+    ],
+    coders=(_xdr_resource_desc__pack, _xdr_resource_desc__unpack),
+    whole=(resource_desc.encode, resource_desc.decode),
+)
+xdr_texture_desc.define(
+    texture_desc,
+    [
+        ('address_mode', _xdr.FixedArray(_xdr.xdr_int, 3)),
+        ('filter_mode', _xdr.xdr_int),
+        ('flags', _xdr.xdr_u_int),
+        ('max_anisotropy', _xdr.xdr_u_int),
+        ('mipmap_filter_mode', _xdr.xdr_int),
+        ('mipmap_level_bias', _xdr.xdr_float),
+        ('min_mipmap_level_clamp', _xdr.xdr_float),
+        ('max_mipmap_level_clamp', _xdr.xdr_float),
+        ('border_color', _xdr.FixedArray(_xdr.xdr_float, 4)),
+    ],
+    coders=(_xdr_texture_desc__pack, _xdr_texture_desc__unpack),
+)
+xdr_resource_view_desc.define(
+    resource_view_desc,
+    [
+        ('format', _xdr.xdr_int),
+        ('width', _xdr.xdr_u_hyper),
+        ('height', _xdr.xdr_u_hyper),
+        ('depth', _xdr.xdr_u_hyper),
+        ('first_mipmap_level', _xdr.xdr_u_int),
+        ('last_mipmap_level', _xdr.xdr_u_int),
+        ('first_layer', _xdr.xdr_u_int),
+        ('last_layer', _xdr.xdr_u_int),
+    ],
+    coders=(_xdr_resource_view_desc__pack, _xdr_resource_view_desc__unpack),
+    whole=(resource_view_desc.encode, resource_view_desc.decode),
+)
+xdr_texture_descs.define(
+    texture_descs,
+    [
+        ('res', xdr_resource_desc),
+        ('tex', xdr_texture_desc),
+        ('view', _xdr.VarArray(xdr_resource_view_desc, 1)),
+    ],
+    coders=(_xdr_texture_descs__pack, _xdr_texture_descs__unpack),
+)
+xdr_texture_descs_result.define(
+    texture_descs_result,
+    'err',
+    _xdr.xdr_int,
+    [
+        ((0,), xdr_texture_descs),
+    ],
+    default=_xdr.xdr_void,
+)
+xdr_resource_desc_result.define(
+    resource_desc_result,
+    'err',
+    _xdr.xdr_int,
+    [
+        ((0,), xdr_resource_desc),
+    ],
+    default=_xdr.xdr_void,
+)
 
 # What the struct coders call: enum members, the functions of other codecs.
 _xdr_hello_args__p1 = xdr_hello_args.fields[1][1].packer()
@@ -2214,6 +2863,14 @@ _xdr_shm_offer__p0 = xdr_shm_offer.fields[0][1].packer()
 _xdr_shm_offer__u0 = xdr_shm_offer.fields[0][1].unpacker()
 _xdr_channel_offer__p1 = xdr_channel_offer.fields[1][1].packer()
 _xdr_channel_offer__u1 = xdr_channel_offer.fields[1][1].unpacker()
+_xdr_texture_desc__p0 = xdr_texture_desc.fields[0][1].packer()
+_xdr_texture_desc__u0 = xdr_texture_desc.fields[0][1].unpacker()
+_xdr_texture_desc__p8 = xdr_texture_desc.fields[8][1].packer()
+_xdr_texture_desc__u8 = xdr_texture_desc.fields[8][1].unpacker()
+_xdr_texture_descs__p1 = xdr_texture_descs.fields[1][1].packer()
+_xdr_texture_descs__u1 = xdr_texture_descs.fields[1][1].unpacker()
+_xdr_texture_descs__p2 = xdr_texture_descs.fields[2][1].packer()
+_xdr_texture_descs__u2 = xdr_texture_descs.fields[2][1].unpacker()
 
 # Typedefs: the Python type each name stands for.
 cu_ptr = int
@@ -3202,6 +3859,70 @@ def _plan_a28_decode_args(body: Any) -> tuple[Any, ...]:
     if len(body) != 44:
         raise _xdr.XdrDecodeError('arguments of %d bytes, not 44' % len(body))
     return _plan_a28_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_xdr_array_desc_result_R = _struct.Struct('>iQQQiII')
+_plan_xdr_array_desc_result_RP, _plan_xdr_array_desc_result_RU = _plan_xdr_array_desc_result_R.pack, _plan_xdr_array_desc_result_R.unpack
+
+
+def _plan_xdr_array_desc_result_decode_reply(body: Any) -> tuple[Any, ...]:
+    if len(body) == 40:
+        r = _plan_xdr_array_desc_result_RU(body)
+        if r[0] == 0:
+            return r  # type: ignore[no-any-return]
+    elif len(body) == 4:
+        (err,) = _xdr_plan_I(body)
+        if err != 0:
+            return (err, None, None, None, None, None, None)
+    v = xdr_array_desc_result.decode(body)  # what else the codec takes, or its error
+    if v.value is None:
+        return (v.err, None, None, None, None, None, None)
+    return (v.err, v.value.width, v.value.height, v.value.depth, v.value.format, v.value.channels, v.value.flags)
+
+
+def _plan_xdr_array_desc_result_encode_result(v: Any) -> list[Any]:
+    try:
+        if v.err == 0:
+            return [_plan_xdr_array_desc_result_RP(0, v.value.width, v.value.height, v.value.depth, v.value.format, v.value.channels, v.value.flags)]
+        if v.value is None:
+            return [_xdr_plan_IP(v.err)]
+    except (_struct.error, TypeError, OverflowError, AttributeError):
+        pass  # the codec says what is wrong
+    enc = _xdr.Encoder()
+    xdr_array_desc_result.pack(enc, v)
+    return [b for b in enc.buffers() if len(b)]
+
+
+_plan_xdr_resource_desc_result_R = _struct.Struct('>iiQQiIQQQQI')
+_plan_xdr_resource_desc_result_RP, _plan_xdr_resource_desc_result_RU = _plan_xdr_resource_desc_result_R.pack, _plan_xdr_resource_desc_result_R.unpack
+
+
+def _plan_xdr_resource_desc_result_decode_reply(body: Any) -> tuple[Any, ...]:
+    if len(body) == 68:
+        r = _plan_xdr_resource_desc_result_RU(body)
+        if r[0] == 0:
+            return r  # type: ignore[no-any-return]
+    elif len(body) == 4:
+        (err,) = _xdr_plan_I(body)
+        if err != 0:
+            return (err, None, None, None, None, None, None, None, None, None, None)
+    v = xdr_resource_desc_result.decode(body)  # what else the codec takes, or its error
+    if v.value is None:
+        return (v.err, None, None, None, None, None, None, None, None, None, None)
+    return (v.err, v.value.res_type, v.value.array, v.value.ptr, v.value.format, v.value.channels, v.value.size, v.value.width, v.value.height, v.value.pitch, v.value.flags)
+
+
+def _plan_xdr_resource_desc_result_encode_result(v: Any) -> list[Any]:
+    try:
+        if v.err == 0:
+            return [_plan_xdr_resource_desc_result_RP(0, v.value.res_type, v.value.array, v.value.ptr, v.value.format, v.value.channels, v.value.size, v.value.width, v.value.height, v.value.pitch, v.value.flags)]
+        if v.value is None:
+            return [_xdr_plan_IP(v.err)]
+    except (_struct.error, TypeError, OverflowError, AttributeError):
+        pass  # the codec says what is wrong
+    enc = _xdr.Encoder()
+    xdr_resource_desc_result.pack(enc, v)
+    return [b for b in enc.buffers() if len(b)]
 
 
 class CRICKET_V1_Client:
@@ -4586,6 +5307,176 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 356, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
+    def ARRAY_CREATE(self, arg1: array_desc, *, timeout: float | None = None) -> handle_result:
+        """Call ARRAY_CREATE (500) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_array_desc.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 500, _enc.buffers(), timeout=timeout)
+        return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
+
+    def ARRAY_CREATE_async(self, arg1: array_desc) -> _Pending:
+        """Send ARRAY_CREATE (500); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_array_desc.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 500, _enc.buffers())
+        return _Pending(call, xdr_handle_result.decode)
+
+    def ARRAY_DESTROY(self, arg1: cu_handle, *, timeout: float | None = None) -> int:
+        """Call ARRAY_DESTROY (501) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 501, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def ARRAY_DESTROY_async(self, arg1: cu_handle) -> _Pending:
+        """Send ARRAY_DESTROY (501); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 501, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def ARRAY_GET_DESCRIPTOR(self, arg1: cu_handle, *, timeout: float | None = None) -> array_desc_result:
+        """Call ARRAY_GET_DESCRIPTOR (502) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 502, _enc.buffers(), timeout=timeout)
+        return xdr_array_desc_result.decode(body)  # type: ignore[no-any-return]
+
+    def ARRAY_GET_DESCRIPTOR_async(self, arg1: cu_handle) -> _Pending:
+        """Send ARRAY_GET_DESCRIPTOR (502); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 502, _enc.buffers())
+        return _Pending(call, xdr_array_desc_result.decode)
+
+    def MEMCPY_3D_FROM_HOST(self, arg1: copy_3d, arg2: mem_data, *, timeout: float | None = None) -> int:
+        """Call MEMCPY_3D_FROM_HOST (503) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_copy_3d.pack(_enc, arg1)
+        xdr_mem_data.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 503, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def MEMCPY_3D_FROM_HOST_async(self, arg1: copy_3d, arg2: mem_data) -> _Pending:
+        """Send MEMCPY_3D_FROM_HOST (503); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_copy_3d.pack(_enc, arg1)
+        xdr_mem_data.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 503, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def MEMCPY_3D_TO_HOST(self, arg1: copy_3d, *, timeout: float | None = None) -> mem_result:
+        """Call MEMCPY_3D_TO_HOST (504) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_copy_3d.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 504, _enc.buffers(), timeout=timeout)
+        return xdr_mem_result.decode(body)  # type: ignore[no-any-return]
+
+    def MEMCPY_3D_TO_HOST_async(self, arg1: copy_3d) -> _Pending:
+        """Send MEMCPY_3D_TO_HOST (504); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_copy_3d.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 504, _enc.buffers())
+        return _Pending(call, xdr_mem_result.decode)
+
+    def MEMCPY_3D_ON_DEVICE(self, arg1: copy_3d, *, timeout: float | None = None) -> int:
+        """Call MEMCPY_3D_ON_DEVICE (505) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_copy_3d.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 505, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def MEMCPY_3D_ON_DEVICE_async(self, arg1: copy_3d) -> _Pending:
+        """Send MEMCPY_3D_ON_DEVICE (505); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_copy_3d.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 505, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def TEX_OBJECT_CREATE(self, arg1: texture_descs, *, timeout: float | None = None) -> u64_result:
+        """Call TEX_OBJECT_CREATE (510) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_texture_descs.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 510, _enc.buffers(), timeout=timeout)
+        return xdr_u64_result.decode(body)  # type: ignore[no-any-return]
+
+    def TEX_OBJECT_CREATE_async(self, arg1: texture_descs) -> _Pending:
+        """Send TEX_OBJECT_CREATE (510); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_texture_descs.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 510, _enc.buffers())
+        return _Pending(call, xdr_u64_result.decode)
+
+    def TEX_OBJECT_DESTROY(self, arg1: int, *, timeout: float | None = None) -> int:
+        """Call TEX_OBJECT_DESTROY (511) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_u_hyper.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 511, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def TEX_OBJECT_DESTROY_async(self, arg1: int) -> _Pending:
+        """Send TEX_OBJECT_DESTROY (511); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_u_hyper.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 511, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def TEX_OBJECT_GET_DESCS(self, arg1: int, *, timeout: float | None = None) -> texture_descs_result:
+        """Call TEX_OBJECT_GET_DESCS (512) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_u_hyper.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 512, _enc.buffers(), timeout=timeout)
+        return xdr_texture_descs_result.decode(body)  # type: ignore[no-any-return]
+
+    def TEX_OBJECT_GET_DESCS_async(self, arg1: int) -> _Pending:
+        """Send TEX_OBJECT_GET_DESCS (512); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_u_hyper.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 512, _enc.buffers())
+        return _Pending(call, xdr_texture_descs_result.decode)
+
+    def SURF_OBJECT_CREATE(self, arg1: resource_desc, *, timeout: float | None = None) -> u64_result:
+        """Call SURF_OBJECT_CREATE (513) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_resource_desc.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 513, _enc.buffers(), timeout=timeout)
+        return xdr_u64_result.decode(body)  # type: ignore[no-any-return]
+
+    def SURF_OBJECT_CREATE_async(self, arg1: resource_desc) -> _Pending:
+        """Send SURF_OBJECT_CREATE (513); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_resource_desc.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 513, _enc.buffers())
+        return _Pending(call, xdr_u64_result.decode)
+
+    def SURF_OBJECT_DESTROY(self, arg1: int, *, timeout: float | None = None) -> int:
+        """Call SURF_OBJECT_DESTROY (514) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_u_hyper.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 514, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def SURF_OBJECT_DESTROY_async(self, arg1: int) -> _Pending:
+        """Send SURF_OBJECT_DESTROY (514); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_u_hyper.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 514, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def SURF_OBJECT_GET_RESOURCE_DESC(self, arg1: int, *, timeout: float | None = None) -> resource_desc_result:
+        """Call SURF_OBJECT_GET_RESOURCE_DESC (515) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_u_hyper.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 515, _enc.buffers(), timeout=timeout)
+        return xdr_resource_desc_result.decode(body)  # type: ignore[no-any-return]
+
+    def SURF_OBJECT_GET_RESOURCE_DESC_async(self, arg1: int) -> _Pending:
+        """Send SURF_OBJECT_GET_RESOURCE_DESC (515); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_u_hyper.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 515, _enc.buffers())
+        return _Pending(call, xdr_resource_desc_result.decode)
+
 
 class CRICKET_V1_Server:
     """Service of program CRICKET_PROG version CRICKET_V1: subclass it, override what
@@ -5029,6 +5920,65 @@ class CRICKET_V1_Server:
             _Facts(replay='readonly', handles=((3, ('stream',)),)),
             plan=_Plan(decode_reply=_xdr_plan_status),
         ),
+        500: _Procedure(
+            500, 'ARRAY_CREATE', (xdr_array_desc,), xdr_handle_result,
+            _Facts(replay='replay'),
+            plan=_Plan(decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
+        ),
+        501: _Procedure(
+            501, 'ARRAY_DESTROY', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('array',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        502: _Procedure(
+            502, 'ARRAY_GET_DESCRIPTOR', (xdr_cu_handle,), xdr_array_desc_result,
+            _Facts(replay='readonly', handles=((0, ('array',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_array_desc_result_decode_reply, encode_result=_plan_xdr_array_desc_result_encode_result),
+        ),
+        503: _Procedure(
+            503, 'MEMCPY_3D_FROM_HOST', (xdr_copy_3d, xdr_mem_data), _xdr.xdr_int,
+            _Facts(replay='replay'),
+            plan=_Plan(decode_reply=_xdr_plan_status),
+        ),
+        504: _Procedure(
+            504, 'MEMCPY_3D_TO_HOST', (xdr_copy_3d,), xdr_mem_result,
+            _Facts(replay='readonly'),
+        ),
+        505: _Procedure(
+            505, 'MEMCPY_3D_ON_DEVICE', (xdr_copy_3d,), _xdr.xdr_int,
+            _Facts(replay='replay'),
+            plan=_Plan(decode_reply=_xdr_plan_status),
+        ),
+        510: _Procedure(
+            510, 'TEX_OBJECT_CREATE', (xdr_texture_descs,), xdr_u64_result,
+            _Facts(replay='replay'),
+            plan=_Plan(decode_reply=_plan_xdr_u64_result_decode_reply, encode_result=_plan_xdr_u64_result_encode_result),
+        ),
+        511: _Procedure(
+            511, 'TEX_OBJECT_DESTROY', (_xdr.xdr_u_hyper,), _xdr.xdr_int,
+            _Facts(replay='replay'),
+            plan=_Plan(encode_args=_plan_a8_encode_args, decode_args=_plan_a8_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        512: _Procedure(
+            512, 'TEX_OBJECT_GET_DESCS', (_xdr.xdr_u_hyper,), xdr_texture_descs_result,
+            _Facts(replay='readonly'),
+            plan=_Plan(encode_args=_plan_a8_encode_args, decode_args=_plan_a8_decode_args),
+        ),
+        513: _Procedure(
+            513, 'SURF_OBJECT_CREATE', (xdr_resource_desc,), xdr_u64_result,
+            _Facts(replay='replay'),
+            plan=_Plan(decode_reply=_plan_xdr_u64_result_decode_reply, encode_result=_plan_xdr_u64_result_encode_result),
+        ),
+        514: _Procedure(
+            514, 'SURF_OBJECT_DESTROY', (_xdr.xdr_u_hyper,), _xdr.xdr_int,
+            _Facts(replay='replay'),
+            plan=_Plan(encode_args=_plan_a8_encode_args, decode_args=_plan_a8_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        515: _Procedure(
+            515, 'SURF_OBJECT_GET_RESOURCE_DESC', (_xdr.xdr_u_hyper,), xdr_resource_desc_result,
+            _Facts(replay='readonly'),
+            plan=_Plan(encode_args=_plan_a8_encode_args, decode_args=_plan_a8_decode_args, decode_reply=_plan_xdr_resource_desc_result_decode_reply, encode_result=_plan_xdr_resource_desc_result_encode_result),
+        ),
     }
 
     def HELLO(self, ctx: Any, arg1: hello_args) -> hello_result:
@@ -5387,6 +6337,54 @@ class CRICKET_V1_Server:
         """DATA_TCP_DTOH (356): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.DATA_TCP_DTOH")
 
+    def ARRAY_CREATE(self, ctx: Any, arg1: array_desc) -> handle_result:
+        """ARRAY_CREATE (500): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.ARRAY_CREATE")
+
+    def ARRAY_DESTROY(self, ctx: Any, arg1: cu_handle) -> int:
+        """ARRAY_DESTROY (501): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.ARRAY_DESTROY")
+
+    def ARRAY_GET_DESCRIPTOR(self, ctx: Any, arg1: cu_handle) -> array_desc_result:
+        """ARRAY_GET_DESCRIPTOR (502): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.ARRAY_GET_DESCRIPTOR")
+
+    def MEMCPY_3D_FROM_HOST(self, ctx: Any, arg1: copy_3d, arg2: mem_data) -> int:
+        """MEMCPY_3D_FROM_HOST (503): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.MEMCPY_3D_FROM_HOST")
+
+    def MEMCPY_3D_TO_HOST(self, ctx: Any, arg1: copy_3d) -> mem_result:
+        """MEMCPY_3D_TO_HOST (504): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.MEMCPY_3D_TO_HOST")
+
+    def MEMCPY_3D_ON_DEVICE(self, ctx: Any, arg1: copy_3d) -> int:
+        """MEMCPY_3D_ON_DEVICE (505): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.MEMCPY_3D_ON_DEVICE")
+
+    def TEX_OBJECT_CREATE(self, ctx: Any, arg1: texture_descs) -> u64_result:
+        """TEX_OBJECT_CREATE (510): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.TEX_OBJECT_CREATE")
+
+    def TEX_OBJECT_DESTROY(self, ctx: Any, arg1: int) -> int:
+        """TEX_OBJECT_DESTROY (511): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.TEX_OBJECT_DESTROY")
+
+    def TEX_OBJECT_GET_DESCS(self, ctx: Any, arg1: int) -> texture_descs_result:
+        """TEX_OBJECT_GET_DESCS (512): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.TEX_OBJECT_GET_DESCS")
+
+    def SURF_OBJECT_CREATE(self, ctx: Any, arg1: resource_desc) -> u64_result:
+        """SURF_OBJECT_CREATE (513): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.SURF_OBJECT_CREATE")
+
+    def SURF_OBJECT_DESTROY(self, ctx: Any, arg1: int) -> int:
+        """SURF_OBJECT_DESTROY (514): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.SURF_OBJECT_DESTROY")
+
+    def SURF_OBJECT_GET_RESOURCE_DESC(self, ctx: Any, arg1: int) -> resource_desc_result:
+        """SURF_OBJECT_GET_RESOURCE_DESC (515): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.SURF_OBJECT_GET_RESOURCE_DESC")
+
 
 # Every codec is built now, at import (none is built while threads use it).
 _xdr.ready_all(
@@ -5430,6 +6428,16 @@ _xdr.ready_all(
     xdr_shm_offer_result,
     xdr_channel_offer,
     xdr_channel_offer_result,
+    xdr_array_desc,
+    xdr_array_desc_result,
+    xdr_copy_place,
+    xdr_copy_3d,
+    xdr_resource_desc,
+    xdr_texture_desc,
+    xdr_resource_view_desc,
+    xdr_texture_descs,
+    xdr_texture_descs_result,
+    xdr_resource_desc_result,
     xdr_cu_ptr,
     xdr_cu_handle,
     xdr_mem_data,

@@ -25,6 +25,7 @@ class HandleKind(enum.IntEnum):
     KERNEL = 0x05
     STREAM = 0x06
     EVENT = 0x07
+    ARRAY = 0x40  # arrays, textures, surfaces: tags 0x40-0x4f
 
     @property
     def label(self) -> str:

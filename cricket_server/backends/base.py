@@ -25,6 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from .arrays import ArrayDesc, Copy3D, ResourceDesc, TextureDesc, ViewDesc
+
 PER_THREAD_STREAM = "per-thread"
 
 # CUresult values the server itself needs (the full enum lives in the generated protocol).
@@ -289,6 +291,37 @@ class BackendSession(abc.ABC):
         self, func: object, dynamic_smem: int, block_size_limit: int, flags: int
     ) -> tuple[int, int]:
         """(min_grid_size, block_size) as cuOccupancyMaxPotentialBlockSize with no callback."""
+
+    # -- arrays, textures, surfaces (optional) --------------------------------------------
+    def array_create(self, desc: ArrayDesc) -> object:
+        """cuArray3DCreate on the current device; the desc was checked by the session."""
+        raise not_supported("cuArray3DCreate")
+
+    def array_destroy(self, array: object) -> None:
+        raise not_supported("cuArrayDestroy")
+
+    def memcpy_3d(self, copy: Copy3D, stream: object | None) -> bytes | None:
+        """cuMemcpy3D(Async): places and extent checked by the session. A host source is
+        `copy.src.host`; a host destination's bytes are returned packed (row after row, slice
+        after slice), once the stream reached the copy. Other copies return None."""
+        raise not_supported("cuMemcpy3D")
+
+    def tex_object_create(
+        self, res: ResourceDesc, tex: TextureDesc, view: ViewDesc | None, want: int = 0
+    ) -> int:
+        """cuTexObjectCreate: the object's value, as kernels take it. `want` (restore): the
+        value it had; a backend that cannot choose values ignores it (the caller compares)."""
+        raise not_supported("cuTexObjectCreate")
+
+    def tex_object_destroy(self, value: int) -> None:
+        raise not_supported("cuTexObjectDestroy")
+
+    def surf_object_create(self, res: ResourceDesc, want: int = 0) -> int:
+        """cuSurfObjectCreate; `want` as in tex_object_create."""
+        raise not_supported("cuSurfObjectCreate")
+
+    def surf_object_destroy(self, value: int) -> None:
+        raise not_supported("cuSurfObjectDestroy")
 
     # -- lifetime -------------------------------------------------------------------------
     @abc.abstractmethod

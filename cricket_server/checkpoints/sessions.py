@@ -41,6 +41,7 @@ from checkpoint.tokens import TokenDigest
 from checkpoint.writer import BlobSink, CheckpointWriter
 from cricket_server.backends.base import CudaError
 from cricket_server.backends.sim.cubin import parse_image  # an image parser, used for any backend
+from cricket_server.checkpoints.arrays import array_handles, restore_arrays, snapshot_arrays
 from cricket_server.resources import (
     ContextRecord,
     EventRecord,
@@ -233,6 +234,9 @@ def snapshot_session(
                 ptr=a.ptr, size=a.size, dev=a.dev, ctx=a.ctx, buffer_id=a.buffer_id, contents=blob
             )
         )
+    arrays, tex_objects = snapshot_arrays(
+        session, sink, prefix, partial(_device_of, session), progress
+    )
     return ck.session_image(
         session_id=session.id,
         token_salt=session.token_digest.salt,
@@ -259,6 +263,8 @@ def snapshot_session(
         streams=streams,
         events=events,
         allocations=allocations,
+        arrays=arrays,
+        tex_objects=tex_objects,
     )
 
 
@@ -464,6 +470,7 @@ class _Restorer:
             )
         for a in image.allocations:
             self.allocation(a)
+        self.report.bytes += restore_arrays(self.session, self.ckpt, image, self.devs, self.fail)
         for d in image.devices:
             self.limits(d)
         self.session.set_context_state(image.initialized, image.context_stack)
@@ -612,6 +619,7 @@ def _handles_of(s: ck.session_image) -> Iterator[int]:
             yield k.handle
             if k.function is not None:
                 yield k.function.handle
+    yield from array_handles(s)
 
 
 def sessions_conflict(images: list[ck.session_image]) -> str | None:

@@ -33,7 +33,9 @@ ARGUMENT_FACTS = {
 }
 
 # The kinds of handle an argument may hold (cricket_server.resources.HandleKind).
-HANDLE_KINDS = ("context", "module", "function", "library", "kernel", "stream", "event")
+HANDLE_KINDS = (
+    "context", "module", "function", "library", "kernel", "stream", "event", "array",
+)
 
 
 def handle_kinds(arg: str | None) -> tuple[str, ...]:

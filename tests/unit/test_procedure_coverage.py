@@ -137,6 +137,19 @@ BACKEND_NEEDS: dict[str, tuple[str, ...]] = {
     "DATA_TCP_OFFER": (),
     "DATA_TCP_HTOD": ("memcpy_htod",),
     "DATA_TCP_DTOH": ("memcpy_dtoh",),
+    # arrays, textures, surfaces
+    "ARRAY_CREATE": ("array_create", "array_destroy"),
+    "ARRAY_DESTROY": ("array_destroy", "synchronize"),
+    "ARRAY_GET_DESCRIPTOR": (),
+    "MEMCPY_3D_FROM_HOST": ("memcpy_3d",),
+    "MEMCPY_3D_TO_HOST": ("memcpy_3d",),
+    "MEMCPY_3D_ON_DEVICE": ("memcpy_3d",),
+    "TEX_OBJECT_CREATE": ("tex_object_create", "tex_object_destroy", "surf_object_create", "surf_object_destroy"),
+    "TEX_OBJECT_DESTROY": ("tex_object_destroy", "surf_object_destroy"),
+    "TEX_OBJECT_GET_DESCS": (),
+    "SURF_OBJECT_CREATE": ("tex_object_create", "tex_object_destroy", "surf_object_create", "surf_object_destroy"),
+    "SURF_OBJECT_DESTROY": ("tex_object_destroy", "surf_object_destroy"),
+    "SURF_OBJECT_GET_RESOURCE_DESC": (),
 }
 
 BACKENDS: dict[str, tuple[type[Backend], type[BackendSession]]] = {

@@ -32,6 +32,8 @@ from cricket_server.backends.base import (
     ParamInfo,
 )
 from cricket_server.backends.sim import device as dv
+from cricket_server.backends.sim import texture_kernels  # noqa: F401  (registers its kernels)
+from cricket_server.backends.sim.arrays import SimArrays
 from cricket_server.backends.sim.cubin import KernelInfo, ModuleImage, parse_image
 from cricket_server.backends.sim.devmem import GRANULARITY, KernelMemory, SimChunkBacking, SimMemory
 from cricket_server.backends.sim.kernels import KernelArgs, Launch, find_kernel
@@ -179,7 +181,7 @@ class _DeviceState:
     module_heap: DeviceHeap | None = None
 
 
-class SimSession(BackendSession):
+class SimSession(SimArrays, BackendSession):
     """The device work of one client on the sim backend."""
 
     def __init__(self, backend: SimBackend) -> None:
@@ -722,6 +724,7 @@ class SimSession(BackendSession):
             stream.close()
         for stream in streams:
             stream.join()
+        self.release_objects()
         for module in list(self._modules):
             module.loaded = False
         self._modules.clear()
