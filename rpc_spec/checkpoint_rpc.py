@@ -32,6 +32,7 @@ __all__ = [
     'stream_image',
     'event_image',
     'allocation_image',
+    'setting_image',
     'session_image',
     'manifest_body',
     'manifest_file',
@@ -52,6 +53,7 @@ __all__ = [
     'xdr_stream_image',
     'xdr_event_image',
     'xdr_allocation_image',
+    'xdr_setting_image',
     'xdr_session_image',
     'xdr_manifest_body',
     'xdr_manifest_file',
@@ -391,6 +393,37 @@ class allocation_image:
 
 
 @_dc.dataclass(slots=True)
+class setting_image:
+    """struct setting_image."""
+
+    handle: ckpt_handle
+    what: int
+    value: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        try:
+            return _xdr_setting_image__S0(self.handle, self.what, self.value)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_setting_image.diagnose(self, e)) from None
+
+    @classmethod
+    def decode(cls, data: Any) -> setting_image:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        try:
+            a0_0, a0_1, a0_2, = _xdr_setting_image__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('setting_image', 20, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct setting_image: %s is not a declared enum value' % e) from None
+        return setting_image(a0_0, a0_1, a0_2)
+
+
+@_dc.dataclass(slots=True)
 class session_image:
     """struct session_image."""
 
@@ -410,6 +443,7 @@ class session_image:
     streams: list[stream_image]
     events: list[event_image]
     allocations: list[allocation_image]
+    settings: list[setting_image]
 
     def encode(self) -> bytes:
         """The XDR encoding of this value."""
@@ -477,6 +511,7 @@ xdr_library_image = _xdr.Struct('library_image')
 xdr_stream_image = _xdr.Struct('stream_image')
 xdr_event_image = _xdr.Struct('event_image')
 xdr_allocation_image = _xdr.Struct('allocation_image')
+xdr_setting_image = _xdr.Struct('setting_image')
 xdr_session_image = _xdr.Struct('session_image')
 xdr_manifest_body = _xdr.Struct('manifest_body')
 xdr_manifest_file = _xdr.Struct('manifest_file')
@@ -855,6 +890,32 @@ def _xdr_allocation_image__unpack(dec: _xdr.Decoder) -> allocation_image:
     return allocation_image(a0_0, a0_1, a0_2, a0_3, a0_4, f5)
 
 
+_xdr_setting_image__st0 = _struct.Struct('>Qiq')
+_xdr_setting_image__S0, _xdr_setting_image__U0 = _xdr_setting_image__st0.pack, _xdr_setting_image__st0.unpack_from
+_xdr_setting_image__W0 = _xdr_setting_image__st0.unpack
+
+
+def _xdr_setting_image__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_setting_image__S0(v.handle, v.what, v.value)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_setting_image.diagnose(v, e)) from None
+
+
+def _xdr_setting_image__unpack(dec: _xdr.Decoder) -> setting_image:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, = _xdr_setting_image__U0(dec.mv, pos)
+        dec.pos = pos + 20
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct setting_image: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct setting_image: %s is not a declared enum value' % e) from None
+    return setting_image(a0_0, a0_1, a0_2)
+
+
 _xdr_session_image__st0 = _struct.Struct('>Q')
 _xdr_session_image__S0, _xdr_session_image__U0 = _xdr_session_image__st0.pack, _xdr_session_image__st0.unpack_from
 _xdr_session_image__st6 = _struct.Struct('>IQ')
@@ -878,6 +939,7 @@ def _xdr_session_image__pack(enc: _xdr.Encoder, v: Any) -> None:
         _xdr_session_image__p13(enc, v.streams)
         _xdr_session_image__p14(enc, v.events)
         _xdr_session_image__p15(enc, v.allocations)
+        _xdr_session_image__p16(enc, v.settings)
     except RecursionError:
         raise
     except Exception as e:
@@ -908,11 +970,12 @@ def _xdr_session_image__unpack(dec: _xdr.Decoder) -> session_image:
         f13 = _xdr_session_image__u13(dec)
         f14 = _xdr_session_image__u14(dec)
         f15 = _xdr_session_image__u15(dec)
+        f16 = _xdr_session_image__u16(dec)
     except _struct.error:
         raise _xdr.XdrDecodeError('struct session_image: data ends early at offset %d' % dec.pos) from None
     except KeyError as e:
         raise _xdr.XdrDecodeError('struct session_image: %s is not a declared enum value' % e) from None
-    return session_image(a0_0, f1, f2, f3, f4, f5, a6_0, a6_1, f8, f9, f10, f11, f12, f13, f14, f15)
+    return session_image(a0_0, f1, f2, f3, f4, f5, a6_0, a6_1, f8, f9, f10, f11, f12, f13, f14, f15, f16)
 
 
 _xdr_manifest_body__st1 = _struct.Struct('>Q')
@@ -1115,6 +1178,16 @@ xdr_allocation_image.define(
     ],
     coders=(_xdr_allocation_image__pack, _xdr_allocation_image__unpack),
 )
+xdr_setting_image.define(
+    setting_image,
+    [
+        ('handle', xdr_ckpt_handle),
+        ('what', _xdr.xdr_int),
+        ('value', _xdr.xdr_hyper),
+    ],
+    coders=(_xdr_setting_image__pack, _xdr_setting_image__unpack),
+    whole=(setting_image.encode, setting_image.decode),
+)
 xdr_session_image.define(
     session_image,
     [
@@ -1134,6 +1207,7 @@ xdr_session_image.define(
         ('streams', _xdr.VarArray(xdr_stream_image, None)),
         ('events', _xdr.VarArray(xdr_event_image, None)),
         ('allocations', _xdr.VarArray(xdr_allocation_image, None)),
+        ('settings', _xdr.VarArray(xdr_setting_image, None)),
     ],
     coders=(_xdr_session_image__pack, _xdr_session_image__unpack),
 )
@@ -1225,6 +1299,8 @@ _xdr_session_image__p14 = xdr_session_image.fields[14][1].packer()
 _xdr_session_image__u14 = xdr_session_image.fields[14][1].unpacker()
 _xdr_session_image__p15 = xdr_session_image.fields[15][1].packer()
 _xdr_session_image__u15 = xdr_session_image.fields[15][1].unpacker()
+_xdr_session_image__p16 = xdr_session_image.fields[16][1].packer()
+_xdr_session_image__u16 = xdr_session_image.fields[16][1].unpacker()
 _xdr_manifest_body__p0 = xdr_manifest_body.fields[0][1].packer()
 _xdr_manifest_body__u0 = xdr_manifest_body.fields[0][1].unpacker()
 _xdr_manifest_body__p2 = xdr_manifest_body.fields[2][1].packer()
@@ -1258,6 +1334,7 @@ _xdr.ready_all(
     xdr_stream_image,
     xdr_event_image,
     xdr_allocation_image,
+    xdr_setting_image,
     xdr_session_image,
     xdr_manifest_body,
     xdr_manifest_file,

@@ -54,6 +54,7 @@ def _blob_session(sink: BlobSink, contents: list[bytes]) -> ck.session_image:
         streams=[],
         events=[],
         allocations=allocs,
+        settings=[],
     )
 
 

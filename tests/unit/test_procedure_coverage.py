@@ -137,6 +137,26 @@ BACKEND_NEEDS: dict[str, tuple[str, ...]] = {
     "DATA_TCP_OFFER": (),
     "DATA_TCP_HTOD": ("memcpy_htod",),
     "DATA_TCP_DTOH": ("memcpy_dtoh",),
+    "CU_CTX_GET_FLAGS": (),
+    "CU_CTX_SET_FLAGS": (),
+    "CU_CTX_GET_CACHE_CONFIG": (),
+    "CU_CTX_SET_CACHE_CONFIG": ("ctx_set_cache_config",),
+    "CU_OCCUPANCY_AVAILABLE_DYNAMIC_SMEM_PER_BLOCK": (
+        "kernel_get_function",
+        "occupancy_available_dynamic_smem",
+    ),
+    "CU_OCCUPANCY_MAX_ACTIVE_CLUSTERS": ("kernel_get_function", "occupancy_max_active_clusters"),
+    "CU_LAUNCH_KERNEL_EX": ("func_param_info", "kernel_get_function", "launch_ex"),
+    "CU_STREAM_GET_PRIORITY": ("stream_priority_range",),
+    "CU_STREAM_GET_FLAGS": (),
+    "CU_STREAM_GET_ATTRIBUTE": ("stream_priority_range",),
+    "CU_STREAM_SET_ATTRIBUTE": ("stream_set_attribute",),
+    "CU_DEVICE_CAN_ACCESS_PEER": ("can_access_peer", "device_count"),
+    "CU_DEVICE_GET_P2P_ATTRIBUTE": ("device_count", "p2p_attribute"),
+    "CU_CTX_ENABLE_PEER_ACCESS": ("can_access_peer", "enable_peer_access"),
+    "CU_CTX_DISABLE_PEER_ACCESS": ("disable_peer_access",),
+    "CU_MEMCPY_PEER": ("memcpy_peer",),
+    "CU_MEMCPY_PEER_ASYNC": ("memcpy_peer",),
 }
 
 BACKENDS: dict[str, tuple[type[Backend], type[BackendSession]]] = {
