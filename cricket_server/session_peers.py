@@ -14,7 +14,6 @@ from cricket_server.resources import ContextRecord
 from cricket_server.session_flags import SessionFlags
 from cricket_server.settings import PEER_ACCESS
 
-CUDA_ERROR_PEER_ACCESS_UNSUPPORTED = 217
 CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704
 CUDA_ERROR_PEER_ACCESS_NOT_ENABLED = 705
 
@@ -59,8 +58,8 @@ class SessionPeers(SessionFlags):
                 f"{call}: the peer context is on device {peer.dev}, the current context's own",
             )
         if not self.backend.can_access_peer(ctx.dev, peer.dev):
-            raise CudaError(
-                CUDA_ERROR_PEER_ACCESS_UNSUPPORTED,
+            raise CudaError(  # as CUDA answers when cuDeviceCanAccessPeer says 0
+                CUDA_ERROR_INVALID_DEVICE,
                 f"{call}: device {ctx.dev} cannot access device {peer.dev}",
             )
         if self.settings.has_peer(ctx.handle, peer.handle):
