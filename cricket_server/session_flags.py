@@ -14,7 +14,7 @@ from cricket_server.backends.base import (
     LaunchConfig,
 )
 from cricket_server.resources import HandleKind, StreamRecord
-from cricket_server.session_contexts import check_ctx_flags
+from cricket_server.session_contexts import SessionContexts, check_ctx_flags
 from cricket_server.session_modules import SessionModules, _too_few_params
 from cricket_server.session_streams import SessionStreams
 from cricket_server.settings import (
@@ -43,7 +43,7 @@ def check_cache_config(call: str, config: int) -> int:
     return config
 
 
-class SessionFlags(SessionModules, SessionStreams):
+class SessionFlags(SessionContexts, SessionModules, SessionStreams):
     """cuCtxGet/SetFlags, cuCtxGet/SetCacheConfig, cuLaunchKernelEx, cuOccupancy*, cuStream*."""
 
     @property

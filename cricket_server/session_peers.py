@@ -101,6 +101,22 @@ class SessionPeers(SessionFlags):
                 )
         self.bsession.memcpy_peer(dst, dst_rec.dev, src, src_rec.dev, size, obj)
 
+    def primary_ctx_reset(self, dev: int) -> None:
+        """Also forget what was set on the primary context: its cache configuration and the
+        peer access it had enabled (a reset context starts as a fresh one)."""
+        super().primary_ctx_reset(dev)
+        ctx = self._primary_record("cuDevicePrimaryCtxReset", dev)
+        live = self.handles.__contains__
+        for handle, what, value in self.settings.items(live):
+            if handle != ctx.handle:
+                continue
+            if what == PEER_ACCESS:
+                peer = self._ctx("cuDevicePrimaryCtxReset", value)
+                with self._on_device(ctx.dev):
+                    self.bsession.disable_peer_access(peer.dev)
+                self.settings.remove_peer(handle, value)
+        self.settings.forget(ctx.handle)
+
     def peer_access_of(self) -> list[tuple[int, int]]:
         """(context, peer context) pairs with access enabled (checkpoints)."""
         live = self.handles.__contains__

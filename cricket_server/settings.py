@@ -53,6 +53,10 @@ class SettingsTable:
         found += [(ctx, PEER_ACCESS, peer) for ctx, peer in self._peers]
         return sorted(found)
 
+    def forget(self, handle: int) -> None:
+        """Drop the values set on `handle` (its peer access is removed one by one)."""
+        self._values = {k: v for k, v in self._values.items() if k[0] != handle}
+
     def clear(self) -> None:
         self._values.clear()
         self._peers.clear()

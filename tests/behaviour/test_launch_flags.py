@@ -177,3 +177,9 @@ def test_events_without_timing_refuse_elapsed_time(session: cricket_client.Conne
     assert cudart.cudaEventElapsedTime(timed, untimed)[0] == (
         cudart.cudaError_t.cudaErrorInvalidResourceHandle
     )
+
+
+def test_a_device_reset_forgets_the_cache_config(session: cricket_client.Connection) -> None:
+    check(cudart.cudaDeviceSetCacheConfig(cudart.cudaFuncCache.cudaFuncCachePreferShared))
+    check(cudart.cudaDeviceReset())
+    assert check(cudart.cudaDeviceGetCacheConfig()) == cudart.cudaFuncCache.cudaFuncCachePreferNone

@@ -187,3 +187,10 @@ def test_checkpoint_restores_each_allocation_on_its_device_and_the_settings(
         assert int(got.syncPolicy) == int(cuda.CUsynchronizationPolicy.CU_SYNC_POLICY_BLOCKING_SYNC)
     finally:
         restarted.close()
+
+
+def test_a_device_reset_ends_its_peer_access(conn: cricket_client.Connection) -> None:
+    check(cudart.cudaSetDevice(1))
+    check(cudart.cudaDeviceEnablePeerAccess(0, 0))
+    check(cudart.cudaDeviceReset())
+    check(cudart.cudaDeviceEnablePeerAccess(0, 0))  # not "already enabled": the reset ended it
