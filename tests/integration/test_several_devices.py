@@ -194,3 +194,17 @@ def test_a_device_reset_ends_its_peer_access(conn: cricket_client.Connection) ->
     check(cudart.cudaDeviceEnablePeerAccess(0, 0))
     check(cudart.cudaDeviceReset())
     check(cudart.cudaDeviceEnablePeerAccess(0, 0))  # not "already enabled": the reset ended it
+
+
+def test_workers_model_the_same_devices(tmp_path: Path) -> None:
+    """Under process isolation every worker builds its backend with --sim-devices too."""
+    if BACKEND != "sim":
+        pytest.skip("--sim-devices is an option of the sim backend")
+    with running_server(tmp_path, *_options(), isolation="process") as srv:
+        connection = cricket_client.connect(srv.address, make_default=True)
+        try:
+            check(cuda.cuInit(0))
+            assert check(cuda.cuDeviceGetCount()) == 2
+            assert check(cuda.cuDeviceCanAccessPeer(cuda.CUdevice(1), cuda.CUdevice(0))) == 1
+        finally:
+            connection.close()
