@@ -140,8 +140,8 @@ def _wire_attrs(conn: Any, call: str, config: Any) -> list[Any]:
 def cuOccupancyMaxActiveClusters(func: Any, config: Any) -> tuple[Any, int | None]:
     call = "cuOccupancyMaxActiveClusters"
     conn = _conn()
-    if config is None:
-        return _fail(conn, _INVALID_VALUE, f"{call}: config is None", 1)
+    if not hasattr(config, "gridDimX"):
+        return _fail(conn, _INVALID_VALUE, f"{call}: config is not a CUlaunchConfig", 1)
     try:
         attrs = _wire_attrs(conn, call, config)
     except LaunchAttributeError as exc:
@@ -170,8 +170,8 @@ def cuLaunchKernelEx(config: Any, f: Any, kernelParams: Any, extra: Any) -> tupl
     """One pipelined call (CU_LAUNCH_KERNEL_EX) carrying the launch and its attributes."""
     call = "cuLaunchKernelEx"
     conn = _conn()
-    if config is None:
-        return _fail(conn, _INVALID_VALUE, f"{call}: config is None", 0)
+    if not hasattr(config, "gridDimX"):
+        return _fail(conn, _INVALID_VALUE, f"{call}: config is not a CUlaunchConfig", 0)
     try:
         attrs = _wire_attrs(conn, call, config)
     except LaunchAttributeError as exc:
