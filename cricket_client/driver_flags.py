@@ -43,6 +43,7 @@ __all__ = [
     "cuLaunchKernelEx",
     "cuOccupancyAvailableDynamicSMemPerBlock",
     "cuOccupancyMaxActiveClusters",
+    "cuOccupancyMaxPotentialClusterSize",
     "cuOccupancyMaxPotentialBlockSizeWithFlags",
     "cuStreamGetAttribute",
     "cuStreamGetFlags",
@@ -138,7 +139,16 @@ def _wire_attrs(conn: Any, call: str, config: Any) -> list[Any]:
 
 
 def cuOccupancyMaxActiveClusters(func: Any, config: Any) -> tuple[Any, int | None]:
-    call = "cuOccupancyMaxActiveClusters"
+    return _cluster_query("cuOccupancyMaxActiveClusters", "CU_OCCUPANCY_MAX_ACTIVE_CLUSTERS", func, config)
+
+
+def cuOccupancyMaxPotentialClusterSize(func: Any, config: Any) -> tuple[Any, int | None]:
+    return _cluster_query(
+        "cuOccupancyMaxPotentialClusterSize", "CU_OCCUPANCY_MAX_POTENTIAL_CLUSTER_SIZE", func, config
+    )
+
+
+def _cluster_query(call: str, proc: str, func: Any, config: Any) -> tuple[Any, int | None]:
     conn = _conn()
     if not hasattr(config, "gridDimX"):
         return _fail(conn, _INVALID_VALUE, f"{call}: config is not a CUlaunchConfig", 1)
@@ -159,7 +169,7 @@ def cuOccupancyMaxActiveClusters(func: Any, config: Any) -> tuple[Any, int | Non
         shared_mem_bytes=uint(config.sharedMemBytes, f"{call}: sharedMemBytes"),
         attrs=attrs,
     )
-    err, r = conn.sync("CU_OCCUPANCY_MAX_ACTIVE_CLUSTERS", fn, cfg)
+    err, r = conn.sync(proc, fn, cfg)
     return _out(err, r.value if not err else None)
 
 

@@ -60,6 +60,22 @@ class FlagsProcedures:
             lambda s: s.occupancy_max_active_clusters(func, config),
         )
 
+    def CU_OCCUPANCY_MAX_POTENTIAL_CLUSTER_SIZE(
+        self, ctx: Any, func: int, cfg: proto.cluster_config
+    ) -> proto.int_result:
+        config = launch_config(
+            (cfg.grid_x, cfg.grid_y, cfg.grid_z),
+            (cfg.block_x, cfg.block_y, cfg.block_z),
+            cfg.shared_mem_bytes,
+            cfg.attrs,
+        )
+        return self._result(
+            proto.int_result,
+            ctx,
+            "cuOccupancyMaxPotentialClusterSize",
+            lambda s: s.occupancy_max_potential_cluster_size(func, config),
+        )
+
     def CU_LAUNCH_KERNEL_EX(self, ctx: Any, args: proto.launch_ex_args) -> int:
         a = args.launch
         config = launch_config(

@@ -90,6 +90,12 @@ class SessionFlags(SessionContexts, SessionModules, SessionStreams):
         fn = self.function(call, handle)
         return self.bsession.occupancy_max_active_clusters(fn.obj, config)
 
+    def occupancy_max_potential_cluster_size(self, handle: int, config: LaunchConfig) -> int:
+        call = "cuOccupancyMaxPotentialClusterSize"
+        self.current(call)
+        fn = self.function(call, handle)
+        return self.bsession.occupancy_max_potential_cluster_size(fn.obj, config)
+
     def launch_ex(
         self, handle: int, config: LaunchConfig, stream: int, params: memoryview
     ) -> None:

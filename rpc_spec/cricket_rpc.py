@@ -123,6 +123,7 @@ __all__ = [
     'CU_OCCUPANCY_AVAILABLE_DYNAMIC_SMEM_PER_BLOCK',
     'CU_OCCUPANCY_MAX_ACTIVE_CLUSTERS',
     'CU_LAUNCH_KERNEL_EX',
+    'CU_OCCUPANCY_MAX_POTENTIAL_CLUSTER_SIZE',
     'CU_STREAM_GET_PRIORITY',
     'CU_STREAM_GET_FLAGS',
     'CU_STREAM_GET_ATTRIBUTE',
@@ -351,6 +352,7 @@ CU_CTX_SET_CACHE_CONFIG = 563
 CU_OCCUPANCY_AVAILABLE_DYNAMIC_SMEM_PER_BLOCK = 564
 CU_OCCUPANCY_MAX_ACTIVE_CLUSTERS = 565
 CU_LAUNCH_KERNEL_EX = 566
+CU_OCCUPANCY_MAX_POTENTIAL_CLUSTER_SIZE = 571
 CU_STREAM_GET_PRIORITY = 567
 CU_STREAM_GET_FLAGS = 568
 CU_STREAM_GET_ATTRIBUTE = 569
@@ -5006,6 +5008,22 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 566, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
+    def CU_OCCUPANCY_MAX_POTENTIAL_CLUSTER_SIZE(self, arg1: cu_handle, arg2: cluster_config, *, timeout: float | None = None) -> int_result:
+        """Call CU_OCCUPANCY_MAX_POTENTIAL_CLUSTER_SIZE (571) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cluster_config.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 571, _enc.buffers(), timeout=timeout)
+        return xdr_int_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_OCCUPANCY_MAX_POTENTIAL_CLUSTER_SIZE_async(self, arg1: cu_handle, arg2: cluster_config) -> _Pending:
+        """Send CU_OCCUPANCY_MAX_POTENTIAL_CLUSTER_SIZE (571); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cluster_config.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 571, _enc.buffers())
+        return _Pending(call, xdr_int_result.decode)
+
     def CU_STREAM_GET_PRIORITY(self, arg1: cu_handle, *, timeout: float | None = None) -> int_result:
         """Call CU_STREAM_GET_PRIORITY (567) and wait for its result."""
         _enc = _xdr.Encoder()
@@ -5656,6 +5674,11 @@ class CRICKET_V1_Server:
             _Facts(pipelined=True, replay='replay'),
             plan=_Plan(decode_reply=_xdr_plan_status),
         ),
+        571: _Procedure(
+            571, 'CU_OCCUPANCY_MAX_POTENTIAL_CLUSTER_SIZE', (xdr_cu_handle, xdr_cluster_config), xdr_int_result,
+            _Facts(replay='readonly', handles=((0, ('function', 'kernel')),)),
+            plan=_Plan(decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
+        ),
         567: _Procedure(
             567, 'CU_STREAM_GET_PRIORITY', (xdr_cu_handle,), xdr_int_result,
             _Facts(replay='readonly', handles=((0, ('stream',)),)),
@@ -6091,6 +6114,10 @@ class CRICKET_V1_Server:
     def CU_LAUNCH_KERNEL_EX(self, ctx: Any, arg1: launch_ex_args) -> int:
         """CU_LAUNCH_KERNEL_EX (566): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_LAUNCH_KERNEL_EX")
+
+    def CU_OCCUPANCY_MAX_POTENTIAL_CLUSTER_SIZE(self, ctx: Any, arg1: cu_handle, arg2: cluster_config) -> int_result:
+        """CU_OCCUPANCY_MAX_POTENTIAL_CLUSTER_SIZE (571): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_OCCUPANCY_MAX_POTENTIAL_CLUSTER_SIZE")
 
     def CU_STREAM_GET_PRIORITY(self, ctx: Any, arg1: cu_handle) -> int_result:
         """CU_STREAM_GET_PRIORITY (567): not served unless overridden."""

@@ -318,6 +318,11 @@ class BackendSession(abc.ABC):
         thread block clusters)."""
         raise not_supported("cuOccupancyMaxActiveClusters")
 
+    def occupancy_max_potential_cluster_size(self, func: object, config: LaunchConfig) -> int:
+        """cuOccupancyMaxPotentialClusterSize. Default: CUDA_ERROR_NOT_SUPPORTED (a backend
+        without thread block clusters)."""
+        raise not_supported("cuOccupancyMaxPotentialClusterSize")
+
     def launch_ex(
         self, func: object, config: LaunchConfig, stream: object | None, params: memoryview
     ) -> None:

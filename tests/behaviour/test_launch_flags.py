@@ -130,6 +130,8 @@ def test_occupancy_of_dynamic_shared_memory_and_clusters(
     cluster = _attr(LA.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, clusterDim=(2, 1, 1))
     clusters = check(cuda.cuOccupancyMaxActiveClusters(func, _config(64, 256, 0, cluster)))
     assert clusters > 0
+    size = check(cuda.cuOccupancyMaxPotentialClusterSize(func, _config(64, 256, 0)))
+    assert size >= 2
     blocks = check(cuda.cuOccupancyMaxPotentialBlockSizeWithFlags(func, None, 0, 0, 0))
     assert blocks[1] > 0
 

@@ -86,6 +86,11 @@ class CudaLaunchVariants(BackendSession):
         cfg = launch_config("cuOccupancyMaxActiveClusters", config, driver.CUstream(0))
         return int(call(driver.cuOccupancyMaxActiveClusters, func, cfg))
 
+    def occupancy_max_potential_cluster_size(self, func: object, config: LaunchConfig) -> int:
+        self._state()
+        cfg = launch_config("cuOccupancyMaxPotentialClusterSize", config, driver.CUstream(0))
+        return int(call(driver.cuOccupancyMaxPotentialClusterSize, func, cfg))
+
     def ctx_set_cache_config(self, config: int) -> None:
         self._state()
         cfg = enum_value(driver.CUfunc_cache, config, "cuCtxSetCacheConfig")

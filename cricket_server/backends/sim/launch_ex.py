@@ -116,6 +116,20 @@ class SimLaunchVariants(BackendSession):
         most = dv.SHARED_PER_BLOCK_OPTIN - fn.info.shared_bytes
         return max(0, min(per_block, most))
 
+    def occupancy_max_potential_cluster_size(self, func: object, config: LaunchConfig) -> int:
+        call = "cuOccupancyMaxPotentialClusterSize"
+        fn = self._function(func, call)
+        most = (
+            NON_PORTABLE_CLUSTER
+            if fn.attrs.get(FA_NON_PORTABLE_CLUSTER_SIZE_ALLOWED)
+            else PORTABLE_CLUSTER
+        )
+        threads = config.block[0] * config.block[1] * config.block[2]
+        per_sm = dv.max_active_blocks(
+            threads, fn.info.num_regs, fn.info.shared_bytes + config.shared_mem
+        )
+        return min(most, per_sm * (dv.SM_COUNT // GPCS))
+
     def occupancy_max_active_clusters(self, func: object, config: LaunchConfig) -> int:
         call = "cuOccupancyMaxActiveClusters"
         size = self._cluster_size(call, func, config)
