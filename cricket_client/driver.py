@@ -656,6 +656,10 @@ def cuOccupancyMaxPotentialBlockSize(
     return (_SUCCESS, r.value.first, r.value.second)
 
 
+from .driver_flags import *  # noqa: E402, F403  (flags, attributes, launch variants)
+from .driver_peers import *  # noqa: E402, F403  (several devices)
+from .driver_unshared import *  # noqa: E402, F403  (memory a remote client cannot share)
+
 # -- everything else ------------------------------------------------------------------------
 
 SUPPORTED = frozenset(

@@ -681,6 +681,8 @@ def cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
     return _ret(*result)
 
 
+from .runtime_flags import *  # noqa: E402, F403  (flags, launch variants, devices, shared memory)
+
 # -- everything else ------------------------------------------------------------------------
 
 SUPPORTED = frozenset(

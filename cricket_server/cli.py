@@ -167,6 +167,13 @@ _SERVER_OPTIONS = [
         help="Size of the sim backend's device memory (e.g. 8G).",
     ),
     click.option(
+        "--sim-devices",
+        type=click.IntRange(min=1, max=64),
+        default=1,
+        show_default=True,
+        help="How many devices the sim backend models (peer access and copies between them).",
+    ),
+    click.option(
         "--isolation",
         type=click.Choice(ISOLATION_MODES),
         default="auto",
@@ -331,6 +338,7 @@ class ServerOptions:
     limits: ServerLimits
     security: SecurityFiles
     spin_us: float | None
+    sim_devices: int = 1
 
 
 def server_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -347,6 +355,7 @@ def server_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         log_level: str,
         ready_file: str | None,
         sim_memory: str | None,
+        sim_devices: int,
         isolation: str,
         spare_workers: int,
         checkpoint_dir: str | None,
@@ -407,6 +416,7 @@ def server_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             limits=limits,
             security=security,
             spin_us=spin_us,
+            sim_devices=sim_devices,
         )
         return fn(*args, options=options, **kwargs)
 
@@ -475,12 +485,21 @@ def run_server(options: ServerOptions, restore: Restore | None = None) -> None:
             max_modules=limits.max_modules,
             max_contexts=limits.max_contexts,
             max_buffered=limits.max_buffered,
+            sim_devices=options.sim_devices,
         )
         pool = WorkerPool(spec, spares=options.spare_workers)
         _serve_in_workers(listeners, stop, pool, limits, checkpoints, restore)
     else:
         _serve_in_threads(
-            listeners, stop, backend, options.sim_bytes, checkpoints, limits, spin_us, restore
+            listeners,
+            stop,
+            backend,
+            options.sim_bytes,
+            checkpoints,
+            limits,
+            spin_us,
+            restore,
+            sim_devices=options.sim_devices,
         )
     log.info("cricket-server stopped")
 
@@ -531,10 +550,12 @@ def _serve_in_threads(
     limits: ServerLimits | None = None,
     spin_us: float = 0.0,
     restore: Restore | None = None,
+    *,
+    sim_devices: int = 1,
 ) -> None:
     """Every connection served by a thread of this process, over one backend."""
     limits = limits or ServerLimits()
-    the_backend = make_backend(backend, sim_memory=sim_bytes)
+    the_backend = make_backend(backend, sim_memory=sim_bytes, sim_devices=sim_devices)
     try:
         arena = AddressArena(*the_backend.address_space())
         manager = SessionManager(

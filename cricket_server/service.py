@@ -31,6 +31,8 @@ from cricket_server.datapath import DataPathProcedures
 from cricket_server.launch_batch import Launch, decode_launch_batch_args
 from cricket_server.limits import confine_checkpoint_path
 from cricket_server.service_arrays import ArrayProcedures
+from cricket_server.remote_attributes import remote_attribute
+from cricket_server.service_flags import FlagsProcedures
 from cricket_server.session import Session, SessionManager, negotiate_version
 from rpc_spec import cricket_rpc as proto
 
@@ -88,7 +90,9 @@ def operator_refusal(ctx: Any) -> proto.checkpoint_result | None:
     )
 
 
-class CricketService(DataPathProcedures, ArrayProcedures, proto.CRICKET_V1_Server):
+class CricketService(
+    FlagsProcedures, DataPathProcedures, ArrayProcedures, proto.CRICKET_V1_Server
+):
     """Serves CRICKET_V1 over the sessions of one `SessionManager`."""
 
     # From the facts of rpc_spec/cricket.x. `@view`: host-to-device payloads are used before
@@ -304,7 +308,7 @@ class CricketService(DataPathProcedures, ArrayProcedures, proto.CRICKET_V1_Serve
             proto.int_result,
             ctx,
             call,
-            lambda s: s.backend.device_attribute(attrib, s.device(call, dev)),
+            lambda s: remote_attribute(s.backend, attrib, s.device(call, dev)),
         )
 
     def CU_DEVICE_TOTAL_MEM(self, ctx: Any, dev: int) -> proto.u64_result:

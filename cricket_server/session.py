@@ -52,6 +52,7 @@ from cricket_server.session_core import (
 )
 from cricket_server.session_memcalls import PITCH_ALIGNMENT, SessionMemoryCalls
 from cricket_server.session_modules import SessionModules
+from cricket_server.session_peers import SessionPeers
 from cricket_server.session_runtime import SessionRuntime
 from cricket_server.session_streams import SessionStreams
 
@@ -234,6 +235,7 @@ class SessionManager:
 
 
 class Session(
+    SessionPeers,
     SessionContexts,
     SessionMemoryCalls,
     SessionModules,

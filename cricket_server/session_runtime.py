@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cricket_server.backends.base import CUDA_ERROR_INVALID_VALUE, CudaError
+from cricket_server.remote_attributes import remote_attribute
 from cricket_server.session_core import SessionCore
 
 
@@ -21,7 +22,7 @@ class SessionRuntime(SessionCore):
         values: list[tuple[int, int]] = []
         for attrib in attributes:
             try:
-                values.append((0, self.backend.device_attribute(attrib, dev)))  # CUDA_SUCCESS
+                values.append((0, remote_attribute(self.backend, attrib, dev)))  # CUDA_SUCCESS
             except CudaError as e:
                 values.append((e.code, 0))
         backend = self.backend

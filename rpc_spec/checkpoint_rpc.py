@@ -34,6 +34,7 @@ __all__ = [
     'allocation_image',
     'array_image',
     'tex_object_image',
+    'setting_image',
     'session_image',
     'manifest_body',
     'manifest_file',
@@ -56,6 +57,7 @@ __all__ = [
     'xdr_allocation_image',
     'xdr_array_image',
     'xdr_tex_object_image',
+    'xdr_setting_image',
     'xdr_session_image',
     'xdr_manifest_body',
     'xdr_manifest_file',
@@ -440,6 +442,37 @@ class tex_object_image:
 
 
 @_dc.dataclass(slots=True)
+class setting_image:
+    """struct setting_image."""
+
+    handle: ckpt_handle
+    what: int
+    value: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        try:
+            return _xdr_setting_image__S0(self.handle, self.what, self.value)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_setting_image.diagnose(self, e)) from None
+
+    @classmethod
+    def decode(cls, data: Any) -> setting_image:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        try:
+            a0_0, a0_1, a0_2, = _xdr_setting_image__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('setting_image', 20, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct setting_image: %s is not a declared enum value' % e) from None
+        return setting_image(a0_0, a0_1, a0_2)
+
+
+@_dc.dataclass(slots=True)
 class session_image:
     """struct session_image."""
 
@@ -461,6 +494,7 @@ class session_image:
     allocations: list[allocation_image]
     arrays: list[array_image]
     tex_objects: list[tex_object_image]
+    settings: list[setting_image]
 
     def encode(self) -> bytes:
         """The XDR encoding of this value."""
@@ -530,6 +564,7 @@ xdr_event_image = _xdr.Struct('event_image')
 xdr_allocation_image = _xdr.Struct('allocation_image')
 xdr_array_image = _xdr.Struct('array_image')
 xdr_tex_object_image = _xdr.Struct('tex_object_image')
+xdr_setting_image = _xdr.Struct('setting_image')
 xdr_session_image = _xdr.Struct('session_image')
 xdr_manifest_body = _xdr.Struct('manifest_body')
 xdr_manifest_file = _xdr.Struct('manifest_file')
@@ -969,6 +1004,32 @@ def _xdr_tex_object_image__unpack(dec: _xdr.Decoder) -> tex_object_image:
     return tex_object_image(a0_0, a0_1, a0_2, f3, f4, f5)
 
 
+_xdr_setting_image__st0 = _struct.Struct('>Qiq')
+_xdr_setting_image__S0, _xdr_setting_image__U0 = _xdr_setting_image__st0.pack, _xdr_setting_image__st0.unpack_from
+_xdr_setting_image__W0 = _xdr_setting_image__st0.unpack
+
+
+def _xdr_setting_image__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_setting_image__S0(v.handle, v.what, v.value)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_setting_image.diagnose(v, e)) from None
+
+
+def _xdr_setting_image__unpack(dec: _xdr.Decoder) -> setting_image:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, = _xdr_setting_image__U0(dec.mv, pos)
+        dec.pos = pos + 20
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct setting_image: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct setting_image: %s is not a declared enum value' % e) from None
+    return setting_image(a0_0, a0_1, a0_2)
+
+
 _xdr_session_image__st0 = _struct.Struct('>Q')
 _xdr_session_image__S0, _xdr_session_image__U0 = _xdr_session_image__st0.pack, _xdr_session_image__st0.unpack_from
 _xdr_session_image__st6 = _struct.Struct('>IQ')
@@ -994,6 +1055,7 @@ def _xdr_session_image__pack(enc: _xdr.Encoder, v: Any) -> None:
         _xdr_session_image__p15(enc, v.allocations)
         _xdr_session_image__p16(enc, v.arrays)
         _xdr_session_image__p17(enc, v.tex_objects)
+        _xdr_session_image__p18(enc, v.settings)
     except RecursionError:
         raise
     except Exception as e:
@@ -1026,11 +1088,12 @@ def _xdr_session_image__unpack(dec: _xdr.Decoder) -> session_image:
         f15 = _xdr_session_image__u15(dec)
         f16 = _xdr_session_image__u16(dec)
         f17 = _xdr_session_image__u17(dec)
+        f18 = _xdr_session_image__u18(dec)
     except _struct.error:
         raise _xdr.XdrDecodeError('struct session_image: data ends early at offset %d' % dec.pos) from None
     except KeyError as e:
         raise _xdr.XdrDecodeError('struct session_image: %s is not a declared enum value' % e) from None
-    return session_image(a0_0, f1, f2, f3, f4, f5, a6_0, a6_1, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17)
+    return session_image(a0_0, f1, f2, f3, f4, f5, a6_0, a6_1, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18)
 
 
 _xdr_manifest_body__st1 = _struct.Struct('>Q')
@@ -1260,6 +1323,16 @@ xdr_tex_object_image.define(
     ],
     coders=(_xdr_tex_object_image__pack, _xdr_tex_object_image__unpack),
 )
+xdr_setting_image.define(
+    setting_image,
+    [
+        ('handle', xdr_ckpt_handle),
+        ('what', _xdr.xdr_int),
+        ('value', _xdr.xdr_hyper),
+    ],
+    coders=(_xdr_setting_image__pack, _xdr_setting_image__unpack),
+    whole=(setting_image.encode, setting_image.decode),
+)
 xdr_session_image.define(
     session_image,
     [
@@ -1281,6 +1354,7 @@ xdr_session_image.define(
         ('allocations', _xdr.VarArray(xdr_allocation_image, None)),
         ('arrays', _xdr.VarArray(xdr_array_image, None)),
         ('tex_objects', _xdr.VarArray(xdr_tex_object_image, None)),
+        ('settings', _xdr.VarArray(xdr_setting_image, None)),
     ],
     coders=(_xdr_session_image__pack, _xdr_session_image__unpack),
 )
@@ -1384,6 +1458,8 @@ _xdr_session_image__p16 = xdr_session_image.fields[16][1].packer()
 _xdr_session_image__u16 = xdr_session_image.fields[16][1].unpacker()
 _xdr_session_image__p17 = xdr_session_image.fields[17][1].packer()
 _xdr_session_image__u17 = xdr_session_image.fields[17][1].unpacker()
+_xdr_session_image__p18 = xdr_session_image.fields[18][1].packer()
+_xdr_session_image__u18 = xdr_session_image.fields[18][1].unpacker()
 _xdr_manifest_body__p0 = xdr_manifest_body.fields[0][1].packer()
 _xdr_manifest_body__u0 = xdr_manifest_body.fields[0][1].unpacker()
 _xdr_manifest_body__p2 = xdr_manifest_body.fields[2][1].packer()
@@ -1419,6 +1495,7 @@ _xdr.ready_all(
     xdr_allocation_image,
     xdr_array_image,
     xdr_tex_object_image,
+    xdr_setting_image,
     xdr_session_image,
     xdr_manifest_body,
     xdr_manifest_file,

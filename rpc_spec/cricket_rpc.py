@@ -128,6 +128,24 @@ __all__ = [
     'SURF_OBJECT_CREATE',
     'SURF_OBJECT_DESTROY',
     'SURF_OBJECT_GET_RESOURCE_DESC',
+    'CU_CTX_GET_FLAGS',
+    'CU_CTX_SET_FLAGS',
+    'CU_CTX_GET_CACHE_CONFIG',
+    'CU_CTX_SET_CACHE_CONFIG',
+    'CU_OCCUPANCY_AVAILABLE_DYNAMIC_SMEM_PER_BLOCK',
+    'CU_OCCUPANCY_MAX_ACTIVE_CLUSTERS',
+    'CU_LAUNCH_KERNEL_EX',
+    'CU_OCCUPANCY_MAX_POTENTIAL_CLUSTER_SIZE',
+    'CU_STREAM_GET_PRIORITY',
+    'CU_STREAM_GET_FLAGS',
+    'CU_STREAM_GET_ATTRIBUTE',
+    'CU_STREAM_SET_ATTRIBUTE',
+    'CU_DEVICE_CAN_ACCESS_PEER',
+    'CU_DEVICE_GET_P2P_ATTRIBUTE',
+    'CU_CTX_ENABLE_PEER_ACCESS',
+    'CU_CTX_DISABLE_PEER_ACCESS',
+    'CU_MEMCPY_PEER',
+    'CU_MEMCPY_PEER_ASYNC',
     'int_result',
     'u64_result',
     'handle_result',
@@ -178,6 +196,9 @@ __all__ = [
     'texture_descs',
     'texture_descs_result',
     'resource_desc_result',
+    'launch_attribute',
+    'launch_ex_args',
+    'cluster_config',
     'cu_ptr',
     'cu_handle',
     'mem_data',
@@ -187,6 +208,7 @@ __all__ = [
     'launch_batch',
     'ckpt_path',
     'device_attribute_list',
+    'launch_attribute_list',
     'xdr_int_result',
     'xdr_u64_result',
     'xdr_handle_result',
@@ -237,6 +259,9 @@ __all__ = [
     'xdr_texture_descs',
     'xdr_texture_descs_result',
     'xdr_resource_desc_result',
+    'xdr_launch_attribute',
+    'xdr_launch_ex_args',
+    'xdr_cluster_config',
     'xdr_cu_ptr',
     'xdr_cu_handle',
     'xdr_mem_data',
@@ -246,6 +271,7 @@ __all__ = [
     'xdr_launch_batch',
     'xdr_ckpt_path',
     'xdr_device_attribute_list',
+    'xdr_launch_attribute_list',
     'CRICKET_V1_Client',
     'CRICKET_V1_Server',
 ]
@@ -363,6 +389,24 @@ TEX_OBJECT_GET_DESCS = 512
 SURF_OBJECT_CREATE = 513
 SURF_OBJECT_DESTROY = 514
 SURF_OBJECT_GET_RESOURCE_DESC = 515
+CU_CTX_GET_FLAGS = 560
+CU_CTX_SET_FLAGS = 561
+CU_CTX_GET_CACHE_CONFIG = 562
+CU_CTX_SET_CACHE_CONFIG = 563
+CU_OCCUPANCY_AVAILABLE_DYNAMIC_SMEM_PER_BLOCK = 564
+CU_OCCUPANCY_MAX_ACTIVE_CLUSTERS = 565
+CU_LAUNCH_KERNEL_EX = 566
+CU_OCCUPANCY_MAX_POTENTIAL_CLUSTER_SIZE = 571
+CU_STREAM_GET_PRIORITY = 567
+CU_STREAM_GET_FLAGS = 568
+CU_STREAM_GET_ATTRIBUTE = 569
+CU_STREAM_SET_ATTRIBUTE = 570
+CU_DEVICE_CAN_ACCESS_PEER = 580
+CU_DEVICE_GET_P2P_ATTRIBUTE = 581
+CU_CTX_ENABLE_PEER_ACCESS = 582
+CU_CTX_DISABLE_PEER_ACCESS = 583
+CU_MEMCPY_PEER = 584
+CU_MEMCPY_PEER_ASYNC = 585
 
 
 @_dc.dataclass(slots=True)
@@ -1587,6 +1631,78 @@ class resource_desc_result:
         return xdr_resource_desc_result.decode(data)  # type: ignore[no-any-return]
 
 
+@_dc.dataclass(slots=True)
+class launch_attribute:
+    """struct launch_attribute."""
+
+    id: int
+    x: int
+    y: int
+    z: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        try:
+            return _xdr_launch_attribute__S0(self.id, self.x, self.y, self.z)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_launch_attribute.diagnose(self, e)) from None
+
+    @classmethod
+    def decode(cls, data: Any) -> launch_attribute:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        try:
+            a0_0, a0_1, a0_2, a0_3, = _xdr_launch_attribute__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('launch_attribute', 16, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct launch_attribute: %s is not a declared enum value' % e) from None
+        return launch_attribute(a0_0, a0_1, a0_2, a0_3)
+
+
+@_dc.dataclass(slots=True)
+class launch_ex_args:
+    """struct launch_ex_args."""
+
+    launch: launch_args
+    attrs: launch_attribute_list
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_launch_ex_args.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> launch_ex_args:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_launch_ex_args.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class cluster_config:
+    """struct cluster_config."""
+
+    grid_x: int
+    grid_y: int
+    grid_z: int
+    block_x: int
+    block_y: int
+    block_z: int
+    shared_mem_bytes: int
+    attrs: launch_attribute_list
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_cluster_config.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> cluster_config:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_cluster_config.decode(data)  # type: ignore[no-any-return]
+
+
 # Codecs, named like rpcgen's C functions.
 xdr_int_result = _xdr.Union('int_result')
 xdr_u64_result = _xdr.Union('u64_result')
@@ -1638,6 +1754,9 @@ xdr_resource_view_desc = _xdr.Struct('resource_view_desc')
 xdr_texture_descs = _xdr.Struct('texture_descs')
 xdr_texture_descs_result = _xdr.Union('texture_descs_result')
 xdr_resource_desc_result = _xdr.Union('resource_desc_result')
+xdr_launch_attribute = _xdr.Struct('launch_attribute')
+xdr_launch_ex_args = _xdr.Struct('launch_ex_args')
+xdr_cluster_config = _xdr.Struct('cluster_config')
 xdr_cu_ptr = _xdr.xdr_u_hyper
 xdr_cu_handle = _xdr.xdr_u_hyper
 xdr_mem_data = _xdr.VarOpaque(None)
@@ -1647,6 +1766,7 @@ xdr_option_list = _xdr.VarArray(xdr_option_value, MAX_ATTRS)
 xdr_launch_batch = _xdr.VarArray(xdr_launch_args, MAX_LAUNCH_BATCH)
 xdr_ckpt_path = _xdr.String(MAX_NAME)
 xdr_device_attribute_list = _xdr.VarArray(_xdr.xdr_int, MAX_DEVICE_ATTRS)
+xdr_launch_attribute_list = _xdr.VarArray(xdr_launch_attribute, MAX_ATTRS)
 
 
 _xdr_int_pair__st0 = _struct.Struct('>ii')
@@ -2336,6 +2456,80 @@ def _xdr_texture_descs__unpack(dec: _xdr.Decoder) -> texture_descs:
     return texture_descs(resource_desc(a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, a0_7, a0_8, a0_9), f1, f2)
 
 
+_xdr_launch_attribute__st0 = _struct.Struct('>iiii')
+_xdr_launch_attribute__S0, _xdr_launch_attribute__U0 = _xdr_launch_attribute__st0.pack, _xdr_launch_attribute__st0.unpack_from
+_xdr_launch_attribute__W0 = _xdr_launch_attribute__st0.unpack
+
+
+def _xdr_launch_attribute__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_launch_attribute__S0(v.id, v.x, v.y, v.z)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_launch_attribute.diagnose(v, e)) from None
+
+
+def _xdr_launch_attribute__unpack(dec: _xdr.Decoder) -> launch_attribute:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, = _xdr_launch_attribute__U0(dec.mv, pos)
+        dec.pos = pos + 16
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct launch_attribute: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct launch_attribute: %s is not a declared enum value' % e) from None
+    return launch_attribute(a0_0, a0_1, a0_2, a0_3)
+
+
+def _xdr_launch_ex_args__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        _xdr_launch_ex_args__p0(enc, v.launch)
+        _xdr_launch_ex_args__p1(enc, v.attrs)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_launch_ex_args.diagnose(v, e)) from None
+
+
+def _xdr_launch_ex_args__unpack(dec: _xdr.Decoder) -> launch_ex_args:
+    try:
+        f0 = _xdr_launch_ex_args__u0(dec)
+        f1 = _xdr_launch_ex_args__u1(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct launch_ex_args: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct launch_ex_args: %s is not a declared enum value' % e) from None
+    return launch_ex_args(f0, f1)
+
+
+_xdr_cluster_config__st0 = _struct.Struct('>IIIIIII')
+_xdr_cluster_config__S0, _xdr_cluster_config__U0 = _xdr_cluster_config__st0.pack, _xdr_cluster_config__st0.unpack_from
+
+
+def _xdr_cluster_config__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_cluster_config__S0(v.grid_x, v.grid_y, v.grid_z, v.block_x, v.block_y, v.block_z, v.shared_mem_bytes)
+        _xdr_cluster_config__p7(enc, v.attrs)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_cluster_config.diagnose(v, e)) from None
+
+
+def _xdr_cluster_config__unpack(dec: _xdr.Decoder) -> cluster_config:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, = _xdr_cluster_config__U0(dec.mv, pos)
+        dec.pos = pos + 28
+        f7 = _xdr_cluster_config__u7(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct cluster_config: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct cluster_config: %s is not a declared enum value' % e) from None
+    return cluster_config(a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, f7)
+
+
 xdr_int_result.define(
     int_result,
     'err',
@@ -2835,6 +3029,39 @@ xdr_resource_desc_result.define(
     ],
     default=_xdr.xdr_void,
 )
+xdr_launch_attribute.define(
+    launch_attribute,
+    [
+        ('id', _xdr.xdr_int),
+        ('x', _xdr.xdr_int),
+        ('y', _xdr.xdr_int),
+        ('z', _xdr.xdr_int),
+    ],
+    coders=(_xdr_launch_attribute__pack, _xdr_launch_attribute__unpack),
+    whole=(launch_attribute.encode, launch_attribute.decode),
+)
+xdr_launch_ex_args.define(
+    launch_ex_args,
+    [
+        ('launch', xdr_launch_args),
+        ('attrs', xdr_launch_attribute_list),
+    ],
+    coders=(_xdr_launch_ex_args__pack, _xdr_launch_ex_args__unpack),
+)
+xdr_cluster_config.define(
+    cluster_config,
+    [
+        ('grid_x', _xdr.xdr_u_int),
+        ('grid_y', _xdr.xdr_u_int),
+        ('grid_z', _xdr.xdr_u_int),
+        ('block_x', _xdr.xdr_u_int),
+        ('block_y', _xdr.xdr_u_int),
+        ('block_z', _xdr.xdr_u_int),
+        ('shared_mem_bytes', _xdr.xdr_u_int),
+        ('attrs', xdr_launch_attribute_list),
+    ],
+    coders=(_xdr_cluster_config__pack, _xdr_cluster_config__unpack),
+)
 
 # What the struct coders call: enum members, the functions of other codecs.
 _xdr_hello_args__p1 = xdr_hello_args.fields[1][1].packer()
@@ -2871,6 +3098,12 @@ _xdr_texture_descs__p1 = xdr_texture_descs.fields[1][1].packer()
 _xdr_texture_descs__u1 = xdr_texture_descs.fields[1][1].unpacker()
 _xdr_texture_descs__p2 = xdr_texture_descs.fields[2][1].packer()
 _xdr_texture_descs__u2 = xdr_texture_descs.fields[2][1].unpacker()
+_xdr_launch_ex_args__p0 = xdr_launch_ex_args.fields[0][1].packer()
+_xdr_launch_ex_args__u0 = xdr_launch_ex_args.fields[0][1].unpacker()
+_xdr_launch_ex_args__p1 = xdr_launch_ex_args.fields[1][1].packer()
+_xdr_launch_ex_args__u1 = xdr_launch_ex_args.fields[1][1].unpacker()
+_xdr_cluster_config__p7 = xdr_cluster_config.fields[7][1].packer()
+_xdr_cluster_config__u7 = xdr_cluster_config.fields[7][1].unpacker()
 
 # Typedefs: the Python type each name stands for.
 cu_ptr = int
@@ -2882,6 +3115,7 @@ option_list = list
 launch_batch = list
 ckpt_path = str
 device_attribute_list = list
+launch_attribute_list = list
 
 # Codecs of procedure arguments and results without a name of their own.
 _codec1 = _xdr.String(MAX_NAME)
@@ -3923,6 +4157,98 @@ def _plan_xdr_resource_desc_result_encode_result(v: Any) -> list[Any]:
     enc = _xdr.Encoder()
     xdr_resource_desc_result.pack(enc, v)
     return [b for b in enc.buffers() if len(b)]
+
+
+_plan_a29_A = _struct.Struct('>iii')
+_plan_a29_AP, _plan_a29_AU = _plan_a29_A.pack, _plan_a29_A.unpack
+
+
+def _plan_a29_encode_args(a0: Any, a1: Any, a2: Any) -> Any:
+    try:
+        return _plan_a29_AP(a0, a1, a2)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    _xdr.xdr_int.pack(enc, a0)
+    _xdr.xdr_int.pack(enc, a1)
+    _xdr.xdr_int.pack(enc, a2)
+    return enc.buffers()
+
+
+def _plan_a29_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 12:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 12' % len(body))
+    return _plan_a29_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_a30_A = _struct.Struct('>QI')
+_plan_a30_AP, _plan_a30_AU = _plan_a30_A.pack, _plan_a30_A.unpack
+
+
+def _plan_a30_encode_args(a0: Any, a1: Any) -> Any:
+    try:
+        return _plan_a30_AP(a0, a1)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    xdr_cu_handle.pack(enc, a0)
+    _xdr.xdr_u_int.pack(enc, a1)
+    return enc.buffers()
+
+
+def _plan_a30_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 12:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 12' % len(body))
+    return _plan_a30_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_a31_A = _struct.Struct('>QQQQQ')
+_plan_a31_AP, _plan_a31_AU = _plan_a31_A.pack, _plan_a31_A.unpack
+
+
+def _plan_a31_encode_args(a0: Any, a1: Any, a2: Any, a3: Any, a4: Any) -> Any:
+    try:
+        return _plan_a31_AP(a0, a1, a2, a3, a4)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    xdr_cu_ptr.pack(enc, a0)
+    xdr_cu_handle.pack(enc, a1)
+    xdr_cu_ptr.pack(enc, a2)
+    xdr_cu_handle.pack(enc, a3)
+    _xdr.xdr_u_hyper.pack(enc, a4)
+    return enc.buffers()
+
+
+def _plan_a31_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 40:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 40' % len(body))
+    return _plan_a31_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_a32_A = _struct.Struct('>QQQQQQ')
+_plan_a32_AP, _plan_a32_AU = _plan_a32_A.pack, _plan_a32_A.unpack
+
+
+def _plan_a32_encode_args(a0: Any, a1: Any, a2: Any, a3: Any, a4: Any, a5: Any) -> Any:
+    try:
+        return _plan_a32_AP(a0, a1, a2, a3, a4, a5)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    xdr_cu_ptr.pack(enc, a0)
+    xdr_cu_handle.pack(enc, a1)
+    xdr_cu_ptr.pack(enc, a2)
+    xdr_cu_handle.pack(enc, a3)
+    _xdr.xdr_u_hyper.pack(enc, a4)
+    xdr_cu_handle.pack(enc, a5)
+    return enc.buffers()
+
+
+def _plan_a32_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 48:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 48' % len(body))
+    return _plan_a32_AU(body)  # type: ignore[no-any-return]
 
 
 class CRICKET_V1_Client:
@@ -5477,6 +5803,290 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 515, _enc.buffers())
         return _Pending(call, xdr_resource_desc_result.decode)
 
+    def CU_CTX_GET_FLAGS(self, *, timeout: float | None = None) -> int_result:
+        """Call CU_CTX_GET_FLAGS (560) and wait for its result."""
+        body = self._rpc.call(0x20c0ffee, 1, 560, b"", timeout=timeout)
+        return xdr_int_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_CTX_GET_FLAGS_async(self) -> _Pending:
+        """Send CU_CTX_GET_FLAGS (560); ``.result(timeout)`` gives the result."""
+        call = self._rpc.call_async(0x20c0ffee, 1, 560, b"")
+        return _Pending(call, xdr_int_result.decode)
+
+    def CU_CTX_SET_FLAGS(self, arg1: int, *, timeout: float | None = None) -> int:
+        """Call CU_CTX_SET_FLAGS (561) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_u_int.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 561, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_CTX_SET_FLAGS_async(self, arg1: int) -> _Pending:
+        """Send CU_CTX_SET_FLAGS (561); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_u_int.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 561, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_CTX_GET_CACHE_CONFIG(self, *, timeout: float | None = None) -> int_result:
+        """Call CU_CTX_GET_CACHE_CONFIG (562) and wait for its result."""
+        body = self._rpc.call(0x20c0ffee, 1, 562, b"", timeout=timeout)
+        return xdr_int_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_CTX_GET_CACHE_CONFIG_async(self) -> _Pending:
+        """Send CU_CTX_GET_CACHE_CONFIG (562); ``.result(timeout)`` gives the result."""
+        call = self._rpc.call_async(0x20c0ffee, 1, 562, b"")
+        return _Pending(call, xdr_int_result.decode)
+
+    def CU_CTX_SET_CACHE_CONFIG(self, arg1: int, *, timeout: float | None = None) -> int:
+        """Call CU_CTX_SET_CACHE_CONFIG (563) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 563, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_CTX_SET_CACHE_CONFIG_async(self, arg1: int) -> _Pending:
+        """Send CU_CTX_SET_CACHE_CONFIG (563); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 563, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_OCCUPANCY_AVAILABLE_DYNAMIC_SMEM_PER_BLOCK(self, arg1: cu_handle, arg2: int, arg3: int, *, timeout: float | None = None) -> u64_result:
+        """Call CU_OCCUPANCY_AVAILABLE_DYNAMIC_SMEM_PER_BLOCK (564) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        _xdr.xdr_int.pack(_enc, arg3)
+        body = self._rpc.call(0x20c0ffee, 1, 564, _enc.buffers(), timeout=timeout)
+        return xdr_u64_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_OCCUPANCY_AVAILABLE_DYNAMIC_SMEM_PER_BLOCK_async(self, arg1: cu_handle, arg2: int, arg3: int) -> _Pending:
+        """Send CU_OCCUPANCY_AVAILABLE_DYNAMIC_SMEM_PER_BLOCK (564); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        _xdr.xdr_int.pack(_enc, arg3)
+        call = self._rpc.call_async(0x20c0ffee, 1, 564, _enc.buffers())
+        return _Pending(call, xdr_u64_result.decode)
+
+    def CU_OCCUPANCY_MAX_ACTIVE_CLUSTERS(self, arg1: cu_handle, arg2: cluster_config, *, timeout: float | None = None) -> int_result:
+        """Call CU_OCCUPANCY_MAX_ACTIVE_CLUSTERS (565) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cluster_config.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 565, _enc.buffers(), timeout=timeout)
+        return xdr_int_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_OCCUPANCY_MAX_ACTIVE_CLUSTERS_async(self, arg1: cu_handle, arg2: cluster_config) -> _Pending:
+        """Send CU_OCCUPANCY_MAX_ACTIVE_CLUSTERS (565); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cluster_config.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 565, _enc.buffers())
+        return _Pending(call, xdr_int_result.decode)
+
+    def CU_LAUNCH_KERNEL_EX(self, arg1: launch_ex_args, *, timeout: float | None = None) -> int:
+        """Call CU_LAUNCH_KERNEL_EX (566) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_launch_ex_args.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 566, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_LAUNCH_KERNEL_EX_async(self, arg1: launch_ex_args) -> _Pending:
+        """Send CU_LAUNCH_KERNEL_EX (566); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_launch_ex_args.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 566, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_OCCUPANCY_MAX_POTENTIAL_CLUSTER_SIZE(self, arg1: cu_handle, arg2: cluster_config, *, timeout: float | None = None) -> int_result:
+        """Call CU_OCCUPANCY_MAX_POTENTIAL_CLUSTER_SIZE (571) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cluster_config.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 571, _enc.buffers(), timeout=timeout)
+        return xdr_int_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_OCCUPANCY_MAX_POTENTIAL_CLUSTER_SIZE_async(self, arg1: cu_handle, arg2: cluster_config) -> _Pending:
+        """Send CU_OCCUPANCY_MAX_POTENTIAL_CLUSTER_SIZE (571); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cluster_config.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 571, _enc.buffers())
+        return _Pending(call, xdr_int_result.decode)
+
+    def CU_STREAM_GET_PRIORITY(self, arg1: cu_handle, *, timeout: float | None = None) -> int_result:
+        """Call CU_STREAM_GET_PRIORITY (567) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 567, _enc.buffers(), timeout=timeout)
+        return xdr_int_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_STREAM_GET_PRIORITY_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_STREAM_GET_PRIORITY (567); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 567, _enc.buffers())
+        return _Pending(call, xdr_int_result.decode)
+
+    def CU_STREAM_GET_FLAGS(self, arg1: cu_handle, *, timeout: float | None = None) -> int_result:
+        """Call CU_STREAM_GET_FLAGS (568) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 568, _enc.buffers(), timeout=timeout)
+        return xdr_int_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_STREAM_GET_FLAGS_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_STREAM_GET_FLAGS (568); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 568, _enc.buffers())
+        return _Pending(call, xdr_int_result.decode)
+
+    def CU_STREAM_GET_ATTRIBUTE(self, arg1: cu_handle, arg2: int, *, timeout: float | None = None) -> int_result:
+        """Call CU_STREAM_GET_ATTRIBUTE (569) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 569, _enc.buffers(), timeout=timeout)
+        return xdr_int_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_STREAM_GET_ATTRIBUTE_async(self, arg1: cu_handle, arg2: int) -> _Pending:
+        """Send CU_STREAM_GET_ATTRIBUTE (569); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 569, _enc.buffers())
+        return _Pending(call, xdr_int_result.decode)
+
+    def CU_STREAM_SET_ATTRIBUTE(self, arg1: cu_handle, arg2: int, arg3: int, *, timeout: float | None = None) -> int:
+        """Call CU_STREAM_SET_ATTRIBUTE (570) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        _xdr.xdr_int.pack(_enc, arg3)
+        body = self._rpc.call(0x20c0ffee, 1, 570, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_STREAM_SET_ATTRIBUTE_async(self, arg1: cu_handle, arg2: int, arg3: int) -> _Pending:
+        """Send CU_STREAM_SET_ATTRIBUTE (570); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        _xdr.xdr_int.pack(_enc, arg3)
+        call = self._rpc.call_async(0x20c0ffee, 1, 570, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_DEVICE_CAN_ACCESS_PEER(self, arg1: int, arg2: int, *, timeout: float | None = None) -> int_result:
+        """Call CU_DEVICE_CAN_ACCESS_PEER (580) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 580, _enc.buffers(), timeout=timeout)
+        return xdr_int_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_DEVICE_CAN_ACCESS_PEER_async(self, arg1: int, arg2: int) -> _Pending:
+        """Send CU_DEVICE_CAN_ACCESS_PEER (580); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 580, _enc.buffers())
+        return _Pending(call, xdr_int_result.decode)
+
+    def CU_DEVICE_GET_P2P_ATTRIBUTE(self, arg1: int, arg2: int, arg3: int, *, timeout: float | None = None) -> int_result:
+        """Call CU_DEVICE_GET_P2P_ATTRIBUTE (581) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        _xdr.xdr_int.pack(_enc, arg3)
+        body = self._rpc.call(0x20c0ffee, 1, 581, _enc.buffers(), timeout=timeout)
+        return xdr_int_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_DEVICE_GET_P2P_ATTRIBUTE_async(self, arg1: int, arg2: int, arg3: int) -> _Pending:
+        """Send CU_DEVICE_GET_P2P_ATTRIBUTE (581); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        _xdr.xdr_int.pack(_enc, arg3)
+        call = self._rpc.call_async(0x20c0ffee, 1, 581, _enc.buffers())
+        return _Pending(call, xdr_int_result.decode)
+
+    def CU_CTX_ENABLE_PEER_ACCESS(self, arg1: cu_handle, arg2: int, *, timeout: float | None = None) -> int:
+        """Call CU_CTX_ENABLE_PEER_ACCESS (582) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_u_int.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 582, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_CTX_ENABLE_PEER_ACCESS_async(self, arg1: cu_handle, arg2: int) -> _Pending:
+        """Send CU_CTX_ENABLE_PEER_ACCESS (582); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_u_int.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 582, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_CTX_DISABLE_PEER_ACCESS(self, arg1: cu_handle, *, timeout: float | None = None) -> int:
+        """Call CU_CTX_DISABLE_PEER_ACCESS (583) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 583, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_CTX_DISABLE_PEER_ACCESS_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_CTX_DISABLE_PEER_ACCESS (583); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 583, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_MEMCPY_PEER(self, arg1: cu_ptr, arg2: cu_handle, arg3: cu_ptr, arg4: cu_handle, arg5: int, *, timeout: float | None = None) -> int:
+        """Call CU_MEMCPY_PEER (584) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_ptr.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        xdr_cu_ptr.pack(_enc, arg3)
+        xdr_cu_handle.pack(_enc, arg4)
+        _xdr.xdr_u_hyper.pack(_enc, arg5)
+        body = self._rpc.call(0x20c0ffee, 1, 584, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_MEMCPY_PEER_async(self, arg1: cu_ptr, arg2: cu_handle, arg3: cu_ptr, arg4: cu_handle, arg5: int) -> _Pending:
+        """Send CU_MEMCPY_PEER (584); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_ptr.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        xdr_cu_ptr.pack(_enc, arg3)
+        xdr_cu_handle.pack(_enc, arg4)
+        _xdr.xdr_u_hyper.pack(_enc, arg5)
+        call = self._rpc.call_async(0x20c0ffee, 1, 584, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_MEMCPY_PEER_ASYNC(self, arg1: cu_ptr, arg2: cu_handle, arg3: cu_ptr, arg4: cu_handle, arg5: int, arg6: cu_handle, *, timeout: float | None = None) -> int:
+        """Call CU_MEMCPY_PEER_ASYNC (585) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_ptr.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        xdr_cu_ptr.pack(_enc, arg3)
+        xdr_cu_handle.pack(_enc, arg4)
+        _xdr.xdr_u_hyper.pack(_enc, arg5)
+        xdr_cu_handle.pack(_enc, arg6)
+        body = self._rpc.call(0x20c0ffee, 1, 585, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_MEMCPY_PEER_ASYNC_async(self, arg1: cu_ptr, arg2: cu_handle, arg3: cu_ptr, arg4: cu_handle, arg5: int, arg6: cu_handle) -> _Pending:
+        """Send CU_MEMCPY_PEER_ASYNC (585); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_ptr.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        xdr_cu_ptr.pack(_enc, arg3)
+        xdr_cu_handle.pack(_enc, arg4)
+        _xdr.xdr_u_hyper.pack(_enc, arg5)
+        xdr_cu_handle.pack(_enc, arg6)
+        call = self._rpc.call_async(0x20c0ffee, 1, 585, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
 
 class CRICKET_V1_Server:
     """Service of program CRICKET_PROG version CRICKET_V1: subclass it, override what
@@ -5979,6 +6589,96 @@ class CRICKET_V1_Server:
             _Facts(replay='readonly'),
             plan=_Plan(encode_args=_plan_a8_encode_args, decode_args=_plan_a8_decode_args, decode_reply=_plan_xdr_resource_desc_result_decode_reply, encode_result=_plan_xdr_resource_desc_result_encode_result),
         ),
+        560: _Procedure(
+            560, 'CU_CTX_GET_FLAGS', (), xdr_int_result,
+            _Facts(replay='readonly'),
+            plan=_Plan(decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
+        ),
+        561: _Procedure(
+            561, 'CU_CTX_SET_FLAGS', (_xdr.xdr_u_int,), _xdr.xdr_int,
+            _Facts(replay='replay'),
+            plan=_Plan(encode_args=_plan_a1_encode_args, decode_args=_plan_a1_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        562: _Procedure(
+            562, 'CU_CTX_GET_CACHE_CONFIG', (), xdr_int_result,
+            _Facts(replay='readonly'),
+            plan=_Plan(decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
+        ),
+        563: _Procedure(
+            563, 'CU_CTX_SET_CACHE_CONFIG', (_xdr.xdr_int,), _xdr.xdr_int,
+            _Facts(replay='replay'),
+            plan=_Plan(encode_args=_plan_a2_encode_args, decode_args=_plan_a2_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        564: _Procedure(
+            564, 'CU_OCCUPANCY_AVAILABLE_DYNAMIC_SMEM_PER_BLOCK', (xdr_cu_handle, _xdr.xdr_int, _xdr.xdr_int), xdr_u64_result,
+            _Facts(replay='readonly', handles=((0, ('function', 'kernel')),)),
+            plan=_Plan(encode_args=_plan_a20_encode_args, decode_args=_plan_a20_decode_args, decode_reply=_plan_xdr_u64_result_decode_reply, encode_result=_plan_xdr_u64_result_encode_result),
+        ),
+        565: _Procedure(
+            565, 'CU_OCCUPANCY_MAX_ACTIVE_CLUSTERS', (xdr_cu_handle, xdr_cluster_config), xdr_int_result,
+            _Facts(replay='readonly', handles=((0, ('function', 'kernel')),)),
+            plan=_Plan(decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
+        ),
+        566: _Procedure(
+            566, 'CU_LAUNCH_KERNEL_EX', (xdr_launch_ex_args,), _xdr.xdr_int,
+            _Facts(pipelined=True, replay='replay'),
+            plan=_Plan(decode_reply=_xdr_plan_status),
+        ),
+        571: _Procedure(
+            571, 'CU_OCCUPANCY_MAX_POTENTIAL_CLUSTER_SIZE', (xdr_cu_handle, xdr_cluster_config), xdr_int_result,
+            _Facts(replay='readonly', handles=((0, ('function', 'kernel')),)),
+            plan=_Plan(decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
+        ),
+        567: _Procedure(
+            567, 'CU_STREAM_GET_PRIORITY', (xdr_cu_handle,), xdr_int_result,
+            _Facts(replay='readonly', handles=((0, ('stream',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
+        ),
+        568: _Procedure(
+            568, 'CU_STREAM_GET_FLAGS', (xdr_cu_handle,), xdr_int_result,
+            _Facts(replay='readonly', handles=((0, ('stream',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
+        ),
+        569: _Procedure(
+            569, 'CU_STREAM_GET_ATTRIBUTE', (xdr_cu_handle, _xdr.xdr_int), xdr_int_result,
+            _Facts(replay='readonly', handles=((0, ('stream',)),)),
+            plan=_Plan(encode_args=_plan_a21_encode_args, decode_args=_plan_a21_decode_args, decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
+        ),
+        570: _Procedure(
+            570, 'CU_STREAM_SET_ATTRIBUTE', (xdr_cu_handle, _xdr.xdr_int, _xdr.xdr_int), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('stream',)),)),
+            plan=_Plan(encode_args=_plan_a20_encode_args, decode_args=_plan_a20_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        580: _Procedure(
+            580, 'CU_DEVICE_CAN_ACCESS_PEER', (_xdr.xdr_int, _xdr.xdr_int), xdr_int_result,
+            _Facts(replay='readonly'),
+            plan=_Plan(encode_args=_plan_a3_encode_args, decode_args=_plan_a3_decode_args, decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
+        ),
+        581: _Procedure(
+            581, 'CU_DEVICE_GET_P2P_ATTRIBUTE', (_xdr.xdr_int, _xdr.xdr_int, _xdr.xdr_int), xdr_int_result,
+            _Facts(replay='readonly'),
+            plan=_Plan(encode_args=_plan_a29_encode_args, decode_args=_plan_a29_decode_args, decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
+        ),
+        582: _Procedure(
+            582, 'CU_CTX_ENABLE_PEER_ACCESS', (xdr_cu_handle, _xdr.xdr_u_int), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('context',)),)),
+            plan=_Plan(encode_args=_plan_a30_encode_args, decode_args=_plan_a30_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        583: _Procedure(
+            583, 'CU_CTX_DISABLE_PEER_ACCESS', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('context',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        584: _Procedure(
+            584, 'CU_MEMCPY_PEER', (xdr_cu_ptr, xdr_cu_handle, xdr_cu_ptr, xdr_cu_handle, _xdr.xdr_u_hyper), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((1, ('context',)), (3, ('context',)))),
+            plan=_Plan(encode_args=_plan_a31_encode_args, decode_args=_plan_a31_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        585: _Procedure(
+            585, 'CU_MEMCPY_PEER_ASYNC', (xdr_cu_ptr, xdr_cu_handle, xdr_cu_ptr, xdr_cu_handle, _xdr.xdr_u_hyper, xdr_cu_handle), _xdr.xdr_int,
+            _Facts(pipelined=True, replay='replay', handles=((1, ('context',)), (3, ('context',)), (5, ('stream',)))),
+            plan=_Plan(encode_args=_plan_a32_encode_args, decode_args=_plan_a32_decode_args, decode_reply=_xdr_plan_status),
+        ),
     }
 
     def HELLO(self, ctx: Any, arg1: hello_args) -> hello_result:
@@ -6385,6 +7085,78 @@ class CRICKET_V1_Server:
         """SURF_OBJECT_GET_RESOURCE_DESC (515): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.SURF_OBJECT_GET_RESOURCE_DESC")
 
+    def CU_CTX_GET_FLAGS(self, ctx: Any) -> int_result:
+        """CU_CTX_GET_FLAGS (560): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_CTX_GET_FLAGS")
+
+    def CU_CTX_SET_FLAGS(self, ctx: Any, arg1: int) -> int:
+        """CU_CTX_SET_FLAGS (561): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_CTX_SET_FLAGS")
+
+    def CU_CTX_GET_CACHE_CONFIG(self, ctx: Any) -> int_result:
+        """CU_CTX_GET_CACHE_CONFIG (562): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_CTX_GET_CACHE_CONFIG")
+
+    def CU_CTX_SET_CACHE_CONFIG(self, ctx: Any, arg1: int) -> int:
+        """CU_CTX_SET_CACHE_CONFIG (563): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_CTX_SET_CACHE_CONFIG")
+
+    def CU_OCCUPANCY_AVAILABLE_DYNAMIC_SMEM_PER_BLOCK(self, ctx: Any, arg1: cu_handle, arg2: int, arg3: int) -> u64_result:
+        """CU_OCCUPANCY_AVAILABLE_DYNAMIC_SMEM_PER_BLOCK (564): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_OCCUPANCY_AVAILABLE_DYNAMIC_SMEM_PER_BLOCK")
+
+    def CU_OCCUPANCY_MAX_ACTIVE_CLUSTERS(self, ctx: Any, arg1: cu_handle, arg2: cluster_config) -> int_result:
+        """CU_OCCUPANCY_MAX_ACTIVE_CLUSTERS (565): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_OCCUPANCY_MAX_ACTIVE_CLUSTERS")
+
+    def CU_LAUNCH_KERNEL_EX(self, ctx: Any, arg1: launch_ex_args) -> int:
+        """CU_LAUNCH_KERNEL_EX (566): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_LAUNCH_KERNEL_EX")
+
+    def CU_OCCUPANCY_MAX_POTENTIAL_CLUSTER_SIZE(self, ctx: Any, arg1: cu_handle, arg2: cluster_config) -> int_result:
+        """CU_OCCUPANCY_MAX_POTENTIAL_CLUSTER_SIZE (571): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_OCCUPANCY_MAX_POTENTIAL_CLUSTER_SIZE")
+
+    def CU_STREAM_GET_PRIORITY(self, ctx: Any, arg1: cu_handle) -> int_result:
+        """CU_STREAM_GET_PRIORITY (567): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_STREAM_GET_PRIORITY")
+
+    def CU_STREAM_GET_FLAGS(self, ctx: Any, arg1: cu_handle) -> int_result:
+        """CU_STREAM_GET_FLAGS (568): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_STREAM_GET_FLAGS")
+
+    def CU_STREAM_GET_ATTRIBUTE(self, ctx: Any, arg1: cu_handle, arg2: int) -> int_result:
+        """CU_STREAM_GET_ATTRIBUTE (569): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_STREAM_GET_ATTRIBUTE")
+
+    def CU_STREAM_SET_ATTRIBUTE(self, ctx: Any, arg1: cu_handle, arg2: int, arg3: int) -> int:
+        """CU_STREAM_SET_ATTRIBUTE (570): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_STREAM_SET_ATTRIBUTE")
+
+    def CU_DEVICE_CAN_ACCESS_PEER(self, ctx: Any, arg1: int, arg2: int) -> int_result:
+        """CU_DEVICE_CAN_ACCESS_PEER (580): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_DEVICE_CAN_ACCESS_PEER")
+
+    def CU_DEVICE_GET_P2P_ATTRIBUTE(self, ctx: Any, arg1: int, arg2: int, arg3: int) -> int_result:
+        """CU_DEVICE_GET_P2P_ATTRIBUTE (581): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_DEVICE_GET_P2P_ATTRIBUTE")
+
+    def CU_CTX_ENABLE_PEER_ACCESS(self, ctx: Any, arg1: cu_handle, arg2: int) -> int:
+        """CU_CTX_ENABLE_PEER_ACCESS (582): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_CTX_ENABLE_PEER_ACCESS")
+
+    def CU_CTX_DISABLE_PEER_ACCESS(self, ctx: Any, arg1: cu_handle) -> int:
+        """CU_CTX_DISABLE_PEER_ACCESS (583): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_CTX_DISABLE_PEER_ACCESS")
+
+    def CU_MEMCPY_PEER(self, ctx: Any, arg1: cu_ptr, arg2: cu_handle, arg3: cu_ptr, arg4: cu_handle, arg5: int) -> int:
+        """CU_MEMCPY_PEER (584): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_MEMCPY_PEER")
+
+    def CU_MEMCPY_PEER_ASYNC(self, ctx: Any, arg1: cu_ptr, arg2: cu_handle, arg3: cu_ptr, arg4: cu_handle, arg5: int, arg6: cu_handle) -> int:
+        """CU_MEMCPY_PEER_ASYNC (585): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_MEMCPY_PEER_ASYNC")
+
 
 # Every codec is built now, at import (none is built while threads use it).
 _xdr.ready_all(
@@ -6438,6 +7210,9 @@ _xdr.ready_all(
     xdr_texture_descs,
     xdr_texture_descs_result,
     xdr_resource_desc_result,
+    xdr_launch_attribute,
+    xdr_launch_ex_args,
+    xdr_cluster_config,
     xdr_cu_ptr,
     xdr_cu_handle,
     xdr_mem_data,
@@ -6447,5 +7222,6 @@ _xdr.ready_all(
     xdr_launch_batch,
     xdr_ckpt_path,
     xdr_device_attribute_list,
+    xdr_launch_attribute_list,
     _codec1,
 )

@@ -18,8 +18,11 @@ log = logging.getLogger("cricket_server.backends")
 BACKEND_NAMES = ("auto", "cuda", "sim")
 
 
-def make_backend(name: str = "auto", *, sim_memory: int | None = None) -> Backend:
-    """The backend called `name`; `sim_memory` is the sim device's size in bytes."""
+def make_backend(
+    name: str = "auto", *, sim_memory: int | None = None, sim_devices: int = 1
+) -> Backend:
+    """The backend called `name`; `sim_memory` is each sim device's size in bytes,
+    `sim_devices` how many devices the sim backend models."""
     if name not in BACKEND_NAMES:
         raise ValueError(f"unknown backend {name!r}: choose one of {', '.join(BACKEND_NAMES)}")
     if name == "auto":
@@ -37,7 +40,7 @@ def make_backend(name: str = "auto", *, sim_memory: int | None = None) -> Backen
         return backend
     from .sim import SimBackend
 
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = {"device_count": sim_devices}
     if sim_memory is not None:
         options["total_mem"] = sim_memory
     return SimBackend(**options)

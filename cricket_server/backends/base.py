@@ -89,6 +89,17 @@ class GlobalInfo:
     size: int
 
 
+@dataclass(frozen=True)
+class LaunchConfig:
+    """What cuLaunchKernelEx and cuOccupancyMaxActiveClusters take of a CUlaunchConfig:
+    grid, block, dynamic shared memory and the launch attributes as (id, x, y, z)."""
+
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_mem: int
+    attrs: tuple[tuple[int, int, int, int], ...] = ()
+
+
 Launcher = Callable[[object, int, int, int, int, int, int, int, object, memoryview], None]
 """BackendSession.launcher()'s result: (func, grid x/y/z, block x/y/z, shared memory bytes,
 stream, packed parameters)."""
@@ -322,6 +333,55 @@ class BackendSession(abc.ABC):
 
     def surf_object_destroy(self, value: int) -> None:
         raise not_supported("cuSurfObjectDestroy")
+    # -- flags, attributes, launch variants (optional) --------------------------------------
+    def ctx_set_cache_config(self, config: int) -> None:  # noqa: B027 - optional hook
+        """cuCtxSetCacheConfig on the current device (CUfunc_cache 0..3, checked by the
+        session). Default: a preference only, nothing to do (the session keeps the value)."""
+
+    def occupancy_available_dynamic_smem(self, func: object, blocks: int, block_size: int) -> int:
+        """cuOccupancyAvailableDynamicSMemPerBlock. Default: CUDA_ERROR_NOT_SUPPORTED (a
+        backend without an occupancy model)."""
+        raise not_supported("cuOccupancyAvailableDynamicSMemPerBlock")
+
+    def occupancy_max_active_clusters(
+        self, func: object, config: LaunchConfig
+    ) -> int:
+        """cuOccupancyMaxActiveClusters. Default: CUDA_ERROR_NOT_SUPPORTED (a backend without
+        thread block clusters)."""
+        raise not_supported("cuOccupancyMaxActiveClusters")
+
+    def occupancy_max_potential_cluster_size(self, func: object, config: LaunchConfig) -> int:
+        """cuOccupancyMaxPotentialClusterSize. Default: CUDA_ERROR_NOT_SUPPORTED (a backend
+        without thread block clusters)."""
+        raise not_supported("cuOccupancyMaxPotentialClusterSize")
+
+    def launch_ex(
+        self, func: object, config: LaunchConfig, stream: object | None, params: memoryview
+    ) -> None:
+        """cuLaunchKernelEx with `config.attrs` (id, x, y, z). Default: CUDA_ERROR_NOT_SUPPORTED
+        (a backend that launches only plainly)."""
+        raise not_supported("cuLaunchKernelEx")
+
+    def stream_set_attribute(  # noqa: B027 - optional hook
+        self, stream: object | None, attr: int, value: int
+    ) -> None:
+        """cuStreamSetAttribute of a scalar CUstreamAttrID (checked by the session, which keeps
+        the value). Default: a hint only, nothing to do."""
+
+    # -- several devices (optional) ---------------------------------------------------------
+    def enable_peer_access(self, peer_dev: int) -> None:  # noqa: B027 - optional hook
+        """cuCtxEnablePeerAccess from the current device to `peer_dev` (the session checked
+        both devices and the state). Default: nothing to do (one address space)."""
+
+    def disable_peer_access(self, peer_dev: int) -> None:  # noqa: B027 - optional hook
+        """cuCtxDisablePeerAccess from the current device to `peer_dev`. Default: nothing."""
+
+    def memcpy_peer(
+        self, dst: int, dst_dev: int, src: int, src_dev: int, size: int, stream: object | None
+    ) -> None:
+        """cuMemcpyPeer(Async) between allocations of two devices. Default: a device-to-device
+        copy (one address space, as on sim)."""
+        self.memcpy_dtod(dst, src, size, stream)
 
     # -- lifetime -------------------------------------------------------------------------
     @abc.abstractmethod
@@ -371,6 +431,20 @@ class Backend(abc.ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release process-wide resources (address reservations)."""
+
+    # -- several devices (optional) ---------------------------------------------------------
+    def can_access_peer(self, dev: int, peer: int) -> bool:
+        """cuDeviceCanAccessPeer of two distinct devices. Default: False (no peer access)."""
+        return False
+
+    def p2p_attribute(self, attrib: int, src: int, dst: int) -> int:
+        """cuDeviceGetP2PAttribute of two distinct devices. Default: 0 for the known
+        CUdevice_P2PAttribute values (1..5), CUDA_ERROR_INVALID_VALUE for others."""
+        if not 1 <= attrib <= 5:
+            raise CudaError(
+                CUDA_ERROR_INVALID_VALUE, f"cuDeviceGetP2PAttribute: unknown attribute {attrib}"
+            )
+        return 0
 
 
 class MemoryKind(enum.IntEnum):

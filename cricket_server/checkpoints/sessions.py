@@ -53,6 +53,12 @@ from cricket_server.resources import (
     StreamRecord,
 )
 from cricket_server.session import Session, SessionManager
+from cricket_server.settings import (
+    CTX_CACHE_CONFIG,
+    FUNC_CACHE_CONFIG,
+    PEER_ACCESS,
+    STREAM_ATTRIBUTE,
+)
 from rpc_spec import checkpoint_rpc as ck
 
 log = logging.getLogger("cricket_server.checkpoints.sessions")
@@ -265,6 +271,10 @@ def snapshot_session(
         allocations=allocations,
         arrays=arrays,
         tex_objects=tex_objects,
+        settings=[
+            ck.setting_image(handle=h, what=what, value=value)
+            for h, what, value in session.settings.items(session.handles.__contains__)
+        ],
     )
 
 
@@ -473,6 +483,8 @@ class _Restorer:
         self.report.bytes += restore_arrays(self.session, self.ckpt, image, self.devs, self.fail)
         for d in image.devices:
             self.limits(d)
+        for setting in image.settings:
+            self.setting(setting)
         self.session.set_context_state(image.initialized, image.context_stack)
         self.session.calls = image.calls
 
@@ -596,6 +608,31 @@ class _Restorer:
                 f"at its address: {e.message}"
             ) from None
         self._write(a.dev, a.ptr, a.contents)
+
+    def setting(self, st: ck.setting_image) -> None:
+        """Re-apply a cache configuration, stream attribute or peer access; the backend's
+        refusal is a warning (the value stays the session's, as the client set it)."""
+        record = next((r for r in self.session.handles.records() if r.handle == st.handle), None)
+        if record is None:
+            raise self.fail(f"setting {st.what} names {st.handle:#x}, which is not in it")
+        dev = self.devs.get(record.ctx, 0)
+        try:
+            with self.session.on_device(dev):
+                if st.what == CTX_CACHE_CONFIG:
+                    self.b.ctx_set_cache_config(st.value)
+                elif st.what == FUNC_CACHE_CONFIG:
+                    self.b.func_set_cache_config(getattr(record, "obj", None), st.value)
+                elif st.what == PEER_ACCESS:
+                    self.b.enable_peer_access(self.devs[st.value])
+                    self.session.settings.add_peer(st.handle, st.value)
+                    return
+                elif st.what > STREAM_ATTRIBUTE:
+                    self.b.stream_set_attribute(
+                        getattr(record, "obj", None), st.what - STREAM_ATTRIBUTE, st.value
+                    )
+        except (CudaError, KeyError) as e:
+            self.report.warnings.append(f"setting {st.what} of {st.handle:#x}: {e}")
+        self.session.settings.set(st.handle, st.what, st.value)
 
     def limits(self, d: ck.device_image) -> None:
         with self.session.on_device(d.dev):

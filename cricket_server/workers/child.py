@@ -311,6 +311,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--parent-pid", type=int, required=True)
     parser.add_argument("--backend", choices=BACKEND_NAMES, default="auto")
     parser.add_argument("--sim-memory", type=int)
+    parser.add_argument("--sim-devices", type=int, default=1)
     parser.add_argument("--log-level", default="info")
     parser.add_argument("--server-version", default="0.0.0")
     parser.add_argument("--va-slot", type=int, default=0)
@@ -346,7 +347,9 @@ def main(argv: list[str] | None = None) -> int:
         log.info("the main process is gone before this worker started")
         return 0
     try:
-        backend = make_backend(args.backend, sim_memory=args.sim_memory)
+        backend = make_backend(
+            args.backend, sim_memory=args.sim_memory, sim_devices=args.sim_devices
+        )
     except Exception as exc:
         log.error("could not create the %s backend: %s", args.backend, exc)
         return 1

@@ -63,6 +63,7 @@ class WorkerSpec:
     max_contexts: int | None = None  # --max-contexts
     max_buffered: int | None = None  # --max-buffered
     spin_us: float = field(default_factory=default_spin_us)  # --spin-us
+    sim_devices: int = 1  # --sim-devices
 
     def command(self, control_fd: int, va_slot: int) -> list[str]:
         cmd = [
@@ -73,6 +74,8 @@ class WorkerSpec:
         ]  # fmt: skip
         if self.sim_memory is not None:
             cmd += ["--sim-memory", str(self.sim_memory)]
+        if self.sim_devices != 1:
+            cmd += ["--sim-devices", str(self.sim_devices)]
         cmd += self.security.worker_args()
         for option, value in (
             ("--max-session-memory", self.max_session_memory),

@@ -86,6 +86,7 @@ def _plain_value(proc: ir.ProcedureDef, index: int, ptr: int, channels: int) -> 
     return {
         "cu_ptr": ptr, "mem_data": b"", "name_str": "vector_add", "option_list": [],
         "attribute_list": [], "device_attribute_list": [], "string": "", "bool": True,
+        "cluster_config": proto.cluster_config(1, 1, 1, 32, 1, 1, 0, []),
     }.get(name, 0)
 
 

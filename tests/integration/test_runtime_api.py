@@ -23,7 +23,7 @@ from cricket_client.runtime_props import ATTRIBUTES, PROPERTY_ATTRIBUTES, proper
 real = pytest.importorskip("cuda.bindings.runtime")
 
 ROOT = Path(__file__).resolve().parents[2]
-NOT_IN_CUDA_PYTHON = {"cudaLaunchKernel"}  # offered here; cuda-python has no cudaLaunchKernel
+NOT_IN_CUDA_PYTHON = {"cudaLaunchKernel", "cudaLaunchCooperativeKernel"}  # offered here, not by cuda-python
 
 
 def test_generated_enums_are_fresh() -> None:

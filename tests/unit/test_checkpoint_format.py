@@ -56,6 +56,7 @@ def _blob_session(sink: BlobSink, contents: list[bytes]) -> ck.session_image:
         allocations=allocs,
         arrays=[],
         tex_objects=[],
+        settings=[],
     )
 
 

@@ -89,7 +89,7 @@ def test_unsupported_name_fails_loudly() -> None:
         cuda.cuGraphCreate  # noqa: B018
     with pytest.raises(AttributeError, match="no attribute 'cuNoSuchThing'"):
         cuda.cuNoSuchThing  # noqa: B018
-    assert not hasattr(cuda, "cuMemHostAlloc")
+    assert not hasattr(cuda, "cuGraphicsMapResources")
     assert set(cuda.SUPPORTED) <= _enums.DRIVER_NAMES
 
 

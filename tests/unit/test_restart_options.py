@@ -52,9 +52,10 @@ def test_both_commands_build_the_same_server(
     built: list[dict[str, Any]] = []
 
     def in_threads(listeners: Any, stop: Any, backend: str, sim_bytes: Any, checkpoints: Any,
-                   limits: Any, spin_us: float, restore: Any) -> None:  # fmt: skip
+                   limits: Any, spin_us: float, restore: Any, sim_devices: int = 1) -> None:  # fmt: skip
         built.append({"admission": listeners.admission, "limits": limits, "spin": spin_us,
-                      "checkpoints": checkpoints, "restore": restore})  # fmt: skip
+                      "checkpoints": checkpoints, "restore": restore,
+                      "sim_devices": sim_devices})  # fmt: skip
 
     def in_workers(listeners: Any, stop: Any, pool: Any, limits: Any, checkpoints: Any,
                    restore: Any) -> None:  # fmt: skip
@@ -73,6 +74,7 @@ def test_both_commands_build_the_same_server(
         "--max-record", "1M", "--idle-timeout", "30", "--max-in-flight", "4",
         "--checkpoint-root", str(tmp_path), "--spin-us", "7",
         "--checkpoint-dir", str(tmp_path / "periodic"), "--checkpoint-every", "60",
+        "--sim-devices", "2",
     ]  # fmt: skip
     runner = CliRunner()
     served = runner.invoke(server_command, options, catch_exceptions=False)
@@ -85,3 +87,5 @@ def test_both_commands_build_the_same_server(
     assert server["admission"].token == restart["admission"].token == token.read_bytes()
     assert server == restart
     assert server["limits"].max_session_memory == 8 << 20 and server["limits"].max_sessions == 3
+    devices = server["spec"].sim_devices if "spec" in server else server["sim_devices"]
+    assert devices == 2  # --sim-devices reaches the backend of either isolation

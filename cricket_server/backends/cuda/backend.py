@@ -114,6 +114,15 @@ class CudaBackend(Backend):
         raw = call(driver.cuDeviceGetPCIBusId, 64, self.device_handle(dev))
         return bytes(raw).split(b"\0", 1)[0].decode()
 
+    def can_access_peer(self, dev: int, peer: int) -> bool:
+        handles = self.device_handle(dev), self.device_handle(peer)
+        return bool(call(driver.cuDeviceCanAccessPeer, *handles))
+
+    def p2p_attribute(self, attrib: int, src: int, dst: int) -> int:
+        attr = enum_value(driver.CUdevice_P2PAttribute, attrib, "cuDeviceGetP2PAttribute")
+        handles = self.device_handle(src), self.device_handle(dst)
+        return int(call(driver.cuDeviceGetP2PAttribute, attr, *handles))
+
     def open_session(self, *, staging_limit: int | None = None) -> BackendSession:
         limit = self._staging_limit if staging_limit is None else staging_limit
         return CudaSession(self, limit)

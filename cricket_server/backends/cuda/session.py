@@ -29,6 +29,7 @@ from .context import DeviceContext
 from .host_memory import HostRegistrations
 from .jit import JitOptions
 from .launch import ParamBuffer, ParamLayouts
+from .launch_ex import CudaLaunchVariants
 from .staging import PinnedStager
 from .vmm import VmmBacking
 
@@ -81,7 +82,7 @@ class _DeviceState:
         return errors
 
 
-class CudaSession(CudaArrays, BackendSession):
+class CudaSession(CudaArrays, CudaLaunchVariants, BackendSession):
     def __init__(self, backend: CudaBackend, staging_limit: int) -> None:
         self._backend = backend
         self._staging_limit = staging_limit

@@ -37,6 +37,7 @@ from cricket_server.backends.sim.arrays import SimArrays
 from cricket_server.backends.sim.cubin import KernelInfo, ModuleImage, parse_image
 from cricket_server.backends.sim.devmem import GRANULARITY, KernelMemory, SimChunkBacking, SimMemory
 from cricket_server.backends.sim.kernels import KernelArgs, Launch, find_kernel
+from cricket_server.backends.sim.launch_ex import SimLaunchVariants
 from cricket_server.backends.sim.streams import (
     CU_EVENT_DISABLE_TIMING,
     CU_EVENT_INTERPROCESS,
@@ -143,6 +144,22 @@ class SimBackend(Backend):
     def open_session(self) -> SimSession:
         return SimSession(self)
 
+    def can_access_peer(self, dev: int, peer: int) -> bool:
+        """Every sim device reaches every other (one host memory)."""
+        self.device(dev)
+        self.device(peer)
+        return dev != peer
+
+    def p2p_attribute(self, attrib: int, src: int, dst: int) -> int:
+        """Performance rank 0; access, native atomics and array access supported."""
+        self.device(src)
+        self.device(dst)
+        if not 1 <= attrib <= 5:
+            raise CudaError(
+                CUDA_ERROR_INVALID_VALUE, f"cuDeviceGetP2PAttribute: unknown attribute {attrib}"
+            )
+        return {1: 0, 2: 1, 3: 1, 4: 1, 5: 0}[attrib]
+
 
 # -- session objects ------------------------------------------------------------------------
 @dataclass(eq=False)
@@ -181,7 +198,7 @@ class _DeviceState:
     module_heap: DeviceHeap | None = None
 
 
-class SimSession(SimArrays, BackendSession):
+class SimSession(SimArrays, SimLaunchVariants, BackendSession):
     """The device work of one client on the sim backend."""
 
     def __init__(self, backend: SimBackend) -> None:
