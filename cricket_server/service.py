@@ -30,8 +30,8 @@ from cricket_server.checkpoints.targets import check_own_target
 from cricket_server.datapath import DataPathProcedures
 from cricket_server.launch_batch import Launch, decode_launch_batch_args
 from cricket_server.limits import confine_checkpoint_path
-from cricket_server.service_arrays import ArrayProcedures
 from cricket_server.remote_attributes import remote_attribute
+from cricket_server.service_arrays import ArrayProcedures
 from cricket_server.service_flags import FlagsProcedures
 from cricket_server.session import Session, SessionManager, negotiate_version
 from rpc_spec import cricket_rpc as proto
