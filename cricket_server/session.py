@@ -49,6 +49,7 @@ from cricket_server.session_core import (
     HeapFactory,
     SessionCore,
 )
+from cricket_server.session_graphs import SessionGraphs
 from cricket_server.session_memcalls import PITCH_ALIGNMENT, SessionMemoryCalls
 from cricket_server.session_modules import SessionModules
 from cricket_server.session_runtime import SessionRuntime
@@ -233,6 +234,7 @@ class SessionManager:
 
 
 class Session(
+    SessionGraphs,
     SessionContexts,
     SessionMemoryCalls,
     SessionModules,

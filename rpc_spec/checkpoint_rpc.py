@@ -32,6 +32,9 @@ __all__ = [
     'stream_image',
     'event_image',
     'allocation_image',
+    'graph_node_image',
+    'graph_image',
+    'graph_exec_image',
     'session_image',
     'manifest_body',
     'manifest_file',
@@ -52,6 +55,9 @@ __all__ = [
     'xdr_stream_image',
     'xdr_event_image',
     'xdr_allocation_image',
+    'xdr_graph_node_image',
+    'xdr_graph_image',
+    'xdr_graph_exec_image',
     'xdr_session_image',
     'xdr_manifest_body',
     'xdr_manifest_file',
@@ -391,6 +397,62 @@ class allocation_image:
 
 
 @_dc.dataclass(slots=True)
+class graph_node_image:
+    """struct graph_node_image."""
+
+    handle: ckpt_handle
+    dependencies: list[ckpt_handle]
+    params: bytes
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_graph_node_image.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> graph_node_image:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_graph_node_image.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class graph_image:
+    """struct graph_image."""
+
+    handle: ckpt_handle
+    ctx: ckpt_handle
+    flags: int
+    nodes: list[graph_node_image]
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_graph_image.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> graph_image:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_graph_image.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class graph_exec_image:
+    """struct graph_exec_image."""
+
+    handle: ckpt_handle
+    ctx: ckpt_handle
+    flags: int
+    nodes: list[graph_node_image]
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_graph_exec_image.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> graph_exec_image:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_graph_exec_image.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
 class session_image:
     """struct session_image."""
 
@@ -410,6 +472,8 @@ class session_image:
     streams: list[stream_image]
     events: list[event_image]
     allocations: list[allocation_image]
+    graphs: list[graph_image]
+    graph_execs: list[graph_exec_image]
 
     def encode(self) -> bytes:
         """The XDR encoding of this value."""
@@ -477,6 +541,9 @@ xdr_library_image = _xdr.Struct('library_image')
 xdr_stream_image = _xdr.Struct('stream_image')
 xdr_event_image = _xdr.Struct('event_image')
 xdr_allocation_image = _xdr.Struct('allocation_image')
+xdr_graph_node_image = _xdr.Struct('graph_node_image')
+xdr_graph_image = _xdr.Struct('graph_image')
+xdr_graph_exec_image = _xdr.Struct('graph_exec_image')
 xdr_session_image = _xdr.Struct('session_image')
 xdr_manifest_body = _xdr.Struct('manifest_body')
 xdr_manifest_file = _xdr.Struct('manifest_file')
@@ -855,6 +922,89 @@ def _xdr_allocation_image__unpack(dec: _xdr.Decoder) -> allocation_image:
     return allocation_image(a0_0, a0_1, a0_2, a0_3, a0_4, f5)
 
 
+_xdr_graph_node_image__st0 = _struct.Struct('>Q')
+_xdr_graph_node_image__S0, _xdr_graph_node_image__U0 = _xdr_graph_node_image__st0.pack, _xdr_graph_node_image__st0.unpack_from
+
+
+def _xdr_graph_node_image__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_graph_node_image__S0(v.handle)
+        _xdr_graph_node_image__p1(enc, v.dependencies)
+        _xdr_graph_node_image__p2(enc, v.params)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_graph_node_image.diagnose(v, e)) from None
+
+
+def _xdr_graph_node_image__unpack(dec: _xdr.Decoder) -> graph_node_image:
+    try:
+        pos = dec.pos
+        a0_0, = _xdr_graph_node_image__U0(dec.mv, pos)
+        dec.pos = pos + 8
+        f1 = _xdr_graph_node_image__u1(dec)
+        f2 = _xdr_graph_node_image__u2(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct graph_node_image: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct graph_node_image: %s is not a declared enum value' % e) from None
+    return graph_node_image(a0_0, f1, f2)
+
+
+_xdr_graph_image__st0 = _struct.Struct('>QQI')
+_xdr_graph_image__S0, _xdr_graph_image__U0 = _xdr_graph_image__st0.pack, _xdr_graph_image__st0.unpack_from
+
+
+def _xdr_graph_image__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_graph_image__S0(v.handle, v.ctx, v.flags)
+        _xdr_graph_image__p3(enc, v.nodes)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_graph_image.diagnose(v, e)) from None
+
+
+def _xdr_graph_image__unpack(dec: _xdr.Decoder) -> graph_image:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, = _xdr_graph_image__U0(dec.mv, pos)
+        dec.pos = pos + 20
+        f3 = _xdr_graph_image__u3(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct graph_image: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct graph_image: %s is not a declared enum value' % e) from None
+    return graph_image(a0_0, a0_1, a0_2, f3)
+
+
+_xdr_graph_exec_image__st0 = _struct.Struct('>QQQ')
+_xdr_graph_exec_image__S0, _xdr_graph_exec_image__U0 = _xdr_graph_exec_image__st0.pack, _xdr_graph_exec_image__st0.unpack_from
+
+
+def _xdr_graph_exec_image__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_graph_exec_image__S0(v.handle, v.ctx, v.flags)
+        _xdr_graph_exec_image__p3(enc, v.nodes)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_graph_exec_image.diagnose(v, e)) from None
+
+
+def _xdr_graph_exec_image__unpack(dec: _xdr.Decoder) -> graph_exec_image:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, = _xdr_graph_exec_image__U0(dec.mv, pos)
+        dec.pos = pos + 24
+        f3 = _xdr_graph_exec_image__u3(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct graph_exec_image: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct graph_exec_image: %s is not a declared enum value' % e) from None
+    return graph_exec_image(a0_0, a0_1, a0_2, f3)
+
+
 _xdr_session_image__st0 = _struct.Struct('>Q')
 _xdr_session_image__S0, _xdr_session_image__U0 = _xdr_session_image__st0.pack, _xdr_session_image__st0.unpack_from
 _xdr_session_image__st6 = _struct.Struct('>IQ')
@@ -878,6 +1028,8 @@ def _xdr_session_image__pack(enc: _xdr.Encoder, v: Any) -> None:
         _xdr_session_image__p13(enc, v.streams)
         _xdr_session_image__p14(enc, v.events)
         _xdr_session_image__p15(enc, v.allocations)
+        _xdr_session_image__p16(enc, v.graphs)
+        _xdr_session_image__p17(enc, v.graph_execs)
     except RecursionError:
         raise
     except Exception as e:
@@ -908,11 +1060,13 @@ def _xdr_session_image__unpack(dec: _xdr.Decoder) -> session_image:
         f13 = _xdr_session_image__u13(dec)
         f14 = _xdr_session_image__u14(dec)
         f15 = _xdr_session_image__u15(dec)
+        f16 = _xdr_session_image__u16(dec)
+        f17 = _xdr_session_image__u17(dec)
     except _struct.error:
         raise _xdr.XdrDecodeError('struct session_image: data ends early at offset %d' % dec.pos) from None
     except KeyError as e:
         raise _xdr.XdrDecodeError('struct session_image: %s is not a declared enum value' % e) from None
-    return session_image(a0_0, f1, f2, f3, f4, f5, a6_0, a6_1, f8, f9, f10, f11, f12, f13, f14, f15)
+    return session_image(a0_0, f1, f2, f3, f4, f5, a6_0, a6_1, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17)
 
 
 _xdr_manifest_body__st1 = _struct.Struct('>Q')
@@ -1115,6 +1269,35 @@ xdr_allocation_image.define(
     ],
     coders=(_xdr_allocation_image__pack, _xdr_allocation_image__unpack),
 )
+xdr_graph_node_image.define(
+    graph_node_image,
+    [
+        ('handle', xdr_ckpt_handle),
+        ('dependencies', _xdr.VarArray(xdr_ckpt_handle, None)),
+        ('params', _xdr.VarOpaque(None)),
+    ],
+    coders=(_xdr_graph_node_image__pack, _xdr_graph_node_image__unpack),
+)
+xdr_graph_image.define(
+    graph_image,
+    [
+        ('handle', xdr_ckpt_handle),
+        ('ctx', xdr_ckpt_handle),
+        ('flags', _xdr.xdr_u_int),
+        ('nodes', _xdr.VarArray(xdr_graph_node_image, None)),
+    ],
+    coders=(_xdr_graph_image__pack, _xdr_graph_image__unpack),
+)
+xdr_graph_exec_image.define(
+    graph_exec_image,
+    [
+        ('handle', xdr_ckpt_handle),
+        ('ctx', xdr_ckpt_handle),
+        ('flags', _xdr.xdr_u_hyper),
+        ('nodes', _xdr.VarArray(xdr_graph_node_image, None)),
+    ],
+    coders=(_xdr_graph_exec_image__pack, _xdr_graph_exec_image__unpack),
+)
 xdr_session_image.define(
     session_image,
     [
@@ -1134,6 +1317,8 @@ xdr_session_image.define(
         ('streams', _xdr.VarArray(xdr_stream_image, None)),
         ('events', _xdr.VarArray(xdr_event_image, None)),
         ('allocations', _xdr.VarArray(xdr_allocation_image, None)),
+        ('graphs', _xdr.VarArray(xdr_graph_image, None)),
+        ('graph_execs', _xdr.VarArray(xdr_graph_exec_image, None)),
     ],
     coders=(_xdr_session_image__pack, _xdr_session_image__unpack),
 )
@@ -1199,6 +1384,14 @@ _xdr_library_image__p5 = xdr_library_image.fields[5][1].packer()
 _xdr_library_image__u5 = xdr_library_image.fields[5][1].unpacker()
 _xdr_allocation_image__p5 = xdr_allocation_image.fields[5][1].packer()
 _xdr_allocation_image__u5 = xdr_allocation_image.fields[5][1].unpacker()
+_xdr_graph_node_image__p1 = xdr_graph_node_image.fields[1][1].packer()
+_xdr_graph_node_image__u1 = xdr_graph_node_image.fields[1][1].unpacker()
+_xdr_graph_node_image__p2 = xdr_graph_node_image.fields[2][1].packer()
+_xdr_graph_node_image__u2 = xdr_graph_node_image.fields[2][1].unpacker()
+_xdr_graph_image__p3 = xdr_graph_image.fields[3][1].packer()
+_xdr_graph_image__u3 = xdr_graph_image.fields[3][1].unpacker()
+_xdr_graph_exec_image__p3 = xdr_graph_exec_image.fields[3][1].packer()
+_xdr_graph_exec_image__u3 = xdr_graph_exec_image.fields[3][1].unpacker()
 _xdr_session_image__p1 = xdr_session_image.fields[1][1].packer()
 _xdr_session_image__u1 = xdr_session_image.fields[1][1].unpacker()
 _xdr_session_image__p2 = xdr_session_image.fields[2][1].packer()
@@ -1225,6 +1418,10 @@ _xdr_session_image__p14 = xdr_session_image.fields[14][1].packer()
 _xdr_session_image__u14 = xdr_session_image.fields[14][1].unpacker()
 _xdr_session_image__p15 = xdr_session_image.fields[15][1].packer()
 _xdr_session_image__u15 = xdr_session_image.fields[15][1].unpacker()
+_xdr_session_image__p16 = xdr_session_image.fields[16][1].packer()
+_xdr_session_image__u16 = xdr_session_image.fields[16][1].unpacker()
+_xdr_session_image__p17 = xdr_session_image.fields[17][1].packer()
+_xdr_session_image__u17 = xdr_session_image.fields[17][1].unpacker()
 _xdr_manifest_body__p0 = xdr_manifest_body.fields[0][1].packer()
 _xdr_manifest_body__u0 = xdr_manifest_body.fields[0][1].unpacker()
 _xdr_manifest_body__p2 = xdr_manifest_body.fields[2][1].packer()
@@ -1258,6 +1455,9 @@ _xdr.ready_all(
     xdr_stream_image,
     xdr_event_image,
     xdr_allocation_image,
+    xdr_graph_node_image,
+    xdr_graph_image,
+    xdr_graph_exec_image,
     xdr_session_image,
     xdr_manifest_body,
     xdr_manifest_file,

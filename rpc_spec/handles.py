@@ -25,6 +25,9 @@ class HandleKind(enum.IntEnum):
     KERNEL = 0x05
     STREAM = 0x06
     EVENT = 0x07
+    GRAPH = 0x08
+    GRAPH_EXEC = 0x09
+    GRAPH_NODE = 0x0A
 
     @property
     def label(self) -> str:

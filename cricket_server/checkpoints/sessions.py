@@ -41,6 +41,12 @@ from checkpoint.tokens import TokenDigest
 from checkpoint.writer import BlobSink, CheckpointWriter
 from cricket_server.backends.base import CudaError
 from cricket_server.backends.sim.cubin import parse_image  # an image parser, used for any backend
+from cricket_server.checkpoints.graphs import (
+    exec_images,
+    graph_handles,
+    graph_images,
+    restore_graphs,
+)
 from cricket_server.resources import (
     ContextRecord,
     EventRecord,
@@ -259,6 +265,8 @@ def snapshot_session(
         streams=streams,
         events=events,
         allocations=allocations,
+        graphs=graph_images(session),
+        graph_execs=exec_images(session),
     )
 
 
@@ -467,6 +475,9 @@ class _Restorer:
         for d in image.devices:
             self.limits(d)
         self.session.set_context_state(image.initialized, image.context_stack)
+        restore_graphs(
+            self.session, str(self.ckpt.path), image.graphs, image.graph_execs, self.devs
+        )
         self.session.calls = image.calls
 
     def _write(self, dev: int, addr: int, blob: ck.blob_ref) -> None:
@@ -612,6 +623,7 @@ def _handles_of(s: ck.session_image) -> Iterator[int]:
             yield k.handle
             if k.function is not None:
                 yield k.function.handle
+    yield from graph_handles(s)
 
 
 def sessions_conflict(images: list[ck.session_image]) -> str | None:

@@ -34,6 +34,7 @@ from cricket_server.backends.base import (
 from cricket_server.backends.sim import device as dv
 from cricket_server.backends.sim.cubin import KernelInfo, ModuleImage, parse_image
 from cricket_server.backends.sim.devmem import GRANULARITY, KernelMemory, SimChunkBacking, SimMemory
+from cricket_server.backends.sim.graphs import ReplayGraphs
 from cricket_server.backends.sim.kernels import KernelArgs, Launch, find_kernel
 from cricket_server.backends.sim.streams import (
     CU_EVENT_DISABLE_TIMING,
@@ -179,7 +180,7 @@ class _DeviceState:
     module_heap: DeviceHeap | None = None
 
 
-class SimSession(BackendSession):
+class SimSession(ReplayGraphs, BackendSession):
     """The device work of one client on the sim backend."""
 
     def __init__(self, backend: SimBackend) -> None:
