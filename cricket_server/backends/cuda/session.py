@@ -25,6 +25,7 @@ from ..base import (
 )
 from ._driver import call, driver, enum_value, error_text
 from .context import DeviceContext
+from .graphs import CudaGraphs
 from .host_memory import HostRegistrations
 from .jit import JitOptions
 from .launch import ParamBuffer, ParamLayouts
@@ -80,7 +81,7 @@ class _DeviceState:
         return errors
 
 
-class CudaSession(BackendSession):
+class CudaSession(CudaGraphs, BackendSession):
     def __init__(self, backend: CudaBackend, staging_limit: int) -> None:
         self._backend = backend
         self._staging_limit = staging_limit
@@ -501,6 +502,7 @@ class CudaSession(BackendSession):
         if self._closed:
             return
         errors: list[CudaError] = self._host.release_all()  # before the contexts go
+        errors += self.close_graphs()
         for library in self._libraries.values():
             try:
                 call(driver.cuLibraryUnload, library)
