@@ -241,8 +241,6 @@ def cuStreamBeginCapture(hStream: Any, mode: Any) -> tuple[Any]:
     return _out(err)
 
 
-cuStreamBeginCapture_v2 = cuStreamBeginCapture
-
 
 def cuStreamEndCapture(hStream: Any) -> tuple[Any, CUgraph | None]:
     conn = get_connection()
@@ -294,6 +292,9 @@ def _kernel_params(conn: Connection, call: str, p: Any) -> tuple[int, Any]:
     launch's (D5)."""
     from .driver import _function_id
 
+    if not hasattr(p, "func"):
+        conn.set_local_error(f"{call}: nodeParams is not a CUDA_KERNEL_NODE_PARAMS")
+        return int(_INVALID_VALUE), None
     fn = p.func if as_int(p.func) else p.kern
     err, func = _function_id(conn, fn)
     if err:
@@ -325,8 +326,8 @@ def cuGraphAddKernelNode(
     call = "cuGraphAddKernelNode"
     conn = get_connection()
     deps = _deps(call, dependencies, numDependencies)
-    if nodeParams is None:
-        return _fail(conn, _INVALID_VALUE, f"{call}: nodeParams is None", 1)
+    if not hasattr(nodeParams, "func"):
+        return _fail(conn, _INVALID_VALUE, f"{call}: nodeParams is not a CUDA_KERNEL_NODE_PARAMS", 1)
     err, kernel = _kernel_params(conn, call, nodeParams)
     if err:
         return _out(err, None)
@@ -387,8 +388,8 @@ def cuGraphAddMemcpyNode(
     call = "cuGraphAddMemcpyNode"
     conn = get_connection()
     deps = _deps(call, dependencies, numDependencies)
-    if copyParams is None:
-        return _fail(conn, _INVALID_VALUE, f"{call}: copyParams is None", 1)
+    if not hasattr(copyParams, "WidthInBytes"):
+        return _fail(conn, _INVALID_VALUE, f"{call}: copyParams is not a CUDA_MEMCPY3D", 1)
     params = memcpy_node_params(conn, call, copyParams)
     if isinstance(params, str):
         return _fail(conn, _NOT_SUPPORTED, f"{call}: {params}", 1)
@@ -416,8 +417,10 @@ def cuGraphAddMemsetNode(
     call = "cuGraphAddMemsetNode"
     conn = get_connection()
     deps = _deps(call, dependencies, numDependencies)
-    if memsetParams is None:
-        return _fail(conn, _INVALID_VALUE, f"{call}: memsetParams is None", 1)
+    if not hasattr(memsetParams, "elementSize"):
+        return _fail(
+            conn, _INVALID_VALUE, f"{call}: memsetParams is not a CUDA_MEMSET_NODE_PARAMS", 1
+        )
     return _add(conn, hGraph, deps, _node(conn, _MEMSET, memset_node_params(conn, call, memsetParams)))
 
 
@@ -600,8 +603,6 @@ def cuGraphInstantiate(hGraph: Any, flags: int) -> tuple[Any, CUgraphExec | None
     return (_SUCCESS, CUgraphExec(made.exec))
 
 
-cuGraphInstantiateWithFlags = cuGraphInstantiate
-
 
 def cuGraphExecDestroy(hGraphExec: Any) -> tuple[Any]:
     conn = get_connection()
@@ -672,6 +673,8 @@ def cuGraphExecMemsetNodeSetParams(
 ) -> tuple[Any]:
     call = "cuGraphExecMemsetNodeSetParams"
     conn = get_connection()
+    if not hasattr(memsetParams, "elementSize"):
+        return _fail(conn, _INVALID_VALUE, f"{call}: memsetParams is not a CUDA_MEMSET_NODE_PARAMS", 0)  # type: ignore[return-value]
     node = _node(conn, _MEMSET, memset_node_params(conn, call, memsetParams))
     return _out(
         conn.sync(
@@ -691,10 +694,9 @@ def cuGraphExecUpdate(hGraphExec: Any, hGraph: Any) -> tuple[Any, Any]:
     err, _ = get_connection().sync(
         "CU_GRAPH_EXEC_UPDATE", _u64(hGraphExec, "hGraphExec"), _u64(hGraph, "hGraph")
     )
-    info = CUgraphExecUpdateResultInfo(result=0 if not err else 1)
     if err:
-        return (_out(err)[0], info)
-    return (_SUCCESS, info)
+        return _out(err, None)  # type: ignore[return-value]
+    return (_SUCCESS, CUgraphExecUpdateResultInfo(result=0))
 
 
 GRAPH_FUNCTIONS = frozenset(

@@ -139,6 +139,9 @@ def _kernel_params(conn: Connection, call: str, p: Any) -> Any:
     CUfunction as func); (CUresult, params)."""
     from .runtime import _function
 
+    if not hasattr(p, "func"):
+        conn.set_local_error(f"{call}: pNodeParams is not a cudaKernelNodeParams")
+        return int(cudaError_t.cudaErrorInvalidValue), None
     err, fn = _function(conn, p.func)
     if err:
         return err, None
@@ -155,6 +158,8 @@ def _kernel_params(conn: Connection, call: str, p: Any) -> Any:
 
 
 def _memset(p: Any) -> Any:
+    if not hasattr(p, "elementSize"):
+        return None
     return dg.CUDA_MEMSET_NODE_PARAMS(
         dst=p.dst, pitch=p.pitch, value=p.value, elementSize=p.elementSize, width=p.width,
         height=p.height,
@@ -276,6 +281,8 @@ def cudaGraphAddMemcpyNode(
 ) -> tuple[Any, cudaGraphNode_t | None]:
     call = "cudaGraphAddMemcpyNode"
     p = pCopyParams
+    if not hasattr(p, "extent"):
+        return _fail(cudaError_t.cudaErrorInvalidValue, f"{call}: pCopyParams is not a cudaMemcpy3DParms", 1)
     if p.srcArray or p.dstArray:
         return _fail(cudaError_t.cudaErrorNotSupported, f"{call}: arrays are not supported in memcpy nodes remotely", 1)
     for pos in (p.srcPos, p.dstPos):
