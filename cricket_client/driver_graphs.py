@@ -20,7 +20,7 @@ import threading
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._args import size_t, u64, uint
 from ._enums import (
@@ -82,6 +82,12 @@ class _Params:
 
     def getPtr(self) -> int:
         return id(self)
+
+    if TYPE_CHECKING:  # fields are set by name, as on cuda-python's structs
+
+        def __getattr__(self, name: str) -> Any: ...
+
+        def __setattr__(self, name: str, value: Any) -> None: ...
 
     def __repr__(self) -> str:
         return "\n".join(f"{name} : {getattr(self, name)!r}" for name in self._fields)
