@@ -44,16 +44,19 @@ from cricket_server.graphs import (
     flatten,
 )
 from cricket_server.resources import EventRecord, HandleKind
+from cricket_server.session_contexts import SessionContexts
 from cricket_server.session_core import STREAM_LEGACY
 from cricket_server.session_memcalls import SessionMemoryCalls
 from cricket_server.session_modules import SessionModules
+from cricket_server.session_runtime import SessionRuntime
 from cricket_server.session_streams import SessionStreams
 from rpc_spec import cricket_rpc as proto
 
 if TYPE_CHECKING:
     from cricket_server.launch_batch import Launch
 
-_capture_ids = itertools.count(1)  # capture sequence ids, unique in the process
+_capture_ids = itertools.count(1)
+CAPTURE_MODE_RELAXED = 2  # CUstreamCaptureMode  # capture sequence ids, unique in the process
 _NODE_NAMES = {
     NODE_KERNEL: "kernel",
     NODE_MEMCPY: "memcpy",
@@ -84,7 +87,9 @@ class StreamCapture:
     tail: list[int] = field(default_factory=list)
 
 
-class SessionGraphs(SessionMemoryCalls, SessionModules, SessionStreams):
+class SessionGraphs(
+    SessionContexts, SessionMemoryCalls, SessionModules, SessionStreams, SessionRuntime
+):
     """cuGraph*, cuStreamBeginCapture/EndCapture/GetCaptureInfo, and capture of the
     pipelined calls of the other domains (this mixin comes first in `Session`)."""
 
@@ -628,6 +633,60 @@ class SessionGraphs(SessionMemoryCalls, SessionModules, SessionStreams):
             call, capture, proto.graph_node_params(NODE_MEMSET, spec),
             lambda: self._check_memset(call, spec),
         )
+
+    def memset_2d(
+        self, dst: int, pitch: int, value: int, width: int, height: int, stream: int
+    ) -> None:
+        capture = self._capture_of(stream)
+        if capture is None:
+            return super().memset_2d(dst, pitch, value, width, height, stream)
+        call = "cudaMemset2DAsync"
+        self.current(call)
+        spec = proto.graph_memset_params(dst, pitch, value & 0xFF, 1, width, height)
+        self._captured(
+            call, capture, proto.graph_node_params(NODE_MEMSET, spec),
+            lambda: self._check_memset(call, spec),
+        )
+        return None
+
+    def memcpy_2d_dtod(
+        self, dst: int, dpitch: int, src: int, spitch: int, width: int, height: int, stream: int
+    ) -> None:
+        """Captured: one memcpy node a row, in order."""
+        if self._capture_of(stream) is None:
+            return super().memcpy_2d_dtod(dst, dpitch, src, spitch, width, height, stream)
+        for r in range(height if width else 0):
+            self.memcpy_dtod(dst + r * dpitch, src + r * spitch, width, stream)
+        return None
+
+    def memcpy_2d_htod(
+        self, dst: int, dpitch: int, rows: memoryview, width: int, height: int, stream: int
+    ) -> None:
+        if self._capture_of(stream) is not None:
+            raise self._unsupported_in_capture("cudaMemcpy2DAsync (host to device)", stream)
+        super().memcpy_2d_htod(dst, dpitch, rows, width, height, stream)
+
+    def memcpy_2d_dtoh(self, src: int, spitch: int, width: int, height: int, stream: int) -> bytes:
+        if self._capture_of(stream) is not None:
+            raise self._unsupported_in_capture("cudaMemcpy2DAsync (device to host)", stream)
+        return super().memcpy_2d_dtoh(src, spitch, width, height, stream)
+
+    def mem_alloc_async(self, size: int, stream: int) -> int:
+        if self._capture_of(stream) is not None:  # no memory allocation nodes remotely
+            raise self._unsupported_in_capture("cuMemAllocAsync", stream)
+        return super().mem_alloc_async(size, stream)
+
+    def mem_free_async(self, ptr: int, stream: int) -> None:
+        if self._capture_of(stream) is not None:
+            raise self._unsupported_in_capture("cuMemFreeAsync", stream)
+        super().mem_free_async(ptr, stream)
+
+    def ctx_synchronize(self) -> None:
+        """Refused while a capture that is not relaxed is under way, as CUDA refuses it."""
+        for stream, capture in (self.__dict__.get("_captures") or {}).items():
+            if capture.seq.mode != CAPTURE_MODE_RELAXED:
+                raise self._unsupported_in_capture("cuCtxSynchronize", stream)
+        super().ctx_synchronize()
 
     def event_record(self, event: int, stream: int) -> None:
         capture = self._capture_of(stream)

@@ -119,3 +119,29 @@ def test_runtime_host_functions_are_refused(rt: cricket_client.Connection) -> No
     err, = cudart.cudaStreamAddCallback(0, None, None, 0)
     assert err == cudart.cudaError_t.cudaErrorNotSupported
     assert "cudaStreamAddCallback" in cricket_client.last_error_message()
+
+
+def test_runtime_2d_memset_is_captured_and_device_sync_refused(rt: cricket_client.Connection) -> None:
+    pitch, width, height = 512, 100, 4
+    d = ok(cudart.cudaMalloc(pitch * height))
+    ok(cudart.cudaMemset(d, 0, pitch * height))
+    stream = ok(cudart.cudaStreamCreate())
+    ok(cudart.cudaStreamBeginCapture(stream, cudart.cudaStreamCaptureMode.cudaStreamCaptureModeGlobal))
+    ok(cudart.cudaMemset2DAsync(d, pitch, 7, width, height, stream))
+    err, = cudart.cudaDeviceSynchronize()  # not while a global-mode capture is under way
+    assert err == cudart.cudaError_t.cudaErrorStreamCaptureUnsupported
+    err, _ = cudart.cudaStreamEndCapture(stream)
+    assert err == cudart.cudaError_t.cudaErrorStreamCaptureInvalidated
+    cudart.cudaGetLastError()
+    ok(cudart.cudaStreamBeginCapture(stream, cudart.cudaStreamCaptureMode.cudaStreamCaptureModeGlobal))
+    ok(cudart.cudaMemset2DAsync(d, pitch, 7, width, height, stream))
+    graph = ok(cudart.cudaStreamEndCapture(stream))
+    out = np.zeros(pitch * height, dtype=np.uint8)
+    ok(cudart.cudaMemcpy(out.ctypes.data, d, out.nbytes, D2H))
+    assert not out.any()  # captured, not run
+    exec_ = ok(cudart.cudaGraphInstantiate(graph, 0))
+    ok(cudart.cudaGraphLaunch(exec_, stream))
+    ok(cudart.cudaStreamSynchronize(stream))
+    ok(cudart.cudaMemcpy(out.ctypes.data, d, out.nbytes, D2H))
+    rows = out.reshape(height, pitch)
+    assert np.all(rows[:, :width] == 7) and not rows[:, width:].any()

@@ -54,7 +54,8 @@ class CudaGraphs(BackendSession):
                 made.nodes[node.key] = self._add_node(made, graph, deps, node, state.context.handle)
             made.exec = call(driver.cuGraphInstantiate, graph, 0)
             if made.inputs or made.outputs:
-                made.done = call(driver.cuEventCreate, driver.CU_EVENT_DISABLE_TIMING)
+                flags = driver.CUevent_flags.CU_EVENT_DISABLE_TIMING
+                made.done = call(driver.cuEventCreate, flags)
         except BaseException:
             self._free_exec(made)
             raise
