@@ -13,7 +13,12 @@ from typing import TYPE_CHECKING
 
 from checkpoint.format import CheckpointError
 from cricket_server.backends.base import CudaError
-from cricket_server.graphs import GraphExecRecord, GraphNodeRecord, GraphRecord
+from cricket_server.graphs import (
+    CUDA_ERROR_ILLEGAL_STATE,
+    GraphExecRecord,
+    GraphNodeRecord,
+    GraphRecord,
+)
 from cricket_server.resources import HandleKind
 from rpc_spec import checkpoint_rpc as ck
 from rpc_spec import cricket_rpc as proto
@@ -31,6 +36,16 @@ def _node_image(node: GraphNodeRecord) -> ck.graph_node_image:
 
 
 def graph_images(session: Session) -> list[ck.graph_image]:
+    """The session's graphs; refused while a stream captures (a capture's state is the
+    stream's, which a checkpoint does not keep)."""
+    captures = session.__dict__.get("_captures")
+    if captures:
+        stream = next(iter(captures))
+        raise CudaError(
+            CUDA_ERROR_ILLEGAL_STATE,
+            f"checkpoint: session {session.id:#x} is capturing stream {stream:#x} into a "
+            "graph; end the capture (cuStreamEndCapture) before checkpointing",
+        )
     out = []
     for record in session.handles.records():
         if isinstance(record, GraphRecord):

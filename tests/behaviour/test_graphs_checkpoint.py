@@ -15,6 +15,7 @@ from checkpoint_helpers import ServerProcess, server_list, start_restart, start_
 
 import cricket_client
 from cricket_client import driver as cuda
+from cricket_client.checkpoints import CheckpointFailed
 
 N = 2048
 BLOCK = 256
@@ -94,5 +95,67 @@ def test_restored_execs_relaunch_with_the_same_results(
         again = check(cuda.cuGraphInstantiate(explicit, 0))
         check(cuda.cuGraphLaunch(again, stream))
         check(cuda.cuStreamSynchronize(stream))
+    finally:
+        conn.close()
+
+
+def test_a_checkpoint_during_a_capture_is_refused_naming_it(
+    tmp_path: Path, servers: list[ServerProcess]
+) -> None:
+    server = start_server(servers, tmp_path, "thread")
+    conn = open_session(server.address, make_default=True)
+    try:
+        stream = check(cuda.cuStreamCreate(0))
+        check(cuda.cuStreamBeginCapture(stream, cuda.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_GLOBAL))
+        with pytest.raises(CheckpointFailed, match="cuStreamEndCapture"):
+            cricket_client.checkpoint(tmp_path / "ckpt")
+        check(cuda.cuStreamEndCapture(stream))
+        cricket_client.checkpoint(tmp_path / "ckpt")
+    finally:
+        conn.close()
+
+
+def test_graph_calls_after_the_checkpoint_are_replayed_after_a_crash(
+    tmp_path: Path, servers: list[ServerProcess], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Capture, instantiate and launches made after the checkpoint come back by replay: the
+    same graph and exec handles, and the device memory as the launches left it."""
+    server = start_server(servers, tmp_path)
+    conn = open_session(server.address, make_default=True)
+    try:
+        mod = check(cuda.cuModuleLoadData((KERNELS / "test_kernels.sm_90.cubin").read_bytes()))
+        saxpy = check(cuda.cuModuleGetFunction(mod, b"saxpy"))
+        host_in = np.ones(N, dtype=np.float32)
+        dx = check(cuda.cuMemAlloc(host_in.nbytes))
+        dy = check(cuda.cuMemAlloc(host_in.nbytes))
+        check(cuda.cuMemsetD32(dy, 0, N))
+        stream = check(cuda.cuStreamCreate(0))
+        cricket_client.checkpoint(tmp_path / "ckpt")
+
+        check(cuda.cuStreamBeginCapture(stream, cuda.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_GLOBAL))
+        check(cuda.cuMemcpyHtoDAsync(dx, host_in, host_in.nbytes, stream))
+        check(cuda.cuLaunchKernel(saxpy, N // BLOCK, 1, 1, BLOCK, 1, 1, 0, stream,
+                                  saxpy_args(1.0, dx, dy), 0))
+        graph = check(cuda.cuStreamEndCapture(stream))
+        exec_ = check(cuda.cuGraphInstantiate(graph, 0))
+        for value in (1.0, 2.0, 3.0):
+            host_in[:] = value
+            check(cuda.cuGraphLaunch(exec_, stream))
+        check(cuda.cuStreamSynchronize(stream))
+        server.kill()
+
+        restarted = start_restart(servers, tmp_path, tmp_path / "ckpt")
+        monkeypatch.setenv(cricket_client.ADDRESS_ENV, restarted.address)
+        check(cuda.cuStreamSynchronize(stream))  # reconnects and replays
+        y = np.empty(N, dtype=np.float32)
+        check(cuda.cuMemcpyDtoH(y, dy, y.nbytes))
+        assert np.all(y == 6)  # the three launches, each with the bytes it was sent
+        _, count = check(cuda.cuGraphGetNodes(graph))
+        assert count == 2
+        host_in[:] = 10
+        check(cuda.cuGraphLaunch(exec_, stream))
+        check(cuda.cuStreamSynchronize(stream))
+        check(cuda.cuMemcpyDtoH(y, dy, y.nbytes))
+        assert np.all(y == 16)
     finally:
         conn.close()
