@@ -280,6 +280,8 @@ class Session(
             elif isinstance(record, LibraryRecord):
                 self._release(summary, "libraries", self.bsession.library_unload, record.obj)
                 self._forget_library(record)
+            else:  # graphs, graph nodes and execs: the backend's close frees what they hold
+                self.handles.remove(record.handle)
 
     def _release(
         self, summary: FreeSummary, what: str, free: Callable[..., object], *args: object
