@@ -1,9 +1,9 @@
 """CUDA graphs: a step captured from a stream once and launched many times, and the same work
 built node by node (after NVIDIA's simpleCudaGraphs).
 
-The step is a small decoding-style loop body: copy this iteration's input from host memory,
-reset the state, run `saxpy` twice on the device, copy the result back to host memory. Stream
-capture records it into a graph (cudaStreamBeginCapture ... cudaStreamEndCapture); every
+The step is a small decoding-style loop body: copy this iteration's input from page-locked
+host memory (cudaMallocHost), reset the state, run `saxpy` twice on the device, copy the result
+back to host memory. Stream capture records it into a graph (cudaStreamBeginCapture ... cudaStreamEndCapture); every
 launch of the instantiated graph reads the host input as it is at that launch. Then a graph
 with memset, kernel and memcpy nodes and explicit dependencies does the same with the driver
 API (cuGraphAddMemsetNode, cuGraphAddKernelNode, cuGraphAddMemcpyNode).
@@ -11,6 +11,7 @@ API (cuGraphAddMemsetNode, cuGraphAddKernelNode, cuGraphAddMemcpyNode).
 
 from __future__ import annotations
 
+import ctypes
 import sys
 import time
 
@@ -43,9 +44,17 @@ def kernel_args(a: float, x: int, y: int) -> tuple[object, int]:
     return (args, params), params.ctypes.data
 
 
+def pinned(count: int) -> tuple[int, np.ndarray]:
+    """Page-locked host memory (cudaMallocHost) and a float32 array over it."""
+    address = check(runtime.cudaMallocHost(count * 4))
+    return address, np.ctypeslib.as_array((ctypes.c_float * count).from_address(address))
+
+
 def captured(kernel: object, d_x: int, d_y: int) -> bool:
-    h_in = np.zeros(N, dtype=np.float32)
-    h_out = np.zeros(N, dtype=np.float32)
+    in_addr, h_in = pinned(N)
+    out_addr, h_out = pinned(N)
+    h_in[:] = 0
+    h_out[:] = 0
     stream = check(runtime.cudaStreamCreate())
     keep, params = kernel_args(2.0, d_x, d_y)
     check(runtime.cudaStreamBeginCapture(
@@ -77,13 +86,16 @@ def captured(kernel: object, d_x: int, d_y: int) -> bool:
     check(runtime.cudaGraphExecDestroy(exec_))
     check(runtime.cudaGraphDestroy(graph))
     check(runtime.cudaStreamDestroy(stream))
-    del keep
+    del keep, h_in, h_out
+    for address in (in_addr, out_addr):
+        check(runtime.cudaFreeHost(address))
     return ok
 
 
 def explicit(kernel: object, d_x: int, d_y: int) -> bool:
     x = np.arange(N, dtype=np.float32)
-    out = np.zeros(N, dtype=np.float32)
+    out_addr, out = pinned(N)
+    out[:] = 0
     check(runtime.cudaMemcpy(d_x, x.ctypes.data, x.nbytes, runtime.cudaMemcpyKind.cudaMemcpyHostToDevice))
     ctx = check(driver.cuCtxGetCurrent())
     graph = check(driver.cuGraphCreate(0))
@@ -126,7 +138,8 @@ def explicit(kernel: object, d_x: int, d_y: int) -> bool:
     print(f"y = 1 + 0.5 x on every element: {ok}")
     check(driver.cuGraphExecDestroy(exec_))
     check(driver.cuGraphDestroy(graph))
-    del keep
+    del keep, out
+    check(runtime.cudaFreeHost(out_addr))
     return ok
 
 
