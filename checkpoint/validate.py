@@ -70,6 +70,12 @@ def _handles(s: ck.session_image) -> Iterator[tuple[HandleKind, int, str]]:
         yield HandleKind.EVENT, e.handle, "event"
     for arr in s.arrays:
         yield HandleKind.ARRAY, arr.handle, "array"
+    for g in s.graphs:
+        yield HandleKind.GRAPH, g.handle, "graph"
+        for n in g.nodes:
+            yield HandleKind.GRAPH_NODE, n.handle, f"graph {g.handle:#x} node"
+    for x in s.graph_execs:
+        yield HandleKind.GRAPH_EXEC, x.handle, "graph exec"
 
 
 def _blobs(s: ck.session_image) -> Iterator[tuple[str, ck.blob_ref]]:
@@ -117,6 +123,10 @@ def _session_problems(s: ck.session_image, va: tuple[int, int]) -> Iterator[str]
     for e in s.events:
         yield from ctx_problem(f"event {e.handle:#x}", e.ctx)
     yield from _array_problems(s, ctx_problem)
+    for gr in s.graphs:
+        yield from ctx_problem(f"graph {gr.handle:#x}", gr.ctx)
+    for x in s.graph_execs:
+        yield from ctx_problem(f"graph exec {x.handle:#x}", x.ctx)
     yield from _allocation_problems(s, devs, va)
     for what, ref in _blobs(s):
         why = blob_path_problem(ref.file)

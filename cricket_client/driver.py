@@ -138,6 +138,8 @@ def _htod(call: str, dst: int, src: Any, n: int, stream: int | None) -> tuple[An
         data = read_host(src, n, f"{call}: srcHost")
     except HostBufferError as exc:
         raise TypeError(str(exc)) from None
+    if stream is not None and _graphs.capturing(conn, stream):
+        return _graphs.capture_host_copy(conn, call, True, dst, src, n, stream)
     routed = _bulk(conn).htod(dst, data, stream) if n else None
     if routed is not None:
         return _out(routed)
@@ -157,6 +159,8 @@ def _htod(call: str, dst: int, src: Any, n: int, stream: int | None) -> tuple[An
 def _dtoh(call: str, dst: Any, src: int, n: int, stream: int | None) -> tuple[Any]:
     """Chunks in flight together, each received straight into its part of `dst`."""
     conn = _conn()
+    if stream is not None and _graphs.capturing(conn, stream):
+        return _graphs.capture_host_copy(conn, call, False, src, dst, n, stream)
     try:
         view = writable_view(dst, n, f"{call}: dstHost")
     except HostBufferError as exc:
@@ -656,7 +660,10 @@ def cuOccupancyMaxPotentialBlockSize(
     return (_SUCCESS, r.value.first, r.value.second)
 
 
+# -- CUDA graphs and stream capture (cricket_client.driver_graphs) ----------------------------
+from . import driver_graphs as _graphs  # noqa: E402
 from .driver_flags import *  # noqa: E402, F403  (flags, attributes, launch variants)
+from .driver_graphs import *  # noqa: E402, F403
 from .driver_peers import *  # noqa: E402, F403  (several devices)
 from .driver_unshared import *  # noqa: E402, F403  (memory a remote client cannot share)
 
@@ -677,7 +684,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'cricket_client.driver' has no attribute {name!r}")
 
 
-__all__ = sorted(SUPPORTED) + list(_enums.__all__) + [
+__all__ = sorted(SUPPORTED) + list(_enums.__all__) + list(_graphs.__all__) + [
     "CUcontext",
     "CUdevice",
     "CUdeviceptr",

@@ -54,7 +54,9 @@ MAX_BYTES_ENV = "CRICKET_REPLAY_LOG_BYTES"
 DEFAULT_MAX_BYTES = 256 << 20
 ENTRY_OVERHEAD = 64
 # results whose value a replay must reproduce exactly (pointers and handles)
-_IDENTITY_RESULTS = frozenset({"ptr_result", "handle_result", "pitch_result", "module_load_result"})
+_IDENTITY_RESULTS = frozenset(
+    {"ptr_result", "handle_result", "pitch_result", "module_load_result", "graph_exec_result"}
+)
 RECENT = 256  # names of the last counted calls kept, to name the calls a restore lacks
 _RECENT_MASK = RECENT - 1
 

@@ -681,7 +681,10 @@ def cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
     return _ret(*result)
 
 
+# -- CUDA graphs and stream capture (cricket_client.runtime_graphs) ---------------------------
+from . import runtime_graphs as _graphs  # noqa: E402
 from .runtime_flags import *  # noqa: E402, F403  (flags, launch variants, devices, shared memory)
+from .runtime_graphs import *  # noqa: E402, F403
 
 # -- everything else ------------------------------------------------------------------------
 
@@ -701,7 +704,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'cricket_client.runtime' has no attribute {name!r}")
 
 
-__all__ = sorted(SUPPORTED) + list(_runtime_enums.__all__) + [
+__all__ = sorted(SUPPORTED) + list(_runtime_enums.__all__) + list(_graphs.__all__) + [
     "cudaDeviceProp",
     "cudaEvent_t",
     "cudaFuncAttributes",

@@ -28,6 +28,7 @@ from cricket_server.backends.base import (
 from cricket_server.checkpoints.sessions import checkpoint_call
 from cricket_server.checkpoints.targets import check_own_target
 from cricket_server.datapath import DataPathProcedures
+from cricket_server.graph_procedures import GraphProcedures
 from cricket_server.launch_batch import Launch, decode_launch_batch_args
 from cricket_server.limits import confine_checkpoint_path
 from cricket_server.remote_attributes import remote_attribute
@@ -91,7 +92,7 @@ def operator_refusal(ctx: Any) -> proto.checkpoint_result | None:
 
 
 class CricketService(
-    FlagsProcedures, DataPathProcedures, ArrayProcedures, proto.CRICKET_V1_Server
+    GraphProcedures, FlagsProcedures, DataPathProcedures, ArrayProcedures, proto.CRICKET_V1_Server
 ):
     """Serves CRICKET_V1 over the sessions of one `SessionManager`."""
 

@@ -50,6 +50,7 @@ from cricket_server.session_core import (
     HeapFactory,
     SessionCore,
 )
+from cricket_server.session_graphs import SessionGraphs
 from cricket_server.session_memcalls import PITCH_ALIGNMENT, SessionMemoryCalls
 from cricket_server.session_modules import SessionModules
 from cricket_server.session_peers import SessionPeers
@@ -235,6 +236,7 @@ class SessionManager:
 
 
 class Session(
+    SessionGraphs,
     SessionPeers,
     SessionContexts,
     SessionMemoryCalls,
@@ -285,6 +287,8 @@ class Session(
                 self._forget_library(record)
             elif isinstance(record, ArrayRecord):
                 self._release(summary, "arrays", self._free_array, record)
+            else:  # graphs, graph nodes and execs: the backend's close frees what they hold
+                self.handles.remove(record.handle)
 
     def _release(
         self, summary: FreeSummary, what: str, free: Callable[..., object], *args: object

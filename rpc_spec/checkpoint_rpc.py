@@ -35,6 +35,9 @@ __all__ = [
     'array_image',
     'tex_object_image',
     'setting_image',
+    'graph_node_image',
+    'graph_image',
+    'graph_exec_image',
     'session_image',
     'manifest_body',
     'manifest_file',
@@ -58,6 +61,9 @@ __all__ = [
     'xdr_array_image',
     'xdr_tex_object_image',
     'xdr_setting_image',
+    'xdr_graph_node_image',
+    'xdr_graph_image',
+    'xdr_graph_exec_image',
     'xdr_session_image',
     'xdr_manifest_body',
     'xdr_manifest_file',
@@ -473,6 +479,62 @@ class setting_image:
 
 
 @_dc.dataclass(slots=True)
+class graph_node_image:
+    """struct graph_node_image."""
+
+    handle: ckpt_handle
+    dependencies: list[ckpt_handle]
+    params: bytes
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_graph_node_image.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> graph_node_image:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_graph_node_image.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class graph_image:
+    """struct graph_image."""
+
+    handle: ckpt_handle
+    ctx: ckpt_handle
+    flags: int
+    nodes: list[graph_node_image]
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_graph_image.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> graph_image:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_graph_image.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class graph_exec_image:
+    """struct graph_exec_image."""
+
+    handle: ckpt_handle
+    ctx: ckpt_handle
+    flags: int
+    nodes: list[graph_node_image]
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_graph_exec_image.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> graph_exec_image:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_graph_exec_image.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
 class session_image:
     """struct session_image."""
 
@@ -495,6 +557,8 @@ class session_image:
     arrays: list[array_image]
     tex_objects: list[tex_object_image]
     settings: list[setting_image]
+    graphs: list[graph_image]
+    graph_execs: list[graph_exec_image]
 
     def encode(self) -> bytes:
         """The XDR encoding of this value."""
@@ -565,6 +629,9 @@ xdr_allocation_image = _xdr.Struct('allocation_image')
 xdr_array_image = _xdr.Struct('array_image')
 xdr_tex_object_image = _xdr.Struct('tex_object_image')
 xdr_setting_image = _xdr.Struct('setting_image')
+xdr_graph_node_image = _xdr.Struct('graph_node_image')
+xdr_graph_image = _xdr.Struct('graph_image')
+xdr_graph_exec_image = _xdr.Struct('graph_exec_image')
 xdr_session_image = _xdr.Struct('session_image')
 xdr_manifest_body = _xdr.Struct('manifest_body')
 xdr_manifest_file = _xdr.Struct('manifest_file')
@@ -1030,6 +1097,89 @@ def _xdr_setting_image__unpack(dec: _xdr.Decoder) -> setting_image:
     return setting_image(a0_0, a0_1, a0_2)
 
 
+_xdr_graph_node_image__st0 = _struct.Struct('>Q')
+_xdr_graph_node_image__S0, _xdr_graph_node_image__U0 = _xdr_graph_node_image__st0.pack, _xdr_graph_node_image__st0.unpack_from
+
+
+def _xdr_graph_node_image__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_graph_node_image__S0(v.handle)
+        _xdr_graph_node_image__p1(enc, v.dependencies)
+        _xdr_graph_node_image__p2(enc, v.params)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_graph_node_image.diagnose(v, e)) from None
+
+
+def _xdr_graph_node_image__unpack(dec: _xdr.Decoder) -> graph_node_image:
+    try:
+        pos = dec.pos
+        a0_0, = _xdr_graph_node_image__U0(dec.mv, pos)
+        dec.pos = pos + 8
+        f1 = _xdr_graph_node_image__u1(dec)
+        f2 = _xdr_graph_node_image__u2(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct graph_node_image: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct graph_node_image: %s is not a declared enum value' % e) from None
+    return graph_node_image(a0_0, f1, f2)
+
+
+_xdr_graph_image__st0 = _struct.Struct('>QQI')
+_xdr_graph_image__S0, _xdr_graph_image__U0 = _xdr_graph_image__st0.pack, _xdr_graph_image__st0.unpack_from
+
+
+def _xdr_graph_image__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_graph_image__S0(v.handle, v.ctx, v.flags)
+        _xdr_graph_image__p3(enc, v.nodes)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_graph_image.diagnose(v, e)) from None
+
+
+def _xdr_graph_image__unpack(dec: _xdr.Decoder) -> graph_image:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, = _xdr_graph_image__U0(dec.mv, pos)
+        dec.pos = pos + 20
+        f3 = _xdr_graph_image__u3(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct graph_image: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct graph_image: %s is not a declared enum value' % e) from None
+    return graph_image(a0_0, a0_1, a0_2, f3)
+
+
+_xdr_graph_exec_image__st0 = _struct.Struct('>QQQ')
+_xdr_graph_exec_image__S0, _xdr_graph_exec_image__U0 = _xdr_graph_exec_image__st0.pack, _xdr_graph_exec_image__st0.unpack_from
+
+
+def _xdr_graph_exec_image__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_graph_exec_image__S0(v.handle, v.ctx, v.flags)
+        _xdr_graph_exec_image__p3(enc, v.nodes)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_graph_exec_image.diagnose(v, e)) from None
+
+
+def _xdr_graph_exec_image__unpack(dec: _xdr.Decoder) -> graph_exec_image:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, = _xdr_graph_exec_image__U0(dec.mv, pos)
+        dec.pos = pos + 24
+        f3 = _xdr_graph_exec_image__u3(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct graph_exec_image: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct graph_exec_image: %s is not a declared enum value' % e) from None
+    return graph_exec_image(a0_0, a0_1, a0_2, f3)
+
+
 _xdr_session_image__st0 = _struct.Struct('>Q')
 _xdr_session_image__S0, _xdr_session_image__U0 = _xdr_session_image__st0.pack, _xdr_session_image__st0.unpack_from
 _xdr_session_image__st6 = _struct.Struct('>IQ')
@@ -1056,6 +1206,8 @@ def _xdr_session_image__pack(enc: _xdr.Encoder, v: Any) -> None:
         _xdr_session_image__p16(enc, v.arrays)
         _xdr_session_image__p17(enc, v.tex_objects)
         _xdr_session_image__p18(enc, v.settings)
+        _xdr_session_image__p19(enc, v.graphs)
+        _xdr_session_image__p20(enc, v.graph_execs)
     except RecursionError:
         raise
     except Exception as e:
@@ -1089,11 +1241,13 @@ def _xdr_session_image__unpack(dec: _xdr.Decoder) -> session_image:
         f16 = _xdr_session_image__u16(dec)
         f17 = _xdr_session_image__u17(dec)
         f18 = _xdr_session_image__u18(dec)
+        f19 = _xdr_session_image__u19(dec)
+        f20 = _xdr_session_image__u20(dec)
     except _struct.error:
         raise _xdr.XdrDecodeError('struct session_image: data ends early at offset %d' % dec.pos) from None
     except KeyError as e:
         raise _xdr.XdrDecodeError('struct session_image: %s is not a declared enum value' % e) from None
-    return session_image(a0_0, f1, f2, f3, f4, f5, a6_0, a6_1, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18)
+    return session_image(a0_0, f1, f2, f3, f4, f5, a6_0, a6_1, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20)
 
 
 _xdr_manifest_body__st1 = _struct.Struct('>Q')
@@ -1333,6 +1487,35 @@ xdr_setting_image.define(
     coders=(_xdr_setting_image__pack, _xdr_setting_image__unpack),
     whole=(setting_image.encode, setting_image.decode),
 )
+xdr_graph_node_image.define(
+    graph_node_image,
+    [
+        ('handle', xdr_ckpt_handle),
+        ('dependencies', _xdr.VarArray(xdr_ckpt_handle, None)),
+        ('params', _xdr.VarOpaque(None)),
+    ],
+    coders=(_xdr_graph_node_image__pack, _xdr_graph_node_image__unpack),
+)
+xdr_graph_image.define(
+    graph_image,
+    [
+        ('handle', xdr_ckpt_handle),
+        ('ctx', xdr_ckpt_handle),
+        ('flags', _xdr.xdr_u_int),
+        ('nodes', _xdr.VarArray(xdr_graph_node_image, None)),
+    ],
+    coders=(_xdr_graph_image__pack, _xdr_graph_image__unpack),
+)
+xdr_graph_exec_image.define(
+    graph_exec_image,
+    [
+        ('handle', xdr_ckpt_handle),
+        ('ctx', xdr_ckpt_handle),
+        ('flags', _xdr.xdr_u_hyper),
+        ('nodes', _xdr.VarArray(xdr_graph_node_image, None)),
+    ],
+    coders=(_xdr_graph_exec_image__pack, _xdr_graph_exec_image__unpack),
+)
 xdr_session_image.define(
     session_image,
     [
@@ -1355,6 +1538,8 @@ xdr_session_image.define(
         ('arrays', _xdr.VarArray(xdr_array_image, None)),
         ('tex_objects', _xdr.VarArray(xdr_tex_object_image, None)),
         ('settings', _xdr.VarArray(xdr_setting_image, None)),
+        ('graphs', _xdr.VarArray(xdr_graph_image, None)),
+        ('graph_execs', _xdr.VarArray(xdr_graph_exec_image, None)),
     ],
     coders=(_xdr_session_image__pack, _xdr_session_image__unpack),
 )
@@ -1428,6 +1613,14 @@ _xdr_tex_object_image__p4 = xdr_tex_object_image.fields[4][1].packer()
 _xdr_tex_object_image__u4 = xdr_tex_object_image.fields[4][1].unpacker()
 _xdr_tex_object_image__p5 = xdr_tex_object_image.fields[5][1].packer()
 _xdr_tex_object_image__u5 = xdr_tex_object_image.fields[5][1].unpacker()
+_xdr_graph_node_image__p1 = xdr_graph_node_image.fields[1][1].packer()
+_xdr_graph_node_image__u1 = xdr_graph_node_image.fields[1][1].unpacker()
+_xdr_graph_node_image__p2 = xdr_graph_node_image.fields[2][1].packer()
+_xdr_graph_node_image__u2 = xdr_graph_node_image.fields[2][1].unpacker()
+_xdr_graph_image__p3 = xdr_graph_image.fields[3][1].packer()
+_xdr_graph_image__u3 = xdr_graph_image.fields[3][1].unpacker()
+_xdr_graph_exec_image__p3 = xdr_graph_exec_image.fields[3][1].packer()
+_xdr_graph_exec_image__u3 = xdr_graph_exec_image.fields[3][1].unpacker()
 _xdr_session_image__p1 = xdr_session_image.fields[1][1].packer()
 _xdr_session_image__u1 = xdr_session_image.fields[1][1].unpacker()
 _xdr_session_image__p2 = xdr_session_image.fields[2][1].packer()
@@ -1460,6 +1653,10 @@ _xdr_session_image__p17 = xdr_session_image.fields[17][1].packer()
 _xdr_session_image__u17 = xdr_session_image.fields[17][1].unpacker()
 _xdr_session_image__p18 = xdr_session_image.fields[18][1].packer()
 _xdr_session_image__u18 = xdr_session_image.fields[18][1].unpacker()
+_xdr_session_image__p19 = xdr_session_image.fields[19][1].packer()
+_xdr_session_image__u19 = xdr_session_image.fields[19][1].unpacker()
+_xdr_session_image__p20 = xdr_session_image.fields[20][1].packer()
+_xdr_session_image__u20 = xdr_session_image.fields[20][1].unpacker()
 _xdr_manifest_body__p0 = xdr_manifest_body.fields[0][1].packer()
 _xdr_manifest_body__u0 = xdr_manifest_body.fields[0][1].unpacker()
 _xdr_manifest_body__p2 = xdr_manifest_body.fields[2][1].packer()
@@ -1496,6 +1693,9 @@ _xdr.ready_all(
     xdr_array_image,
     xdr_tex_object_image,
     xdr_setting_image,
+    xdr_graph_node_image,
+    xdr_graph_image,
+    xdr_graph_exec_image,
     xdr_session_image,
     xdr_manifest_body,
     xdr_manifest_file,

@@ -25,6 +25,7 @@ __all__ = [
     'MAX_PARAMS',
     'MAX_LAUNCH_BATCH',
     'MAX_DEVICE_ATTRS',
+    'MAX_GRAPH_NODES',
     'CRICKET_PROG',
     'CRICKET_V1',
     'HELLO',
@@ -146,6 +147,28 @@ __all__ = [
     'CU_CTX_DISABLE_PEER_ACCESS',
     'CU_MEMCPY_PEER',
     'CU_MEMCPY_PEER_ASYNC',
+    'CU_GRAPH_CREATE',
+    'CU_GRAPH_DESTROY',
+    'CU_GRAPH_ADD_NODE',
+    'CU_GRAPH_GET_NODES',
+    'CU_GRAPH_GET_ROOT_NODES',
+    'CU_GRAPH_GET_EDGES',
+    'CU_GRAPH_CLONE',
+    'CU_GRAPH_ADD_DEPENDENCIES',
+    'CU_GRAPH_NODE_GET_TYPE',
+    'CU_GRAPH_NODE_GET_DEPENDENCIES',
+    'CU_GRAPH_NODE_GET_PARAMS',
+    'CU_GRAPH_NODE_SET_PARAMS',
+    'CU_GRAPH_INSTANTIATE',
+    'CU_GRAPH_EXEC_DESTROY',
+    'CU_GRAPH_LAUNCH',
+    'CU_GRAPH_LAUNCH_SYNC',
+    'CU_GRAPH_EXEC_NODE_SET_PARAMS',
+    'CU_GRAPH_EXEC_UPDATE',
+    'CU_STREAM_BEGIN_CAPTURE',
+    'CU_STREAM_END_CAPTURE',
+    'CU_STREAM_GET_CAPTURE_INFO',
+    'CU_STREAM_CAPTURE_HOST_COPY',
     'int_result',
     'u64_result',
     'handle_result',
@@ -199,6 +222,19 @@ __all__ = [
     'launch_attribute',
     'launch_ex_args',
     'cluster_config',
+    'graph_kernel_params',
+    'graph_memcpy_params',
+    'graph_memset_params',
+    'graph_node_params',
+    'graph_node_params_result',
+    'graph_nodes_result',
+    'graph_edges',
+    'graph_edges_result',
+    'graph_host_copy',
+    'graph_exec_made',
+    'graph_exec_result',
+    'capture_info',
+    'capture_info_result',
     'cu_ptr',
     'cu_handle',
     'mem_data',
@@ -209,6 +245,7 @@ __all__ = [
     'ckpt_path',
     'device_attribute_list',
     'launch_attribute_list',
+    'graph_node_list',
     'xdr_int_result',
     'xdr_u64_result',
     'xdr_handle_result',
@@ -262,6 +299,19 @@ __all__ = [
     'xdr_launch_attribute',
     'xdr_launch_ex_args',
     'xdr_cluster_config',
+    'xdr_graph_kernel_params',
+    'xdr_graph_memcpy_params',
+    'xdr_graph_memset_params',
+    'xdr_graph_node_params',
+    'xdr_graph_node_params_result',
+    'xdr_graph_nodes_result',
+    'xdr_graph_edges',
+    'xdr_graph_edges_result',
+    'xdr_graph_host_copy',
+    'xdr_graph_exec_made',
+    'xdr_graph_exec_result',
+    'xdr_capture_info',
+    'xdr_capture_info_result',
     'xdr_cu_ptr',
     'xdr_cu_handle',
     'xdr_mem_data',
@@ -272,6 +322,7 @@ __all__ = [
     'xdr_ckpt_path',
     'xdr_device_attribute_list',
     'xdr_launch_attribute_list',
+    'xdr_graph_node_list',
     'CRICKET_V1_Client',
     'CRICKET_V1_Server',
 ]
@@ -286,6 +337,7 @@ MAX_ATTRS = 64
 MAX_PARAMS = 4096
 MAX_LAUNCH_BATCH = 1024
 MAX_DEVICE_ATTRS = 256
+MAX_GRAPH_NODES = 65536
 CRICKET_PROG = 0x20c0ffee
 CRICKET_V1 = 1
 HELLO = 1
@@ -407,6 +459,28 @@ CU_CTX_ENABLE_PEER_ACCESS = 582
 CU_CTX_DISABLE_PEER_ACCESS = 583
 CU_MEMCPY_PEER = 584
 CU_MEMCPY_PEER_ASYNC = 585
+CU_GRAPH_CREATE = 400
+CU_GRAPH_DESTROY = 401
+CU_GRAPH_ADD_NODE = 402
+CU_GRAPH_GET_NODES = 403
+CU_GRAPH_GET_ROOT_NODES = 404
+CU_GRAPH_GET_EDGES = 405
+CU_GRAPH_CLONE = 406
+CU_GRAPH_ADD_DEPENDENCIES = 407
+CU_GRAPH_NODE_GET_TYPE = 408
+CU_GRAPH_NODE_GET_DEPENDENCIES = 409
+CU_GRAPH_NODE_GET_PARAMS = 410
+CU_GRAPH_NODE_SET_PARAMS = 411
+CU_GRAPH_INSTANTIATE = 412
+CU_GRAPH_EXEC_DESTROY = 413
+CU_GRAPH_LAUNCH = 414
+CU_GRAPH_LAUNCH_SYNC = 415
+CU_GRAPH_EXEC_NODE_SET_PARAMS = 416
+CU_GRAPH_EXEC_UPDATE = 417
+CU_STREAM_BEGIN_CAPTURE = 420
+CU_STREAM_END_CAPTURE = 421
+CU_STREAM_GET_CAPTURE_INFO = 422
+CU_STREAM_CAPTURE_HOST_COPY = 423
 
 
 @_dc.dataclass(slots=True)
@@ -1703,6 +1777,329 @@ class cluster_config:
         return xdr_cluster_config.decode(data)  # type: ignore[no-any-return]
 
 
+@_dc.dataclass(slots=True)
+class graph_kernel_params:
+    """struct graph_kernel_params."""
+
+    function: cu_handle
+    grid_x: int
+    grid_y: int
+    grid_z: int
+    block_x: int
+    block_y: int
+    block_z: int
+    shared_mem_bytes: int
+    params: bytes
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_graph_kernel_params.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> graph_kernel_params:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_graph_kernel_params.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class graph_memcpy_params:
+    """struct graph_memcpy_params."""
+
+    dst_host: bool
+    dst: cu_ptr
+    src_host: bool
+    src: cu_ptr
+    size: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        try:
+            return _xdr_graph_memcpy_params__S0((1 if self.dst_host else 0), self.dst, (1 if self.src_host else 0), self.src, self.size)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_graph_memcpy_params.diagnose(self, e)) from None
+
+    @classmethod
+    def decode(cls, data: Any) -> graph_memcpy_params:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        try:
+            a0_0, a0_1, a0_2, a0_3, a0_4, = _xdr_graph_memcpy_params__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('graph_memcpy_params', 32, data) from None
+        try:
+            if a0_0 > 1:
+                raise _xdr.XdrDecodeError('struct graph_memcpy_params: a bool is %d, neither 0 nor 1' % a0_0)
+            a0_0 = a0_0 == 1
+            if a0_2 > 1:
+                raise _xdr.XdrDecodeError('struct graph_memcpy_params: a bool is %d, neither 0 nor 1' % a0_2)
+            a0_2 = a0_2 == 1
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct graph_memcpy_params: %s is not a declared enum value' % e) from None
+        return graph_memcpy_params(a0_0, a0_1, a0_2, a0_3, a0_4)
+
+
+@_dc.dataclass(slots=True)
+class graph_memset_params:
+    """struct graph_memset_params."""
+
+    dst: cu_ptr
+    pitch: int
+    value: int
+    element_size: int
+    width: int
+    height: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        try:
+            return _xdr_graph_memset_params__S0(self.dst, self.pitch, self.value, self.element_size, self.width, self.height)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_graph_memset_params.diagnose(self, e)) from None
+
+    @classmethod
+    def decode(cls, data: Any) -> graph_memset_params:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        try:
+            a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, = _xdr_graph_memset_params__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('graph_memset_params', 40, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct graph_memset_params: %s is not a declared enum value' % e) from None
+        return graph_memset_params(a0_0, a0_1, a0_2, a0_3, a0_4, a0_5)
+
+
+@_dc.dataclass(slots=True)
+class graph_node_params:
+    """union graph_node_params: ``type`` selects the arm; ``value`` holds its value."""
+
+    type: int
+    value: Any = None
+
+    kernel = _xdr.arm_property(
+        'graph_node_params', 'kernel', 'type', frozenset([0]), frozenset([0, 1, 2, 4, 5, 6, 7])
+    )
+    copy = _xdr.arm_property(
+        'graph_node_params', 'copy', 'type', frozenset([1]), frozenset([0, 1, 2, 4, 5, 6, 7])
+    )
+    set = _xdr.arm_property(
+        'graph_node_params', 'set', 'type', frozenset([2]), frozenset([0, 1, 2, 4, 5, 6, 7])
+    )
+    child_graph = _xdr.arm_property(
+        'graph_node_params', 'child_graph', 'type', frozenset([4]), frozenset([0, 1, 2, 4, 5, 6, 7])
+    )
+    wait_event = _xdr.arm_property(
+        'graph_node_params', 'wait_event', 'type', frozenset([6]), frozenset([0, 1, 2, 4, 5, 6, 7])
+    )
+    record_event = _xdr.arm_property(
+        'graph_node_params', 'record_event', 'type', frozenset([7]), frozenset([0, 1, 2, 4, 5, 6, 7])
+    )
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_graph_node_params.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> graph_node_params:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_graph_node_params.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class graph_node_params_result:
+    """union graph_node_params_result: ``err`` selects the arm; ``value`` holds its value."""
+
+    err: int
+    value: Any = None
+
+    params = _xdr.arm_property(
+        'graph_node_params_result', 'params', 'err', frozenset([0]), frozenset([0])
+    )
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_graph_node_params_result.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> graph_node_params_result:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_graph_node_params_result.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class graph_nodes_result:
+    """union graph_nodes_result: ``err`` selects the arm; ``value`` holds its value."""
+
+    err: int
+    value: Any = None
+
+    nodes = _xdr.arm_property(
+        'graph_nodes_result', 'nodes', 'err', frozenset([0]), frozenset([0])
+    )
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_graph_nodes_result.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> graph_nodes_result:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_graph_nodes_result.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class graph_edges:
+    """struct graph_edges."""
+
+    from_nodes: graph_node_list
+    to_nodes: graph_node_list
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_graph_edges.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> graph_edges:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_graph_edges.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class graph_edges_result:
+    """union graph_edges_result: ``err`` selects the arm; ``value`` holds its value."""
+
+    err: int
+    value: Any = None
+
+    edges = _xdr.arm_property(
+        'graph_edges_result', 'edges', 'err', frozenset([0]), frozenset([0])
+    )
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_graph_edges_result.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> graph_edges_result:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_graph_edges_result.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class graph_host_copy:
+    """struct graph_host_copy."""
+
+    slot: int
+    size: int
+    to_device: bool
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        try:
+            return _xdr_graph_host_copy__S0(self.slot, self.size, (1 if self.to_device else 0))
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_graph_host_copy.diagnose(self, e)) from None
+
+    @classmethod
+    def decode(cls, data: Any) -> graph_host_copy:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        try:
+            a0_0, a0_1, a0_2, = _xdr_graph_host_copy__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('graph_host_copy', 20, data) from None
+        try:
+            if a0_2 > 1:
+                raise _xdr.XdrDecodeError('struct graph_host_copy: a bool is %d, neither 0 nor 1' % a0_2)
+            a0_2 = a0_2 == 1
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct graph_host_copy: %s is not a declared enum value' % e) from None
+        return graph_host_copy(a0_0, a0_1, a0_2)
+
+
+@_dc.dataclass(slots=True)
+class graph_exec_made:
+    """struct graph_exec_made."""
+
+    exec: cu_handle
+    host_copies: list[graph_host_copy]
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_graph_exec_made.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> graph_exec_made:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_graph_exec_made.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class graph_exec_result:
+    """union graph_exec_result: ``err`` selects the arm; ``value`` holds its value."""
+
+    err: int
+    value: Any = None
+
+    made = _xdr.arm_property(
+        'graph_exec_result', 'made', 'err', frozenset([0]), frozenset([0])
+    )
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_graph_exec_result.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> graph_exec_result:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_graph_exec_result.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class capture_info:
+    """struct capture_info."""
+
+    status: int
+    id: int
+    graph: cu_handle
+    dependencies: graph_node_list
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_capture_info.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> capture_info:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_capture_info.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class capture_info_result:
+    """union capture_info_result: ``err`` selects the arm; ``value`` holds its value."""
+
+    err: int
+    value: Any = None
+
+    info = _xdr.arm_property(
+        'capture_info_result', 'info', 'err', frozenset([0]), frozenset([0])
+    )
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_capture_info_result.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> capture_info_result:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_capture_info_result.decode(data)  # type: ignore[no-any-return]
+
+
 # Codecs, named like rpcgen's C functions.
 xdr_int_result = _xdr.Union('int_result')
 xdr_u64_result = _xdr.Union('u64_result')
@@ -1757,6 +2154,19 @@ xdr_resource_desc_result = _xdr.Union('resource_desc_result')
 xdr_launch_attribute = _xdr.Struct('launch_attribute')
 xdr_launch_ex_args = _xdr.Struct('launch_ex_args')
 xdr_cluster_config = _xdr.Struct('cluster_config')
+xdr_graph_kernel_params = _xdr.Struct('graph_kernel_params')
+xdr_graph_memcpy_params = _xdr.Struct('graph_memcpy_params')
+xdr_graph_memset_params = _xdr.Struct('graph_memset_params')
+xdr_graph_node_params = _xdr.Union('graph_node_params')
+xdr_graph_node_params_result = _xdr.Union('graph_node_params_result')
+xdr_graph_nodes_result = _xdr.Union('graph_nodes_result')
+xdr_graph_edges = _xdr.Struct('graph_edges')
+xdr_graph_edges_result = _xdr.Union('graph_edges_result')
+xdr_graph_host_copy = _xdr.Struct('graph_host_copy')
+xdr_graph_exec_made = _xdr.Struct('graph_exec_made')
+xdr_graph_exec_result = _xdr.Union('graph_exec_result')
+xdr_capture_info = _xdr.Struct('capture_info')
+xdr_capture_info_result = _xdr.Union('capture_info_result')
 xdr_cu_ptr = _xdr.xdr_u_hyper
 xdr_cu_handle = _xdr.xdr_u_hyper
 xdr_mem_data = _xdr.VarOpaque(None)
@@ -1767,6 +2177,7 @@ xdr_launch_batch = _xdr.VarArray(xdr_launch_args, MAX_LAUNCH_BATCH)
 xdr_ckpt_path = _xdr.String(MAX_NAME)
 xdr_device_attribute_list = _xdr.VarArray(_xdr.xdr_int, MAX_DEVICE_ATTRS)
 xdr_launch_attribute_list = _xdr.VarArray(xdr_launch_attribute, MAX_ATTRS)
+xdr_graph_node_list = _xdr.VarArray(xdr_cu_handle, MAX_GRAPH_NODES)
 
 
 _xdr_int_pair__st0 = _struct.Struct('>ii')
@@ -2530,6 +2941,195 @@ def _xdr_cluster_config__unpack(dec: _xdr.Decoder) -> cluster_config:
     return cluster_config(a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, f7)
 
 
+_xdr_graph_kernel_params__st0 = _struct.Struct('>QIIIIIII')
+_xdr_graph_kernel_params__S0, _xdr_graph_kernel_params__U0 = _xdr_graph_kernel_params__st0.pack, _xdr_graph_kernel_params__st0.unpack_from
+
+
+def _xdr_graph_kernel_params__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_graph_kernel_params__S0(v.function, v.grid_x, v.grid_y, v.grid_z, v.block_x, v.block_y, v.block_z, v.shared_mem_bytes)
+        _xdr_graph_kernel_params__p8(enc, v.params)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_graph_kernel_params.diagnose(v, e)) from None
+
+
+def _xdr_graph_kernel_params__unpack(dec: _xdr.Decoder) -> graph_kernel_params:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, a0_7, = _xdr_graph_kernel_params__U0(dec.mv, pos)
+        dec.pos = pos + 36
+        f8 = _xdr_graph_kernel_params__u8(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct graph_kernel_params: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct graph_kernel_params: %s is not a declared enum value' % e) from None
+    return graph_kernel_params(a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, a0_7, f8)
+
+
+_xdr_graph_memcpy_params__st0 = _struct.Struct('>IQIQQ')
+_xdr_graph_memcpy_params__S0, _xdr_graph_memcpy_params__U0 = _xdr_graph_memcpy_params__st0.pack, _xdr_graph_memcpy_params__st0.unpack_from
+_xdr_graph_memcpy_params__W0 = _xdr_graph_memcpy_params__st0.unpack
+
+
+def _xdr_graph_memcpy_params__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_graph_memcpy_params__S0((1 if v.dst_host else 0), v.dst, (1 if v.src_host else 0), v.src, v.size)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_graph_memcpy_params.diagnose(v, e)) from None
+
+
+def _xdr_graph_memcpy_params__unpack(dec: _xdr.Decoder) -> graph_memcpy_params:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, a0_4, = _xdr_graph_memcpy_params__U0(dec.mv, pos)
+        dec.pos = pos + 32
+        if a0_0 > 1:
+            raise _xdr.XdrDecodeError('struct graph_memcpy_params: a bool is %d, neither 0 nor 1' % a0_0)
+        a0_0 = a0_0 == 1
+        if a0_2 > 1:
+            raise _xdr.XdrDecodeError('struct graph_memcpy_params: a bool is %d, neither 0 nor 1' % a0_2)
+        a0_2 = a0_2 == 1
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct graph_memcpy_params: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct graph_memcpy_params: %s is not a declared enum value' % e) from None
+    return graph_memcpy_params(a0_0, a0_1, a0_2, a0_3, a0_4)
+
+
+_xdr_graph_memset_params__st0 = _struct.Struct('>QQIIQQ')
+_xdr_graph_memset_params__S0, _xdr_graph_memset_params__U0 = _xdr_graph_memset_params__st0.pack, _xdr_graph_memset_params__st0.unpack_from
+_xdr_graph_memset_params__W0 = _xdr_graph_memset_params__st0.unpack
+
+
+def _xdr_graph_memset_params__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_graph_memset_params__S0(v.dst, v.pitch, v.value, v.element_size, v.width, v.height)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_graph_memset_params.diagnose(v, e)) from None
+
+
+def _xdr_graph_memset_params__unpack(dec: _xdr.Decoder) -> graph_memset_params:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, = _xdr_graph_memset_params__U0(dec.mv, pos)
+        dec.pos = pos + 40
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct graph_memset_params: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct graph_memset_params: %s is not a declared enum value' % e) from None
+    return graph_memset_params(a0_0, a0_1, a0_2, a0_3, a0_4, a0_5)
+
+
+def _xdr_graph_edges__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        _xdr_graph_edges__p0(enc, v.from_nodes)
+        _xdr_graph_edges__p1(enc, v.to_nodes)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_graph_edges.diagnose(v, e)) from None
+
+
+def _xdr_graph_edges__unpack(dec: _xdr.Decoder) -> graph_edges:
+    try:
+        f0 = _xdr_graph_edges__u0(dec)
+        f1 = _xdr_graph_edges__u1(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct graph_edges: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct graph_edges: %s is not a declared enum value' % e) from None
+    return graph_edges(f0, f1)
+
+
+_xdr_graph_host_copy__st0 = _struct.Struct('>QQI')
+_xdr_graph_host_copy__S0, _xdr_graph_host_copy__U0 = _xdr_graph_host_copy__st0.pack, _xdr_graph_host_copy__st0.unpack_from
+_xdr_graph_host_copy__W0 = _xdr_graph_host_copy__st0.unpack
+
+
+def _xdr_graph_host_copy__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_graph_host_copy__S0(v.slot, v.size, (1 if v.to_device else 0))
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_graph_host_copy.diagnose(v, e)) from None
+
+
+def _xdr_graph_host_copy__unpack(dec: _xdr.Decoder) -> graph_host_copy:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, = _xdr_graph_host_copy__U0(dec.mv, pos)
+        dec.pos = pos + 20
+        if a0_2 > 1:
+            raise _xdr.XdrDecodeError('struct graph_host_copy: a bool is %d, neither 0 nor 1' % a0_2)
+        a0_2 = a0_2 == 1
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct graph_host_copy: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct graph_host_copy: %s is not a declared enum value' % e) from None
+    return graph_host_copy(a0_0, a0_1, a0_2)
+
+
+_xdr_graph_exec_made__st0 = _struct.Struct('>Q')
+_xdr_graph_exec_made__S0, _xdr_graph_exec_made__U0 = _xdr_graph_exec_made__st0.pack, _xdr_graph_exec_made__st0.unpack_from
+
+
+def _xdr_graph_exec_made__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_graph_exec_made__S0(v.exec)
+        _xdr_graph_exec_made__p1(enc, v.host_copies)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_graph_exec_made.diagnose(v, e)) from None
+
+
+def _xdr_graph_exec_made__unpack(dec: _xdr.Decoder) -> graph_exec_made:
+    try:
+        pos = dec.pos
+        a0_0, = _xdr_graph_exec_made__U0(dec.mv, pos)
+        dec.pos = pos + 8
+        f1 = _xdr_graph_exec_made__u1(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct graph_exec_made: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct graph_exec_made: %s is not a declared enum value' % e) from None
+    return graph_exec_made(a0_0, f1)
+
+
+_xdr_capture_info__st0 = _struct.Struct('>iQQ')
+_xdr_capture_info__S0, _xdr_capture_info__U0 = _xdr_capture_info__st0.pack, _xdr_capture_info__st0.unpack_from
+
+
+def _xdr_capture_info__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_capture_info__S0(v.status, v.id, v.graph)
+        _xdr_capture_info__p3(enc, v.dependencies)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_capture_info.diagnose(v, e)) from None
+
+
+def _xdr_capture_info__unpack(dec: _xdr.Decoder) -> capture_info:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, = _xdr_capture_info__U0(dec.mv, pos)
+        dec.pos = pos + 20
+        f3 = _xdr_capture_info__u3(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct capture_info: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct capture_info: %s is not a declared enum value' % e) from None
+    return capture_info(a0_0, a0_1, a0_2, f3)
+
+
 xdr_int_result.define(
     int_result,
     'err',
@@ -3062,6 +3662,141 @@ xdr_cluster_config.define(
     ],
     coders=(_xdr_cluster_config__pack, _xdr_cluster_config__unpack),
 )
+xdr_graph_kernel_params.define(
+    graph_kernel_params,
+    [
+        ('function', xdr_cu_handle),
+        ('grid_x', _xdr.xdr_u_int),
+        ('grid_y', _xdr.xdr_u_int),
+        ('grid_z', _xdr.xdr_u_int),
+        ('block_x', _xdr.xdr_u_int),
+        ('block_y', _xdr.xdr_u_int),
+        ('block_z', _xdr.xdr_u_int),
+        ('shared_mem_bytes', _xdr.xdr_u_int),
+        ('params', _xdr.VarOpaque(None)),
+    ],
+    coders=(_xdr_graph_kernel_params__pack, _xdr_graph_kernel_params__unpack),
+)
+xdr_graph_memcpy_params.define(
+    graph_memcpy_params,
+    [
+        ('dst_host', _xdr.xdr_bool),
+        ('dst', xdr_cu_ptr),
+        ('src_host', _xdr.xdr_bool),
+        ('src', xdr_cu_ptr),
+        ('size', _xdr.xdr_u_hyper),
+    ],
+    coders=(_xdr_graph_memcpy_params__pack, _xdr_graph_memcpy_params__unpack),
+    whole=(graph_memcpy_params.encode, graph_memcpy_params.decode),
+)
+xdr_graph_memset_params.define(
+    graph_memset_params,
+    [
+        ('dst', xdr_cu_ptr),
+        ('pitch', _xdr.xdr_u_hyper),
+        ('value', _xdr.xdr_u_int),
+        ('element_size', _xdr.xdr_u_int),
+        ('width', _xdr.xdr_u_hyper),
+        ('height', _xdr.xdr_u_hyper),
+    ],
+    coders=(_xdr_graph_memset_params__pack, _xdr_graph_memset_params__unpack),
+    whole=(graph_memset_params.encode, graph_memset_params.decode),
+)
+xdr_graph_node_params.define(
+    graph_node_params,
+    'type',
+    _xdr.xdr_int,
+    [
+        ((0,), xdr_graph_kernel_params),
+        ((1,), xdr_graph_memcpy_params),
+        ((2,), xdr_graph_memset_params),
+        ((4,), xdr_cu_handle),
+        ((5,), _xdr.xdr_void),
+        ((6,), xdr_cu_handle),
+        ((7,), xdr_cu_handle),
+    ],
+)
+xdr_graph_node_params_result.define(
+    graph_node_params_result,
+    'err',
+    _xdr.xdr_int,
+    [
+        ((0,), xdr_graph_node_params),
+    ],
+    default=_xdr.xdr_void,
+)
+xdr_graph_nodes_result.define(
+    graph_nodes_result,
+    'err',
+    _xdr.xdr_int,
+    [
+        ((0,), xdr_graph_node_list),
+    ],
+    default=_xdr.xdr_void,
+)
+xdr_graph_edges.define(
+    graph_edges,
+    [
+        ('from_nodes', xdr_graph_node_list),
+        ('to_nodes', xdr_graph_node_list),
+    ],
+    coders=(_xdr_graph_edges__pack, _xdr_graph_edges__unpack),
+)
+xdr_graph_edges_result.define(
+    graph_edges_result,
+    'err',
+    _xdr.xdr_int,
+    [
+        ((0,), xdr_graph_edges),
+    ],
+    default=_xdr.xdr_void,
+)
+xdr_graph_host_copy.define(
+    graph_host_copy,
+    [
+        ('slot', _xdr.xdr_u_hyper),
+        ('size', _xdr.xdr_u_hyper),
+        ('to_device', _xdr.xdr_bool),
+    ],
+    coders=(_xdr_graph_host_copy__pack, _xdr_graph_host_copy__unpack),
+    whole=(graph_host_copy.encode, graph_host_copy.decode),
+)
+xdr_graph_exec_made.define(
+    graph_exec_made,
+    [
+        ('exec', xdr_cu_handle),
+        ('host_copies', _xdr.VarArray(xdr_graph_host_copy, MAX_GRAPH_NODES)),
+    ],
+    coders=(_xdr_graph_exec_made__pack, _xdr_graph_exec_made__unpack),
+)
+xdr_graph_exec_result.define(
+    graph_exec_result,
+    'err',
+    _xdr.xdr_int,
+    [
+        ((0,), xdr_graph_exec_made),
+    ],
+    default=_xdr.xdr_void,
+)
+xdr_capture_info.define(
+    capture_info,
+    [
+        ('status', _xdr.xdr_int),
+        ('id', _xdr.xdr_u_hyper),
+        ('graph', xdr_cu_handle),
+        ('dependencies', xdr_graph_node_list),
+    ],
+    coders=(_xdr_capture_info__pack, _xdr_capture_info__unpack),
+)
+xdr_capture_info_result.define(
+    capture_info_result,
+    'err',
+    _xdr.xdr_int,
+    [
+        ((0,), xdr_capture_info),
+    ],
+    default=_xdr.xdr_void,
+)
 
 # What the struct coders call: enum members, the functions of other codecs.
 _xdr_hello_args__p1 = xdr_hello_args.fields[1][1].packer()
@@ -3104,6 +3839,16 @@ _xdr_launch_ex_args__p1 = xdr_launch_ex_args.fields[1][1].packer()
 _xdr_launch_ex_args__u1 = xdr_launch_ex_args.fields[1][1].unpacker()
 _xdr_cluster_config__p7 = xdr_cluster_config.fields[7][1].packer()
 _xdr_cluster_config__u7 = xdr_cluster_config.fields[7][1].unpacker()
+_xdr_graph_kernel_params__p8 = xdr_graph_kernel_params.fields[8][1].packer()
+_xdr_graph_kernel_params__u8 = xdr_graph_kernel_params.fields[8][1].unpacker()
+_xdr_graph_edges__p0 = xdr_graph_edges.fields[0][1].packer()
+_xdr_graph_edges__u0 = xdr_graph_edges.fields[0][1].unpacker()
+_xdr_graph_edges__p1 = xdr_graph_edges.fields[1][1].packer()
+_xdr_graph_edges__u1 = xdr_graph_edges.fields[1][1].unpacker()
+_xdr_graph_exec_made__p1 = xdr_graph_exec_made.fields[1][1].packer()
+_xdr_graph_exec_made__u1 = xdr_graph_exec_made.fields[1][1].unpacker()
+_xdr_capture_info__p3 = xdr_capture_info.fields[3][1].packer()
+_xdr_capture_info__u3 = xdr_capture_info.fields[3][1].unpacker()
 
 # Typedefs: the Python type each name stands for.
 cu_ptr = int
@@ -3116,6 +3861,7 @@ launch_batch = list
 ckpt_path = str
 device_attribute_list = list
 launch_attribute_list = list
+graph_node_list = list
 
 # Codecs of procedure arguments and results without a name of their own.
 _codec1 = _xdr.String(MAX_NAME)
@@ -4249,6 +4995,27 @@ def _plan_a32_decode_args(body: Any) -> tuple[Any, ...]:
     if len(body) != 48:
         raise _xdr.XdrDecodeError('arguments of %d bytes, not 48' % len(body))
     return _plan_a32_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_a33_A = _struct.Struct('>QQ')
+_plan_a33_AP, _plan_a33_AU = _plan_a33_A.pack, _plan_a33_A.unpack
+
+
+def _plan_a33_encode_args(a0: Any, a1: Any) -> Any:
+    try:
+        return _plan_a33_AP(a0, a1)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    xdr_cu_handle.pack(enc, a0)
+    _xdr.xdr_u_hyper.pack(enc, a1)
+    return enc.buffers()
+
+
+def _plan_a33_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 16:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 16' % len(body))
+    return _plan_a33_AU(body)  # type: ignore[no-any-return]
 
 
 class CRICKET_V1_Client:
@@ -6087,6 +6854,344 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 585, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
+    def CU_GRAPH_CREATE(self, arg1: int, *, timeout: float | None = None) -> handle_result:
+        """Call CU_GRAPH_CREATE (400) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_u_int.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 400, _enc.buffers(), timeout=timeout)
+        return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_CREATE_async(self, arg1: int) -> _Pending:
+        """Send CU_GRAPH_CREATE (400); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_u_int.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 400, _enc.buffers())
+        return _Pending(call, xdr_handle_result.decode)
+
+    def CU_GRAPH_DESTROY(self, arg1: cu_handle, *, timeout: float | None = None) -> int:
+        """Call CU_GRAPH_DESTROY (401) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 401, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_DESTROY_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_GRAPH_DESTROY (401); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 401, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_GRAPH_ADD_NODE(self, arg1: cu_handle, arg2: graph_node_list, arg3: graph_node_params, *, timeout: float | None = None) -> handle_result:
+        """Call CU_GRAPH_ADD_NODE (402) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_graph_node_list.pack(_enc, arg2)
+        xdr_graph_node_params.pack(_enc, arg3)
+        body = self._rpc.call(0x20c0ffee, 1, 402, _enc.buffers(), timeout=timeout)
+        return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_ADD_NODE_async(self, arg1: cu_handle, arg2: graph_node_list, arg3: graph_node_params) -> _Pending:
+        """Send CU_GRAPH_ADD_NODE (402); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_graph_node_list.pack(_enc, arg2)
+        xdr_graph_node_params.pack(_enc, arg3)
+        call = self._rpc.call_async(0x20c0ffee, 1, 402, _enc.buffers())
+        return _Pending(call, xdr_handle_result.decode)
+
+    def CU_GRAPH_GET_NODES(self, arg1: cu_handle, *, timeout: float | None = None) -> graph_nodes_result:
+        """Call CU_GRAPH_GET_NODES (403) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 403, _enc.buffers(), timeout=timeout)
+        return xdr_graph_nodes_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_GET_NODES_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_GRAPH_GET_NODES (403); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 403, _enc.buffers())
+        return _Pending(call, xdr_graph_nodes_result.decode)
+
+    def CU_GRAPH_GET_ROOT_NODES(self, arg1: cu_handle, *, timeout: float | None = None) -> graph_nodes_result:
+        """Call CU_GRAPH_GET_ROOT_NODES (404) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 404, _enc.buffers(), timeout=timeout)
+        return xdr_graph_nodes_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_GET_ROOT_NODES_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_GRAPH_GET_ROOT_NODES (404); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 404, _enc.buffers())
+        return _Pending(call, xdr_graph_nodes_result.decode)
+
+    def CU_GRAPH_GET_EDGES(self, arg1: cu_handle, *, timeout: float | None = None) -> graph_edges_result:
+        """Call CU_GRAPH_GET_EDGES (405) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 405, _enc.buffers(), timeout=timeout)
+        return xdr_graph_edges_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_GET_EDGES_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_GRAPH_GET_EDGES (405); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 405, _enc.buffers())
+        return _Pending(call, xdr_graph_edges_result.decode)
+
+    def CU_GRAPH_CLONE(self, arg1: cu_handle, *, timeout: float | None = None) -> handle_result:
+        """Call CU_GRAPH_CLONE (406) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 406, _enc.buffers(), timeout=timeout)
+        return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_CLONE_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_GRAPH_CLONE (406); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 406, _enc.buffers())
+        return _Pending(call, xdr_handle_result.decode)
+
+    def CU_GRAPH_ADD_DEPENDENCIES(self, arg1: cu_handle, arg2: graph_node_list, arg3: graph_node_list, *, timeout: float | None = None) -> int:
+        """Call CU_GRAPH_ADD_DEPENDENCIES (407) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_graph_node_list.pack(_enc, arg2)
+        xdr_graph_node_list.pack(_enc, arg3)
+        body = self._rpc.call(0x20c0ffee, 1, 407, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_ADD_DEPENDENCIES_async(self, arg1: cu_handle, arg2: graph_node_list, arg3: graph_node_list) -> _Pending:
+        """Send CU_GRAPH_ADD_DEPENDENCIES (407); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_graph_node_list.pack(_enc, arg2)
+        xdr_graph_node_list.pack(_enc, arg3)
+        call = self._rpc.call_async(0x20c0ffee, 1, 407, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_GRAPH_NODE_GET_TYPE(self, arg1: cu_handle, *, timeout: float | None = None) -> int_result:
+        """Call CU_GRAPH_NODE_GET_TYPE (408) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 408, _enc.buffers(), timeout=timeout)
+        return xdr_int_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_NODE_GET_TYPE_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_GRAPH_NODE_GET_TYPE (408); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 408, _enc.buffers())
+        return _Pending(call, xdr_int_result.decode)
+
+    def CU_GRAPH_NODE_GET_DEPENDENCIES(self, arg1: cu_handle, *, timeout: float | None = None) -> graph_nodes_result:
+        """Call CU_GRAPH_NODE_GET_DEPENDENCIES (409) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 409, _enc.buffers(), timeout=timeout)
+        return xdr_graph_nodes_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_NODE_GET_DEPENDENCIES_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_GRAPH_NODE_GET_DEPENDENCIES (409); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 409, _enc.buffers())
+        return _Pending(call, xdr_graph_nodes_result.decode)
+
+    def CU_GRAPH_NODE_GET_PARAMS(self, arg1: cu_handle, *, timeout: float | None = None) -> graph_node_params_result:
+        """Call CU_GRAPH_NODE_GET_PARAMS (410) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 410, _enc.buffers(), timeout=timeout)
+        return xdr_graph_node_params_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_NODE_GET_PARAMS_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_GRAPH_NODE_GET_PARAMS (410); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 410, _enc.buffers())
+        return _Pending(call, xdr_graph_node_params_result.decode)
+
+    def CU_GRAPH_NODE_SET_PARAMS(self, arg1: cu_handle, arg2: graph_node_params, *, timeout: float | None = None) -> int:
+        """Call CU_GRAPH_NODE_SET_PARAMS (411) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_graph_node_params.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 411, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_NODE_SET_PARAMS_async(self, arg1: cu_handle, arg2: graph_node_params) -> _Pending:
+        """Send CU_GRAPH_NODE_SET_PARAMS (411); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_graph_node_params.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 411, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_GRAPH_INSTANTIATE(self, arg1: cu_handle, arg2: int, *, timeout: float | None = None) -> graph_exec_result:
+        """Call CU_GRAPH_INSTANTIATE (412) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 412, _enc.buffers(), timeout=timeout)
+        return xdr_graph_exec_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_INSTANTIATE_async(self, arg1: cu_handle, arg2: int) -> _Pending:
+        """Send CU_GRAPH_INSTANTIATE (412); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 412, _enc.buffers())
+        return _Pending(call, xdr_graph_exec_result.decode)
+
+    def CU_GRAPH_EXEC_DESTROY(self, arg1: cu_handle, *, timeout: float | None = None) -> int:
+        """Call CU_GRAPH_EXEC_DESTROY (413) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 413, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_EXEC_DESTROY_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_GRAPH_EXEC_DESTROY (413); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 413, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_GRAPH_LAUNCH(self, arg1: cu_handle, arg2: cu_handle, arg3: mem_data, *, timeout: float | None = None) -> int:
+        """Call CU_GRAPH_LAUNCH (414) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        xdr_mem_data.pack(_enc, arg3)
+        body = self._rpc.call(0x20c0ffee, 1, 414, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_LAUNCH_async(self, arg1: cu_handle, arg2: cu_handle, arg3: mem_data) -> _Pending:
+        """Send CU_GRAPH_LAUNCH (414); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        xdr_mem_data.pack(_enc, arg3)
+        call = self._rpc.call_async(0x20c0ffee, 1, 414, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_GRAPH_LAUNCH_SYNC(self, arg1: cu_handle, arg2: cu_handle, arg3: mem_data, *, timeout: float | None = None) -> mem_result:
+        """Call CU_GRAPH_LAUNCH_SYNC (415) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        xdr_mem_data.pack(_enc, arg3)
+        body = self._rpc.call(0x20c0ffee, 1, 415, _enc.buffers(), timeout=timeout)
+        return xdr_mem_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_LAUNCH_SYNC_async(self, arg1: cu_handle, arg2: cu_handle, arg3: mem_data) -> _Pending:
+        """Send CU_GRAPH_LAUNCH_SYNC (415); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        xdr_mem_data.pack(_enc, arg3)
+        call = self._rpc.call_async(0x20c0ffee, 1, 415, _enc.buffers())
+        return _Pending(call, xdr_mem_result.decode)
+
+    def CU_GRAPH_EXEC_NODE_SET_PARAMS(self, arg1: cu_handle, arg2: cu_handle, arg3: graph_node_params, *, timeout: float | None = None) -> int:
+        """Call CU_GRAPH_EXEC_NODE_SET_PARAMS (416) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        xdr_graph_node_params.pack(_enc, arg3)
+        body = self._rpc.call(0x20c0ffee, 1, 416, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_EXEC_NODE_SET_PARAMS_async(self, arg1: cu_handle, arg2: cu_handle, arg3: graph_node_params) -> _Pending:
+        """Send CU_GRAPH_EXEC_NODE_SET_PARAMS (416); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        xdr_graph_node_params.pack(_enc, arg3)
+        call = self._rpc.call_async(0x20c0ffee, 1, 416, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_GRAPH_EXEC_UPDATE(self, arg1: cu_handle, arg2: cu_handle, *, timeout: float | None = None) -> int:
+        """Call CU_GRAPH_EXEC_UPDATE (417) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 417, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_EXEC_UPDATE_async(self, arg1: cu_handle, arg2: cu_handle) -> _Pending:
+        """Send CU_GRAPH_EXEC_UPDATE (417); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 417, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_STREAM_BEGIN_CAPTURE(self, arg1: cu_handle, arg2: int, *, timeout: float | None = None) -> int:
+        """Call CU_STREAM_BEGIN_CAPTURE (420) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 420, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_STREAM_BEGIN_CAPTURE_async(self, arg1: cu_handle, arg2: int) -> _Pending:
+        """Send CU_STREAM_BEGIN_CAPTURE (420); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 420, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_STREAM_END_CAPTURE(self, arg1: cu_handle, *, timeout: float | None = None) -> handle_result:
+        """Call CU_STREAM_END_CAPTURE (421) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 421, _enc.buffers(), timeout=timeout)
+        return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_STREAM_END_CAPTURE_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_STREAM_END_CAPTURE (421); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 421, _enc.buffers())
+        return _Pending(call, xdr_handle_result.decode)
+
+    def CU_STREAM_GET_CAPTURE_INFO(self, arg1: cu_handle, *, timeout: float | None = None) -> capture_info_result:
+        """Call CU_STREAM_GET_CAPTURE_INFO (422) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 422, _enc.buffers(), timeout=timeout)
+        return xdr_capture_info_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_STREAM_GET_CAPTURE_INFO_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_STREAM_GET_CAPTURE_INFO (422); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 422, _enc.buffers())
+        return _Pending(call, xdr_capture_info_result.decode)
+
+    def CU_STREAM_CAPTURE_HOST_COPY(self, arg1: cu_handle, arg2: graph_memcpy_params, *, timeout: float | None = None) -> int:
+        """Call CU_STREAM_CAPTURE_HOST_COPY (423) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_graph_memcpy_params.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 423, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_STREAM_CAPTURE_HOST_COPY_async(self, arg1: cu_handle, arg2: graph_memcpy_params) -> _Pending:
+        """Send CU_STREAM_CAPTURE_HOST_COPY (423); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_graph_memcpy_params.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 423, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
 
 class CRICKET_V1_Server:
     """Service of program CRICKET_PROG version CRICKET_V1: subclass it, override what
@@ -6679,6 +7784,115 @@ class CRICKET_V1_Server:
             _Facts(pipelined=True, replay='replay', handles=((1, ('context',)), (3, ('context',)), (5, ('stream',)))),
             plan=_Plan(encode_args=_plan_a32_encode_args, decode_args=_plan_a32_decode_args, decode_reply=_xdr_plan_status),
         ),
+        400: _Procedure(
+            400, 'CU_GRAPH_CREATE', (_xdr.xdr_u_int,), xdr_handle_result,
+            _Facts(replay='replay'),
+            plan=_Plan(encode_args=_plan_a1_encode_args, decode_args=_plan_a1_decode_args, decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
+        ),
+        401: _Procedure(
+            401, 'CU_GRAPH_DESTROY', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('graph',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        402: _Procedure(
+            402, 'CU_GRAPH_ADD_NODE', (xdr_cu_handle, xdr_graph_node_list, xdr_graph_node_params), xdr_handle_result,
+            _Facts(replay='replay', handles=((0, ('graph',)),)),
+            plan=_Plan(decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
+        ),
+        403: _Procedure(
+            403, 'CU_GRAPH_GET_NODES', (xdr_cu_handle,), xdr_graph_nodes_result,
+            _Facts(replay='readonly', handles=((0, ('graph',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args),
+        ),
+        404: _Procedure(
+            404, 'CU_GRAPH_GET_ROOT_NODES', (xdr_cu_handle,), xdr_graph_nodes_result,
+            _Facts(replay='readonly', handles=((0, ('graph',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args),
+        ),
+        405: _Procedure(
+            405, 'CU_GRAPH_GET_EDGES', (xdr_cu_handle,), xdr_graph_edges_result,
+            _Facts(replay='readonly', handles=((0, ('graph',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args),
+        ),
+        406: _Procedure(
+            406, 'CU_GRAPH_CLONE', (xdr_cu_handle,), xdr_handle_result,
+            _Facts(replay='replay', handles=((0, ('graph',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
+        ),
+        407: _Procedure(
+            407, 'CU_GRAPH_ADD_DEPENDENCIES', (xdr_cu_handle, xdr_graph_node_list, xdr_graph_node_list), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('graph',)),)),
+            plan=_Plan(decode_reply=_xdr_plan_status),
+        ),
+        408: _Procedure(
+            408, 'CU_GRAPH_NODE_GET_TYPE', (xdr_cu_handle,), xdr_int_result,
+            _Facts(replay='readonly', handles=((0, ('graph_node',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
+        ),
+        409: _Procedure(
+            409, 'CU_GRAPH_NODE_GET_DEPENDENCIES', (xdr_cu_handle,), xdr_graph_nodes_result,
+            _Facts(replay='readonly', handles=((0, ('graph_node',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args),
+        ),
+        410: _Procedure(
+            410, 'CU_GRAPH_NODE_GET_PARAMS', (xdr_cu_handle,), xdr_graph_node_params_result,
+            _Facts(replay='readonly', handles=((0, ('graph_node',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args),
+        ),
+        411: _Procedure(
+            411, 'CU_GRAPH_NODE_SET_PARAMS', (xdr_cu_handle, xdr_graph_node_params), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('graph_node',)),)),
+            plan=_Plan(decode_reply=_xdr_plan_status),
+        ),
+        412: _Procedure(
+            412, 'CU_GRAPH_INSTANTIATE', (xdr_cu_handle, _xdr.xdr_u_hyper), xdr_graph_exec_result,
+            _Facts(replay='replay', handles=((0, ('graph',)),)),
+            plan=_Plan(encode_args=_plan_a33_encode_args, decode_args=_plan_a33_decode_args),
+        ),
+        413: _Procedure(
+            413, 'CU_GRAPH_EXEC_DESTROY', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('graph_exec',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        414: _Procedure(
+            414, 'CU_GRAPH_LAUNCH', (xdr_cu_handle, xdr_cu_handle, xdr_mem_data), _xdr.xdr_int,
+            _Facts(pipelined=True, replay='replay', views=(2,), handles=((0, ('graph_exec',)), (1, ('stream',)))),
+            plan=_Plan(decode_reply=_xdr_plan_status),
+        ),
+        415: _Procedure(
+            415, 'CU_GRAPH_LAUNCH_SYNC', (xdr_cu_handle, xdr_cu_handle, xdr_mem_data), xdr_mem_result,
+            _Facts(replay='replay', views=(2,), handles=((0, ('graph_exec',)), (1, ('stream',)))),
+        ),
+        416: _Procedure(
+            416, 'CU_GRAPH_EXEC_NODE_SET_PARAMS', (xdr_cu_handle, xdr_cu_handle, xdr_graph_node_params), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('graph_exec',)), (1, ('graph_node',)))),
+            plan=_Plan(decode_reply=_xdr_plan_status),
+        ),
+        417: _Procedure(
+            417, 'CU_GRAPH_EXEC_UPDATE', (xdr_cu_handle, xdr_cu_handle), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('graph_exec',)), (1, ('graph',)))),
+            plan=_Plan(encode_args=_plan_a23_encode_args, decode_args=_plan_a23_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        420: _Procedure(
+            420, 'CU_STREAM_BEGIN_CAPTURE', (xdr_cu_handle, _xdr.xdr_int), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('stream',)),)),
+            plan=_Plan(encode_args=_plan_a21_encode_args, decode_args=_plan_a21_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        421: _Procedure(
+            421, 'CU_STREAM_END_CAPTURE', (xdr_cu_handle,), xdr_handle_result,
+            _Facts(replay='replay', handles=((0, ('stream',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
+        ),
+        422: _Procedure(
+            422, 'CU_STREAM_GET_CAPTURE_INFO', (xdr_cu_handle,), xdr_capture_info_result,
+            _Facts(replay='readonly', handles=((0, ('stream',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args),
+        ),
+        423: _Procedure(
+            423, 'CU_STREAM_CAPTURE_HOST_COPY', (xdr_cu_handle, xdr_graph_memcpy_params), _xdr.xdr_int,
+            _Facts(pipelined=True, replay='replay', handles=((0, ('stream',)),)),
+            plan=_Plan(decode_reply=_xdr_plan_status),
+        ),
     }
 
     def HELLO(self, ctx: Any, arg1: hello_args) -> hello_result:
@@ -7157,6 +8371,94 @@ class CRICKET_V1_Server:
         """CU_MEMCPY_PEER_ASYNC (585): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_MEMCPY_PEER_ASYNC")
 
+    def CU_GRAPH_CREATE(self, ctx: Any, arg1: int) -> handle_result:
+        """CU_GRAPH_CREATE (400): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_CREATE")
+
+    def CU_GRAPH_DESTROY(self, ctx: Any, arg1: cu_handle) -> int:
+        """CU_GRAPH_DESTROY (401): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_DESTROY")
+
+    def CU_GRAPH_ADD_NODE(self, ctx: Any, arg1: cu_handle, arg2: graph_node_list, arg3: graph_node_params) -> handle_result:
+        """CU_GRAPH_ADD_NODE (402): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_ADD_NODE")
+
+    def CU_GRAPH_GET_NODES(self, ctx: Any, arg1: cu_handle) -> graph_nodes_result:
+        """CU_GRAPH_GET_NODES (403): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_GET_NODES")
+
+    def CU_GRAPH_GET_ROOT_NODES(self, ctx: Any, arg1: cu_handle) -> graph_nodes_result:
+        """CU_GRAPH_GET_ROOT_NODES (404): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_GET_ROOT_NODES")
+
+    def CU_GRAPH_GET_EDGES(self, ctx: Any, arg1: cu_handle) -> graph_edges_result:
+        """CU_GRAPH_GET_EDGES (405): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_GET_EDGES")
+
+    def CU_GRAPH_CLONE(self, ctx: Any, arg1: cu_handle) -> handle_result:
+        """CU_GRAPH_CLONE (406): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_CLONE")
+
+    def CU_GRAPH_ADD_DEPENDENCIES(self, ctx: Any, arg1: cu_handle, arg2: graph_node_list, arg3: graph_node_list) -> int:
+        """CU_GRAPH_ADD_DEPENDENCIES (407): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_ADD_DEPENDENCIES")
+
+    def CU_GRAPH_NODE_GET_TYPE(self, ctx: Any, arg1: cu_handle) -> int_result:
+        """CU_GRAPH_NODE_GET_TYPE (408): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_NODE_GET_TYPE")
+
+    def CU_GRAPH_NODE_GET_DEPENDENCIES(self, ctx: Any, arg1: cu_handle) -> graph_nodes_result:
+        """CU_GRAPH_NODE_GET_DEPENDENCIES (409): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_NODE_GET_DEPENDENCIES")
+
+    def CU_GRAPH_NODE_GET_PARAMS(self, ctx: Any, arg1: cu_handle) -> graph_node_params_result:
+        """CU_GRAPH_NODE_GET_PARAMS (410): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_NODE_GET_PARAMS")
+
+    def CU_GRAPH_NODE_SET_PARAMS(self, ctx: Any, arg1: cu_handle, arg2: graph_node_params) -> int:
+        """CU_GRAPH_NODE_SET_PARAMS (411): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_NODE_SET_PARAMS")
+
+    def CU_GRAPH_INSTANTIATE(self, ctx: Any, arg1: cu_handle, arg2: int) -> graph_exec_result:
+        """CU_GRAPH_INSTANTIATE (412): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_INSTANTIATE")
+
+    def CU_GRAPH_EXEC_DESTROY(self, ctx: Any, arg1: cu_handle) -> int:
+        """CU_GRAPH_EXEC_DESTROY (413): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_EXEC_DESTROY")
+
+    def CU_GRAPH_LAUNCH(self, ctx: Any, arg1: cu_handle, arg2: cu_handle, arg3: mem_data) -> int:
+        """CU_GRAPH_LAUNCH (414): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_LAUNCH")
+
+    def CU_GRAPH_LAUNCH_SYNC(self, ctx: Any, arg1: cu_handle, arg2: cu_handle, arg3: mem_data) -> mem_result:
+        """CU_GRAPH_LAUNCH_SYNC (415): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_LAUNCH_SYNC")
+
+    def CU_GRAPH_EXEC_NODE_SET_PARAMS(self, ctx: Any, arg1: cu_handle, arg2: cu_handle, arg3: graph_node_params) -> int:
+        """CU_GRAPH_EXEC_NODE_SET_PARAMS (416): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_EXEC_NODE_SET_PARAMS")
+
+    def CU_GRAPH_EXEC_UPDATE(self, ctx: Any, arg1: cu_handle, arg2: cu_handle) -> int:
+        """CU_GRAPH_EXEC_UPDATE (417): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_EXEC_UPDATE")
+
+    def CU_STREAM_BEGIN_CAPTURE(self, ctx: Any, arg1: cu_handle, arg2: int) -> int:
+        """CU_STREAM_BEGIN_CAPTURE (420): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_STREAM_BEGIN_CAPTURE")
+
+    def CU_STREAM_END_CAPTURE(self, ctx: Any, arg1: cu_handle) -> handle_result:
+        """CU_STREAM_END_CAPTURE (421): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_STREAM_END_CAPTURE")
+
+    def CU_STREAM_GET_CAPTURE_INFO(self, ctx: Any, arg1: cu_handle) -> capture_info_result:
+        """CU_STREAM_GET_CAPTURE_INFO (422): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_STREAM_GET_CAPTURE_INFO")
+
+    def CU_STREAM_CAPTURE_HOST_COPY(self, ctx: Any, arg1: cu_handle, arg2: graph_memcpy_params) -> int:
+        """CU_STREAM_CAPTURE_HOST_COPY (423): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_STREAM_CAPTURE_HOST_COPY")
+
 
 # Every codec is built now, at import (none is built while threads use it).
 _xdr.ready_all(
@@ -7213,6 +8515,19 @@ _xdr.ready_all(
     xdr_launch_attribute,
     xdr_launch_ex_args,
     xdr_cluster_config,
+    xdr_graph_kernel_params,
+    xdr_graph_memcpy_params,
+    xdr_graph_memset_params,
+    xdr_graph_node_params,
+    xdr_graph_node_params_result,
+    xdr_graph_nodes_result,
+    xdr_graph_edges,
+    xdr_graph_edges_result,
+    xdr_graph_host_copy,
+    xdr_graph_exec_made,
+    xdr_graph_exec_result,
+    xdr_capture_info,
+    xdr_capture_info_result,
     xdr_cu_ptr,
     xdr_cu_handle,
     xdr_mem_data,
@@ -7223,5 +8538,6 @@ _xdr.ready_all(
     xdr_ckpt_path,
     xdr_device_attribute_list,
     xdr_launch_attribute_list,
+    xdr_graph_node_list,
     _codec1,
 )

@@ -26,6 +26,9 @@ class HandleKind(enum.IntEnum):
     STREAM = 0x06
     EVENT = 0x07
     ARRAY = 0x40  # arrays, textures, surfaces: tags 0x40-0x4f
+    GRAPH = 0x08
+    GRAPH_EXEC = 0x09
+    GRAPH_NODE = 0x0A
 
     @property
     def label(self) -> str:

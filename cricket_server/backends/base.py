@@ -23,7 +23,10 @@ import abc
 import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from cricket_server.graphs import ExecNode
 
 from .arrays import ArrayDesc, Copy3D, ResourceDesc, TextureDesc, ViewDesc
 
@@ -290,6 +293,27 @@ class BackendSession(abc.ABC):
     @abc.abstractmethod
     def event_elapsed_time(self, start: object, end: object) -> float:
         """Milliseconds, as cuEventElapsedTime."""
+
+    # -- CUDA graphs (optional) -----------------------------------------------------------
+    def graph_instantiate(self, nodes: Sequence[ExecNode]) -> object:
+        """An exec of `nodes` (topologically ordered, child graphs flattened; see
+        `cricket_server.graphs.ExecNode`)."""
+        raise not_supported("cuGraphInstantiate")
+
+    def graph_launch(
+        self, exec_: object, stream: object | None, host_in: Sequence[memoryview]
+    ) -> list[bytes | memoryview]:
+        """Launch on `stream`; `host_in[i]` is the bytes of the i-th host-to-device host side.
+        Returns the bytes of each device-to-host host side, in order, after the launch is
+        done (without such sides it returns [] at once, the launch queued)."""
+        raise not_supported("cuGraphLaunch")
+
+    def graph_exec_set_node(self, exec_: object, node: ExecNode) -> None:
+        """Give the exec's node `node.key` the parameters of `node` (same type)."""
+        raise not_supported("cuGraphExecKernelNodeSetParams")
+
+    def graph_exec_destroy(self, exec_: object) -> None:  # noqa: B027 - optional hook
+        """Free an exec (nothing to free by default)."""
 
     # -- occupancy ------------------------------------------------------------------------
     @abc.abstractmethod

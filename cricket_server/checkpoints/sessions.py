@@ -42,6 +42,12 @@ from checkpoint.writer import BlobSink, CheckpointWriter
 from cricket_server.backends.base import CudaError
 from cricket_server.backends.sim.cubin import parse_image  # an image parser, used for any backend
 from cricket_server.checkpoints.arrays import array_handles, restore_arrays, snapshot_arrays
+from cricket_server.checkpoints.graphs import (
+    exec_images,
+    graph_handles,
+    graph_images,
+    restore_graphs,
+)
 from cricket_server.resources import (
     ContextRecord,
     EventRecord,
@@ -275,6 +281,8 @@ def snapshot_session(
             ck.setting_image(handle=h, what=what, value=value)
             for h, what, value in session.settings.items(session.handles.__contains__)
         ],
+        graphs=graph_images(session),
+        graph_execs=exec_images(session),
     )
 
 
@@ -486,6 +494,9 @@ class _Restorer:
         for setting in image.settings:
             self.setting(setting)
         self.session.set_context_state(image.initialized, image.context_stack)
+        restore_graphs(
+            self.session, str(self.ckpt.path), image.graphs, image.graph_execs, self.devs
+        )
         self.session.calls = image.calls
 
     def _write(self, dev: int, addr: int, blob: ck.blob_ref) -> None:
@@ -657,6 +668,7 @@ def _handles_of(s: ck.session_image) -> Iterator[int]:
             if k.function is not None:
                 yield k.function.handle
     yield from array_handles(s)
+    yield from graph_handles(s)
 
 
 def sessions_conflict(images: list[ck.session_image]) -> str | None:

@@ -93,7 +93,8 @@ def test_illegal_address_surfaces_at_the_next_synchronizing_call(server_address:
 
 
 def test_unsupported_functions_fail_loudly(session: cricket_client.Connection) -> None:
-    for name in ("cuGraphCreate", "cuGraphicsUnmapResources", "cuIpcGetMemHandle", "cuMemcpy2D"):
+    for name in ("cuGraphicsGLRegisterBuffer", "cuGraphicsUnmapResources", "cuIpcGetMemHandle",
+                 "cuIpcOpenMemHandle"):
         with pytest.raises(cricket_client.NotSupportedRemotely, match=f"{name}.*not supported remotely"):
             getattr(cuda, name)
 

@@ -52,6 +52,8 @@ def handles(session: cricket_client.Connection) -> dict[str, int]:
     image = (KERNELS / "test_kernels.sm_90.cubin").read_bytes()
     module = _ok(stub.CU_MODULE_LOAD_DATA(image, [])).handle
     library = _ok(stub.CU_LIBRARY_LOAD_DATA(image, [], [])).handle
+    graph = _ok(stub.CU_GRAPH_CREATE(0))
+    node = _ok(stub.CU_GRAPH_ADD_NODE(graph, [], proto.graph_node_params(5)))
     return {
         "context": _ok(stub.CU_CTX_GET_CURRENT()),
         "module": module,
@@ -60,6 +62,9 @@ def handles(session: cricket_client.Connection) -> dict[str, int]:
         "kernel": _ok(stub.CU_LIBRARY_GET_KERNEL(library, "vector_add")),
         "stream": _ok(stub.CU_STREAM_CREATE(0)),
         "event": _ok(stub.CU_EVENT_CREATE(0)),
+        "graph": graph,
+        "graph_node": node,
+        "graph_exec": _ok(stub.CU_GRAPH_INSTANTIATE(graph, 0)).exec,
     }
 
 
@@ -87,6 +92,8 @@ def _plain_value(proc: ir.ProcedureDef, index: int, ptr: int, channels: int) -> 
         "cu_ptr": ptr, "mem_data": b"", "name_str": "vector_add", "option_list": [],
         "attribute_list": [], "device_attribute_list": [], "string": "", "bool": True,
         "cluster_config": proto.cluster_config(1, 1, 1, 32, 1, 1, 0, []),
+        "graph_node_list": [], "graph_node_params": proto.graph_node_params(5),
+        "graph_memcpy_params": proto.graph_memcpy_params(False, ptr, False, ptr, 16),
     }.get(name, 0)
 
 

@@ -331,8 +331,8 @@ def test_limits_reset_and_synchronize(rt: cricket_client.Connection) -> None:
 
 
 def test_unsupported_names_fail_loudly() -> None:
-    with pytest.raises(cricket_client.NotSupportedRemotely, match="cudaGraphLaunch"):
-        cudart.cudaGraphLaunch  # noqa: B018
+    with pytest.raises(cricket_client.NotSupportedRemotely, match="cudaGraphicsGLRegisterBuffer"):
+        cudart.cudaGraphicsGLRegisterBuffer  # noqa: B018
     with pytest.raises(AttributeError, match="cudaNoSuchThing"):
         cudart.cudaNoSuchThing  # noqa: B018
 

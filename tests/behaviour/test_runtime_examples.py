@@ -81,14 +81,14 @@ def test_a_client_without_cuda_python_runs_a_program(server_address: str, tmp_pa
 
 
 def test_a_missing_remote_function_fails_naming_it(server_address: str, tmp_path: Path) -> None:
-    program = tmp_path / "graphs.py"
+    program = tmp_path / "gl_interop.py"
     program.write_text(
         "from cuda.bindings import runtime\n"
         "print(runtime.cudaGetDeviceCount()[1] >= 1)\n"
-        "runtime.cudaGraphCreate(0)\n"
+        "runtime.cudaGraphicsGLRegisterBuffer(0, 0)\n"
     )
     result = _run([sys.executable, "-m", "cricket_client.run", "--server", server_address,
                    str(program)])  # fmt: skip
     assert result.returncode != 0
     assert result.stdout == "True\n"
-    assert "cuda.bindings.runtime.cudaGraphCreate is not supported remotely" in result.stderr
+    assert "cuda.bindings.runtime.cudaGraphicsGLRegisterBuffer is not supported remotely" in result.stderr

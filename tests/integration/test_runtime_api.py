@@ -52,7 +52,7 @@ def _real_parameters(name: str) -> list[str]:
     inside = first[first.index("(") + 1 : first.rindex(")")]
     params = []
     for part in re.split(r",\s*(?![^\[]*\])", inside):
-        part = part.split(":")[0].strip()
+        part = part.split(":")[0].split("=")[0].strip()
         if part:
             params.append(part.split()[-1].lstrip("*"))
     return params

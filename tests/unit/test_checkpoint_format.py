@@ -57,6 +57,8 @@ def _blob_session(sink: BlobSink, contents: list[bytes]) -> ck.session_image:
         arrays=[],
         tex_objects=[],
         settings=[],
+        graphs=[],
+        graph_execs=[],
     )
 
 

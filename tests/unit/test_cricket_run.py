@@ -108,11 +108,11 @@ def test_a_function_the_remote_modules_lack_fails_naming_it(tmp_path: Path) -> N
         import cricket_client
         cricket_client.install()
         from cuda.bindings import driver
-        driver.cuGraphCreate(0)
+        driver.cuGraphicsGLRegisterBuffer(0, 0)
     """, without_cuda_python=True, tmp=tmp_path)  # fmt: skip
     assert result.returncode == 1
     assert "NotSupportedRemotely" in result.stderr
-    assert "cuda.bindings.driver.cuGraphCreate is not supported remotely" in result.stderr
+    assert "cuda.bindings.driver.cuGraphicsGLRegisterBuffer is not supported remotely" in result.stderr
 
 
 def _run(*args: str, env_address: str | None = None) -> subprocess.CompletedProcess[str]:

@@ -26,6 +26,7 @@ PIPELINED_BEFORE = {
     "CU_LAUNCH_KERNEL", "CU_LAUNCH_COOPERATIVE_KERNEL", "CU_LAUNCH_KERNEL_BATCH",
     "CU_STREAM_WAIT_EVENT",
     "CU_EVENT_RECORD", "RT_MEMCPY_2D_HTOD", "RT_MEMCPY_2D_DTOD", "RT_MEMSET_2D",
+    "CU_GRAPH_LAUNCH", "CU_STREAM_CAPTURE_HOST_COPY",  # CUDA graphs
 }
 UNCOUNTED_BEFORE = {
     "HELLO", "GOODBYE", "GET_ERROR_MESSAGE", "CHECKPOINT_SESSION", "CHECKPOINT_SERVER",
@@ -44,6 +45,10 @@ READ_ONLY_BEFORE = {
     "RT_DEVICE_GET_PROPERTIES", "RT_MEMCPY_2D_DTOH", "DATA_SHM_DTOH", "DATA_TCP_DTOH",
     "ARRAY_GET_DESCRIPTOR", "MEMCPY_3D_TO_HOST", "TEX_OBJECT_GET_DESCS",
     "SURF_OBJECT_GET_RESOURCE_DESC",
+    # CUDA graphs
+    "CU_GRAPH_GET_NODES", "CU_GRAPH_GET_ROOT_NODES", "CU_GRAPH_GET_EDGES",
+    "CU_GRAPH_NODE_GET_TYPE", "CU_GRAPH_NODE_GET_DEPENDENCIES", "CU_GRAPH_NODE_GET_PARAMS",
+    "CU_STREAM_GET_CAPTURE_INFO",
 }
 # flags, attributes, launch variants; several devices (procedures 560-599)
 PIPELINED_BEFORE |= {"CU_LAUNCH_KERNEL_EX", "CU_MEMCPY_PEER_ASYNC"}
@@ -72,7 +77,10 @@ def test_the_spec_gives_the_replay_lists_the_client_kept() -> None:
 
 
 def test_the_spec_gives_the_view_arguments_the_service_listed() -> None:
-    assert {proto.CU_MEMCPY_HTOD, proto.CU_MEMCPY_HTOD_ASYNC} == CricketService.VIEW_ARGS
+    assert {
+        proto.CU_MEMCPY_HTOD, proto.CU_MEMCPY_HTOD_ASYNC, proto.CU_GRAPH_LAUNCH,
+        proto.CU_GRAPH_LAUNCH_SYNC,
+    } == CricketService.VIEW_ARGS
     assert PROCEDURES[proto.CU_MEMCPY_HTOD_ASYNC].facts.views == (1,)
 
 

@@ -26,6 +26,7 @@ from ..base import (
 from ._driver import call, driver, enum_value, error_text
 from .arrays import CudaArrays
 from .context import DeviceContext
+from .graphs import CudaGraphs
 from .host_memory import HostRegistrations
 from .jit import JitOptions
 from .launch import ParamBuffer, ParamLayouts
@@ -82,7 +83,7 @@ class _DeviceState:
         return errors
 
 
-class CudaSession(CudaArrays, CudaLaunchVariants, BackendSession):
+class CudaSession(CudaArrays, CudaLaunchVariants, CudaGraphs, BackendSession):
     def __init__(self, backend: CudaBackend, staging_limit: int) -> None:
         self._backend = backend
         self._staging_limit = staging_limit
@@ -504,6 +505,7 @@ class CudaSession(CudaArrays, CudaLaunchVariants, BackendSession):
             return
         errors: list[CudaError] = self._host.release_all()  # before the contexts go
         errors += self.release_arrays()
+        errors += self.close_graphs()
         for library in self._libraries.values():
             try:
                 call(driver.cuLibraryUnload, library)

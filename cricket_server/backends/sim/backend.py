@@ -36,6 +36,7 @@ from cricket_server.backends.sim import texture_kernels  # noqa: F401  (register
 from cricket_server.backends.sim.arrays import SimArrays
 from cricket_server.backends.sim.cubin import KernelInfo, ModuleImage, parse_image
 from cricket_server.backends.sim.devmem import GRANULARITY, KernelMemory, SimChunkBacking, SimMemory
+from cricket_server.backends.sim.graphs import ReplayGraphs
 from cricket_server.backends.sim.kernels import KernelArgs, Launch, find_kernel
 from cricket_server.backends.sim.launch_ex import SimLaunchVariants
 from cricket_server.backends.sim.streams import (
@@ -198,7 +199,7 @@ class _DeviceState:
     module_heap: DeviceHeap | None = None
 
 
-class SimSession(SimArrays, SimLaunchVariants, BackendSession):
+class SimSession(SimArrays, SimLaunchVariants, ReplayGraphs, BackendSession):
     """The device work of one client on the sim backend."""
 
     def __init__(self, backend: SimBackend) -> None:

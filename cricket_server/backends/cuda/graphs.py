@@ -1,0 +1,206 @@
+"""CUDA graphs on the `cuda` backend: each exec is a real CUgraph built from the session's
+nodes (cuGraphAdd*Node) and instantiated (cuGraphInstantiate); a launch is one cuGraphLaunch.
+
+Client host memory in memcpy nodes becomes page-locked buffers of the exec's own: a launch
+first waits for the exec's previous launch to be done with them (an event recorded after
+each launch), fills the host-to-device ones with the bytes the client sent, launches, and,
+when the exec copies to host memory, waits for the stream and returns those buffers' bytes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..base import CUDA_ERROR_INVALID_VALUE, BackendSession, CudaError
+from ._driver import call, driver
+
+__all__ = ["CudaExec", "CudaGraphs"]
+
+_KERNEL, _MEMCPY, _MEMSET, _EMPTY, _WAIT, _RECORD = 0, 1, 2, 5, 6, 7
+
+
+@dataclass
+class CudaExec:
+    graph: Any  # the CUgraph it was instantiated from (kept for node updates)
+    exec: Any  # CUgraphExec
+    nodes: dict[object, Any]  # ExecNode key -> CUgraphNode
+    inputs: list[tuple[int, int]] = field(default_factory=list)  # pinned (address, size)
+    outputs: list[tuple[int, int]] = field(default_factory=list)
+    done: Any = None  # event recorded after each launch that uses the pinned buffers
+    launched: bool = False
+
+
+class CudaGraphs(BackendSession):
+    """The graph methods of `CudaSession` (which supplies `_state`, `_stream`, `_layouts`)."""
+
+    _execs: dict[int, CudaExec]
+
+    def _graph_execs(self) -> dict[int, CudaExec]:
+        execs = self.__dict__.get("_execs")
+        if execs is None:
+            execs = self._execs = {}
+        return execs
+
+    def graph_instantiate(self, nodes: Sequence[Any]) -> object:
+        state = self._state()  # type: ignore[attr-defined]
+        graph = call(driver.cuGraphCreate, 0)
+        made = CudaExec(graph, None, {})
+        try:
+            for node in nodes:
+                deps = [made.nodes[k] for k in node.deps]
+                made.nodes[node.key] = self._add_node(made, graph, deps, node, state.context.handle)
+            made.exec = call(driver.cuGraphInstantiate, graph, 0)
+            if made.inputs or made.outputs:
+                flags = driver.CUevent_flags.CU_EVENT_DISABLE_TIMING
+                made.done = call(driver.cuEventCreate, flags)
+        except BaseException:
+            self._free_exec(made)
+            raise
+        self._graph_execs()[id(made)] = made
+        return made
+
+    def _pinned(self, size: int) -> int:
+        return int(call(driver.cuMemHostAlloc, size, driver.CU_MEMHOSTALLOC_PORTABLE))
+
+    def _add_node(self, made: CudaExec, graph: Any, deps: list[Any], node: Any, ctx: Any) -> Any:
+        n = len(deps)
+        if node.type == _KERNEL:
+            return call(driver.cuGraphAddKernelNode, graph, deps, n, self._kernel_params(node))
+        if node.type == _MEMCPY:
+            dst_host, dst, src_host, src, size = node.copy
+            p = driver.CUDA_MEMCPY3D()
+            if src_host:
+                address = self._pinned(size)
+                made.inputs.append((address, size))
+                p.srcMemoryType = driver.CUmemorytype.CU_MEMORYTYPE_HOST
+                p.srcHost = address
+            else:
+                p.srcMemoryType = driver.CUmemorytype.CU_MEMORYTYPE_DEVICE
+                p.srcDevice = driver.CUdeviceptr(src)
+            if dst_host:
+                address = self._pinned(size)
+                made.outputs.append((address, size))
+                p.dstMemoryType = driver.CUmemorytype.CU_MEMORYTYPE_HOST
+                p.dstHost = address
+            else:
+                p.dstMemoryType = driver.CUmemorytype.CU_MEMORYTYPE_DEVICE
+                p.dstDevice = driver.CUdeviceptr(dst)
+            p.WidthInBytes = size
+            p.Height = 1
+            p.Depth = 1
+            return call(driver.cuGraphAddMemcpyNode, graph, deps, n, p, ctx)
+        if node.type == _MEMSET:
+            return call(driver.cuGraphAddMemsetNode, graph, deps, n, self._memset_params(node), ctx)
+        if node.type == _RECORD:
+            return call(driver.cuGraphAddEventRecordNode, graph, deps, n, node.event)
+        if node.type == _WAIT:
+            return call(driver.cuGraphAddEventWaitNode, graph, deps, n, node.event)
+        return call(driver.cuGraphAddEmptyNode, graph, deps, n)
+
+    def _kernel_params(self, node: Any) -> Any:
+        func, grid, block, shared, params = node.kernel
+        p = driver.CUDA_KERNEL_NODE_PARAMS()
+        p.func = func
+        p.gridDimX, p.gridDimY, p.gridDimZ = grid
+        p.blockDimX, p.blockDimY, p.blockDimZ = block
+        p.sharedMemBytes = shared
+        # the driver copies the parameters when the node is added or set
+        p.kernelParams = self._layouts.buffer(func).fill(memoryview(params))  # type: ignore[attr-defined]
+        p.extra = 0
+        return p
+
+    @staticmethod
+    def _memset_params(node: Any) -> Any:
+        dst, pitch, value, width, count, height = node.set
+        p = driver.CUDA_MEMSET_NODE_PARAMS()
+        p.dst = driver.CUdeviceptr(dst)
+        p.pitch = pitch
+        p.value = value
+        p.elementSize = width
+        p.width = count
+        p.height = height
+        return p
+
+    def graph_exec_set_node(self, exec_: object, node: Any) -> None:
+        made = self._exec_of(exec_)
+        state = self._state()  # type: ignore[attr-defined]
+        target = made.nodes.get(node.key)
+        if target is None:
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, "cuGraphExecKernelNodeSetParams: no such node")
+        if node.type == _KERNEL:
+            call(driver.cuGraphExecKernelNodeSetParams, made.exec, target, self._kernel_params(node))
+        elif node.type == _MEMSET:
+            call(
+                driver.cuGraphExecMemsetNodeSetParams,
+                made.exec, target, self._memset_params(node), state.context.handle,
+            )
+
+    def graph_launch(
+        self, exec_: object, stream: object | None, host_in: Sequence[memoryview]
+    ) -> list[bytes | memoryview]:
+        made = self._exec_of(exec_)
+        self._state()  # type: ignore[attr-defined]
+        hstream = self._stream(stream)  # type: ignore[attr-defined]
+        if made.done is not None and made.launched:
+            call(driver.cuEventSynchronize, made.done)  # the previous launch is done with them
+        for (address, size), data in zip(made.inputs, host_in, strict=True):
+            ctypes.memmove(address, bytes(data), size)
+        call(driver.cuGraphLaunch, made.exec, hstream)
+        if made.done is None:
+            return []
+        call(driver.cuEventRecord, made.done, hstream)
+        made.launched = True
+        if not made.outputs:
+            return []
+        call(driver.cuStreamSynchronize, hstream)
+        return [ctypes.string_at(address, size) for address, size in made.outputs]
+
+    def graph_exec_destroy(self, exec_: object) -> None:
+        made = self._exec_of(exec_)
+        self._state()  # type: ignore[attr-defined]
+        self._graph_execs().pop(id(made), None)
+        self._free_exec(made)
+
+    def _exec_of(self, exec_: object) -> CudaExec:
+        if isinstance(exec_, CudaExec) and id(exec_) in self._graph_execs():
+            return exec_
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"cuGraphLaunch: {exec_!r} is not a live exec")
+
+    @staticmethod
+    def _free_exec(made: CudaExec) -> None:
+        """Destroy what an exec holds; raises the first failure after trying everything."""
+        errors: list[CudaError] = []
+        steps: list[tuple[Any, Any]] = []
+        if made.done is not None:
+            steps.append((driver.cuEventSynchronize, made.done))
+        if made.exec is not None:
+            steps.append((driver.cuGraphExecDestroy, made.exec))
+        steps.append((driver.cuGraphDestroy, made.graph))
+        if made.done is not None:
+            steps.append((driver.cuEventDestroy, made.done))
+        steps += [(driver.cuMemFreeHost, a) for a, _ in made.inputs + made.outputs]
+        for fn, arg in steps:
+            try:
+                call(fn, arg)
+            except CudaError as e:
+                errors.append(e)
+        made.inputs.clear()
+        made.outputs.clear()
+        if errors:
+            raise errors[0]
+
+    def close_graphs(self) -> list[CudaError]:
+        """Destroy every exec (before the contexts go); the failures."""
+        errors: list[CudaError] = []
+        if self._graph_execs():
+            self._state()  # type: ignore[attr-defined]
+        for made in list(self._graph_execs().values()):
+            try:
+                self._free_exec(made)
+            except CudaError as e:
+                errors.append(e)
+        self._graph_execs().clear()
+        return errors
