@@ -994,10 +994,13 @@ def cuOccupancyMaxPotentialBlockSize(
     return (_SUCCESS, r.value.first, r.value.second)
 
 
+from .driver_vmm import *  # noqa: E402, F403  (virtual memory management, memory pools)
+
 # -- everything else ------------------------------------------------------------------------
 
 SUPPORTED = frozenset(
     name for name, value in list(globals().items()) if name.startswith("cu") and callable(value)
+    and not isinstance(value, type)  # cuuint64_t is a type
 )
 
 

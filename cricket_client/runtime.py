@@ -871,6 +871,8 @@ def cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
     return _ret(*result)
 
 
+from .runtime_mempool import *  # noqa: E402, F403  (memory pools)
+
 # -- everything else ------------------------------------------------------------------------
 
 SUPPORTED = frozenset(

@@ -30,6 +30,7 @@ from cricket_server.checkpoints.targets import check_own_target
 from cricket_server.datapath import DataPathProcedures
 from cricket_server.launch_batch import Launch, decode_launch_batch_args
 from cricket_server.limits import confine_checkpoint_path
+from cricket_server.service_vmm_pools import VmmPoolProcedures
 from cricket_server.session import Session, SessionManager, negotiate_version
 from rpc_spec import cricket_rpc as proto
 
@@ -87,7 +88,7 @@ def operator_refusal(ctx: Any) -> proto.checkpoint_result | None:
     )
 
 
-class CricketService(DataPathProcedures, proto.CRICKET_V1_Server):
+class CricketService(DataPathProcedures, VmmPoolProcedures, proto.CRICKET_V1_Server):
     """Serves CRICKET_V1 over the sessions of one `SessionManager`."""
 
     # From the facts of rpc_spec/cricket.x. `@view`: host-to-device payloads are used before

@@ -50,9 +50,11 @@ from cricket_server.session_core import (
     SessionCore,
 )
 from cricket_server.session_memcalls import PITCH_ALIGNMENT, SessionMemoryCalls
+from cricket_server.session_mempools import SessionMemPools
 from cricket_server.session_modules import SessionModules
 from cricket_server.session_runtime import SessionRuntime
 from cricket_server.session_streams import SessionStreams
+from cricket_server.session_vmm import SessionVmm
 
 __all__ = [
     "NO_CONTEXT",
@@ -234,6 +236,8 @@ class SessionManager:
 
 class Session(
     SessionContexts,
+    SessionMemPools,
+    SessionVmm,
     SessionMemoryCalls,
     SessionModules,
     SessionStreams,
@@ -307,6 +311,10 @@ class Session(
         summary = FreeSummary()
         records = self.handles.records()
         self._free_records([r for r in records if not isinstance(r, ContextRecord)], summary)
+        count, size, errors = self.free_vmm()
+        summary.add("virtual memory objects", count)
+        summary.bytes += size
+        summary.errors += errors
         count, size, errors = self.memory.release_all()
         summary.add("allocations", count)
         summary.bytes += size

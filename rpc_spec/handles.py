@@ -25,6 +25,8 @@ class HandleKind(enum.IntEnum):
     KERNEL = 0x05
     STREAM = 0x06
     EVENT = 0x07
+    MEMHANDLE = 0x20  # a physical allocation (cuMemCreate)
+    MEMPOOL = 0x21  # a memory pool (cuMemPoolCreate, a device's default pool)
 
     @property
     def label(self) -> str:

@@ -33,7 +33,10 @@ ARGUMENT_FACTS = {
 }
 
 # The kinds of handle an argument may hold (cricket_server.resources.HandleKind).
-HANDLE_KINDS = ("context", "module", "function", "library", "kernel", "stream", "event")
+HANDLE_KINDS = (
+    "context", "module", "function", "library", "kernel", "stream", "event",
+    "memhandle", "mempool",
+)  # fmt: skip
 
 
 def handle_kinds(arg: str | None) -> tuple[str, ...]:

@@ -30,6 +30,7 @@ from .jit import JitOptions
 from .launch import ParamBuffer, ParamLayouts
 from .staging import PinnedStager
 from .vmm import VmmBacking
+from .vmm_calls import CudaVmm
 
 if TYPE_CHECKING:
     from .backend import CudaBackend
@@ -80,7 +81,7 @@ class _DeviceState:
         return errors
 
 
-class CudaSession(BackendSession):
+class CudaSession(CudaVmm, BackendSession):
     def __init__(self, backend: CudaBackend, staging_limit: int) -> None:
         self._backend = backend
         self._staging_limit = staging_limit

@@ -25,14 +25,20 @@ GRANULARITY = 2 << 20
 
 
 class _Chunk:
-    __slots__ = ("base", "buffer", "device", "end", "mm")
+    __slots__ = ("base", "buffer", "charged", "device", "end", "mm")
 
-    def __init__(self, base: int, size: int, device: SimDevice) -> None:
+    def __init__(
+        self, base: int, size: int, device: SimDevice, buffer: np.ndarray | None = None
+    ) -> None:
         self.base = base
         self.end = base + size
         self.device = device
-        self.mm = mmap.mmap(-1, size)  # zero pages, committed only when touched
-        self.buffer = np.frombuffer(self.mm, dtype=np.uint8)
+        self.charged = buffer is None  # a view of physical memory charged elsewhere (VMM)
+        self.mm: mmap.mmap | None = None
+        if buffer is None:
+            self.mm = mmap.mmap(-1, size)  # zero pages, committed only when touched
+            buffer = np.frombuffer(self.mm, dtype=np.uint8)
+        self.buffer = buffer
 
 
 class SimMemory:
@@ -43,15 +49,20 @@ class SimMemory:
         self.closed = False
 
     # -- mapping (session thread) -----------------------------------------------------------
-    def map(self, base: int, size: int, device: SimDevice) -> _Chunk:
+    def map(
+        self, base: int, size: int, device: SimDevice, buffer: np.ndarray | None = None
+    ) -> _Chunk:
+        """Map fresh memory (charged to `device`) at `base`, or `buffer`, memory charged by
+        its owner (a VMM physical allocation), which may be mapped more than once."""
         starts, chunks = self._index
         i = bisect.bisect_left(starts, base)
         if (i > 0 and chunks[i - 1].end > base) or (i < len(starts) and starts[i] < base + size):
             raise CudaError(
                 CUDA_ERROR_INVALID_VALUE, f"sim: [{base:#x}, {base + size:#x}) is already mapped"
             )
-        device.charge(size)
-        chunk = _Chunk(base, size, device)
+        if buffer is None:
+            device.charge(size)
+        chunk = _Chunk(base, size, device, buffer)
         self._index = (starts[:i] + [base] + starts[i:], chunks[:i] + [chunk] + chunks[i:])
         return chunk
 
@@ -64,7 +75,8 @@ class SimMemory:
             raise CudaError(CUDA_ERROR_INVALID_VALUE, f"sim: no chunk mapped at {base:#x}")
         chunk = chunks[i]
         self._index = (starts[:i] + starts[i + 1 :], chunks[:i] + chunks[i + 1 :])
-        chunk.device.refund(chunk.end - chunk.base)
+        if chunk.charged:
+            chunk.device.refund(chunk.end - chunk.base)
 
     def close(self) -> None:
         """Unmap everything; later unmaps of the session's heaps are no-ops."""
