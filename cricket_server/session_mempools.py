@@ -112,6 +112,11 @@ class SessionMemPools(SessionCore):
             pools[id(r)] = r
         return sorted(pools.values(), key=lambda p: p.handle)
 
+    def pool_allocations(self, pool: MemPoolRecord) -> list[int]:
+        """Addresses of the pool's live allocations."""
+        self._pool_used(pool)  # forgets those freed another way
+        return sorted(pool.live)
+
     def pool_is_current(self, pool: MemPoolRecord) -> bool:
         return self._pool_current.get(pool.dev) is pool
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -393,6 +394,64 @@ class SessionVmm(SessionCore):
             )
         self.device(call, dev)
         return self._covering(call, ptr, 1)[0].access.get(dev, ACCESS_NONE)
+
+    # -- checkpoint and restore -------------------------------------------------------------
+    @contextmanager
+    def physical_view(self, record: MemHandleRecord) -> Iterator[int]:
+        """The bytes of a physical allocation, mapped read/write at a scratch address of the
+        arena for the body (a checkpoint reads them, a restore writes them)."""
+        arena = self.manager.arena
+        addr = arena.take(record.size)
+        try:
+            with self._on_device(record.dev):
+                self.bsession.vmm_map(addr, record.size, 0, record.obj)
+                try:
+                    self.bsession.vmm_set_access(addr, record.size, record.dev, ACCESS_READWRITE)
+                    yield addr
+                finally:
+                    self.bsession.vmm_unmap(addr, record.size)
+        finally:
+            arena.give(addr, record.size)
+
+    def adopt_reservation(self, base: int, size: int) -> None:
+        """Reserve [base, base+size) again (restore): INVALID_VALUE when it is not free."""
+        self.manager.arena.claim(base, size)
+        self._vmm_reservations[base] = Reservation(base, size)
+
+    def adopt_physical(
+        self, handle: int, dev: int, size: int, refs: int, prop: AllocProp
+    ) -> MemHandleRecord:
+        """Create a physical allocation again under its handle (restore); with `refs` 0 it
+        was released and lives on for its mappings only."""
+        with self._on_device(dev):
+            obj = self.bsession.vmm_create(dev, size)
+        fields = {"ctx": 0, "obj": obj, "dev": dev, "size": size, "prop": prop, "refs": refs}
+        try:
+            if refs > 0:
+                record = self.handles.add_with_handle(handle, MemHandleRecord, **fields)
+            else:
+                record = MemHandleRecord(handle=handle, **fields)  # type: ignore[arg-type]
+        except BaseException:
+            with self._on_device(dev):
+                self.bsession.vmm_release(obj)
+            raise
+        self._vmm_held[handle] = record
+        self.memory.outside_heaps += size
+        return record
+
+    def adopt_mapping(
+        self, addr: int, size: int, offset: int, record: MemHandleRecord, access: dict[int, int]
+    ) -> None:
+        """Map a restored physical allocation at its old address with its old access."""
+        self._reservation_of("restore", addr, size)
+        with self._on_device(record.dev):
+            self.bsession.vmm_map(addr, size, offset, record.obj)
+        mapping = Mapping(addr, size, offset, record)
+        bisect.insort(self._vmm_mappings, mapping, key=lambda m: m.addr)
+        for dev, flags in access.items():
+            with self._on_device(dev):
+                self.bsession.vmm_set_access(addr, size, dev, flags)
+            mapping.access[dev] = flags
 
     # -- freeing ----------------------------------------------------------------------------
     def free_vmm(self) -> tuple[int, int, int]:

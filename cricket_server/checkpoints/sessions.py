@@ -41,6 +41,12 @@ from checkpoint.tokens import TokenDigest
 from checkpoint.writer import BlobSink, CheckpointWriter
 from cricket_server.backends.base import CudaError
 from cricket_server.backends.sim.cubin import parse_image  # an image parser, used for any backend
+from cricket_server.checkpoints.vmm_pools import (
+    restore_pools,
+    restore_vmm,
+    snapshot_pools,
+    snapshot_vmm,
+)
 from cricket_server.resources import (
     ContextRecord,
     EventRecord,
@@ -259,6 +265,8 @@ def snapshot_session(
         streams=streams,
         events=events,
         allocations=allocations,
+        vmm=snapshot_vmm(session, sink, prefix, progress),
+        pools=snapshot_pools(session),
     )
 
 
@@ -464,6 +472,8 @@ class _Restorer:
             )
         for a in image.allocations:
             self.allocation(a)
+        restore_vmm(self.session, image.vmm, self._write)
+        restore_pools(self.session, image.pools)
         for d in image.devices:
             self.limits(d)
         self.session.set_context_state(image.initialized, image.context_stack)
@@ -603,7 +613,7 @@ class _Restorer:
 
 
 def _handles_of(s: ck.session_image) -> Iterator[int]:
-    for group in (s.contexts, s.modules, s.libraries, s.streams, s.events):
+    for group in (s.contexts, s.modules, s.libraries, s.streams, s.events, s.vmm.physicals, s.pools):
         yield from (item.handle for item in group)
     for m in s.modules:
         yield from (f.handle for f in m.functions)
@@ -625,6 +635,7 @@ def sessions_conflict(images: list[ck.session_image]) -> str | None:
             if other != s.session_id:
                 return f"sessions {other:#x} and {s.session_id:#x} both hold handle {handle:#x}"
         ranges += [(a.ptr, a.ptr + a.size, s.session_id) for a in s.allocations]
+        ranges += [(r.base, r.base + r.size, s.session_id) for r in s.vmm.reservations]
     ranges.sort()
     for (_, end, first), (start, _, second) in zip(ranges, ranges[1:], strict=False):
         if start < end and first != second:
@@ -667,11 +678,13 @@ def check_fits(
                     f"session {s.session_id:#x} handle {handle:#x} is live here in session "
                     f"{owner:#x}",
                 )
-        for a in s.allocations:
-            if not (base <= a.ptr and a.ptr + a.size <= end):
+        held = [(a.ptr, a.size, "allocation") for a in s.allocations]
+        held += [(r.base, r.size, "reservation") for r in s.vmm.reservations]
+        for ptr, size, what in held:
+            if not (base <= ptr and ptr + size <= end):
                 raise CheckpointError(
                     ckpt.path,
-                    f"session {s.session_id:#x} allocation [{a.ptr:#x}, {a.ptr + a.size:#x}) lies "
+                    f"session {s.session_id:#x} {what} [{ptr:#x}, {ptr + size:#x}) lies "
                     f"outside this server's device address range [{base:#x}, {end:#x})",
                 )
 

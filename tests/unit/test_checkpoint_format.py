@@ -54,6 +54,8 @@ def _blob_session(sink: BlobSink, contents: list[bytes]) -> ck.session_image:
         streams=[],
         events=[],
         allocations=allocs,
+        vmm=ck.vmm_image(reservations=[], physicals=[], mappings=[]),
+        pools=[],
     )
 
 
