@@ -27,7 +27,8 @@ def _physical_pieces(session: Session, record: Any, progress: Progress) -> Itera
     with session.physical_view(record) as addr, session.on_device(record.dev):
         for off in range(0, record.size, PIECE):
             n = min(PIECE, record.size - off)
-            yield session.bsession.memcpy_dtoh(addr + off, n, None)
+            # a copy: the writer may still hold the piece after the scratch mapping is gone
+            yield bytes(session.bsession.memcpy_dtoh(addr + off, n, None))
             progress(n)
 
 

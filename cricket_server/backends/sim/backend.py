@@ -289,6 +289,10 @@ class SimSession(SimVmm, BackendSession):
     def _sim_device(self, dev: int) -> dv.SimDevice:
         return self.backend.device(dev)
 
+    def _client_range(self) -> tuple[int, int]:
+        base, size, _gran = self.backend.address_space()
+        return base, size
+
     def chunk_backing(self, dev: int) -> ChunkBacking:
         backing = self._backings.get(dev)
         if backing is None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import mmap
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -25,14 +26,20 @@ GRANULARITY = 2 << 20
 
 
 class _Chunk:
-    __slots__ = ("base", "buffer", "charged", "device", "end", "mm")
+    __slots__ = ("base", "buffer", "charged", "device", "end", "mm", "shadow")
 
     def __init__(
-        self, base: int, size: int, device: SimDevice, buffer: np.ndarray | None = None
+        self,
+        base: int,
+        size: int,
+        device: SimDevice,
+        buffer: np.ndarray | None = None,
+        shadow: Any = None,
     ) -> None:
         self.base = base
         self.end = base + size
         self.device = device
+        self.shadow = shadow  # the host mirror `buffer` lives in (VMM mappings), or None
         self.charged = buffer is None  # a view of physical memory charged elsewhere (VMM)
         self.mm: mmap.mmap | None = None
         if buffer is None:
@@ -50,10 +57,15 @@ class SimMemory:
 
     # -- mapping (session thread) -----------------------------------------------------------
     def map(
-        self, base: int, size: int, device: SimDevice, buffer: np.ndarray | None = None
+        self,
+        base: int,
+        size: int,
+        device: SimDevice,
+        buffer: np.ndarray | None = None,
+        shadow: Any = None,
     ) -> _Chunk:
         """Map fresh memory (charged to `device`) at `base`, or `buffer`, memory charged by
-        its owner (a VMM physical allocation), which may be mapped more than once."""
+        its owner (a VMM physical allocation, seen through `shadow`: `sim.vmm.Shadow`)."""
         starts, chunks = self._index
         i = bisect.bisect_left(starts, base)
         if (i > 0 and chunks[i - 1].end > base) or (i < len(starts) and starts[i] < base + size):
@@ -62,7 +74,7 @@ class SimMemory:
             )
         if buffer is None:
             device.charge(size)
-        chunk = _Chunk(base, size, device, buffer)
+        chunk = _Chunk(base, size, device, buffer, shadow)
         self._index = (starts[:i] + [base] + starts[i:], chunks[:i] + [chunk] + chunks[i:])
         return chunk
 
@@ -98,7 +110,11 @@ class SimMemory:
         return self._joined(addr, size, code, what)
 
     def _joined(self, addr: int, size: int, code: int, what: str) -> np.ndarray:
-        """A range that crosses into adjacent chunks: copy out (read-only)."""
+        """A range that crosses into adjacent chunks: a writable view when they are adjacent
+        mappings of one host mirror (VMM), else a copy (read-only)."""
+        shadowed = self._shadowed(addr, size)
+        if shadowed is not None:
+            return shadowed
         pieces = []
         pos, end = addr, addr + size
         starts, chunks = self._index
@@ -116,6 +132,19 @@ class SimMemory:
         joined = np.concatenate(pieces) if pieces else np.empty(0, np.uint8)
         joined.flags.writeable = False
         return joined
+
+    def _shadowed(self, addr: int, size: int) -> np.ndarray | None:
+        starts, chunks = self._index
+        i = bisect.bisect_right(starts, addr) - 1
+        if i < 0 or size <= 0 or chunks[i].shadow is None or addr >= chunks[i].end:
+            return None
+        shadow, pos = chunks[i].shadow, chunks[i].end
+        while pos < addr + size:
+            i += 1
+            if i >= len(chunks) or chunks[i].base != pos or chunks[i].shadow is not shadow:
+                return None
+            pos = chunks[i].end
+        return shadow.view(addr, size)  # type: ignore[no-any-return]
 
     def read(
         self, addr: int, size: int, code: int = CUDA_ERROR_INVALID_VALUE, what: str = "read"
