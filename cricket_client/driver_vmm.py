@@ -80,6 +80,15 @@ def _local_error(message: str, outputs: int) -> tuple[Any, ...]:
     return (_INVALID_VALUE,) + (None,) * outputs
 
 
+def _struct(call: str, what: str, convert: Any, value: Any) -> Any:
+    """`convert(value)`, or None (and the local error named) when `value` is not the struct."""
+    try:
+        return convert(value)
+    except (AttributeError, TypeError, ValueError):
+        _conn().set_local_error(f"{call}: {what} ({type(value).__name__}) lacks the struct's fields")
+        return None
+
+
 def _location(loc: Any) -> Any:
     from rpc_spec import cricket_rpc as proto
 
@@ -104,9 +113,10 @@ def _wire_prop(prop: Any) -> Any:
 
 
 def cuMemGetAllocationGranularity(prop: Any, option: Any) -> tuple[Any, int | None]:
-    if prop is None:
-        return _local_error("cuMemGetAllocationGranularity: prop is None", 1)
-    err, r = _conn().sync("CU_MEM_GET_ALLOCATION_GRANULARITY", _wire_prop(prop), int(option))
+    wire = _struct("cuMemGetAllocationGranularity", "prop", _wire_prop, prop)
+    if wire is None:
+        return (_INVALID_VALUE, None)
+    err, r = _conn().sync("CU_MEM_GET_ALLOCATION_GRANULARITY", wire, int(option))
     return _out(err, r.value if not err else None)
 
 
@@ -134,11 +144,10 @@ def cuMemCreate(
     size: int, prop: Any, flags: int
 ) -> tuple[Any, CUmemGenericAllocationHandle | None]:
     size = size_t(size, "cuMemCreate: size")
-    if prop is None:
-        return _local_error("cuMemCreate: prop is None", 1)
-    err, r = _conn().sync(
-        "CU_MEM_CREATE", size, _wire_prop(prop), _u64(flags, "cuMemCreate: flags")
-    )
+    wire = _struct("cuMemCreate", "prop", _wire_prop, prop)
+    if wire is None:
+        return (_INVALID_VALUE, None)
+    err, r = _conn().sync("CU_MEM_CREATE", size, wire, _u64(flags, "cuMemCreate: flags"))
     return _out(err, CUmemGenericAllocationHandle(r.value) if not err else None)
 
 
@@ -173,20 +182,25 @@ def cuMemSetAccess(ptr: Any, size: int, desc: Any, count: int) -> tuple[Any]:
         return _local_error(
             f"cuMemSetAccess: count {count} but {len(descs)} descriptors given", 0
         )
-    wire = [
-        proto.mem_access_desc(location=_location(d.location), flags=int(d.flags))
-        for d in descs[:count]
-    ]
+    wire = _struct(
+        "cuMemSetAccess",
+        "desc",
+        lambda ds: [
+            proto.mem_access_desc(location=_location(d.location), flags=int(d.flags)) for d in ds
+        ],
+        descs[:count],
+    )
+    if wire is None:
+        return (_INVALID_VALUE,)
     err, _ = _conn().sync("CU_MEM_SET_ACCESS", _u64(ptr, "cuMemSetAccess: ptr"), size, wire)
     return _out(err)
 
 
 def cuMemGetAccess(location: Any, ptr: Any) -> tuple[Any, int | None]:
-    if location is None:
-        return _local_error("cuMemGetAccess: location is None", 1)
-    err, r = _conn().sync(
-        "CU_MEM_GET_ACCESS", _location(location), _u64(ptr, "cuMemGetAccess: ptr")
-    )
+    wire = _struct("cuMemGetAccess", "location", _location, location)
+    if wire is None:
+        return (_INVALID_VALUE, None)
+    err, r = _conn().sync("CU_MEM_GET_ACCESS", wire, _u64(ptr, "cuMemGetAccess: ptr"))
     return _out(err, r.value if not err else None)
 
 
@@ -248,15 +262,18 @@ def cuDeviceSetMemPool(dev: Any, pool: Any) -> tuple[Any]:
 def cuMemPoolCreate(poolProps: Any) -> tuple[Any, CUmemoryPool | None]:
     from rpc_spec import cricket_rpc as proto
 
-    if poolProps is None:
-        return _local_error("cuMemPoolCreate: poolProps is None", 1)
-    wire = proto.mem_pool_props(
-        alloc_type=int(poolProps.allocType),
-        handle_types=int(poolProps.handleTypes),
-        location=_location(poolProps.location),
-        max_size=size_t(int(poolProps.maxSize), "cuMemPoolCreate: maxSize"),
-        usage=int(getattr(poolProps, "usage", 0)),
-    )
+    def convert(p: Any) -> Any:
+        return proto.mem_pool_props(
+            alloc_type=int(p.allocType),
+            handle_types=int(p.handleTypes),
+            location=_location(p.location),
+            max_size=size_t(int(p.maxSize), "cuMemPoolCreate: maxSize"),
+            usage=int(getattr(p, "usage", 0)),
+        )
+
+    wire = _struct("cuMemPoolCreate", "poolProps", convert, poolProps)
+    if wire is None:
+        return (_INVALID_VALUE, None)
     err, r = _conn().sync("CU_MEM_POOL_CREATE", wire)
     return _out(err, CUmemoryPool(r.value) if not err else None)
 
