@@ -23,9 +23,11 @@ class CudaPhysical:
 
 
 class CudaVmm:
-    """The vmm_ methods of `CudaSession` (which provides `_activate(dev)`)."""
+    """The vmm_ methods of `CudaSession` (which provides `_activate(dev)`, making the
+    session's context on `dev` current, and `_dev`, the current device)."""
 
     _activate: Callable[[int], None]
+    _dev: int
 
     def vmm_create(self, dev: int, size: int) -> object:
         self._activate(dev)
@@ -45,9 +47,11 @@ class CudaVmm:
         call(driver.cuMemMap, driver.CUdeviceptr(addr), size, offset, p.handle, 0, what=what)
 
     def vmm_unmap(self, addr: int, size: int) -> None:
+        self._activate(self._dev)
         call(driver.cuMemUnmap, driver.CUdeviceptr(addr), size, what=f"{size:#x} bytes at {addr:#x}")
 
     def vmm_set_access(self, addr: int, size: int, dev: int, flags: int) -> None:
+        self._activate(dev)
         desc = _access_desc(dev)
         desc.flags = driver.CUmemAccess_flags(flags)
         what = f"{size:#x} bytes at {addr:#x} for device {dev}"
