@@ -9,11 +9,13 @@ current pool. Runs on CRICKET_TEST_BACKEND.
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from behaviour_helpers import check, open_session
+from behaviour_helpers import ROOT, check, open_session
 from checkpoint_helpers import ServerProcess, read, server_list, start_restart, start_server
 
 import cricket_client
@@ -87,6 +89,14 @@ def test_vmm_mappings_and_pools_survive_a_restart(
 
         cricket_client.checkpoint(tmp_path / "ckpt")
         server.kill()
+        tool = [sys.executable, "-m", "checkpoint"]
+        verify = subprocess.run([*tool, "verify", str(tmp_path / "ckpt")], cwd=ROOT, check=False)
+        assert verify.returncode == 0
+        shown = subprocess.run(
+            [*tool, "inspect", str(tmp_path / "ckpt")], cwd=ROOT, capture_output=True, text=True
+        ).stdout
+        assert f"mapping [{base:#x}, {base + gran:#x}): physical allocation" in shown
+        assert f"memory pool {int(pool):#x}: created, current" in shown
         restarted = start_restart(servers, tmp_path, tmp_path / "ckpt")
         monkeypatch.setenv(cricket_client.ADDRESS_ENV, restarted.address)
 
