@@ -43,6 +43,11 @@ __all__ = [
     "cuMemAllocFromPoolAsync",
     "cuMemCreate",
     "cuMemGetAccess",
+    "cuMemGetDefaultMemPool",
+    "cuMemGetMemPool",
+    "cuMemPoolGetAccess",
+    "cuMemPoolSetAccess",
+    "cuMemSetMemPool",
     "cuMemGetAllocationGranularity",
     "cuMemGetAllocationPropertiesFromHandle",
     "cuMemMap",
@@ -318,3 +323,92 @@ def cuMemAllocFromPoolAsync(
     )
     return _out(err, CUdeviceptr(r.value) if not err else None)
 
+
+
+# -- pools by location (CUDA 13) and pool access: over the procedures above -----------------
+
+_DEVICE_LOCATION = 1  # CU_MEM_LOCATION_TYPE_DEVICE
+_PINNED = 1  # CU_MEM_ALLOCATION_TYPE_PINNED
+_NOT_SUPPORTED = CUresult.CUDA_ERROR_NOT_SUPPORTED
+_PROT_NONE, _PROT_READWRITE = 0, 3
+
+
+def _device_of(call: str, location: Any, typename: Any) -> int | None:
+    """The device a (location, allocation type) names; None (local error set) for pools a
+    remote client cannot have: host memory of the server is not the client's."""
+    try:
+        loc_type, dev, kind = int(location.type), int(location.id), int(typename)
+    except (AttributeError, TypeError, ValueError):
+        _conn().set_local_error(f"{call}: location ({type(location).__name__}) is not a location")
+        return None
+    if loc_type != _DEVICE_LOCATION or kind != _PINNED:
+        _conn().set_local_error(
+            f"{call}: only device pools of pinned memory (location type 1, allocation type 1) "
+            f"serve a remote client, not location type {loc_type}, allocation type {kind}: "
+            "host memory of the server cannot be the client's"
+        )
+        return -1
+    return dev
+
+
+def cuMemGetDefaultMemPool(location: Any, typename: Any) -> tuple[Any, CUmemoryPool | None]:
+    dev = _device_of("cuMemGetDefaultMemPool", location, typename)
+    if dev is None or dev < 0:
+        return (_INVALID_VALUE if dev is None else _NOT_SUPPORTED, None)
+    return cuDeviceGetDefaultMemPool(dev)
+
+
+def cuMemGetMemPool(location: Any, typename: Any) -> tuple[Any, CUmemoryPool | None]:
+    dev = _device_of("cuMemGetMemPool", location, typename)
+    if dev is None or dev < 0:
+        return (_INVALID_VALUE if dev is None else _NOT_SUPPORTED, None)
+    return cuDeviceGetMemPool(dev)
+
+
+def cuMemSetMemPool(location: Any, typename: Any, pool: Any) -> tuple[Any]:
+    dev = _device_of("cuMemSetMemPool", location, typename)
+    if dev is None or dev < 0:
+        return (_INVALID_VALUE if dev is None else _NOT_SUPPORTED,)
+    return cuDeviceSetMemPool(dev, pool)
+
+
+def _pool_device(pool: Any) -> tuple[Any, int | None]:
+    err, dev = cuMemPoolGetAttribute(pool, 11)  # CU_MEMPOOL_ATTR_LOCATION_ID
+    return err, (int(dev) if dev is not None else None)
+
+
+def cuMemPoolGetAccess(memPool: Any, location: Any) -> tuple[Any, Any]:
+    """The pool's own device has read/write access; no other location has any (peer access
+    to pools is not remoted)."""
+    from ._enums import CUmemAccess_flags
+
+    err, dev = _pool_device(memPool)
+    if err != _SUCCESS:
+        return (err, None)
+    try:
+        mine = int(location.type) == _DEVICE_LOCATION and int(location.id) == dev
+    except (AttributeError, TypeError, ValueError):
+        return _local_error("cuMemPoolGetAccess: location is not a location", 1)
+    return (_SUCCESS, CUmemAccess_flags(_PROT_READWRITE if mine else _PROT_NONE))
+
+
+def cuMemPoolSetAccess(pool: Any, map: Any, count: int) -> tuple[Any]:
+    """Read/write access of the pool's own device (what it has) succeeds; access for any
+    other location is peer access, which pools of a remote client do not have."""
+    count = size_t(count, "cuMemPoolSetAccess: count")
+    err, dev = _pool_device(pool)
+    if err != _SUCCESS:
+        return (err,)
+    for desc in list(map or [])[:count]:
+        try:
+            loc_type, loc_id, flags = int(desc.location.type), int(desc.location.id), int(desc.flags)
+        except (AttributeError, TypeError, ValueError):
+            return _local_error("cuMemPoolSetAccess: a descriptor is not a CUmemAccessDesc", 0)
+        if loc_type != _DEVICE_LOCATION or loc_id != dev or flags != _PROT_READWRITE:
+            _conn().set_local_error(
+                f"cuMemPoolSetAccess: access {flags} for location type {loc_type} id {loc_id}: "
+                f"only device {dev}'s read/write access to its own pool is available remotely "
+                "(peer access to pools is not remoted)"
+            )
+            return (_NOT_SUPPORTED,)
+    return (_SUCCESS,)

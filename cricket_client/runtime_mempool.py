@@ -20,7 +20,12 @@ __all__ = [
     "cudaMallocFromPoolAsync",
     "cudaMemAccessDesc",
     "cudaMemLocation",
+    "cudaMemGetDefaultMemPool",
+    "cudaMemGetMemPool",
     "cudaMemPoolCreate",
+    "cudaMemPoolGetAccess",
+    "cudaMemPoolSetAccess",
+    "cudaMemSetMemPool",
     "cudaMemPoolDestroy",
     "cudaMemPoolGetAttribute",
     "cudaMemPoolProps",
@@ -75,3 +80,29 @@ def cudaMallocFromPoolAsync(size: int, memPool: Any, stream: Any) -> tuple[Any, 
         return (err, int(ptr) if isinstance(ptr, CUdeviceptr) else ptr)
 
     return _with_context(alloc, 1)
+
+
+def cudaMemGetDefaultMemPool(location: Any, typename: Any) -> tuple[Any, cudaMemPool_t | None]:
+    return _with_context(lambda: _pool(dv.cuMemGetDefaultMemPool(location, typename)), 1)
+
+
+def cudaMemGetMemPool(location: Any, typename: Any) -> tuple[Any, cudaMemPool_t | None]:
+    return _with_context(lambda: _pool(dv.cuMemGetMemPool(location, typename)), 1)
+
+
+def cudaMemSetMemPool(location: Any, typename: Any, memPool: Any) -> tuple[Any]:
+    return _with_context(lambda: dv.cuMemSetMemPool(location, typename, memPool), 0)
+
+
+def cudaMemPoolGetAccess(memPool: Any, location: Any) -> tuple[Any, Any]:
+    def get() -> tuple[Any, ...]:
+        from ._runtime_enums import cudaMemAccessFlags
+
+        err, flags = dv.cuMemPoolGetAccess(memPool, location)
+        return (err, cudaMemAccessFlags(int(flags)) if flags is not None else None)
+
+    return _with_context(get, 1)
+
+
+def cudaMemPoolSetAccess(memPool: Any, descList: Any, count: int) -> tuple[Any]:
+    return _with_context(lambda: dv.cuMemPoolSetAccess(memPool, descList, count), 0)

@@ -183,3 +183,27 @@ def test_runtime_forms(session: cricket_client.Connection) -> None:
     err, current = cudart.cudaDeviceGetMemPool(0)
     assert int(current) == int(default)
     assert cudart.cudaStreamDestroy(stream)[0] == SUCCESS
+
+
+def test_pools_by_location_and_pool_access(session: cricket_client.Connection) -> None:
+    location = cuda.CUmemLocation()
+    location.type = cuda.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
+    location.id = 0
+    pinned = cuda.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
+    default = check(cuda.cuDeviceGetDefaultMemPool(0))
+    assert check(cuda.cuMemGetDefaultMemPool(location, pinned)) == default
+    pool = check(cuda.cuMemPoolCreate(_pool_props()))
+    check(cuda.cuMemSetMemPool(location, pinned, pool))
+    assert check(cuda.cuMemGetMemPool(location, pinned)) == pool
+    assert check(cuda.cuMemPoolGetAccess(pool, location)) == (
+        cuda.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+    )
+    desc = cuda.CUmemAccessDesc()
+    desc.location = location
+    desc.flags = cuda.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+    check(cuda.cuMemPoolSetAccess(pool, [desc], 1))
+    host = cuda.CUmemLocation()
+    host.type = cuda.CUmemLocationType.CU_MEM_LOCATION_TYPE_HOST
+    assert cuda.cuMemGetDefaultMemPool(host, pinned) == (E.CUDA_ERROR_NOT_SUPPORTED, None)
+    assert "cannot be the client's" in cricket_client.last_error_message()
+    check(cuda.cuMemPoolDestroy(pool))
