@@ -90,6 +90,10 @@ class _PendingFree:
     dev: int
     event: object
     pool: MemPoolRecord | None
+    stream: int  # a key of the stream: its frees are reached in order
+
+
+SPARE_EVENTS = 64  # finished free markers kept per device for the next frees
 
 
 class SessionMemPools(SessionCore):
@@ -101,6 +105,7 @@ class SessionMemPools(SessionCore):
         self._pool_current: dict[int, MemPoolRecord] = {}  # dev -> cuDeviceSetMemPool's
         self._pool_of: dict[int, MemPoolRecord] = {}  # allocation address -> its pool
         self._pending: list[_PendingFree] = []
+        self._spare_events: dict[int, list[object]] = {}  # dev -> events to record again
 
     # -- what the checkpoint reads and sets -------------------------------------------------
     def mem_pools(self) -> list[MemPoolRecord]:
@@ -312,8 +317,9 @@ class SessionMemPools(SessionCore):
         if alloc is None:
             self.memory.free(call, ptr)  # raises the error that names it
             return
+        spare = self._spare_events.setdefault(alloc.dev, [])
         with self._on_device(alloc.dev):
-            event = self.bsession.event_create(EVENT_DISABLE_TIMING)
+            event = spare.pop() if spare else self.bsession.event_create(EVENT_DISABLE_TIMING)
             try:
                 self.bsession.event_record(event, obj)
             except BaseException:
@@ -323,7 +329,9 @@ class SessionMemPools(SessionCore):
         pool = self._pool_of.pop(ptr, None)
         if pool is not None:
             pool.live.discard(ptr)
-        self._pending.append(_PendingFree(ptr, alloc.size, alloc.dev, event, pool))
+        self._pending.append(
+            _PendingFree(ptr, alloc.size, alloc.dev, event, pool, hash((alloc.dev, stream)))
+        )
 
     def mem_free(self, ptr: int) -> None:
         super().mem_free(ptr)  # type: ignore[misc]
@@ -334,19 +342,29 @@ class SessionMemPools(SessionCore):
     def reap_frees(self, wait: bool = False) -> None:
         """Give back the memory of stream-ordered frees the streams have reached (`wait`:
         wait for all of them)."""
-        left = []
+        left: list[_PendingFree] = []
+        behind: set[int] = set()  # streams with a free not reached: later ones are not either
         for p in self._pending:
+            if p.stream in behind:
+                left.append(p)
+                continue
             with self._on_device(p.dev):
                 try:
                     if wait:
                         self.bsession.event_synchronize(p.event)
                     elif not self.bsession.event_query(p.event):
+                        behind.add(p.stream)
                         left.append(p)
                         continue
+                    reusable = True
                 except CudaError:  # the stream failed: its work is over all the same
-                    pass
-                with contextlib.suppress(CudaError):
-                    self.bsession.event_destroy(p.event)
+                    reusable = False
+                spare = self._spare_events.setdefault(p.dev, [])
+                if reusable and len(spare) < SPARE_EVENTS:
+                    spare.append(p.event)
+                else:
+                    with contextlib.suppress(CudaError):
+                        self.bsession.event_destroy(p.event)
             self.memory.give_back(p.ptr)
         self._pending = left
 
