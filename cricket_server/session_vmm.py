@@ -460,6 +460,12 @@ class SessionVmm(SessionCore):
         count = len(mappings) + len(self._vmm_held) + len(reservations)
         size = sum(p.size for p in self._vmm_held.values())
         errors = 0
+        for dev in sorted({m.phys.dev for m in mappings}):
+            try:  # queued work that may use the mappings finishes first
+                with self._on_device(dev):
+                    self.bsession.synchronize()
+            except Exception:
+                errors += 1
         for m in list(mappings):
             try:
                 with self._on_device(m.phys.dev):

@@ -37,7 +37,7 @@ CLIENT_SOURCES = ("cricket_client", "checkpoint")
 # Procedure -> the backend methods its handler needs (besides the session's own bookkeeping).
 BACKEND_NEEDS: dict[str, tuple[str, ...]] = {
     "HELLO": ("open_session",),
-    "GOODBYE": ("close", "set_device", "vmm_release", "vmm_unmap"),
+    "GOODBYE": ("close", "set_device", "synchronize", "vmm_release", "vmm_unmap"),
     "GET_ERROR_MESSAGE": (),
     "CU_INIT": (),
     "CU_DRIVER_GET_VERSION": ("driver_version",),
