@@ -64,4 +64,32 @@ def describe(body: ck.manifest_body) -> str:
             lines.append(
                 f"  allocation {a.ptr:#x}: {a.size} bytes on device {a.dev}, {_blob(a.contents)}"
             )
+        lines += _vmm_pool_lines(s)
     return "\n".join(lines)
+
+
+def _vmm_pool_lines(s: ck.session_image) -> list[str]:
+    """Reservations, physical allocations, mappings and memory pools of a session."""
+    lines = [
+        f"  reservation [{r.base:#x}, {r.base + r.size:#x})" for r in s.vmm.reservations
+    ]
+    for ph in s.vmm.physicals:
+        held = f"{ph.refs} handle reference(s)" if ph.refs else "released, still mapped"
+        lines.append(
+            f"  physical allocation {ph.handle:#x}: {ph.size} bytes on device {ph.dev}, "
+            f"{held}, {_blob(ph.contents)}"
+        )
+    for m in s.vmm.mappings:
+        access = ", ".join(f"device {a.dev} flags {a.flags}" for a in m.access) or "no access"
+        lines.append(
+            f"  mapping [{m.address:#x}, {m.address + m.size:#x}): physical allocation "
+            f"{m.physical:#x} at offset {m.offset:#x}, {access}"
+        )
+    for p in s.pools:
+        kind = "default" if p.is_default else "destroyed" if p.destroyed else "created"
+        current = ", current" if p.current else ""
+        lines.append(
+            f"  memory pool {p.handle:#x}: {kind}{current}, device {p.dev}, "
+            f"{len(p.allocations)} allocation(s)"
+        )
+    return lines

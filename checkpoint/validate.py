@@ -76,6 +76,10 @@ def _handles(s: ck.session_image) -> Iterator[tuple[HandleKind, int, str]]:
             yield HandleKind.GRAPH_NODE, n.handle, f"graph {g.handle:#x} node"
     for x in s.graph_execs:
         yield HandleKind.GRAPH_EXEC, x.handle, "graph exec"
+    for ph in s.vmm.physicals:
+        yield HandleKind.MEMHANDLE, ph.handle, "physical allocation"
+    for pool in s.pools:
+        yield HandleKind.MEMPOOL, pool.handle, "memory pool"
 
 
 def _blobs(s: ck.session_image) -> Iterator[tuple[str, ck.blob_ref]]:
@@ -89,6 +93,8 @@ def _blobs(s: ck.session_image) -> Iterator[tuple[str, ck.blob_ref]]:
         yield f"allocation {a.ptr:#x}", a.contents
     for arr in s.arrays:
         yield f"array {arr.handle:#x}", arr.contents
+    for ph in s.vmm.physicals:
+        yield f"physical allocation {ph.handle:#x}", ph.contents
 
 
 def _session_problems(s: ck.session_image, va: tuple[int, int]) -> Iterator[str]:
@@ -128,6 +134,7 @@ def _session_problems(s: ck.session_image, va: tuple[int, int]) -> Iterator[str]
     for x in s.graph_execs:
         yield from ctx_problem(f"graph exec {x.handle:#x}", x.ctx)
     yield from _allocation_problems(s, devs, va)
+    yield from _vmm_problems(s, va)
     for what, ref in _blobs(s):
         why = blob_path_problem(ref.file)
         if why is not None:
@@ -195,6 +202,56 @@ def _allocation_problems(
         buffers.setdefault(a.buffer_id, a.ptr)
         if last is None or a.ptr + a.size > last.ptr + last.size:
             last = a
+
+
+def _vmm_problems(s: ck.session_image, va: tuple[int, int]) -> Iterator[str]:
+    """Reservations inside the range, apart from each other and from the allocations;
+    mappings inside a reservation, of a physical allocation of the session that holds them;
+    physical blobs of their size; pools holding allocations of the session."""
+    base, end = va
+    ranges = sorted(
+        [(r.base, r.base + r.size, f"reservation [{r.base:#x}, {r.base + r.size:#x})")
+         for r in s.vmm.reservations]
+        + [(a.ptr, a.ptr + a.size, f"allocation [{a.ptr:#x}, {a.ptr + a.size:#x})")
+           for a in s.allocations]
+    )  # fmt: skip
+    for r in s.vmm.reservations:
+        if r.size == 0 or not (base <= r.base and r.base + r.size <= end):
+            yield (
+                f"reservation [{r.base:#x}, {r.base + r.size:#x}) is empty or lies outside "
+                f"the checkpoint's device address range [{base:#x}, {end:#x})"
+            )
+    for (_, first_end, first), (start, _, second) in zip(ranges, ranges[1:], strict=False):
+        if start < first_end and "reservation" in first + second:
+            yield f"{second} overlaps {first}"
+    physicals = {ph.handle: ph for ph in s.vmm.physicals}
+    for ph in s.vmm.physicals:
+        if ph.contents.size != ph.size:
+            yield (
+                f"physical allocation {ph.handle:#x} is {ph.size} bytes, its blob "
+                f"{ph.contents.file} holds {ph.contents.size}"
+            )
+    last_end = 0
+    for m in sorted(s.vmm.mappings, key=lambda m: m.address):
+        span = f"mapping [{m.address:#x}, {m.address + m.size:#x})"
+        if m.size == 0 or m.address < last_end:
+            yield f"{span} is empty or overlaps the mapping before it"
+        last_end = max(last_end, m.address + m.size)
+        if not any(
+            r.base <= m.address and m.address + m.size <= r.base + r.size
+            for r in s.vmm.reservations
+        ):
+            yield f"{span} lies outside every reservation of the session"
+        mapped = physicals.get(m.physical)
+        if mapped is None:
+            yield f"{span} names physical allocation {m.physical:#x}, which is not in it"
+        elif m.offset + m.size > mapped.size:
+            yield f"{span} maps past the end of physical allocation {m.physical:#x}"
+    live = {a.ptr for a in s.allocations}
+    for pool in s.pools:
+        for ptr in pool.allocations:
+            if ptr not in live:
+                yield f"memory pool {pool.handle:#x} names allocation {ptr:#x}, which is not in it"
 
 
 def manifest_problems(body: ck.manifest_body) -> list[str]:

@@ -666,11 +666,13 @@ from .driver_flags import *  # noqa: E402, F403  (flags, attributes, launch vari
 from .driver_graphs import *  # noqa: E402, F403
 from .driver_peers import *  # noqa: E402, F403  (several devices)
 from .driver_unshared import *  # noqa: E402, F403  (memory a remote client cannot share)
+from .driver_vmm import *  # noqa: E402, F403  (virtual memory management, memory pools)
 
 # -- everything else ------------------------------------------------------------------------
 
 SUPPORTED = frozenset(
     name for name, value in list(globals().items()) if name.startswith("cu") and callable(value)
+    and not isinstance(value, type)  # cuuint64_t is a type
 )
 
 

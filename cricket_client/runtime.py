@@ -685,6 +685,7 @@ def cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
 from . import runtime_graphs as _graphs  # noqa: E402
 from .runtime_flags import *  # noqa: E402, F403  (flags, launch variants, devices, shared memory)
 from .runtime_graphs import *  # noqa: E402, F403
+from .runtime_mempool import *  # noqa: E402, F403  (memory pools)
 
 # -- everything else ------------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ from cricket_server.limits import confine_checkpoint_path
 from cricket_server.remote_attributes import remote_attribute
 from cricket_server.service_arrays import ArrayProcedures
 from cricket_server.service_flags import FlagsProcedures
+from cricket_server.service_vmm_pools import VmmPoolProcedures
 from cricket_server.session import Session, SessionManager, negotiate_version
 from rpc_spec import cricket_rpc as proto
 
@@ -92,7 +93,12 @@ def operator_refusal(ctx: Any) -> proto.checkpoint_result | None:
 
 
 class CricketService(
-    GraphProcedures, FlagsProcedures, DataPathProcedures, ArrayProcedures, proto.CRICKET_V1_Server
+    GraphProcedures,
+    FlagsProcedures,
+    DataPathProcedures,
+    ArrayProcedures,
+    VmmPoolProcedures,
+    proto.CRICKET_V1_Server,
 ):
     """Serves CRICKET_V1 over the sessions of one `SessionManager`."""
 

@@ -52,10 +52,12 @@ from cricket_server.session_core import (
 )
 from cricket_server.session_graphs import SessionGraphs
 from cricket_server.session_memcalls import PITCH_ALIGNMENT, SessionMemoryCalls
+from cricket_server.session_mempools import SessionMemPools
 from cricket_server.session_modules import SessionModules
 from cricket_server.session_peers import SessionPeers
 from cricket_server.session_runtime import SessionRuntime
 from cricket_server.session_streams import SessionStreams
+from cricket_server.session_vmm import SessionVmm
 
 __all__ = [
     "NO_CONTEXT",
@@ -239,6 +241,8 @@ class Session(
     SessionGraphs,
     SessionPeers,
     SessionContexts,
+    SessionMemPools,
+    SessionVmm,
     SessionMemoryCalls,
     SessionModules,
     SessionStreams,
@@ -318,6 +322,10 @@ class Session(
         summary = FreeSummary()
         records = self.handles.records()
         self._free_records([r for r in records if not isinstance(r, ContextRecord)], summary)
+        count, size, errors = self.free_vmm()
+        summary.add("virtual memory objects", count)
+        summary.bytes += size
+        summary.errors += errors
         count, size, errors = self.memory.release_all()
         summary.add("allocations", count)
         summary.bytes += size

@@ -61,20 +61,6 @@ class SessionMemoryCalls(SessionCore):
                 self.bsession.synchronize()  # cuMemFree waits for the work that may use it
         self.memory.free(call, ptr)
 
-    def mem_alloc_async(self, size: int, stream: int) -> int:
-        self._stream("cuMemAllocAsync", stream)
-        return self._alloc("cuMemAllocAsync", size)
-
-    def mem_free_async(self, ptr: int, stream: int) -> None:
-        """Free after the stream's prior work (which may still use the memory) is done."""
-        call = "cuMemFreeAsync"
-        self.current(call)
-        obj = self._stream(call, stream)
-        if self.memory.allocation(ptr) is None:
-            self.memory.free(call, ptr)  # raises the error that names it
-        self.bsession.stream_synchronize(obj)
-        self.memory.free(call, ptr)
-
     def mem_get_info(self) -> tuple[int, int]:
         self.current("cuMemGetInfo")
         return self.bsession.mem_get_info()

@@ -97,6 +97,8 @@ class SessionMemory:
         self._globals = globals_
         self._heaps: dict[int, DeviceHeap] = {}
         self._allocs: dict[int, Allocation] = {}
+        self.outside_heaps = 0  # bytes held outside the heaps (cuMemCreate), under the quota too
+        self._retired: dict[int, Allocation] = {}  # freed in stream order, not yet given back
 
     def _refuse(self, message: str) -> CudaError:
         log.warning("session %#x: %s", self._session_id, message)
@@ -109,7 +111,9 @@ class SessionMemory:
             found = heap.find(addr)
             if found is not None:
                 base, size = found
-                alloc = self._allocs[base]
+                alloc = self._allocs.get(base)
+                if alloc is None:  # retired: no longer the session's to touch
+                    break
                 return Span(base, size, dev, alloc.ctx, alloc.buffer_id)
         for span in self._globals():
             if span.base <= addr < span.base + max(span.size, 1):
@@ -133,8 +137,10 @@ class SessionMemory:
         return self._allocs.get(ptr)
 
     def used(self) -> int:
-        """Bytes of the session's allocations (what the quota counts)."""
-        return sum(a.size for a in self._allocs.values())
+        """Bytes of the session's allocations, retired ones too (what the quota counts)."""
+        return sum(a.size for a in self._allocs.values()) + sum(
+            a.size for a in self._retired.values()
+        )
 
     def allocations(self) -> list[Allocation]:
         return list(self._allocs.values())
@@ -146,18 +152,22 @@ class SessionMemory:
     def alloc(self, call: str, size: int, dev: int, ctx: int, align: int = ALLOC_ALIGNMENT) -> int:
         if size <= 0:
             raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{call}: size must be > 0, got {size}")
-        if self.quota is not None:
-            used = self.used()
-            if used + size > self.quota:
-                error = memory_quota_error(call, size, used, self.quota)
-                log.warning("session %#x: %s", self._session_id, error.message)
-                raise error
+        self.check_quota(call, size)
         heap = self._heaps.get(dev)
         if heap is None:
             heap = self._heaps[dev] = self._new_heap(dev)
         ptr = heap.alloc(size, align)
         self._allocs[ptr] = Allocation(ptr, size, dev, ctx, self._next_buffer_id())
         return ptr
+
+    def check_quota(self, call: str, size: int) -> None:
+        """Refuse `size` more bytes beyond --max-session-memory (CUDA_ERROR_OUT_OF_MEMORY)."""
+        if self.quota is not None:
+            used = self.used() + self.outside_heaps
+            if used + size > self.quota:
+                error = memory_quota_error(call, size, used, self.quota)
+                log.warning("session %#x: %s", self._session_id, error.message)
+                raise error
 
     def alloc_at(self, ptr: int, size: int, dev: int, ctx: int, buffer_id: int) -> None:
         """Recreate an allocation at exactly `ptr` with its buffer id (restore)."""
@@ -182,6 +192,20 @@ class SessionMemory:
         del self._allocs[ptr]
         return size
 
+    def retire(self, call: str, ptr: int) -> Allocation:
+        """Take the allocation at `ptr` out of the session's reach (cuMemFreeAsync) while its
+        memory stays taken until `give_back` (when the stream has reached the free)."""
+        if ptr not in self._allocs:
+            self.free(call, ptr)  # raises the error that names it
+        alloc = self._allocs.pop(ptr)
+        self._retired[ptr] = alloc
+        return alloc
+
+    def give_back(self, ptr: int) -> None:
+        """Free a retired allocation's memory."""
+        alloc = self._retired.pop(ptr)
+        self._heaps[alloc.dev].free(ptr)
+
     def release_all(self) -> tuple[int, int, int]:
         """Unmap everything; (allocations, bytes, errors)."""
         count, size = len(self._allocs), sum(a.size for a in self._allocs.values())
@@ -195,6 +219,7 @@ class SessionMemory:
                     "session %#x: releasing its memory on device %d", self._session_id, dev
                 )
         self._allocs.clear()
+        self._retired.clear()
         self._heaps.clear()
         return count, size, errors
 

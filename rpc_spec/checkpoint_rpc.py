@@ -38,6 +38,12 @@ __all__ = [
     'graph_node_image',
     'graph_image',
     'graph_exec_image',
+    'vmm_reservation_image',
+    'vmm_physical_image',
+    'vmm_access_image',
+    'vmm_mapping_image',
+    'vmm_image',
+    'mempool_image',
     'session_image',
     'manifest_body',
     'manifest_file',
@@ -64,6 +70,12 @@ __all__ = [
     'xdr_graph_node_image',
     'xdr_graph_image',
     'xdr_graph_exec_image',
+    'xdr_vmm_reservation_image',
+    'xdr_vmm_physical_image',
+    'xdr_vmm_access_image',
+    'xdr_vmm_mapping_image',
+    'xdr_vmm_image',
+    'xdr_mempool_image',
     'xdr_session_image',
     'xdr_manifest_body',
     'xdr_manifest_file',
@@ -535,6 +547,160 @@ class graph_exec_image:
 
 
 @_dc.dataclass(slots=True)
+class vmm_reservation_image:
+    """struct vmm_reservation_image."""
+
+    base: ckpt_ptr
+    size: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        try:
+            return _xdr_vmm_reservation_image__S0(self.base, self.size)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_vmm_reservation_image.diagnose(self, e)) from None
+
+    @classmethod
+    def decode(cls, data: Any) -> vmm_reservation_image:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        try:
+            a0_0, a0_1, = _xdr_vmm_reservation_image__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('vmm_reservation_image', 16, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct vmm_reservation_image: %s is not a declared enum value' % e) from None
+        return vmm_reservation_image(a0_0, a0_1)
+
+
+@_dc.dataclass(slots=True)
+class vmm_physical_image:
+    """struct vmm_physical_image."""
+
+    handle: ckpt_handle
+    dev: int
+    size: int
+    refs: int
+    type: int
+    location_type: int
+    location_id: int
+    requested_handle_types: int
+    compression_type: int
+    gpu_direct_rdma_capable: int
+    usage: int
+    contents: blob_ref
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_vmm_physical_image.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> vmm_physical_image:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_vmm_physical_image.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class vmm_access_image:
+    """struct vmm_access_image."""
+
+    dev: int
+    flags: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        try:
+            return _xdr_vmm_access_image__S0(self.dev, self.flags)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_vmm_access_image.diagnose(self, e)) from None
+
+    @classmethod
+    def decode(cls, data: Any) -> vmm_access_image:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        try:
+            a0_0, a0_1, = _xdr_vmm_access_image__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('vmm_access_image', 8, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct vmm_access_image: %s is not a declared enum value' % e) from None
+        return vmm_access_image(a0_0, a0_1)
+
+
+@_dc.dataclass(slots=True)
+class vmm_mapping_image:
+    """struct vmm_mapping_image."""
+
+    address: ckpt_ptr
+    size: int
+    offset: int
+    physical: ckpt_handle
+    access: list[vmm_access_image]
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_vmm_mapping_image.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> vmm_mapping_image:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_vmm_mapping_image.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class vmm_image:
+    """struct vmm_image."""
+
+    reservations: list[vmm_reservation_image]
+    physicals: list[vmm_physical_image]
+    mappings: list[vmm_mapping_image]
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_vmm_image.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> vmm_image:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_vmm_image.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class mempool_image:
+    """struct mempool_image."""
+
+    handle: ckpt_handle
+    dev: int
+    is_default: bool
+    current: bool
+    destroyed: bool
+    alloc_type: int
+    handle_types: int
+    location_type: int
+    max_size: int
+    usage: int
+    attributes: list[ckpt_attr]
+    used_high: int
+    reserved_high: int
+    allocations: list[ckpt_ptr]
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_mempool_image.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> mempool_image:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_mempool_image.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
 class session_image:
     """struct session_image."""
 
@@ -559,6 +725,8 @@ class session_image:
     settings: list[setting_image]
     graphs: list[graph_image]
     graph_execs: list[graph_exec_image]
+    vmm: vmm_image
+    pools: list[mempool_image]
 
     def encode(self) -> bytes:
         """The XDR encoding of this value."""
@@ -632,6 +800,12 @@ xdr_setting_image = _xdr.Struct('setting_image')
 xdr_graph_node_image = _xdr.Struct('graph_node_image')
 xdr_graph_image = _xdr.Struct('graph_image')
 xdr_graph_exec_image = _xdr.Struct('graph_exec_image')
+xdr_vmm_reservation_image = _xdr.Struct('vmm_reservation_image')
+xdr_vmm_physical_image = _xdr.Struct('vmm_physical_image')
+xdr_vmm_access_image = _xdr.Struct('vmm_access_image')
+xdr_vmm_mapping_image = _xdr.Struct('vmm_mapping_image')
+xdr_vmm_image = _xdr.Struct('vmm_image')
+xdr_mempool_image = _xdr.Struct('mempool_image')
 xdr_session_image = _xdr.Struct('session_image')
 xdr_manifest_body = _xdr.Struct('manifest_body')
 xdr_manifest_file = _xdr.Struct('manifest_file')
@@ -1180,6 +1354,179 @@ def _xdr_graph_exec_image__unpack(dec: _xdr.Decoder) -> graph_exec_image:
     return graph_exec_image(a0_0, a0_1, a0_2, f3)
 
 
+_xdr_vmm_reservation_image__st0 = _struct.Struct('>QQ')
+_xdr_vmm_reservation_image__S0, _xdr_vmm_reservation_image__U0 = _xdr_vmm_reservation_image__st0.pack, _xdr_vmm_reservation_image__st0.unpack_from
+_xdr_vmm_reservation_image__W0 = _xdr_vmm_reservation_image__st0.unpack
+
+
+def _xdr_vmm_reservation_image__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_vmm_reservation_image__S0(v.base, v.size)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_vmm_reservation_image.diagnose(v, e)) from None
+
+
+def _xdr_vmm_reservation_image__unpack(dec: _xdr.Decoder) -> vmm_reservation_image:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, = _xdr_vmm_reservation_image__U0(dec.mv, pos)
+        dec.pos = pos + 16
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct vmm_reservation_image: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct vmm_reservation_image: %s is not a declared enum value' % e) from None
+    return vmm_reservation_image(a0_0, a0_1)
+
+
+_xdr_vmm_physical_image__st0 = _struct.Struct('>QiQIiiiIIII')
+_xdr_vmm_physical_image__S0, _xdr_vmm_physical_image__U0 = _xdr_vmm_physical_image__st0.pack, _xdr_vmm_physical_image__st0.unpack_from
+
+
+def _xdr_vmm_physical_image__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_vmm_physical_image__S0(v.handle, v.dev, v.size, v.refs, v.type, v.location_type, v.location_id, v.requested_handle_types, v.compression_type, v.gpu_direct_rdma_capable, v.usage)
+        _xdr_vmm_physical_image__p11(enc, v.contents)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_vmm_physical_image.diagnose(v, e)) from None
+
+
+def _xdr_vmm_physical_image__unpack(dec: _xdr.Decoder) -> vmm_physical_image:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, a0_7, a0_8, a0_9, a0_10, = _xdr_vmm_physical_image__U0(dec.mv, pos)
+        dec.pos = pos + 52
+        f11 = _xdr_vmm_physical_image__u11(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct vmm_physical_image: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct vmm_physical_image: %s is not a declared enum value' % e) from None
+    return vmm_physical_image(a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, a0_7, a0_8, a0_9, a0_10, f11)
+
+
+_xdr_vmm_access_image__st0 = _struct.Struct('>iI')
+_xdr_vmm_access_image__S0, _xdr_vmm_access_image__U0 = _xdr_vmm_access_image__st0.pack, _xdr_vmm_access_image__st0.unpack_from
+_xdr_vmm_access_image__W0 = _xdr_vmm_access_image__st0.unpack
+
+
+def _xdr_vmm_access_image__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_vmm_access_image__S0(v.dev, v.flags)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_vmm_access_image.diagnose(v, e)) from None
+
+
+def _xdr_vmm_access_image__unpack(dec: _xdr.Decoder) -> vmm_access_image:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, = _xdr_vmm_access_image__U0(dec.mv, pos)
+        dec.pos = pos + 8
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct vmm_access_image: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct vmm_access_image: %s is not a declared enum value' % e) from None
+    return vmm_access_image(a0_0, a0_1)
+
+
+_xdr_vmm_mapping_image__st0 = _struct.Struct('>QQQQ')
+_xdr_vmm_mapping_image__S0, _xdr_vmm_mapping_image__U0 = _xdr_vmm_mapping_image__st0.pack, _xdr_vmm_mapping_image__st0.unpack_from
+
+
+def _xdr_vmm_mapping_image__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_vmm_mapping_image__S0(v.address, v.size, v.offset, v.physical)
+        _xdr_vmm_mapping_image__p4(enc, v.access)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_vmm_mapping_image.diagnose(v, e)) from None
+
+
+def _xdr_vmm_mapping_image__unpack(dec: _xdr.Decoder) -> vmm_mapping_image:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, = _xdr_vmm_mapping_image__U0(dec.mv, pos)
+        dec.pos = pos + 32
+        f4 = _xdr_vmm_mapping_image__u4(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct vmm_mapping_image: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct vmm_mapping_image: %s is not a declared enum value' % e) from None
+    return vmm_mapping_image(a0_0, a0_1, a0_2, a0_3, f4)
+
+
+def _xdr_vmm_image__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        _xdr_vmm_image__p0(enc, v.reservations)
+        _xdr_vmm_image__p1(enc, v.physicals)
+        _xdr_vmm_image__p2(enc, v.mappings)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_vmm_image.diagnose(v, e)) from None
+
+
+def _xdr_vmm_image__unpack(dec: _xdr.Decoder) -> vmm_image:
+    try:
+        f0 = _xdr_vmm_image__u0(dec)
+        f1 = _xdr_vmm_image__u1(dec)
+        f2 = _xdr_vmm_image__u2(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct vmm_image: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct vmm_image: %s is not a declared enum value' % e) from None
+    return vmm_image(f0, f1, f2)
+
+
+_xdr_mempool_image__st0 = _struct.Struct('>QiIIIiIiQI')
+_xdr_mempool_image__S0, _xdr_mempool_image__U0 = _xdr_mempool_image__st0.pack, _xdr_mempool_image__st0.unpack_from
+_xdr_mempool_image__st2 = _struct.Struct('>QQ')
+_xdr_mempool_image__S2, _xdr_mempool_image__U2 = _xdr_mempool_image__st2.pack, _xdr_mempool_image__st2.unpack_from
+
+
+def _xdr_mempool_image__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_mempool_image__S0(v.handle, v.dev, (1 if v.is_default else 0), (1 if v.current else 0), (1 if v.destroyed else 0), v.alloc_type, v.handle_types, v.location_type, v.max_size, v.usage)
+        _xdr_mempool_image__p10(enc, v.attributes)
+        enc.buf += _xdr_mempool_image__S2(v.used_high, v.reserved_high)
+        _xdr_mempool_image__p13(enc, v.allocations)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_mempool_image.diagnose(v, e)) from None
+
+
+def _xdr_mempool_image__unpack(dec: _xdr.Decoder) -> mempool_image:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, a0_7, a0_8, a0_9, = _xdr_mempool_image__U0(dec.mv, pos)
+        dec.pos = pos + 48
+        if a0_2 > 1:
+            raise _xdr.XdrDecodeError('struct mempool_image: a bool is %d, neither 0 nor 1' % a0_2)
+        a0_2 = a0_2 == 1
+        if a0_3 > 1:
+            raise _xdr.XdrDecodeError('struct mempool_image: a bool is %d, neither 0 nor 1' % a0_3)
+        a0_3 = a0_3 == 1
+        if a0_4 > 1:
+            raise _xdr.XdrDecodeError('struct mempool_image: a bool is %d, neither 0 nor 1' % a0_4)
+        a0_4 = a0_4 == 1
+        f10 = _xdr_mempool_image__u10(dec)
+        pos = dec.pos
+        a11_0, a11_1, = _xdr_mempool_image__U2(dec.mv, pos)
+        dec.pos = pos + 16
+        f13 = _xdr_mempool_image__u13(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct mempool_image: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct mempool_image: %s is not a declared enum value' % e) from None
+    return mempool_image(a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, a0_7, a0_8, a0_9, f10, a11_0, a11_1, f13)
+
+
 _xdr_session_image__st0 = _struct.Struct('>Q')
 _xdr_session_image__S0, _xdr_session_image__U0 = _xdr_session_image__st0.pack, _xdr_session_image__st0.unpack_from
 _xdr_session_image__st6 = _struct.Struct('>IQ')
@@ -1208,6 +1555,8 @@ def _xdr_session_image__pack(enc: _xdr.Encoder, v: Any) -> None:
         _xdr_session_image__p18(enc, v.settings)
         _xdr_session_image__p19(enc, v.graphs)
         _xdr_session_image__p20(enc, v.graph_execs)
+        _xdr_session_image__p21(enc, v.vmm)
+        _xdr_session_image__p22(enc, v.pools)
     except RecursionError:
         raise
     except Exception as e:
@@ -1243,11 +1592,13 @@ def _xdr_session_image__unpack(dec: _xdr.Decoder) -> session_image:
         f18 = _xdr_session_image__u18(dec)
         f19 = _xdr_session_image__u19(dec)
         f20 = _xdr_session_image__u20(dec)
+        f21 = _xdr_session_image__u21(dec)
+        f22 = _xdr_session_image__u22(dec)
     except _struct.error:
         raise _xdr.XdrDecodeError('struct session_image: data ends early at offset %d' % dec.pos) from None
     except KeyError as e:
         raise _xdr.XdrDecodeError('struct session_image: %s is not a declared enum value' % e) from None
-    return session_image(a0_0, f1, f2, f3, f4, f5, a6_0, a6_1, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20)
+    return session_image(a0_0, f1, f2, f3, f4, f5, a6_0, a6_1, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21, f22)
 
 
 _xdr_manifest_body__st1 = _struct.Struct('>Q')
@@ -1516,6 +1867,82 @@ xdr_graph_exec_image.define(
     ],
     coders=(_xdr_graph_exec_image__pack, _xdr_graph_exec_image__unpack),
 )
+xdr_vmm_reservation_image.define(
+    vmm_reservation_image,
+    [
+        ('base', xdr_ckpt_ptr),
+        ('size', _xdr.xdr_u_hyper),
+    ],
+    coders=(_xdr_vmm_reservation_image__pack, _xdr_vmm_reservation_image__unpack),
+    whole=(vmm_reservation_image.encode, vmm_reservation_image.decode),
+)
+xdr_vmm_physical_image.define(
+    vmm_physical_image,
+    [
+        ('handle', xdr_ckpt_handle),
+        ('dev', _xdr.xdr_int),
+        ('size', _xdr.xdr_u_hyper),
+        ('refs', _xdr.xdr_u_int),
+        ('type', _xdr.xdr_int),
+        ('location_type', _xdr.xdr_int),
+        ('location_id', _xdr.xdr_int),
+        ('requested_handle_types', _xdr.xdr_u_int),
+        ('compression_type', _xdr.xdr_u_int),
+        ('gpu_direct_rdma_capable', _xdr.xdr_u_int),
+        ('usage', _xdr.xdr_u_int),
+        ('contents', xdr_blob_ref),
+    ],
+    coders=(_xdr_vmm_physical_image__pack, _xdr_vmm_physical_image__unpack),
+)
+xdr_vmm_access_image.define(
+    vmm_access_image,
+    [
+        ('dev', _xdr.xdr_int),
+        ('flags', _xdr.xdr_u_int),
+    ],
+    coders=(_xdr_vmm_access_image__pack, _xdr_vmm_access_image__unpack),
+    whole=(vmm_access_image.encode, vmm_access_image.decode),
+)
+xdr_vmm_mapping_image.define(
+    vmm_mapping_image,
+    [
+        ('address', xdr_ckpt_ptr),
+        ('size', _xdr.xdr_u_hyper),
+        ('offset', _xdr.xdr_u_hyper),
+        ('physical', xdr_ckpt_handle),
+        ('access', _xdr.VarArray(xdr_vmm_access_image, None)),
+    ],
+    coders=(_xdr_vmm_mapping_image__pack, _xdr_vmm_mapping_image__unpack),
+)
+xdr_vmm_image.define(
+    vmm_image,
+    [
+        ('reservations', _xdr.VarArray(xdr_vmm_reservation_image, None)),
+        ('physicals', _xdr.VarArray(xdr_vmm_physical_image, None)),
+        ('mappings', _xdr.VarArray(xdr_vmm_mapping_image, None)),
+    ],
+    coders=(_xdr_vmm_image__pack, _xdr_vmm_image__unpack),
+)
+xdr_mempool_image.define(
+    mempool_image,
+    [
+        ('handle', xdr_ckpt_handle),
+        ('dev', _xdr.xdr_int),
+        ('is_default', _xdr.xdr_bool),
+        ('current', _xdr.xdr_bool),
+        ('destroyed', _xdr.xdr_bool),
+        ('alloc_type', _xdr.xdr_int),
+        ('handle_types', _xdr.xdr_u_int),
+        ('location_type', _xdr.xdr_int),
+        ('max_size', _xdr.xdr_u_hyper),
+        ('usage', _xdr.xdr_u_int),
+        ('attributes', _xdr.VarArray(xdr_ckpt_attr, None)),
+        ('used_high', _xdr.xdr_u_hyper),
+        ('reserved_high', _xdr.xdr_u_hyper),
+        ('allocations', _xdr.VarArray(xdr_ckpt_ptr, None)),
+    ],
+    coders=(_xdr_mempool_image__pack, _xdr_mempool_image__unpack),
+)
 xdr_session_image.define(
     session_image,
     [
@@ -1540,6 +1967,8 @@ xdr_session_image.define(
         ('settings', _xdr.VarArray(xdr_setting_image, None)),
         ('graphs', _xdr.VarArray(xdr_graph_image, None)),
         ('graph_execs', _xdr.VarArray(xdr_graph_exec_image, None)),
+        ('vmm', xdr_vmm_image),
+        ('pools', _xdr.VarArray(xdr_mempool_image, None)),
     ],
     coders=(_xdr_session_image__pack, _xdr_session_image__unpack),
 )
@@ -1621,6 +2050,20 @@ _xdr_graph_image__p3 = xdr_graph_image.fields[3][1].packer()
 _xdr_graph_image__u3 = xdr_graph_image.fields[3][1].unpacker()
 _xdr_graph_exec_image__p3 = xdr_graph_exec_image.fields[3][1].packer()
 _xdr_graph_exec_image__u3 = xdr_graph_exec_image.fields[3][1].unpacker()
+_xdr_vmm_physical_image__p11 = xdr_vmm_physical_image.fields[11][1].packer()
+_xdr_vmm_physical_image__u11 = xdr_vmm_physical_image.fields[11][1].unpacker()
+_xdr_vmm_mapping_image__p4 = xdr_vmm_mapping_image.fields[4][1].packer()
+_xdr_vmm_mapping_image__u4 = xdr_vmm_mapping_image.fields[4][1].unpacker()
+_xdr_vmm_image__p0 = xdr_vmm_image.fields[0][1].packer()
+_xdr_vmm_image__u0 = xdr_vmm_image.fields[0][1].unpacker()
+_xdr_vmm_image__p1 = xdr_vmm_image.fields[1][1].packer()
+_xdr_vmm_image__u1 = xdr_vmm_image.fields[1][1].unpacker()
+_xdr_vmm_image__p2 = xdr_vmm_image.fields[2][1].packer()
+_xdr_vmm_image__u2 = xdr_vmm_image.fields[2][1].unpacker()
+_xdr_mempool_image__p10 = xdr_mempool_image.fields[10][1].packer()
+_xdr_mempool_image__u10 = xdr_mempool_image.fields[10][1].unpacker()
+_xdr_mempool_image__p13 = xdr_mempool_image.fields[13][1].packer()
+_xdr_mempool_image__u13 = xdr_mempool_image.fields[13][1].unpacker()
 _xdr_session_image__p1 = xdr_session_image.fields[1][1].packer()
 _xdr_session_image__u1 = xdr_session_image.fields[1][1].unpacker()
 _xdr_session_image__p2 = xdr_session_image.fields[2][1].packer()
@@ -1657,6 +2100,10 @@ _xdr_session_image__p19 = xdr_session_image.fields[19][1].packer()
 _xdr_session_image__u19 = xdr_session_image.fields[19][1].unpacker()
 _xdr_session_image__p20 = xdr_session_image.fields[20][1].packer()
 _xdr_session_image__u20 = xdr_session_image.fields[20][1].unpacker()
+_xdr_session_image__p21 = xdr_session_image.fields[21][1].packer()
+_xdr_session_image__u21 = xdr_session_image.fields[21][1].unpacker()
+_xdr_session_image__p22 = xdr_session_image.fields[22][1].packer()
+_xdr_session_image__u22 = xdr_session_image.fields[22][1].unpacker()
 _xdr_manifest_body__p0 = xdr_manifest_body.fields[0][1].packer()
 _xdr_manifest_body__u0 = xdr_manifest_body.fields[0][1].unpacker()
 _xdr_manifest_body__p2 = xdr_manifest_body.fields[2][1].packer()
@@ -1696,6 +2143,12 @@ _xdr.ready_all(
     xdr_graph_node_image,
     xdr_graph_image,
     xdr_graph_exec_image,
+    xdr_vmm_reservation_image,
+    xdr_vmm_physical_image,
+    xdr_vmm_access_image,
+    xdr_vmm_mapping_image,
+    xdr_vmm_image,
+    xdr_mempool_image,
     xdr_session_image,
     xdr_manifest_body,
     xdr_manifest_file,

@@ -169,6 +169,26 @@ __all__ = [
     'CU_STREAM_END_CAPTURE',
     'CU_STREAM_GET_CAPTURE_INFO',
     'CU_STREAM_CAPTURE_HOST_COPY',
+    'CU_MEM_GET_ALLOCATION_GRANULARITY',
+    'CU_MEM_ADDRESS_RESERVE',
+    'CU_MEM_ADDRESS_FREE',
+    'CU_MEM_CREATE',
+    'CU_MEM_RELEASE',
+    'CU_MEM_MAP',
+    'CU_MEM_UNMAP',
+    'CU_MEM_SET_ACCESS',
+    'CU_MEM_GET_ACCESS',
+    'CU_MEM_GET_ALLOCATION_PROPERTIES_FROM_HANDLE',
+    'CU_MEM_RETAIN_ALLOCATION_HANDLE',
+    'CU_DEVICE_GET_DEFAULT_MEM_POOL',
+    'CU_DEVICE_GET_MEM_POOL',
+    'CU_DEVICE_SET_MEM_POOL',
+    'CU_MEM_POOL_CREATE',
+    'CU_MEM_POOL_DESTROY',
+    'CU_MEM_POOL_SET_ATTRIBUTE',
+    'CU_MEM_POOL_GET_ATTRIBUTE',
+    'CU_MEM_POOL_TRIM_TO',
+    'CU_MEM_ALLOC_FROM_POOL_ASYNC',
     'int_result',
     'u64_result',
     'handle_result',
@@ -235,6 +255,11 @@ __all__ = [
     'graph_exec_result',
     'capture_info',
     'capture_info_result',
+    'mem_location',
+    'mem_alloc_prop',
+    'mem_alloc_prop_result',
+    'mem_access_desc',
+    'mem_pool_props',
     'cu_ptr',
     'cu_handle',
     'mem_data',
@@ -246,6 +271,7 @@ __all__ = [
     'device_attribute_list',
     'launch_attribute_list',
     'graph_node_list',
+    'mem_access_list',
     'xdr_int_result',
     'xdr_u64_result',
     'xdr_handle_result',
@@ -312,6 +338,11 @@ __all__ = [
     'xdr_graph_exec_result',
     'xdr_capture_info',
     'xdr_capture_info_result',
+    'xdr_mem_location',
+    'xdr_mem_alloc_prop',
+    'xdr_mem_alloc_prop_result',
+    'xdr_mem_access_desc',
+    'xdr_mem_pool_props',
     'xdr_cu_ptr',
     'xdr_cu_handle',
     'xdr_mem_data',
@@ -323,6 +354,7 @@ __all__ = [
     'xdr_device_attribute_list',
     'xdr_launch_attribute_list',
     'xdr_graph_node_list',
+    'xdr_mem_access_list',
     'CRICKET_V1_Client',
     'CRICKET_V1_Server',
 ]
@@ -481,6 +513,26 @@ CU_STREAM_BEGIN_CAPTURE = 420
 CU_STREAM_END_CAPTURE = 421
 CU_STREAM_GET_CAPTURE_INFO = 422
 CU_STREAM_CAPTURE_HOST_COPY = 423
+CU_MEM_GET_ALLOCATION_GRANULARITY = 450
+CU_MEM_ADDRESS_RESERVE = 451
+CU_MEM_ADDRESS_FREE = 452
+CU_MEM_CREATE = 453
+CU_MEM_RELEASE = 454
+CU_MEM_MAP = 455
+CU_MEM_UNMAP = 456
+CU_MEM_SET_ACCESS = 457
+CU_MEM_GET_ACCESS = 458
+CU_MEM_GET_ALLOCATION_PROPERTIES_FROM_HANDLE = 459
+CU_MEM_RETAIN_ALLOCATION_HANDLE = 460
+CU_DEVICE_GET_DEFAULT_MEM_POOL = 470
+CU_DEVICE_GET_MEM_POOL = 471
+CU_DEVICE_SET_MEM_POOL = 472
+CU_MEM_POOL_CREATE = 473
+CU_MEM_POOL_DESTROY = 474
+CU_MEM_POOL_SET_ATTRIBUTE = 475
+CU_MEM_POOL_GET_ATTRIBUTE = 476
+CU_MEM_POOL_TRIM_TO = 477
+CU_MEM_ALLOC_FROM_POOL_ASYNC = 478
 
 
 @_dc.dataclass(slots=True)
@@ -2100,6 +2152,154 @@ class capture_info_result:
         return xdr_capture_info_result.decode(data)  # type: ignore[no-any-return]
 
 
+@_dc.dataclass(slots=True)
+class mem_location:
+    """struct mem_location."""
+
+    type: int
+    id: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        try:
+            return _xdr_mem_location__S0(self.type, self.id)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_mem_location.diagnose(self, e)) from None
+
+    @classmethod
+    def decode(cls, data: Any) -> mem_location:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        try:
+            a0_0, a0_1, = _xdr_mem_location__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('mem_location', 8, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct mem_location: %s is not a declared enum value' % e) from None
+        return mem_location(a0_0, a0_1)
+
+
+@_dc.dataclass(slots=True)
+class mem_alloc_prop:
+    """struct mem_alloc_prop."""
+
+    type: int
+    location: mem_location
+    requested_handle_types: int
+    compression_type: int
+    gpu_direct_rdma_capable: int
+    usage: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        try:
+            return _xdr_mem_alloc_prop__S0(self.type, self.location.type, self.location.id, self.requested_handle_types, self.compression_type, self.gpu_direct_rdma_capable, self.usage)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_mem_alloc_prop.diagnose(self, e)) from None
+
+    @classmethod
+    def decode(cls, data: Any) -> mem_alloc_prop:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        try:
+            a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, = _xdr_mem_alloc_prop__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('mem_alloc_prop', 28, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct mem_alloc_prop: %s is not a declared enum value' % e) from None
+        return mem_alloc_prop(a0_0, mem_location(a0_1, a0_2), a0_3, a0_4, a0_5, a0_6)
+
+
+@_dc.dataclass(slots=True)
+class mem_alloc_prop_result:
+    """union mem_alloc_prop_result: ``err`` selects the arm; ``value`` holds its value."""
+
+    err: int
+    value: Any = None
+
+    prop = _xdr.arm_property(
+        'mem_alloc_prop_result', 'prop', 'err', frozenset([0]), frozenset([0])
+    )
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_mem_alloc_prop_result.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> mem_alloc_prop_result:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_mem_alloc_prop_result.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class mem_access_desc:
+    """struct mem_access_desc."""
+
+    location: mem_location
+    flags: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        try:
+            return _xdr_mem_access_desc__S0(self.location.type, self.location.id, self.flags)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_mem_access_desc.diagnose(self, e)) from None
+
+    @classmethod
+    def decode(cls, data: Any) -> mem_access_desc:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        try:
+            a0_0, a0_1, a0_2, = _xdr_mem_access_desc__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('mem_access_desc', 12, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct mem_access_desc: %s is not a declared enum value' % e) from None
+        return mem_access_desc(mem_location(a0_0, a0_1), a0_2)
+
+
+@_dc.dataclass(slots=True)
+class mem_pool_props:
+    """struct mem_pool_props."""
+
+    alloc_type: int
+    handle_types: int
+    location: mem_location
+    max_size: int
+    usage: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        try:
+            return _xdr_mem_pool_props__S0(self.alloc_type, self.handle_types, self.location.type, self.location.id, self.max_size, self.usage)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_mem_pool_props.diagnose(self, e)) from None
+
+    @classmethod
+    def decode(cls, data: Any) -> mem_pool_props:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        try:
+            a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, = _xdr_mem_pool_props__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('mem_pool_props', 28, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct mem_pool_props: %s is not a declared enum value' % e) from None
+        return mem_pool_props(a0_0, a0_1, mem_location(a0_2, a0_3), a0_4, a0_5)
+
+
 # Codecs, named like rpcgen's C functions.
 xdr_int_result = _xdr.Union('int_result')
 xdr_u64_result = _xdr.Union('u64_result')
@@ -2167,6 +2367,11 @@ xdr_graph_exec_made = _xdr.Struct('graph_exec_made')
 xdr_graph_exec_result = _xdr.Union('graph_exec_result')
 xdr_capture_info = _xdr.Struct('capture_info')
 xdr_capture_info_result = _xdr.Union('capture_info_result')
+xdr_mem_location = _xdr.Struct('mem_location')
+xdr_mem_alloc_prop = _xdr.Struct('mem_alloc_prop')
+xdr_mem_alloc_prop_result = _xdr.Union('mem_alloc_prop_result')
+xdr_mem_access_desc = _xdr.Struct('mem_access_desc')
+xdr_mem_pool_props = _xdr.Struct('mem_pool_props')
 xdr_cu_ptr = _xdr.xdr_u_hyper
 xdr_cu_handle = _xdr.xdr_u_hyper
 xdr_mem_data = _xdr.VarOpaque(None)
@@ -2178,6 +2383,7 @@ xdr_ckpt_path = _xdr.String(MAX_NAME)
 xdr_device_attribute_list = _xdr.VarArray(_xdr.xdr_int, MAX_DEVICE_ATTRS)
 xdr_launch_attribute_list = _xdr.VarArray(xdr_launch_attribute, MAX_ATTRS)
 xdr_graph_node_list = _xdr.VarArray(xdr_cu_handle, MAX_GRAPH_NODES)
+xdr_mem_access_list = _xdr.VarArray(xdr_mem_access_desc, MAX_ATTRS)
 
 
 _xdr_int_pair__st0 = _struct.Struct('>ii')
@@ -3130,6 +3336,110 @@ def _xdr_capture_info__unpack(dec: _xdr.Decoder) -> capture_info:
     return capture_info(a0_0, a0_1, a0_2, f3)
 
 
+_xdr_mem_location__st0 = _struct.Struct('>ii')
+_xdr_mem_location__S0, _xdr_mem_location__U0 = _xdr_mem_location__st0.pack, _xdr_mem_location__st0.unpack_from
+_xdr_mem_location__W0 = _xdr_mem_location__st0.unpack
+
+
+def _xdr_mem_location__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_mem_location__S0(v.type, v.id)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_mem_location.diagnose(v, e)) from None
+
+
+def _xdr_mem_location__unpack(dec: _xdr.Decoder) -> mem_location:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, = _xdr_mem_location__U0(dec.mv, pos)
+        dec.pos = pos + 8
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct mem_location: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct mem_location: %s is not a declared enum value' % e) from None
+    return mem_location(a0_0, a0_1)
+
+
+_xdr_mem_alloc_prop__st0 = _struct.Struct('>iiiIIII')
+_xdr_mem_alloc_prop__S0, _xdr_mem_alloc_prop__U0 = _xdr_mem_alloc_prop__st0.pack, _xdr_mem_alloc_prop__st0.unpack_from
+_xdr_mem_alloc_prop__W0 = _xdr_mem_alloc_prop__st0.unpack
+
+
+def _xdr_mem_alloc_prop__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_mem_alloc_prop__S0(v.type, v.location.type, v.location.id, v.requested_handle_types, v.compression_type, v.gpu_direct_rdma_capable, v.usage)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_mem_alloc_prop.diagnose(v, e)) from None
+
+
+def _xdr_mem_alloc_prop__unpack(dec: _xdr.Decoder) -> mem_alloc_prop:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, = _xdr_mem_alloc_prop__U0(dec.mv, pos)
+        dec.pos = pos + 28
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct mem_alloc_prop: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct mem_alloc_prop: %s is not a declared enum value' % e) from None
+    return mem_alloc_prop(a0_0, mem_location(a0_1, a0_2), a0_3, a0_4, a0_5, a0_6)
+
+
+_xdr_mem_access_desc__st0 = _struct.Struct('>iiI')
+_xdr_mem_access_desc__S0, _xdr_mem_access_desc__U0 = _xdr_mem_access_desc__st0.pack, _xdr_mem_access_desc__st0.unpack_from
+_xdr_mem_access_desc__W0 = _xdr_mem_access_desc__st0.unpack
+
+
+def _xdr_mem_access_desc__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_mem_access_desc__S0(v.location.type, v.location.id, v.flags)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_mem_access_desc.diagnose(v, e)) from None
+
+
+def _xdr_mem_access_desc__unpack(dec: _xdr.Decoder) -> mem_access_desc:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, = _xdr_mem_access_desc__U0(dec.mv, pos)
+        dec.pos = pos + 12
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct mem_access_desc: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct mem_access_desc: %s is not a declared enum value' % e) from None
+    return mem_access_desc(mem_location(a0_0, a0_1), a0_2)
+
+
+_xdr_mem_pool_props__st0 = _struct.Struct('>iIiiQI')
+_xdr_mem_pool_props__S0, _xdr_mem_pool_props__U0 = _xdr_mem_pool_props__st0.pack, _xdr_mem_pool_props__st0.unpack_from
+_xdr_mem_pool_props__W0 = _xdr_mem_pool_props__st0.unpack
+
+
+def _xdr_mem_pool_props__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_mem_pool_props__S0(v.alloc_type, v.handle_types, v.location.type, v.location.id, v.max_size, v.usage)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_mem_pool_props.diagnose(v, e)) from None
+
+
+def _xdr_mem_pool_props__unpack(dec: _xdr.Decoder) -> mem_pool_props:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, = _xdr_mem_pool_props__U0(dec.mv, pos)
+        dec.pos = pos + 28
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct mem_pool_props: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct mem_pool_props: %s is not a declared enum value' % e) from None
+    return mem_pool_props(a0_0, a0_1, mem_location(a0_2, a0_3), a0_4, a0_5)
+
+
 xdr_int_result.define(
     int_result,
     'err',
@@ -3797,6 +4107,58 @@ xdr_capture_info_result.define(
     ],
     default=_xdr.xdr_void,
 )
+xdr_mem_location.define(
+    mem_location,
+    [
+        ('type', _xdr.xdr_int),
+        ('id', _xdr.xdr_int),
+    ],
+    coders=(_xdr_mem_location__pack, _xdr_mem_location__unpack),
+    whole=(mem_location.encode, mem_location.decode),
+)
+xdr_mem_alloc_prop.define(
+    mem_alloc_prop,
+    [
+        ('type', _xdr.xdr_int),
+        ('location', xdr_mem_location),
+        ('requested_handle_types', _xdr.xdr_u_int),
+        ('compression_type', _xdr.xdr_u_int),
+        ('gpu_direct_rdma_capable', _xdr.xdr_u_int),
+        ('usage', _xdr.xdr_u_int),
+    ],
+    coders=(_xdr_mem_alloc_prop__pack, _xdr_mem_alloc_prop__unpack),
+    whole=(mem_alloc_prop.encode, mem_alloc_prop.decode),
+)
+xdr_mem_alloc_prop_result.define(
+    mem_alloc_prop_result,
+    'err',
+    _xdr.xdr_int,
+    [
+        ((0,), xdr_mem_alloc_prop),
+    ],
+    default=_xdr.xdr_void,
+)
+xdr_mem_access_desc.define(
+    mem_access_desc,
+    [
+        ('location', xdr_mem_location),
+        ('flags', _xdr.xdr_u_int),
+    ],
+    coders=(_xdr_mem_access_desc__pack, _xdr_mem_access_desc__unpack),
+    whole=(mem_access_desc.encode, mem_access_desc.decode),
+)
+xdr_mem_pool_props.define(
+    mem_pool_props,
+    [
+        ('alloc_type', _xdr.xdr_int),
+        ('handle_types', _xdr.xdr_u_int),
+        ('location', xdr_mem_location),
+        ('max_size', _xdr.xdr_u_hyper),
+        ('usage', _xdr.xdr_u_int),
+    ],
+    coders=(_xdr_mem_pool_props__pack, _xdr_mem_pool_props__unpack),
+    whole=(mem_pool_props.encode, mem_pool_props.decode),
+)
 
 # What the struct coders call: enum members, the functions of other codecs.
 _xdr_hello_args__p1 = xdr_hello_args.fields[1][1].packer()
@@ -3862,6 +4224,7 @@ ckpt_path = str
 device_attribute_list = list
 launch_attribute_list = list
 graph_node_list = list
+mem_access_list = list
 
 # Codecs of procedure arguments and results without a name of their own.
 _codec1 = _xdr.String(MAX_NAME)
@@ -5016,6 +5379,97 @@ def _plan_a33_decode_args(body: Any) -> tuple[Any, ...]:
     if len(body) != 16:
         raise _xdr.XdrDecodeError('arguments of %d bytes, not 16' % len(body))
     return _plan_a33_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_a34_A = _struct.Struct('>QQQQ')
+_plan_a34_AP, _plan_a34_AU = _plan_a34_A.pack, _plan_a34_A.unpack
+
+
+def _plan_a34_encode_args(a0: Any, a1: Any, a2: Any, a3: Any) -> Any:
+    try:
+        return _plan_a34_AP(a0, a1, a2, a3)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    _xdr.xdr_u_hyper.pack(enc, a0)
+    _xdr.xdr_u_hyper.pack(enc, a1)
+    xdr_cu_ptr.pack(enc, a2)
+    _xdr.xdr_u_hyper.pack(enc, a3)
+    return enc.buffers()
+
+
+def _plan_a34_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 32:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 32' % len(body))
+    return _plan_a34_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_a35_A = _struct.Struct('>QQQQQ')
+_plan_a35_AP, _plan_a35_AU = _plan_a35_A.pack, _plan_a35_A.unpack
+
+
+def _plan_a35_encode_args(a0: Any, a1: Any, a2: Any, a3: Any, a4: Any) -> Any:
+    try:
+        return _plan_a35_AP(a0, a1, a2, a3, a4)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    xdr_cu_ptr.pack(enc, a0)
+    _xdr.xdr_u_hyper.pack(enc, a1)
+    _xdr.xdr_u_hyper.pack(enc, a2)
+    xdr_cu_handle.pack(enc, a3)
+    _xdr.xdr_u_hyper.pack(enc, a4)
+    return enc.buffers()
+
+
+def _plan_a35_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 40:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 40' % len(body))
+    return _plan_a35_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_a36_A = _struct.Struct('>QiQ')
+_plan_a36_AP, _plan_a36_AU = _plan_a36_A.pack, _plan_a36_A.unpack
+
+
+def _plan_a36_encode_args(a0: Any, a1: Any, a2: Any) -> Any:
+    try:
+        return _plan_a36_AP(a0, a1, a2)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    xdr_cu_handle.pack(enc, a0)
+    _xdr.xdr_int.pack(enc, a1)
+    _xdr.xdr_u_hyper.pack(enc, a2)
+    return enc.buffers()
+
+
+def _plan_a36_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 20:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 20' % len(body))
+    return _plan_a36_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_a37_A = _struct.Struct('>QQQ')
+_plan_a37_AP, _plan_a37_AU = _plan_a37_A.pack, _plan_a37_A.unpack
+
+
+def _plan_a37_encode_args(a0: Any, a1: Any, a2: Any) -> Any:
+    try:
+        return _plan_a37_AP(a0, a1, a2)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    _xdr.xdr_u_hyper.pack(enc, a0)
+    xdr_cu_handle.pack(enc, a1)
+    xdr_cu_handle.pack(enc, a2)
+    return enc.buffers()
+
+
+def _plan_a37_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 24:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 24' % len(body))
+    return _plan_a37_AU(body)  # type: ignore[no-any-return]
 
 
 class CRICKET_V1_Client:
@@ -7192,6 +7646,330 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 423, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
+    def CU_MEM_GET_ALLOCATION_GRANULARITY(self, arg1: mem_alloc_prop, arg2: int, *, timeout: float | None = None) -> u64_result:
+        """Call CU_MEM_GET_ALLOCATION_GRANULARITY (450) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_mem_alloc_prop.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 450, _enc.buffers(), timeout=timeout)
+        return xdr_u64_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_MEM_GET_ALLOCATION_GRANULARITY_async(self, arg1: mem_alloc_prop, arg2: int) -> _Pending:
+        """Send CU_MEM_GET_ALLOCATION_GRANULARITY (450); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_mem_alloc_prop.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 450, _enc.buffers())
+        return _Pending(call, xdr_u64_result.decode)
+
+    def CU_MEM_ADDRESS_RESERVE(self, arg1: int, arg2: int, arg3: cu_ptr, arg4: int, *, timeout: float | None = None) -> ptr_result:
+        """Call CU_MEM_ADDRESS_RESERVE (451) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_u_hyper.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        xdr_cu_ptr.pack(_enc, arg3)
+        _xdr.xdr_u_hyper.pack(_enc, arg4)
+        body = self._rpc.call(0x20c0ffee, 1, 451, _enc.buffers(), timeout=timeout)
+        return xdr_ptr_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_MEM_ADDRESS_RESERVE_async(self, arg1: int, arg2: int, arg3: cu_ptr, arg4: int) -> _Pending:
+        """Send CU_MEM_ADDRESS_RESERVE (451); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_u_hyper.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        xdr_cu_ptr.pack(_enc, arg3)
+        _xdr.xdr_u_hyper.pack(_enc, arg4)
+        call = self._rpc.call_async(0x20c0ffee, 1, 451, _enc.buffers())
+        return _Pending(call, xdr_ptr_result.decode)
+
+    def CU_MEM_ADDRESS_FREE(self, arg1: cu_ptr, arg2: int, *, timeout: float | None = None) -> int:
+        """Call CU_MEM_ADDRESS_FREE (452) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_ptr.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 452, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_MEM_ADDRESS_FREE_async(self, arg1: cu_ptr, arg2: int) -> _Pending:
+        """Send CU_MEM_ADDRESS_FREE (452); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_ptr.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 452, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_MEM_CREATE(self, arg1: int, arg2: mem_alloc_prop, arg3: int, *, timeout: float | None = None) -> handle_result:
+        """Call CU_MEM_CREATE (453) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_u_hyper.pack(_enc, arg1)
+        xdr_mem_alloc_prop.pack(_enc, arg2)
+        _xdr.xdr_u_hyper.pack(_enc, arg3)
+        body = self._rpc.call(0x20c0ffee, 1, 453, _enc.buffers(), timeout=timeout)
+        return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_MEM_CREATE_async(self, arg1: int, arg2: mem_alloc_prop, arg3: int) -> _Pending:
+        """Send CU_MEM_CREATE (453); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_u_hyper.pack(_enc, arg1)
+        xdr_mem_alloc_prop.pack(_enc, arg2)
+        _xdr.xdr_u_hyper.pack(_enc, arg3)
+        call = self._rpc.call_async(0x20c0ffee, 1, 453, _enc.buffers())
+        return _Pending(call, xdr_handle_result.decode)
+
+    def CU_MEM_RELEASE(self, arg1: cu_handle, *, timeout: float | None = None) -> int:
+        """Call CU_MEM_RELEASE (454) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 454, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_MEM_RELEASE_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_MEM_RELEASE (454); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 454, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_MEM_MAP(self, arg1: cu_ptr, arg2: int, arg3: int, arg4: cu_handle, arg5: int, *, timeout: float | None = None) -> int:
+        """Call CU_MEM_MAP (455) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_ptr.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        _xdr.xdr_u_hyper.pack(_enc, arg3)
+        xdr_cu_handle.pack(_enc, arg4)
+        _xdr.xdr_u_hyper.pack(_enc, arg5)
+        body = self._rpc.call(0x20c0ffee, 1, 455, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_MEM_MAP_async(self, arg1: cu_ptr, arg2: int, arg3: int, arg4: cu_handle, arg5: int) -> _Pending:
+        """Send CU_MEM_MAP (455); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_ptr.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        _xdr.xdr_u_hyper.pack(_enc, arg3)
+        xdr_cu_handle.pack(_enc, arg4)
+        _xdr.xdr_u_hyper.pack(_enc, arg5)
+        call = self._rpc.call_async(0x20c0ffee, 1, 455, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_MEM_UNMAP(self, arg1: cu_ptr, arg2: int, *, timeout: float | None = None) -> int:
+        """Call CU_MEM_UNMAP (456) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_ptr.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 456, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_MEM_UNMAP_async(self, arg1: cu_ptr, arg2: int) -> _Pending:
+        """Send CU_MEM_UNMAP (456); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_ptr.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 456, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_MEM_SET_ACCESS(self, arg1: cu_ptr, arg2: int, arg3: mem_access_list, *, timeout: float | None = None) -> int:
+        """Call CU_MEM_SET_ACCESS (457) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_ptr.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        xdr_mem_access_list.pack(_enc, arg3)
+        body = self._rpc.call(0x20c0ffee, 1, 457, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_MEM_SET_ACCESS_async(self, arg1: cu_ptr, arg2: int, arg3: mem_access_list) -> _Pending:
+        """Send CU_MEM_SET_ACCESS (457); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_ptr.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        xdr_mem_access_list.pack(_enc, arg3)
+        call = self._rpc.call_async(0x20c0ffee, 1, 457, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_MEM_GET_ACCESS(self, arg1: mem_location, arg2: cu_ptr, *, timeout: float | None = None) -> int_result:
+        """Call CU_MEM_GET_ACCESS (458) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_mem_location.pack(_enc, arg1)
+        xdr_cu_ptr.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 458, _enc.buffers(), timeout=timeout)
+        return xdr_int_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_MEM_GET_ACCESS_async(self, arg1: mem_location, arg2: cu_ptr) -> _Pending:
+        """Send CU_MEM_GET_ACCESS (458); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_mem_location.pack(_enc, arg1)
+        xdr_cu_ptr.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 458, _enc.buffers())
+        return _Pending(call, xdr_int_result.decode)
+
+    def CU_MEM_GET_ALLOCATION_PROPERTIES_FROM_HANDLE(self, arg1: cu_handle, *, timeout: float | None = None) -> mem_alloc_prop_result:
+        """Call CU_MEM_GET_ALLOCATION_PROPERTIES_FROM_HANDLE (459) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 459, _enc.buffers(), timeout=timeout)
+        return xdr_mem_alloc_prop_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_MEM_GET_ALLOCATION_PROPERTIES_FROM_HANDLE_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_MEM_GET_ALLOCATION_PROPERTIES_FROM_HANDLE (459); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 459, _enc.buffers())
+        return _Pending(call, xdr_mem_alloc_prop_result.decode)
+
+    def CU_MEM_RETAIN_ALLOCATION_HANDLE(self, arg1: cu_ptr, *, timeout: float | None = None) -> handle_result:
+        """Call CU_MEM_RETAIN_ALLOCATION_HANDLE (460) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_ptr.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 460, _enc.buffers(), timeout=timeout)
+        return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_MEM_RETAIN_ALLOCATION_HANDLE_async(self, arg1: cu_ptr) -> _Pending:
+        """Send CU_MEM_RETAIN_ALLOCATION_HANDLE (460); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_ptr.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 460, _enc.buffers())
+        return _Pending(call, xdr_handle_result.decode)
+
+    def CU_DEVICE_GET_DEFAULT_MEM_POOL(self, arg1: int, *, timeout: float | None = None) -> handle_result:
+        """Call CU_DEVICE_GET_DEFAULT_MEM_POOL (470) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 470, _enc.buffers(), timeout=timeout)
+        return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_DEVICE_GET_DEFAULT_MEM_POOL_async(self, arg1: int) -> _Pending:
+        """Send CU_DEVICE_GET_DEFAULT_MEM_POOL (470); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 470, _enc.buffers())
+        return _Pending(call, xdr_handle_result.decode)
+
+    def CU_DEVICE_GET_MEM_POOL(self, arg1: int, *, timeout: float | None = None) -> handle_result:
+        """Call CU_DEVICE_GET_MEM_POOL (471) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 471, _enc.buffers(), timeout=timeout)
+        return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_DEVICE_GET_MEM_POOL_async(self, arg1: int) -> _Pending:
+        """Send CU_DEVICE_GET_MEM_POOL (471); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 471, _enc.buffers())
+        return _Pending(call, xdr_handle_result.decode)
+
+    def CU_DEVICE_SET_MEM_POOL(self, arg1: int, arg2: cu_handle, *, timeout: float | None = None) -> int:
+        """Call CU_DEVICE_SET_MEM_POOL (472) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 472, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_DEVICE_SET_MEM_POOL_async(self, arg1: int, arg2: cu_handle) -> _Pending:
+        """Send CU_DEVICE_SET_MEM_POOL (472); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 472, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_MEM_POOL_CREATE(self, arg1: mem_pool_props, *, timeout: float | None = None) -> handle_result:
+        """Call CU_MEM_POOL_CREATE (473) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_mem_pool_props.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 473, _enc.buffers(), timeout=timeout)
+        return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_MEM_POOL_CREATE_async(self, arg1: mem_pool_props) -> _Pending:
+        """Send CU_MEM_POOL_CREATE (473); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_mem_pool_props.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 473, _enc.buffers())
+        return _Pending(call, xdr_handle_result.decode)
+
+    def CU_MEM_POOL_DESTROY(self, arg1: cu_handle, *, timeout: float | None = None) -> int:
+        """Call CU_MEM_POOL_DESTROY (474) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 474, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_MEM_POOL_DESTROY_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_MEM_POOL_DESTROY (474); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 474, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_MEM_POOL_SET_ATTRIBUTE(self, arg1: cu_handle, arg2: int, arg3: int, *, timeout: float | None = None) -> int:
+        """Call CU_MEM_POOL_SET_ATTRIBUTE (475) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        _xdr.xdr_u_hyper.pack(_enc, arg3)
+        body = self._rpc.call(0x20c0ffee, 1, 475, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_MEM_POOL_SET_ATTRIBUTE_async(self, arg1: cu_handle, arg2: int, arg3: int) -> _Pending:
+        """Send CU_MEM_POOL_SET_ATTRIBUTE (475); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        _xdr.xdr_u_hyper.pack(_enc, arg3)
+        call = self._rpc.call_async(0x20c0ffee, 1, 475, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_MEM_POOL_GET_ATTRIBUTE(self, arg1: cu_handle, arg2: int, *, timeout: float | None = None) -> u64_result:
+        """Call CU_MEM_POOL_GET_ATTRIBUTE (476) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 476, _enc.buffers(), timeout=timeout)
+        return xdr_u64_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_MEM_POOL_GET_ATTRIBUTE_async(self, arg1: cu_handle, arg2: int) -> _Pending:
+        """Send CU_MEM_POOL_GET_ATTRIBUTE (476); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 476, _enc.buffers())
+        return _Pending(call, xdr_u64_result.decode)
+
+    def CU_MEM_POOL_TRIM_TO(self, arg1: cu_handle, arg2: int, *, timeout: float | None = None) -> int:
+        """Call CU_MEM_POOL_TRIM_TO (477) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 477, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_MEM_POOL_TRIM_TO_async(self, arg1: cu_handle, arg2: int) -> _Pending:
+        """Send CU_MEM_POOL_TRIM_TO (477); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 477, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_MEM_ALLOC_FROM_POOL_ASYNC(self, arg1: int, arg2: cu_handle, arg3: cu_handle, *, timeout: float | None = None) -> ptr_result:
+        """Call CU_MEM_ALLOC_FROM_POOL_ASYNC (478) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_u_hyper.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        xdr_cu_handle.pack(_enc, arg3)
+        body = self._rpc.call(0x20c0ffee, 1, 478, _enc.buffers(), timeout=timeout)
+        return xdr_ptr_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_MEM_ALLOC_FROM_POOL_ASYNC_async(self, arg1: int, arg2: cu_handle, arg3: cu_handle) -> _Pending:
+        """Send CU_MEM_ALLOC_FROM_POOL_ASYNC (478); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_u_hyper.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        xdr_cu_handle.pack(_enc, arg3)
+        call = self._rpc.call_async(0x20c0ffee, 1, 478, _enc.buffers())
+        return _Pending(call, xdr_ptr_result.decode)
+
 
 class CRICKET_V1_Server:
     """Service of program CRICKET_PROG version CRICKET_V1: subclass it, override what
@@ -7893,6 +8671,106 @@ class CRICKET_V1_Server:
             _Facts(pipelined=True, replay='replay', handles=((0, ('stream',)),)),
             plan=_Plan(decode_reply=_xdr_plan_status),
         ),
+        450: _Procedure(
+            450, 'CU_MEM_GET_ALLOCATION_GRANULARITY', (xdr_mem_alloc_prop, _xdr.xdr_int), xdr_u64_result,
+            _Facts(replay='readonly'),
+            plan=_Plan(decode_reply=_plan_xdr_u64_result_decode_reply, encode_result=_plan_xdr_u64_result_encode_result),
+        ),
+        451: _Procedure(
+            451, 'CU_MEM_ADDRESS_RESERVE', (_xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_ptr, _xdr.xdr_u_hyper), xdr_ptr_result,
+            _Facts(replay='replay'),
+            plan=_Plan(encode_args=_plan_a34_encode_args, decode_args=_plan_a34_decode_args, decode_reply=_plan_xdr_ptr_result_decode_reply, encode_result=_plan_xdr_ptr_result_encode_result),
+        ),
+        452: _Procedure(
+            452, 'CU_MEM_ADDRESS_FREE', (xdr_cu_ptr, _xdr.xdr_u_hyper), _xdr.xdr_int,
+            _Facts(replay='replay'),
+            plan=_Plan(encode_args=_plan_a11_encode_args, decode_args=_plan_a11_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        453: _Procedure(
+            453, 'CU_MEM_CREATE', (_xdr.xdr_u_hyper, xdr_mem_alloc_prop, _xdr.xdr_u_hyper), xdr_handle_result,
+            _Facts(replay='replay'),
+            plan=_Plan(decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
+        ),
+        454: _Procedure(
+            454, 'CU_MEM_RELEASE', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('memhandle',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        455: _Procedure(
+            455, 'CU_MEM_MAP', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle, _xdr.xdr_u_hyper), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((3, ('memhandle',)),)),
+            plan=_Plan(encode_args=_plan_a35_encode_args, decode_args=_plan_a35_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        456: _Procedure(
+            456, 'CU_MEM_UNMAP', (xdr_cu_ptr, _xdr.xdr_u_hyper), _xdr.xdr_int,
+            _Facts(replay='replay'),
+            plan=_Plan(encode_args=_plan_a11_encode_args, decode_args=_plan_a11_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        457: _Procedure(
+            457, 'CU_MEM_SET_ACCESS', (xdr_cu_ptr, _xdr.xdr_u_hyper, xdr_mem_access_list), _xdr.xdr_int,
+            _Facts(replay='replay'),
+            plan=_Plan(decode_reply=_xdr_plan_status),
+        ),
+        458: _Procedure(
+            458, 'CU_MEM_GET_ACCESS', (xdr_mem_location, xdr_cu_ptr), xdr_int_result,
+            _Facts(replay='readonly'),
+            plan=_Plan(decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
+        ),
+        459: _Procedure(
+            459, 'CU_MEM_GET_ALLOCATION_PROPERTIES_FROM_HANDLE', (xdr_cu_handle,), xdr_mem_alloc_prop_result,
+            _Facts(replay='readonly', handles=((0, ('memhandle',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args),
+        ),
+        460: _Procedure(
+            460, 'CU_MEM_RETAIN_ALLOCATION_HANDLE', (xdr_cu_ptr,), xdr_handle_result,
+            _Facts(replay='replay'),
+            plan=_Plan(encode_args=_plan_a10_encode_args, decode_args=_plan_a10_decode_args, decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
+        ),
+        470: _Procedure(
+            470, 'CU_DEVICE_GET_DEFAULT_MEM_POOL', (_xdr.xdr_int,), xdr_handle_result,
+            _Facts(replay='replay'),
+            plan=_Plan(encode_args=_plan_a2_encode_args, decode_args=_plan_a2_decode_args, decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
+        ),
+        471: _Procedure(
+            471, 'CU_DEVICE_GET_MEM_POOL', (_xdr.xdr_int,), xdr_handle_result,
+            _Facts(replay='replay'),
+            plan=_Plan(encode_args=_plan_a2_encode_args, decode_args=_plan_a2_decode_args, decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
+        ),
+        472: _Procedure(
+            472, 'CU_DEVICE_SET_MEM_POOL', (_xdr.xdr_int, xdr_cu_handle), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((1, ('mempool',)),)),
+            plan=_Plan(encode_args=_plan_a19_encode_args, decode_args=_plan_a19_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        473: _Procedure(
+            473, 'CU_MEM_POOL_CREATE', (xdr_mem_pool_props,), xdr_handle_result,
+            _Facts(replay='replay'),
+            plan=_Plan(decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
+        ),
+        474: _Procedure(
+            474, 'CU_MEM_POOL_DESTROY', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('mempool',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        475: _Procedure(
+            475, 'CU_MEM_POOL_SET_ATTRIBUTE', (xdr_cu_handle, _xdr.xdr_int, _xdr.xdr_u_hyper), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('mempool',)),)),
+            plan=_Plan(encode_args=_plan_a36_encode_args, decode_args=_plan_a36_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        476: _Procedure(
+            476, 'CU_MEM_POOL_GET_ATTRIBUTE', (xdr_cu_handle, _xdr.xdr_int), xdr_u64_result,
+            _Facts(replay='readonly', handles=((0, ('mempool',)),)),
+            plan=_Plan(encode_args=_plan_a21_encode_args, decode_args=_plan_a21_decode_args, decode_reply=_plan_xdr_u64_result_decode_reply, encode_result=_plan_xdr_u64_result_encode_result),
+        ),
+        477: _Procedure(
+            477, 'CU_MEM_POOL_TRIM_TO', (xdr_cu_handle, _xdr.xdr_u_hyper), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('mempool',)),)),
+            plan=_Plan(encode_args=_plan_a33_encode_args, decode_args=_plan_a33_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        478: _Procedure(
+            478, 'CU_MEM_ALLOC_FROM_POOL_ASYNC', (_xdr.xdr_u_hyper, xdr_cu_handle, xdr_cu_handle), xdr_ptr_result,
+            _Facts(replay='replay', handles=((1, ('mempool',)), (2, ('stream',)))),
+            plan=_Plan(encode_args=_plan_a37_encode_args, decode_args=_plan_a37_decode_args, decode_reply=_plan_xdr_ptr_result_decode_reply, encode_result=_plan_xdr_ptr_result_encode_result),
+        ),
     }
 
     def HELLO(self, ctx: Any, arg1: hello_args) -> hello_result:
@@ -8459,6 +9337,86 @@ class CRICKET_V1_Server:
         """CU_STREAM_CAPTURE_HOST_COPY (423): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_STREAM_CAPTURE_HOST_COPY")
 
+    def CU_MEM_GET_ALLOCATION_GRANULARITY(self, ctx: Any, arg1: mem_alloc_prop, arg2: int) -> u64_result:
+        """CU_MEM_GET_ALLOCATION_GRANULARITY (450): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_MEM_GET_ALLOCATION_GRANULARITY")
+
+    def CU_MEM_ADDRESS_RESERVE(self, ctx: Any, arg1: int, arg2: int, arg3: cu_ptr, arg4: int) -> ptr_result:
+        """CU_MEM_ADDRESS_RESERVE (451): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_MEM_ADDRESS_RESERVE")
+
+    def CU_MEM_ADDRESS_FREE(self, ctx: Any, arg1: cu_ptr, arg2: int) -> int:
+        """CU_MEM_ADDRESS_FREE (452): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_MEM_ADDRESS_FREE")
+
+    def CU_MEM_CREATE(self, ctx: Any, arg1: int, arg2: mem_alloc_prop, arg3: int) -> handle_result:
+        """CU_MEM_CREATE (453): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_MEM_CREATE")
+
+    def CU_MEM_RELEASE(self, ctx: Any, arg1: cu_handle) -> int:
+        """CU_MEM_RELEASE (454): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_MEM_RELEASE")
+
+    def CU_MEM_MAP(self, ctx: Any, arg1: cu_ptr, arg2: int, arg3: int, arg4: cu_handle, arg5: int) -> int:
+        """CU_MEM_MAP (455): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_MEM_MAP")
+
+    def CU_MEM_UNMAP(self, ctx: Any, arg1: cu_ptr, arg2: int) -> int:
+        """CU_MEM_UNMAP (456): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_MEM_UNMAP")
+
+    def CU_MEM_SET_ACCESS(self, ctx: Any, arg1: cu_ptr, arg2: int, arg3: mem_access_list) -> int:
+        """CU_MEM_SET_ACCESS (457): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_MEM_SET_ACCESS")
+
+    def CU_MEM_GET_ACCESS(self, ctx: Any, arg1: mem_location, arg2: cu_ptr) -> int_result:
+        """CU_MEM_GET_ACCESS (458): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_MEM_GET_ACCESS")
+
+    def CU_MEM_GET_ALLOCATION_PROPERTIES_FROM_HANDLE(self, ctx: Any, arg1: cu_handle) -> mem_alloc_prop_result:
+        """CU_MEM_GET_ALLOCATION_PROPERTIES_FROM_HANDLE (459): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_MEM_GET_ALLOCATION_PROPERTIES_FROM_HANDLE")
+
+    def CU_MEM_RETAIN_ALLOCATION_HANDLE(self, ctx: Any, arg1: cu_ptr) -> handle_result:
+        """CU_MEM_RETAIN_ALLOCATION_HANDLE (460): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_MEM_RETAIN_ALLOCATION_HANDLE")
+
+    def CU_DEVICE_GET_DEFAULT_MEM_POOL(self, ctx: Any, arg1: int) -> handle_result:
+        """CU_DEVICE_GET_DEFAULT_MEM_POOL (470): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_DEVICE_GET_DEFAULT_MEM_POOL")
+
+    def CU_DEVICE_GET_MEM_POOL(self, ctx: Any, arg1: int) -> handle_result:
+        """CU_DEVICE_GET_MEM_POOL (471): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_DEVICE_GET_MEM_POOL")
+
+    def CU_DEVICE_SET_MEM_POOL(self, ctx: Any, arg1: int, arg2: cu_handle) -> int:
+        """CU_DEVICE_SET_MEM_POOL (472): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_DEVICE_SET_MEM_POOL")
+
+    def CU_MEM_POOL_CREATE(self, ctx: Any, arg1: mem_pool_props) -> handle_result:
+        """CU_MEM_POOL_CREATE (473): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_MEM_POOL_CREATE")
+
+    def CU_MEM_POOL_DESTROY(self, ctx: Any, arg1: cu_handle) -> int:
+        """CU_MEM_POOL_DESTROY (474): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_MEM_POOL_DESTROY")
+
+    def CU_MEM_POOL_SET_ATTRIBUTE(self, ctx: Any, arg1: cu_handle, arg2: int, arg3: int) -> int:
+        """CU_MEM_POOL_SET_ATTRIBUTE (475): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_MEM_POOL_SET_ATTRIBUTE")
+
+    def CU_MEM_POOL_GET_ATTRIBUTE(self, ctx: Any, arg1: cu_handle, arg2: int) -> u64_result:
+        """CU_MEM_POOL_GET_ATTRIBUTE (476): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_MEM_POOL_GET_ATTRIBUTE")
+
+    def CU_MEM_POOL_TRIM_TO(self, ctx: Any, arg1: cu_handle, arg2: int) -> int:
+        """CU_MEM_POOL_TRIM_TO (477): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_MEM_POOL_TRIM_TO")
+
+    def CU_MEM_ALLOC_FROM_POOL_ASYNC(self, ctx: Any, arg1: int, arg2: cu_handle, arg3: cu_handle) -> ptr_result:
+        """CU_MEM_ALLOC_FROM_POOL_ASYNC (478): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_MEM_ALLOC_FROM_POOL_ASYNC")
+
 
 # Every codec is built now, at import (none is built while threads use it).
 _xdr.ready_all(
@@ -8528,6 +9486,11 @@ _xdr.ready_all(
     xdr_graph_exec_result,
     xdr_capture_info,
     xdr_capture_info_result,
+    xdr_mem_location,
+    xdr_mem_alloc_prop,
+    xdr_mem_alloc_prop_result,
+    xdr_mem_access_desc,
+    xdr_mem_pool_props,
     xdr_cu_ptr,
     xdr_cu_handle,
     xdr_mem_data,
@@ -8539,5 +9502,6 @@ _xdr.ready_all(
     xdr_device_attribute_list,
     xdr_launch_attribute_list,
     xdr_graph_node_list,
+    xdr_mem_access_list,
     _codec1,
 )

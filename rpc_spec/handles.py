@@ -29,6 +29,8 @@ class HandleKind(enum.IntEnum):
     GRAPH = 0x08
     GRAPH_EXEC = 0x09
     GRAPH_NODE = 0x0A
+    MEMHANDLE = 0x20  # a physical allocation (cuMemCreate)
+    MEMPOOL = 0x21  # a memory pool (cuMemPoolCreate, a device's default pool)
 
     @property
     def label(self) -> str:

@@ -184,6 +184,30 @@ class BackendSession(abc.ABC):
         waits for that stream to reach it)."""
         out[:] = self.memcpy_dtoh(src, len(out), stream)
 
+    # -- virtual memory management (cuMemCreate/Map/SetAccess; optional) ------------------
+    # The session layer checks sizes, offsets and ownership and takes every address from the
+    # server's arena (D4); a backend only creates, maps and releases.
+    def vmm_create(self, dev: int, size: int) -> object:
+        """cuMemCreate: `size` bytes (a multiple of the granularity) of pinned memory on
+        `dev`; a token for the other vmm_ methods. The base has none: NOT_SUPPORTED."""
+        raise not_supported("cuMemCreate")
+
+    def vmm_release(self, phys: object) -> None:
+        """cuMemRelease; memory still mapped lives on until its last unmap."""
+        raise not_supported("cuMemRelease")
+
+    def vmm_map(self, addr: int, size: int, offset: int, phys: object) -> None:
+        """cuMemMap: bytes [offset, offset + size) of `phys` at `addr` (inside the arena)."""
+        raise not_supported("cuMemMap")
+
+    def vmm_unmap(self, addr: int, size: int) -> None:
+        """cuMemUnmap of one whole mapping made by `vmm_map`."""
+        raise not_supported("cuMemUnmap")
+
+    def vmm_set_access(self, addr: int, size: int, dev: int, flags: int) -> None:
+        """cuMemSetAccess of [addr, addr + size) for device `dev` (CUmemAccess_flags)."""
+        raise not_supported("cuMemSetAccess")
+
     # -- modules, libraries, functions ----------------------------------------------------
     @abc.abstractmethod
     def module_load(self, image: bytes, jit_options: dict[int, int]) -> object:

@@ -48,6 +48,12 @@ from cricket_server.checkpoints.graphs import (
     graph_images,
     restore_graphs,
 )
+from cricket_server.checkpoints.vmm_pools import (
+    restore_pools,
+    restore_vmm,
+    snapshot_pools,
+    snapshot_vmm,
+)
 from cricket_server.resources import (
     ContextRecord,
     EventRecord,
@@ -283,6 +289,8 @@ def snapshot_session(
         ],
         graphs=graph_images(session),
         graph_execs=exec_images(session),
+        vmm=snapshot_vmm(session, sink, prefix, progress),
+        pools=snapshot_pools(session),
     )
 
 
@@ -489,6 +497,8 @@ class _Restorer:
         for a in image.allocations:
             self.allocation(a)
         self.report.bytes += restore_arrays(self.session, self.ckpt, image, self.devs, self.fail)
+        restore_vmm(self.session, image.vmm, self._write)
+        restore_pools(self.session, image.pools)
         for d in image.devices:
             self.limits(d)
         for setting in image.settings:
@@ -658,7 +668,7 @@ class _Restorer:
 
 
 def _handles_of(s: ck.session_image) -> Iterator[int]:
-    for group in (s.contexts, s.modules, s.libraries, s.streams, s.events):
+    for group in (s.contexts, s.modules, s.libraries, s.streams, s.events, s.vmm.physicals, s.pools):
         yield from (item.handle for item in group)
     for m in s.modules:
         yield from (f.handle for f in m.functions)
@@ -682,6 +692,7 @@ def sessions_conflict(images: list[ck.session_image]) -> str | None:
             if other != s.session_id:
                 return f"sessions {other:#x} and {s.session_id:#x} both hold handle {handle:#x}"
         ranges += [(a.ptr, a.ptr + a.size, s.session_id) for a in s.allocations]
+        ranges += [(r.base, r.base + r.size, s.session_id) for r in s.vmm.reservations]
     ranges.sort()
     for (_, end, first), (start, _, second) in zip(ranges, ranges[1:], strict=False):
         if start < end and first != second:
@@ -724,11 +735,13 @@ def check_fits(
                     f"session {s.session_id:#x} handle {handle:#x} is live here in session "
                     f"{owner:#x}",
                 )
-        for a in s.allocations:
-            if not (base <= a.ptr and a.ptr + a.size <= end):
+        held = [(a.ptr, a.size, "allocation") for a in s.allocations]
+        held += [(r.base, r.size, "reservation") for r in s.vmm.reservations]
+        for ptr, size, what in held:
+            if not (base <= ptr and ptr + size <= end):
                 raise CheckpointError(
                     ckpt.path,
-                    f"session {s.session_id:#x} allocation [{a.ptr:#x}, {a.ptr + a.size:#x}) lies "
+                    f"session {s.session_id:#x} {what} [{ptr:#x}, {ptr + size:#x}) lies "
                     f"outside this server's device address range [{base:#x}, {end:#x})",
                 )
 

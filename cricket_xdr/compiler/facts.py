@@ -35,8 +35,8 @@ ARGUMENT_FACTS = {
 # The kinds of handle an argument may hold (cricket_server.resources.HandleKind).
 HANDLE_KINDS = (
     "context", "module", "function", "library", "kernel", "stream", "event", "array",
-    "graph", "graph_exec", "graph_node",
-)
+    "graph", "graph_exec", "graph_node", "memhandle", "mempool",
+)  # fmt: skip
 
 
 def handle_kinds(arg: str | None) -> tuple[str, ...]:

@@ -65,7 +65,14 @@ def handles(session: cricket_client.Connection) -> dict[str, int]:
         "graph": graph,
         "graph_node": node,
         "graph_exec": _ok(stub.CU_GRAPH_INSTANTIATE(graph, 0)).exec,
+        "memhandle": _ok(stub.CU_MEM_CREATE(2 << 20, _device_prop(), 0)),
+        "mempool": _ok(stub.CU_DEVICE_GET_DEFAULT_MEM_POOL(0)),
     }
+
+
+def _device_prop() -> Any:
+    """CUmemAllocationProp of pinned memory on device 0."""
+    return proto.mem_alloc_prop(1, proto.mem_location(1, 0), 0, 0, 0, 0)
 
 
 @pytest.fixture

@@ -59,6 +59,8 @@ def _blob_session(sink: BlobSink, contents: list[bytes]) -> ck.session_image:
         settings=[],
         graphs=[],
         graph_execs=[],
+        vmm=ck.vmm_image(reservations=[], physicals=[], mappings=[]),
+        pools=[],
     )
 
 

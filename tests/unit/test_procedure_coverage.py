@@ -37,7 +37,7 @@ CLIENT_SOURCES = ("cricket_client", "checkpoint")
 # Procedure -> the backend methods its handler needs (besides the session's own bookkeeping).
 BACKEND_NEEDS: dict[str, tuple[str, ...]] = {
     "HELLO": ("open_session",),
-    "GOODBYE": ("close",),
+    "GOODBYE": ("close", "set_device", "synchronize", "vmm_release", "vmm_unmap"),
     "GET_ERROR_MESSAGE": (),
     "CU_INIT": (),
     "CU_DRIVER_GET_VERSION": ("driver_version",),
@@ -77,8 +77,8 @@ BACKEND_NEEDS: dict[str, tuple[str, ...]] = {
     "CU_MEMCPY_DTOD_ASYNC": ("memcpy_dtod",),
     "CU_MEMSET": ("memset",),
     "CU_MEMSET_ASYNC": ("memset",),
-    "CU_MEM_ALLOC_ASYNC": ("chunk_backing",),
-    "CU_MEM_FREE_ASYNC": ("stream_synchronize",),
+    "CU_MEM_ALLOC_ASYNC": ("chunk_backing", "event_query", "event_synchronize", "event_destroy", "set_device"),
+    "CU_MEM_FREE_ASYNC": ("event_create", "event_record", "event_destroy", "set_device"),
     "CU_POINTER_GET_ATTRIBUTES": (),
     "CU_MODULE_LOAD_DATA": ("module_load",),
     "CU_MODULE_LOAD_FAT_BINARY": ("module_load",),
@@ -200,6 +200,27 @@ BACKEND_NEEDS: dict[str, tuple[str, ...]] = {
     "CU_STREAM_END_CAPTURE": (),
     "CU_STREAM_GET_CAPTURE_INFO": (),
     "CU_STREAM_CAPTURE_HOST_COPY": (),
+    # virtual memory management and memory pools
+    "CU_MEM_GET_ALLOCATION_GRANULARITY": ("device_count",),
+    "CU_MEM_ADDRESS_RESERVE": (),
+    "CU_MEM_ADDRESS_FREE": (),
+    "CU_MEM_CREATE": ("device_count", "vmm_create", "set_device"),
+    "CU_MEM_RELEASE": ("vmm_release", "set_device"),
+    "CU_MEM_MAP": ("vmm_map", "set_device"),
+    "CU_MEM_UNMAP": ("synchronize", "vmm_unmap", "vmm_release", "set_device"),
+    "CU_MEM_SET_ACCESS": ("device_count", "vmm_set_access", "set_device"),
+    "CU_MEM_GET_ACCESS": ("device_count",),
+    "CU_MEM_GET_ALLOCATION_PROPERTIES_FROM_HANDLE": (),
+    "CU_MEM_RETAIN_ALLOCATION_HANDLE": (),
+    "CU_DEVICE_GET_DEFAULT_MEM_POOL": ("device_count",),
+    "CU_DEVICE_GET_MEM_POOL": ("device_count",),
+    "CU_DEVICE_SET_MEM_POOL": ("device_count",),
+    "CU_MEM_POOL_CREATE": ("device_count",),
+    "CU_MEM_POOL_DESTROY": (),
+    "CU_MEM_POOL_SET_ATTRIBUTE": ("event_query", "event_synchronize", "event_destroy", "set_device"),
+    "CU_MEM_POOL_GET_ATTRIBUTE": ("event_query", "event_synchronize", "event_destroy", "set_device"),
+    "CU_MEM_POOL_TRIM_TO": ("event_query", "event_synchronize", "event_destroy", "set_device"),
+    "CU_MEM_ALLOC_FROM_POOL_ASYNC": ("chunk_backing", "event_query", "event_synchronize", "event_destroy", "set_device"),
 }
 
 BACKENDS: dict[str, tuple[type[Backend], type[BackendSession]]] = {

@@ -328,8 +328,11 @@ def test_async_alloc_and_free_are_ordered_on_the_stream(manager: SessionManager)
     ptr = s.mem_alloc_async(64, stream)
     s.memcpy_htod(ptr, memoryview(b"x" * 64), stream)
     s.mem_free_async(ptr, stream)
-    assert ("stream_synchronize", ["stream", 0, 0]) in fake(s).calls
-    assert s.find(ptr) is None
+    assert ("event_record", ["stream", 0, 0]) in fake(s).calls  # the stream marks the free
+    assert s.find(ptr) is None  # out of reach at once
+    assert s.memory.used() == 64  # the memory waits for the stream to get there
+    s.synchronize_all()
+    assert s.memory.used() == 0
 
 
 def test_pointer_attributes(manager: SessionManager) -> None:

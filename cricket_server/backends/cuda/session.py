@@ -33,6 +33,7 @@ from .launch import ParamBuffer, ParamLayouts
 from .launch_ex import CudaLaunchVariants
 from .staging import PinnedStager
 from .vmm import VmmBacking
+from .vmm_calls import CudaVmm
 
 if TYPE_CHECKING:
     from .backend import CudaBackend
@@ -83,7 +84,7 @@ class _DeviceState:
         return errors
 
 
-class CudaSession(CudaArrays, CudaLaunchVariants, CudaGraphs, BackendSession):
+class CudaSession(CudaArrays, CudaLaunchVariants, CudaGraphs, CudaVmm, BackendSession):
     def __init__(self, backend: CudaBackend, staging_limit: int) -> None:
         self._backend = backend
         self._staging_limit = staging_limit

@@ -47,6 +47,7 @@ from cricket_server.backends.sim.streams import (
     SimEvent,
     SimStream,
 )
+from cricket_server.backends.sim.vmm import SimVmm
 from cricket_server.memory import AddressArena, DeviceHeap
 
 CLIENT_VA_BASE = 0x600000000000  # the cuda backend's default reservation base
@@ -199,7 +200,7 @@ class _DeviceState:
     module_heap: DeviceHeap | None = None
 
 
-class SimSession(SimArrays, SimLaunchVariants, ReplayGraphs, BackendSession):
+class SimSession(SimArrays, SimLaunchVariants, ReplayGraphs, SimVmm, BackendSession):
     """The device work of one client on the sim backend."""
 
     def __init__(self, backend: SimBackend) -> None:
@@ -305,6 +306,13 @@ class SimSession(SimArrays, SimLaunchVariants, ReplayGraphs, BackendSession):
         return STREAM_PRIORITY_RANGE
 
     # -- memory -------------------------------------------------------------------------------
+    def _sim_device(self, dev: int) -> dv.SimDevice:
+        return self.backend.device(dev)
+
+    def _client_range(self) -> tuple[int, int]:
+        base, size, _gran = self.backend.address_space()
+        return base, size
+
     def chunk_backing(self, dev: int) -> ChunkBacking:
         backing = self._backings.get(dev)
         if backing is None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import mmap
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -25,14 +26,26 @@ GRANULARITY = 2 << 20
 
 
 class _Chunk:
-    __slots__ = ("base", "buffer", "device", "end", "mm")
+    __slots__ = ("base", "buffer", "charged", "device", "end", "mm", "shadow")
 
-    def __init__(self, base: int, size: int, device: SimDevice) -> None:
+    def __init__(
+        self,
+        base: int,
+        size: int,
+        device: SimDevice,
+        buffer: np.ndarray | None = None,
+        shadow: Any = None,
+    ) -> None:
         self.base = base
         self.end = base + size
         self.device = device
-        self.mm = mmap.mmap(-1, size)  # zero pages, committed only when touched
-        self.buffer = np.frombuffer(self.mm, dtype=np.uint8)
+        self.shadow = shadow  # the host mirror `buffer` lives in (VMM mappings), or None
+        self.charged = buffer is None  # a view of physical memory charged elsewhere (VMM)
+        self.mm: mmap.mmap | None = None
+        if buffer is None:
+            self.mm = mmap.mmap(-1, size)  # zero pages, committed only when touched
+            buffer = np.frombuffer(self.mm, dtype=np.uint8)
+        self.buffer = buffer
 
 
 class SimMemory:
@@ -43,15 +56,25 @@ class SimMemory:
         self.closed = False
 
     # -- mapping (session thread) -----------------------------------------------------------
-    def map(self, base: int, size: int, device: SimDevice) -> _Chunk:
+    def map(
+        self,
+        base: int,
+        size: int,
+        device: SimDevice,
+        buffer: np.ndarray | None = None,
+        shadow: Any = None,
+    ) -> _Chunk:
+        """Map fresh memory (charged to `device`) at `base`, or `buffer`, memory charged by
+        its owner (a VMM physical allocation, seen through `shadow`: `sim.vmm.Shadow`)."""
         starts, chunks = self._index
         i = bisect.bisect_left(starts, base)
         if (i > 0 and chunks[i - 1].end > base) or (i < len(starts) and starts[i] < base + size):
             raise CudaError(
                 CUDA_ERROR_INVALID_VALUE, f"sim: [{base:#x}, {base + size:#x}) is already mapped"
             )
-        device.charge(size)
-        chunk = _Chunk(base, size, device)
+        if buffer is None:
+            device.charge(size)
+        chunk = _Chunk(base, size, device, buffer, shadow)
         self._index = (starts[:i] + [base] + starts[i:], chunks[:i] + [chunk] + chunks[i:])
         return chunk
 
@@ -64,7 +87,8 @@ class SimMemory:
             raise CudaError(CUDA_ERROR_INVALID_VALUE, f"sim: no chunk mapped at {base:#x}")
         chunk = chunks[i]
         self._index = (starts[:i] + starts[i + 1 :], chunks[:i] + chunks[i + 1 :])
-        chunk.device.refund(chunk.end - chunk.base)
+        if chunk.charged:
+            chunk.device.refund(chunk.end - chunk.base)
 
     def close(self) -> None:
         """Unmap everything; later unmaps of the session's heaps are no-ops."""
@@ -86,7 +110,11 @@ class SimMemory:
         return self._joined(addr, size, code, what)
 
     def _joined(self, addr: int, size: int, code: int, what: str) -> np.ndarray:
-        """A range that crosses into adjacent chunks: copy out (read-only)."""
+        """A range that crosses into adjacent chunks: a writable view when they are adjacent
+        mappings of one host mirror (VMM), else a copy (read-only)."""
+        shadowed = self._shadowed(addr, size)
+        if shadowed is not None:
+            return shadowed
         pieces = []
         pos, end = addr, addr + size
         starts, chunks = self._index
@@ -104,6 +132,19 @@ class SimMemory:
         joined = np.concatenate(pieces) if pieces else np.empty(0, np.uint8)
         joined.flags.writeable = False
         return joined
+
+    def _shadowed(self, addr: int, size: int) -> np.ndarray | None:
+        starts, chunks = self._index
+        i = bisect.bisect_right(starts, addr) - 1
+        if i < 0 or size <= 0 or chunks[i].shadow is None or addr >= chunks[i].end:
+            return None
+        shadow, pos = chunks[i].shadow, chunks[i].end
+        while pos < addr + size:
+            i += 1
+            if i >= len(chunks) or chunks[i].base != pos or chunks[i].shadow is not shadow:
+                return None
+            pos = chunks[i].end
+        return shadow.view(addr, size)  # type: ignore[no-any-return]
 
     def read(
         self, addr: int, size: int, code: int = CUDA_ERROR_INVALID_VALUE, what: str = "read"

@@ -143,7 +143,7 @@ def empty(launch: Launch, args: KernelArgs, mem: KernelMemory) -> None:
     pass
 
 
-@sim_kernel("vector_add")
+@sim_kernel("vector_add", "VecAdd_kernel")  # VecAdd_kernel: NVIDIA's vectorAddMMAP sample
 def vector_add(launch: Launch, args: KernelArgs, mem: KernelMemory) -> None:
     n = _first_n(launch, args.i32(3))
     if n:
