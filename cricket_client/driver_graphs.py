@@ -30,6 +30,7 @@ from ._enums import (
     CUstreamCaptureStatus,
 )
 from ._types import Handle, as_int
+from .array_types import CUDA_MEMCPY3D
 from .connection import Connection, get_connection
 from .host_buffers import HostBufferError, read_host, write_host
 from .kernel_args import LaunchArgumentError, LaunchName, pack_kernel_params
@@ -107,15 +108,6 @@ class CUDA_KERNEL_NODE_PARAMS(_Params):
 
 
 CUDA_KERNEL_NODE_PARAMS_v2 = CUDA_KERNEL_NODE_PARAMS
-
-
-class CUDA_MEMCPY3D(_Params):
-    _fields = (
-        "srcXInBytes", "srcY", "srcZ", "srcLOD", "srcMemoryType", "srcHost", "srcDevice",
-        "srcArray", "srcPitch", "srcHeight", "dstXInBytes", "dstY", "dstZ", "dstLOD",
-        "dstMemoryType", "dstHost", "dstDevice", "dstArray", "dstPitch", "dstHeight",
-        "WidthInBytes", "Height", "Depth",
-    )
 
 
 class CUDA_MEMSET_NODE_PARAMS(_Params):

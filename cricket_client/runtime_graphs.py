@@ -18,7 +18,9 @@ from ._runtime_enums import (
     cudaStreamCaptureStatus,
 )
 from ._types import CUfunction, as_int
+from .array_types import cudaExtent, cudaMemcpy3DParms, cudaPitchedPtr, cudaPos
 from .connection import Connection, get_connection
+from .runtime_arrays import make_cudaExtent, make_cudaPitchedPtr, make_cudaPos
 from .runtime_state import activate
 from .runtime_types import as_dim3
 
@@ -66,47 +68,12 @@ class cudaMemsetParams(_Struct):
     _fields = ("dst", "pitch", "value", "elementSize", "width", "height")
 
 
-class cudaPitchedPtr(_Struct):
-    _fields = ("ptr", "pitch", "xsize", "ysize")
-
-
-class cudaPos(_Struct):
-    _fields = ("x", "y", "z")
-
-
-class cudaExtent(_Struct):
-    _fields = ("width", "height", "depth")
-
-
-class cudaMemcpy3DParms(_Struct):
-    _fields = ("srcArray", "srcPos", "srcPtr", "dstArray", "dstPos", "dstPtr", "extent", "kind")
-
-    def __init__(self, **values: Any) -> None:
-        super().__init__(**values)
-        for name, make in (("srcPos", cudaPos), ("dstPos", cudaPos), ("srcPtr", cudaPitchedPtr),
-                           ("dstPtr", cudaPitchedPtr), ("extent", cudaExtent)):
-            if not getattr(self, name):
-                setattr(self, name, make())
-
-
 class cudaHostNodeParams(_Struct):
     _fields = ("fn", "userData")
 
 
 class cudaGraphEdgeData(_Struct):
     _fields = ("from_port", "to_port", "type")
-
-
-def make_cudaPitchedPtr(d: Any, p: int, xsz: int, ysz: int) -> cudaPitchedPtr:
-    return cudaPitchedPtr(ptr=d, pitch=p, xsize=xsz, ysize=ysz)
-
-
-def make_cudaPos(x: int, y: int, z: int) -> cudaPos:
-    return cudaPos(x=x, y=y, z=z)
-
-
-def make_cudaExtent(w: int, h: int, d: int) -> cudaExtent:
-    return cudaExtent(width=w, height=h, depth=d)
 
 
 # -- helpers --------------------------------------------------------------------------------
@@ -194,7 +161,7 @@ def _is_int(obj: Any) -> bool:
 
 
 def _copy_1d(conn: Connection, dst: Any, src: Any, count: int, kind: int) -> Any:
-    p = dg.CUDA_MEMCPY3D()
+    p: Any = dg.CUDA_MEMCPY3D()
     p.dstMemoryType, p.dstDevice, p.dstHost = _side(conn, kind, dst, True)
     p.srcMemoryType, p.srcDevice, p.srcHost = _side(conn, kind, src, False)
     p.WidthInBytes, p.Height, p.Depth = count, 1, 1
@@ -283,7 +250,7 @@ def cudaGraphAddMemcpyNode(
     p = pCopyParams
     if not hasattr(p, "extent"):
         return _fail(cudaError_t.cudaErrorInvalidValue, f"{call}: pCopyParams is not a cudaMemcpy3DParms", 1)
-    if p.srcArray or p.dstArray:
+    if int(p.srcArray or 0) or int(p.dstArray or 0):
         return _fail(cudaError_t.cudaErrorNotSupported, f"{call}: arrays are not supported in memcpy nodes remotely", 1)
     for pos in (p.srcPos, p.dstPos):
         if pos.x or pos.y or pos.z:

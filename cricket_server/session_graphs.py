@@ -47,6 +47,7 @@ from cricket_server.resources import EventRecord, HandleKind
 from cricket_server.session_contexts import SessionContexts
 from cricket_server.session_core import STREAM_LEGACY
 from cricket_server.session_memcalls import SessionMemoryCalls
+from cricket_server.session_mempools import SessionMemPools
 from cricket_server.session_modules import SessionModules
 from cricket_server.session_runtime import SessionRuntime
 from cricket_server.session_streams import SessionStreams
@@ -88,7 +89,12 @@ class StreamCapture:
 
 
 class SessionGraphs(
-    SessionContexts, SessionMemoryCalls, SessionModules, SessionStreams, SessionRuntime
+    SessionContexts,
+    SessionMemPools,
+    SessionMemoryCalls,
+    SessionModules,
+    SessionStreams,
+    SessionRuntime,
 ):
     """cuGraph*, cuStreamBeginCapture/EndCapture/GetCaptureInfo, and capture of the
     pipelined calls of the other domains (this mixin comes first in `Session`)."""
