@@ -87,6 +87,11 @@ def operator_refusal(ctx: Any) -> proto.checkpoint_result | None:
     )
 
 
+def _mem_info(session: Session) -> proto.mem_info:
+    free, total = session.mem_get_info()
+    return proto.mem_info(free=free, total=total)
+
+
 class CricketService(DataPathProcedures, proto.CRICKET_V1_Server):
     """Serves CRICKET_V1 over the sessions of one `SessionManager`."""
 
@@ -111,10 +116,11 @@ class CricketService(DataPathProcedures, proto.CRICKET_V1_Server):
         return state
 
     def _run(
-        self, ctx: Any, call: str, fn: Callable[[Session], T], calls: int = 1
+        self, ctx: Any, call: str, fn: Callable[..., T], *args: Any, calls: int = 1
     ) -> tuple[int, T | None]:
-        """Run `fn` on the connection's session; (CUresult, value or None). `calls`: how
-        many client calls it stands for (a batch of launches), as counted for replay."""
+        """Run `fn(session, *args)` on the connection's session; (CUresult, value or None).
+        `calls`: how many client calls it stands for (a batch of launches), as counted for
+        replay."""
         state = ctx.connection.state.get(STATE_KEY) or self._state(ctx)
         session = state.session
         if session is None or session.closed:
@@ -123,7 +129,7 @@ class CricketService(DataPathProcedures, proto.CRICKET_V1_Server):
         with session.lock:
             session.calls += calls
             try:
-                return CUDA_SUCCESS, fn(session)
+                return CUDA_SUCCESS, fn(session, *args)
             except CudaError as e:
                 session.last_error = e.message
                 log.debug("session %#x: %s -> %d: %s", session.id, call, e.code, e.message)
@@ -137,9 +143,11 @@ class CricketService(DataPathProcedures, proto.CRICKET_V1_Server):
         return self._run(ctx, call, fn)[0]
 
     def _result(
-        self, cls: Callable[[int, Any], T], ctx: Any, call: str, fn: Callable[[Session], Any]
+        self, cls: Callable[[int, Any], T], ctx: Any, call: str, fn: Callable[..., Any], *args: Any
     ) -> T:
-        code, value = self._run(ctx, call, fn)
+        """`_run` with the value in a result union `cls(CUresult, value or None)`; `fn` may be
+        a `Session` method itself, with its arguments in `args` (no closure per call)."""
+        code, value = self._run(ctx, call, fn, *args)
         return cls(code, value if code == CUDA_SUCCESS else None)
 
     def _ready(self, ctx: Any, call: str, fn: Callable[[Session], bool]) -> int:
@@ -298,12 +306,8 @@ class CricketService(DataPathProcedures, proto.CRICKET_V1_Server):
         )
 
     def CU_DEVICE_GET_ATTRIBUTE(self, ctx: Any, attrib: int, dev: int) -> proto.int_result:
-        call = "cuDeviceGetAttribute"
         return self._result(
-            proto.int_result,
-            ctx,
-            call,
-            lambda s: s.backend.device_attribute(attrib, s.device(call, dev)),
+            proto.int_result, ctx, "cuDeviceGetAttribute", Session.device_attribute, attrib, dev
         )
 
     def CU_DEVICE_TOTAL_MEM(self, ctx: Any, dev: int) -> proto.u64_result:
@@ -382,7 +386,7 @@ class CricketService(DataPathProcedures, proto.CRICKET_V1_Server):
         return self._status(ctx, "cuCtxSynchronize", lambda s: s.ctx_synchronize())
 
     def CU_CTX_GET_DEVICE(self, ctx: Any) -> proto.int_result:
-        return self._result(proto.int_result, ctx, "cuCtxGetDevice", lambda s: s.ctx_get_device())
+        return self._result(proto.int_result, ctx, "cuCtxGetDevice", Session.ctx_get_device)
 
     def CU_CTX_GET_LIMIT(self, ctx: Any, limit: int) -> proto.u64_result:
         return self._result(
@@ -416,11 +420,7 @@ class CricketService(DataPathProcedures, proto.CRICKET_V1_Server):
         return self._status(ctx, "cuMemFree", lambda s: s.mem_free(ptr))
 
     def CU_MEM_GET_INFO(self, ctx: Any) -> proto.mem_info_result:
-        def info(s: Session) -> proto.mem_info:
-            free, total = s.mem_get_info()
-            return proto.mem_info(free=free, total=total)
-
-        return self._result(proto.mem_info_result, ctx, "cuMemGetInfo", info)
+        return self._result(proto.mem_info_result, ctx, "cuMemGetInfo", _mem_info)
 
     def CU_MEM_GET_ADDRESS_RANGE(self, ctx: Any, ptr: int) -> proto.mem_range_result:
         def span(s: Session) -> proto.mem_range:
@@ -597,7 +597,7 @@ class CricketService(DataPathProcedures, proto.CRICKET_V1_Server):
 
     def CU_LAUNCH_KERNEL_BATCH(self, ctx: Any, launches: list[Launch]) -> int:
         return self._run(
-            ctx, "cuLaunchKernel", lambda s: s.launch_batch(launches), calls=len(launches)
+            ctx, "cuLaunchKernel", Session.launch_batch, launches, calls=len(launches)
         )[0]
 
     # -- streams and events -----------------------------------------------------------------

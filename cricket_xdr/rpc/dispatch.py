@@ -24,8 +24,7 @@ import logging
 import struct
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from cricket_xdr.xdr import Decoder, Encoder, XdrError, xdr_int
 
@@ -103,9 +102,9 @@ def _run_callback(fn: Callable[[], object], info: ConnectionInfo) -> None:
         log.exception("close callback %r of %r failed", fn, info)
 
 
-@dataclass(slots=True)
-class CallContext:
-    """What a handler gets as its first argument."""
+class CallContext(NamedTuple):
+    """What a handler gets as its first argument (a tuple: the dispatcher makes one per call
+    without running Python code)."""
 
     xid: int
     prog: int
@@ -113,6 +112,9 @@ class CallContext:
     proc: int
     cred: Credential
     connection: ConnectionInfo
+
+
+_new_context = tuple.__new__  # _new_context(CallContext, fields): CallContext(*fields)
 
 
 class Dispatcher:
@@ -190,17 +192,20 @@ class Dispatcher:
             )
             self._routes[(call.prog, call.vers, call.proc)] = route
         procedure, handler, decode, encode = route
-        try:
-            args = decode(call.body)
-        except XdrError as exc:
-            log.debug("%s: garbage arguments: %s", _Named(call, procedure), exc)
-            return conn.reply_error(xid, GARBAGE_ARGS)
-        except _TrailingBytes:
-            return conn.reply_error(xid, GARBAGE_ARGS)
-        except Exception:
-            log.exception("%s: argument decoder failed", _Named(call, procedure))
-            return conn.reply_error(xid, SYSTEM_ERR)
-        ctx = CallContext(xid, call.prog, call.vers, call.proc, credential, info)
+        if decode is None:  # a procedure without arguments
+            if len(call.body):
+                return conn.reply_error(xid, GARBAGE_ARGS)
+            args: Any = ()
+        else:
+            try:
+                args = decode(call.body)
+            except XdrError as exc:
+                log.debug("%s: garbage arguments: %s", _Named(call, procedure), exc)
+                return conn.reply_error(xid, GARBAGE_ARGS)
+            except Exception:
+                log.exception("%s: argument decoder failed", _Named(call, procedure))
+                return conn.reply_error(xid, SYSTEM_ERR)
+        ctx = _new_context(CallContext, (xid, call.prog, call.vers, call.proc, credential, info))
         try:
             result = handler(ctx, *args)
         except NotImplementedError:
@@ -217,13 +222,15 @@ class Dispatcher:
 
 
 
-_Route = tuple[Any, Callable[..., Any], Callable[[Buffer], Any], Callable[[Any], list[Buffer]]]
+_Route = tuple[
+    Any, Callable[..., Any], Callable[[Buffer], Any] | None, Callable[[Any], list[Buffer]]
+]
 
 
-def _decoder(service: Any, procedure: Any) -> Callable[[Buffer], Any]:
+def _decoder(service: Any, procedure: Any) -> Callable[[Buffer], Any] | None:
     """How a procedure's call body becomes its handler's arguments (see the module doc): the
     service's own decoder, views, the procedure's plan (fixed-size arguments: one struct),
-    else its codecs."""
+    else its codecs; None for a procedure without arguments (an empty body)."""
     own = getattr(service, "ARG_DECODERS", {}).get(procedure.number)
     if own is not None:
         return own  # type: ignore[no-any-return]
@@ -234,7 +241,7 @@ def _decoder(service: Any, procedure: Any) -> Callable[[Buffer], Any]:
     if plan is not None and plan.decode_args is not None:
         return plan.decode_args  # type: ignore[no-any-return]
     if not codecs:
-        return _decode_nothing
+        return None
     if len(codecs) == 1:
         decode_one = codecs[0].decode
         return lambda body: [decode_one(body)]
@@ -261,12 +268,6 @@ def _encode_status(value: Any) -> list[Buffer]:
         except struct.error:
             pass  # the codec says what is wrong
     return _encode_result(xdr_int, value)
-
-
-def _decode_nothing(body: Buffer) -> list[Any]:
-    if len(body):  # type: ignore[arg-type]
-        raise _TrailingBytes
-    return []
 
 
 def _decode_all(codecs: Any, body: Buffer) -> list[Any]:
@@ -299,10 +300,6 @@ class _Named:
     def __str__(self) -> str:
         c = self.call
         return f"program {c.prog:#x} version {c.vers} procedure {c.proc} ({self.procedure.name})"
-
-
-class _TrailingBytes(Exception):
-    """Arguments sent to a procedure that takes none."""
 
 
 _INT = struct.Struct(">i")

@@ -101,6 +101,8 @@ class _Connection:
         write_lock = self.write_lock
         sendall = sock.sendall
         next_event = conn.next_event
+        reader = conn._reader
+        ready, pending_bytes = reader._ready, reader._buf  # lists that stay the reader's
         deferred = server._dispatcher.deferred_replies
         held: list[Buffer] = []  # replies of DEFERRED_REPLIES procedures not written yet
         held_max = _HELD_MAX if server.max_in_flight is None else min(
@@ -123,6 +125,8 @@ class _Connection:
                         log.info("%r: closed in the middle of a record", info)
                     return
                 while not self.close_requested:
+                    if not ready and not pending_bytes and reader._record is None:
+                        break  # conn.idle, inlined: nothing more received (the common case)
                     call = next_event()
                     if call is NEED_DATA:
                         break
