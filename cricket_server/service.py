@@ -28,6 +28,7 @@ from cricket_server.backends.base import (
 from cricket_server.checkpoints.sessions import checkpoint_call
 from cricket_server.checkpoints.targets import check_own_target
 from cricket_server.datapath import DataPathProcedures
+from cricket_server.handle_checks import KIND_SHIFT, tag_masks, wrong_kind
 from cricket_server.launch_batch import Launch, decode_launch_batch_args
 from cricket_server.limits import confine_checkpoint_path
 from cricket_server.session import Session, SessionManager, negotiate_version
@@ -87,6 +88,13 @@ def operator_refusal(ctx: Any) -> proto.checkpoint_result | None:
     )
 
 
+def _refuse(session: Session, code: int, message: str) -> None:
+    """A call refused before its handler ran (cricket_server.handle_checks)."""
+    session.require_init(message.split(":", 1)[0])
+    log.warning("session %#x: %s", session.id, message)
+    raise CudaError(code, message)
+
+
 def _mem_info(session: Session) -> proto.mem_info:
     free, total = session.mem_get_info()
     return proto.mem_info(free=free, total=total)
@@ -103,9 +111,25 @@ class CricketService(DataPathProcedures, proto.CRICKET_V1_Server):
     DEFERRED_REPLIES = frozenset(
         n for n, p in proto.CRICKET_V1_Server.PROCEDURES.items() if p.facts.pipelined
     )
+    # `@handle(kind)`: a handle of another kind is refused before the handler runs
+    # (cricket_server.handle_checks), but where the handler takes what the client sends
+    # alongside first (DATA_TCP_HTOD: the bytes come on the data channels) and checks then.
+    TAGGED_ARGS = tag_masks(proto.CRICKET_V1_Server.PROCEDURES.values(), skip={"DATA_TCP_HTOD"})
+    TAG_SHIFT = KIND_SHIFT
 
     def __init__(self, manager: SessionManager) -> None:
         self.manager = manager
+
+    def tagged_arg_refused(self, ctx: Any, procedure: Any, args: tuple[Any, ...]) -> Any:
+        """A call with a handle of the wrong kind (the dispatcher found its tag not allowed
+        there): refused as the session refuses a call, and counted as it counts one."""
+        handler = getattr(self, procedure.name)
+        refused = wrong_kind(procedure, handler, args)
+        if refused is None:  # a tag that names no kind: no handle, the session's to refuse
+            return handler(ctx, *args)
+        code = self._run(ctx, procedure.name, _refuse, *refused)[0]
+        result_cls = getattr(procedure.result_codec, "cls", None)  # a union, else a status
+        return code if result_cls is None else result_cls(code, None)
 
     # -- plumbing ---------------------------------------------------------------------------
     @staticmethod

@@ -16,6 +16,13 @@ procedure's arguments (it must accept what the generated codecs accept and raise
 for anything else: that is answered with GARBAGE_ARGS), and in `DEFERRED_REPLIES` those
 whose replies nobody waits for at once (pipelined calls): the transport may write them
 together with later replies.
+
+Tagged arguments: a service may name, in `TAGGED_ARGS` (procedure number -> ((argument index,
+mask), ...)), integer arguments whose top bits (`value >> TAG_SHIFT`) are a tag, and the
+tags allowed there (bit t of the mask: tag t). The dispatcher checks them before the handler,
+inline (a shift and a mask per argument); when a nonzero tag is not allowed it calls
+`service.tagged_arg_refused(ctx, procedure, args)` instead of the handler, and that result is
+the reply.
 """
 
 from __future__ import annotations
@@ -189,9 +196,11 @@ class Dispatcher:
                 getattr(service, procedure.name),
                 _decoder(service, procedure),
                 _encoder(procedure),
+                getattr(service, "TAGGED_ARGS", {}).get(procedure.number),
+                getattr(service, "TAG_SHIFT", 0),
             )
             self._routes[(call.prog, call.vers, call.proc)] = route
-        procedure, handler, decode, encode = route
+        procedure, handler, decode, encode, tagged, shift = route
         if decode is None:  # a procedure without arguments
             if len(call.body):
                 return conn.reply_error(xid, GARBAGE_ARGS)
@@ -206,6 +215,12 @@ class Dispatcher:
                 log.exception("%s: argument decoder failed", _Named(call, procedure))
                 return conn.reply_error(xid, SYSTEM_ERR)
         ctx = _new_context(CallContext, (xid, call.prog, call.vers, call.proc, credential, info))
+        if tagged is not None:
+            for index, allowed in tagged:
+                tag = args[index] >> shift
+                if tag and not allowed >> tag & 1:
+                    handler = _tag_refusal(service, procedure)
+                    break
         try:
             result = handler(ctx, *args)
         except NotImplementedError:
@@ -223,8 +238,22 @@ class Dispatcher:
 
 
 _Route = tuple[
-    Any, Callable[..., Any], Callable[[Buffer], Any] | None, Callable[[Any], list[Buffer]]
+    Any,
+    Callable[..., Any],
+    Callable[[Buffer], Any] | None,
+    Callable[[Any], list[Buffer]],
+    tuple[tuple[int, int], ...] | None,
+    int,
 ]
+
+
+def _tag_refusal(service: Any, procedure: Any) -> Callable[..., Any]:
+    """The handler of a call whose tagged argument holds a tag not allowed there."""
+
+    def refused(ctx: CallContext, *args: Any) -> Any:
+        return service.tagged_arg_refused(ctx, procedure, args)
+
+    return refused
 
 
 def _decoder(service: Any, procedure: Any) -> Callable[[Buffer], Any] | None:
