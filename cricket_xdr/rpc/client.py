@@ -268,13 +268,31 @@ class RpcClient:
         """Read until the reply to `xid` arrives (this thread is the reader; lock not held);
         replies to other threads' calls found on the way are handed to them."""
         lock = self._lock
-        next_event = self._conn.next_event
+        conn = self._conn
+        next_event = conn.next_event
         reply: Reply | None = None
+        taken: Buffer | None = None  # the result body, when the first receive was the reply
         failure: BaseException | None = None
+        received = True
         try:
-            while reply is None:
-                if not self._receive(None, spin=True):
-                    break
+            # First receive: most often exactly this call's reply, taken whole (take_reply).
+            try:
+                n = None
+                if self._spinner is not None:
+                    n = self._spinner.recv_into(self._sock, self._scratch)
+                if n is None:
+                    n = self._sock.recv_into(self._scratch)
+            except OSError as exc:
+                self._receive_failed(exc)
+                received = False
+            else:
+                if n:
+                    taken = conn.take_reply(self._scratch[:n], xid)
+                    received = taken is None
+                else:
+                    self._fail(ConnectionLost(f"{self._where()}: server closed the connection"))
+                    received = False
+            while reply is None and received:
                 lock.acquire()
                 try:
                     while (event := next_event()) is not NEED_DATA:
@@ -294,16 +312,21 @@ class RpcClient:
                         self._sock.close()
                 finally:
                     lock.release()
+                if reply is not None or failure is not None:
+                    break
+                received = self._receive(None, spin=True)
         finally:
             lock.acquire()
             self._reading = False
-            if reply is None:
+            if reply is None and taken is None:
                 self._conn.forget(xid)
             if self._pending:  # replies of other threads' calls already received
                 self._deliver_locked()
             if self._closed or self._followers:
                 self._reader_gone_locked()
             lock.release()
+        if taken is not None:
+            return taken
         if reply is None:  # the connection failed: the failure is this call's error
             raise failure or self._failed or self._lost(prog, vers, proc)
         if reply.message is None and reply.error is None:
@@ -590,15 +613,18 @@ class RpcClient:
             elif n:
                 conn.receive_data(self._scratch[:n])
         except OSError as exc:
-            why = f"receive failed: {exc}"
-            if exc.errno == errno.ETIMEDOUT:  # what keepalive reports (see KEEPALIVE)
-                why = "the server host stopped answering (TCP keepalive timed out)"
-            self._fail(ConnectionLost(f"{self._where()}: {why}"))
+            self._receive_failed(exc)
             return False
         if n == 0:
             self._fail(ConnectionLost(f"{self._where()}: server closed the connection"))
             return False
         return True
+
+    def _receive_failed(self, exc: OSError) -> None:
+        why = f"receive failed: {exc}"
+        if exc.errno == errno.ETIMEDOUT:  # what keepalive reports (see KEEPALIVE)
+            why = "the server host stopped answering (TCP keepalive timed out)"
+        self._fail(ConnectionLost(f"{self._where()}: {why}"))
 
     def _deliver_locked(self) -> None:
         """Hand every complete reply to its caller (lock held)."""
