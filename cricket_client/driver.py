@@ -154,7 +154,7 @@ def cuDeviceGetName(length: int, dev: Any) -> tuple[Any, bytes | None]:
 
 def cuDeviceGetAttribute(attrib: Any, dev: Any) -> tuple[Any, int | None]:
     err, value = _conn().call("CU_DEVICE_GET_ATTRIBUTE", int(attrib), as_int(dev))
-    return _out(err, value)
+    return (_SUCCESS, value) if not err else _out(err, value)
 
 
 def cuDeviceTotalMem(dev: Any) -> tuple[Any, int | None]:
@@ -243,7 +243,7 @@ def cuCtxSynchronize() -> tuple[Any]:
 
 def cuCtxGetDevice() -> tuple[Any, CUdevice | None]:
     err, value = _conn().call("CU_CTX_GET_DEVICE")
-    return _out(err, CUdevice(value) if not err else None)
+    return (_SUCCESS, CUdevice(value)) if not err else _out(err, None)
 
 
 def cuCtxGetLimit(limit: Any) -> tuple[Any, int | None]:
@@ -287,7 +287,8 @@ def cuMemFree(dptr: Any) -> tuple[Any]:
 
 
 def cuMemGetInfo() -> tuple[Any, int | None, int | None]:
-    return _out(*_conn().call("CU_MEM_GET_INFO"))
+    err, free, total = _conn().call("CU_MEM_GET_INFO")
+    return (_SUCCESS, free, total) if not err else _out(err, None, None)
 
 
 def cuMemGetAddressRange(dptr: Any) -> tuple[Any, CUdeviceptr | None, int | None]:

@@ -262,12 +262,8 @@ class RpcClient:
                 self._send_rest(rest)
             return self._result_of(pending, timeout)
         lock.release()
-        return self._read_own_reply(xid, prog, vers, proc)
-
-    def _read_own_reply(self, xid: int, prog: int, vers: int, proc: int) -> Buffer:
-        """Read until the reply to `xid` arrives (this thread is the reader; lock not held);
-        replies to other threads' calls found on the way are handed to them."""
-        lock = self._lock
+        # Read until this call's reply arrives, handing replies to other threads' calls
+        # found on the way to them.
         conn = self._conn
         next_event = conn.next_event
         reply: Reply | None = None
