@@ -46,7 +46,6 @@ from cricket_xdr.xdr import Encoder
 from . import bulk_calls
 from .datapath import DataPaths
 from .errors import HelloRefused, NotConnectedError, error_name
-from .launch_batch import LaunchBatcher
 from .pipeline import Pipeline, err_of
 from .reconnect import enable_reconnect, resume_after_loss
 from .replay import RECENT, ReplayLog
@@ -353,10 +352,6 @@ class Connection:
         return self.pipeline.drain()
 
     @property
-    def _launches(self) -> LaunchBatcher:
-        return self.pipeline.launches
-
-    @property
     def pending_count(self) -> int:
         return len(self.pipeline.pending)
 
@@ -418,7 +413,7 @@ class Connection:
             return
         self.closed = True
         with contextlib.suppress(Exception):
-            self._launches.close()  # gathered launches run before GOODBYE, as at process exit
+            self.pipeline.launches.close()  # gathered launches run before GOODBYE, as at process exit
         if self.datapaths is not None:
             self.datapaths.close()
         try:
