@@ -1,21 +1,24 @@
-"""One client session with cricket-server: HELLO, pipelined calls, GOODBYE.
+"""One client session with cricket-server: HELLO, calls, GOODBYE.
 
 `Connection(address)` opens an ONC RPC connection (`"host:port"` or `"unix:/path"`, default from
 REMOTE_GPU_ADDRESS), says HELLO and keeps what the server answered (session id and token,
-versions, the device address range). The `driver` module calls through `sync()` and `post()`:
+versions, the device address range). The `driver` module calls through it:
 
-- `post(proc, *args)`: a procedure marked `@pipelined` in rpc_spec/cricket.x goes out without
-  waiting; its reply is kept (D6).
 - `call(proc, *args) -> (err, *fields)`: a synchronizing call of a procedure whose result has
   a plan (a status or an err union of fixed-size value, rpc_spec/cricket.x): arguments packed
-  and the reply unpacked with one struct each, the fields None on failure; otherwise as `sync`.
-- `sync(proc, *args) -> (err, reply)`: a synchronizing call. After its reply, the replies of
-  earlier pipelined calls (already arrived, the server answers a connection's calls in order)
-  are collected; the first failure among them is returned in place of this call's CUresult
-  when this call itself succeeded, as CUDA reports asynchronous errors.
+  and the reply unpacked with one struct each, the fields None on failure.
+- `sync(proc, *args) -> (err, reply)`: a synchronizing call of any procedure.
+- `post(proc, *args)`: a procedure marked `@pipelined` goes out without waiting
+  (`cricket_client.pipeline`); after a synchronizing call's reply, the replies of earlier
+  pipelined calls are collected, and the first failure among them is returned in place of
+  that call's CUresult when it succeeded, as CUDA reports asynchronous errors.
+- `sync_many`, `sync_into`, `sync_window`: bulk call styles (`cricket_client.bulk_calls`).
 
-A call that finds the connection lost resumes the session on a server holding it, within
+Every call method runs in the replay and reconnect wrapper (`cricket_client.resuming`): a call
+that finds the connection lost resumes the session on a server holding it, within
 `reconnect_deadline` seconds (`cricket_client.reconnect`; CRICKET_RECONNECT_DEADLINE, 0: off).
+`call` does what the wrapper does inline while nothing is logged, gathered or pending: the
+synchronous path of a small call.
 
 The process-wide default connection is what `cricket_client.driver` uses; `active()` makes
 another connection the one used by the current thread inside a `with` block.
@@ -29,36 +32,24 @@ import functools
 import os
 import socket
 import ssl
-import struct
 import sys
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from cricket_xdr.rpc.client import RpcClient
-from cricket_xdr.rpc.errors import (
-    AuthError,
-    ConnectionLost,
-    ConnectTimeout,
-    GarbageArgs,
-    ProcUnavail,
-    ProgMismatch,
-    ProgUnavail,
-    RpcMismatch,
-    RpcTimeout,
-)
-from cricket_xdr.stubs import Pending
-from cricket_xdr.xdr import Encoder, XdrEncodeError, xdr_int
+from cricket_xdr.rpc.errors import AuthError, ConnectionLost, ConnectTimeout, RpcTimeout
+from cricket_xdr.xdr import Encoder
 
+from . import bulk_calls
 from .datapath import DataPaths
 from .errors import HelloRefused, NotConnectedError, error_name
-from .facts import pipelined
-from .launch_batch import LaunchBatcher
-from .reconnect import CallsLost, enable_reconnect, resume_after_loss
-from .replay import ReplayLog, calls_of, renew_log
+from .pipeline import Pipeline, err_of
+from .reconnect import enable_reconnect, resume_after_loss
+from .replay import RECENT, ReplayLog
+from .resuming import NOT_RUN, resuming
 from .security import (
     Security,
     call_timeout_from_env,
@@ -77,16 +68,12 @@ __all__ = [
 ]
 
 ADDRESS_ENV = "REMOTE_GPU_ADDRESS"
-F = TypeVar("F", bound=Callable[..., Any])
-_MAX_PENDING = 4096
 _GOODBYE_TIMEOUT = 10.0  # seconds; closing never hangs on a server that stopped answering
 
-_MEM_OK = struct.Struct(">iI")  # mem_result: err = 0, then the data's length
-# procedure name -> (program, version, number, argument codecs, result decoder), for post()
-_HOW_TO_SEND: dict[str, tuple[int, int, int, tuple[Any, ...], Callable[[Any], Any]]] = {}
-# procedure name -> (program, version, number, encode_args, decode_reply), for call()
-_HOW_TO_CALL: dict[str, tuple[int, int, int, Callable[..., Any], Callable[[Any], Any]]] = {}
-
+# procedure name -> (program, version, number, encode_args or None (no arguments),
+# decode_reply, counted for replay), for call()
+_HOW_TO_CALL: dict[str, tuple[int, int, int, Callable[..., Any] | None, Callable[[Any], Any], bool]] = {}
+_RECENT_MASK = RECENT - 1
 
 
 def parse_address(address: str) -> tuple[str, int] | str:
@@ -114,81 +101,9 @@ class ServerInfo:
     va_size: int
 
 
-def _err_of(reply: Any) -> int:
-    return reply if isinstance(reply, int) else int(reply.err)
-
-
-# A call that failed with one of these never reached CricketService._run, which counts calls:
-# its arguments did not encode, or the server refused it before dispatching it.
-_NOT_RUN = (
-    XdrEncodeError,
-    TypeError,
-    ValueError,
-    OverflowError,
-    GarbageArgs,
-    ProcUnavail,
-    ProgUnavail,
-    ProgMismatch,
-    RpcMismatch,
-    AuthError,
-)
-
-
-def _resuming(method: F) -> F:
-    """Run a call method; when the connection is lost and reconnecting is on, resume the
-    session on a server holding it (cricket_client.reconnect) and run it once more."""
-
-    one_call = method.__name__ in ("call", "sync", "post", "post_encoded")
-
-    @functools.wraps(method)
-    def wrapper(self: Connection, *args: Any, **kwargs: Any) -> Any:
-        self._launches.flush()  # gathered launches go first: the server keeps the order
-        book = self.replay_log
-        transport = self._rpc
-        if one_call and not book.logging:
-            # Fast path (one call, nothing logged): only its sequence number to keep.
-            mark = book.count(args[0])
-            try:
-                return method(self, *args, **kwargs)
-            except ConnectionLost as lost:
-                book.rollback(mark)
-                if not resume_after_loss(self, lost, transport):
-                    raise
-                return wrapper(self, *args, **kwargs)
-            except _NOT_RUN:
-                book.rollback(mark)  # the server did not count it either
-                raise
-        mark = book.begin(calls_of(method.__name__, self, args))
-        try:
-            result = method(self, *args, **kwargs)
-        except ConnectionLost as lost:
-            book.rollback(mark)
-            if not resume_after_loss(self, lost, transport):
-                raise
-            return wrapper(self, *args, **kwargs)
-        except _NOT_RUN:
-            if one_call:
-                book.rollback(mark)
-            raise
-        book.settle(mark, result)
-        if book.full():
-            renew_log(self)
-        return result
-
-    return wrapper  # type: ignore[return-value]
-
-
-_INT = struct.Struct(">i")
-
-
-def _decode_int(body: Any) -> int:
-    """An XDR int result (a CUresult): the common reply of pipelined calls, decoded at once."""
-    if len(body) == 4:
-        return int(_INT.unpack(body)[0])
-    return int(xdr_int.decode(body))  # names what is wrong with the body
-
-
-def _no_args() -> bytes:
+def _no_args(proc: str, args: tuple[Any, ...]) -> bytes:
+    if args:
+        raise TypeError(f"{proc} takes no arguments ({len(args)} given)")
     return b""
 
 
@@ -197,17 +112,6 @@ def _encode_args(codecs: tuple[Any, ...], *args: Any) -> list[Any]:
     for codec, arg in zip(codecs, args, strict=True):
         codec.pack(enc, arg)
     return enc.buffers()
-
-
-def _answered(pending: Any) -> bool:
-    """A pipelined call whose reply arrived (not one that failed with the connection)."""
-    if not pending.done():
-        return False
-    try:
-        pending.result()
-    except Exception:
-        return False
-    return True
 
 
 class Connection:
@@ -256,17 +160,17 @@ class Connection:
             connect_timeout=connect_timeout,
         )
         self._stub = proto.CRICKET_V1_Client(self._rpc)
-        self._lock = threading.Lock()
-        self._pending: deque[tuple[str, Any]] = deque()
-        self._deferred_error = 0
-        self._deferred_exception: BaseException | None = None
-        self._lost_procs: list[str] = []  # pipelined calls that failed with the connection
+        self.pipeline = Pipeline(self._rpc, proto)  # pipelined calls (cricket_client.pipeline)
         self._local_message: str | None = None
         self._param_info: dict[int, tuple[tuple[int, int], ...]] = {}
         self.datapaths: DataPaths | None = None  # copy routing (cricket_client.datapath)
-        self._launches = LaunchBatcher(self._send_launch_batch)
         self.closed = False
-        if reconnect_deadline is not None:  # else CRICKET_RECONNECT_DEADLINE or the default
+        # Reconnecting (cricket_client.reconnect): seconds to keep trying after a loss (None:
+        # CRICKET_RECONNECT_DEADLINE at that time, else the default; 0: off), and where to
+        # (None: REMOTE_GPU_ADDRESS, else the address used before).
+        self.reconnect_deadline: float | None = None
+        self.redirect_address: str | None = None
+        if reconnect_deadline is not None:
             enable_reconnect(self, reconnect_deadline)
         name = client_name or f"{os.path.basename(sys.argv[0]) or 'python'}@{socket.gethostname()}"
         self.client_name = name[:1024]
@@ -306,22 +210,62 @@ class Connection:
 
     # -- calls -----------------------------------------------------------------------------
 
-    @_resuming
     def call(self, proc: str, *args: Any) -> tuple[Any, ...]:
         """A synchronizing call through the procedure's plan: (CUresult, *fields), the fields
-        None on failure; pending asynchronous errors folded in as `sync` does."""
+        None on failure; pending asynchronous errors folded in as `sync` does.
+
+        The synchronous path: while nothing is logged for replay, no launch is gathered and
+        no pipelined reply is pending, the call is numbered, sent and answered here without
+        the wrapper (`cricket_client.resuming`), which it follows on a lost connection."""
+        how = _HOW_TO_CALL.get(proc) or self._how_to_call(proc)
+        pipe = self.pipeline
+        book = self.replay_log
+        if (
+            book.enabled
+            or pipe.pending
+            or pipe.launches.queued
+            or pipe.deferred_error
+            or pipe.deferred_exception is not None
+        ):
+            return self._call_resuming(proc, *args)
+        seq = book.seq
+        if how[5]:  # counted for replay, as the server counts it
+            book.seq = seq + 1
+            book.recent[(seq + 1) & _RECENT_MASK] = proc
+        self._local_message = None
+        rpc = self._rpc
+        try:
+            if how[3] is None:
+                if args:
+                    raise TypeError(f"{proc} takes no arguments ({len(args)} given)")
+                return how[4](rpc.call(how[0], how[1], how[2]))  # type: ignore[no-any-return]
+            return how[4](rpc.call(how[0], how[1], how[2], how[3](*args)))  # type: ignore[no-any-return]
+        except ConnectionLost as lost:
+            book.seq = seq
+            if not resume_after_loss(self, lost, rpc):
+                raise
+            return self.call(proc, *args)
+        except NOT_RUN:
+            book.seq = seq  # the server did not count it either
+            raise
+
+    @resuming
+    def _call_resuming(self, proc: str, *args: Any) -> tuple[Any, ...]:
+        """`call` in the wrapper: launches to flush, calls to log, or replies to collect."""
         how = _HOW_TO_CALL.get(proc) or self._how_to_call(proc)
         self._local_message = None
-        reply = how[4](self._rpc.call(how[0], how[1], how[2], how[3](*args)))
-        if self._pending or self._deferred_error or self._deferred_exception is not None:
-            deferred = self._collect(block=False)
+        body = how[3](*args) if how[3] is not None else _no_args(proc, args)
+        reply = how[4](self._rpc.call(how[0], how[1], how[2], body))
+        pipe = self.pipeline
+        if pipe.pending or pipe.deferred_error or pipe.deferred_exception is not None:
+            deferred = pipe.collect(block=False)
             if reply[0] == 0 and deferred:
                 return (deferred,) + (None,) * (len(reply) - 1)
         return reply  # type: ignore[no-any-return]
 
     def _how_to_call(
         self, proc: str
-    ) -> tuple[int, int, int, Callable[..., Any], Callable[[Any], Any]]:
+    ) -> tuple[int, int, int, Callable[..., Any] | None, Callable[[Any], Any], bool]:
         server = self.proto.CRICKET_V1_Server
         procedure = server.PROCEDURES[int(getattr(self.proto, proc))]
         plan = procedure.plan
@@ -330,76 +274,40 @@ class Connection:
         encode = plan.encode_args
         if encode is None:
             codecs = procedure.arg_codecs
-            encode = _no_args if not codecs else functools.partial(_encode_args, codecs)
+            encode = None if not codecs else functools.partial(_encode_args, codecs)
         how = _HOW_TO_CALL[proc] = (
             server.PROGRAM,
             server.VERSION,
             procedure.number,
             encode,
             plan.decode_reply,
+            proc not in self.replay_log.uncounted,
         )
         return how
 
-    @_resuming
+    @resuming
     def sync(self, proc: str, *args: Any) -> tuple[int, Any]:
         """A synchronizing call: (CUresult, reply), with pending asynchronous errors folded in."""
         self._local_message = None
         reply = getattr(self._stub, proc)(*args)
-        err = _err_of(reply)
-        deferred = self._collect(block=False)
-        if err == 0 and deferred:
-            err = deferred
-        return err, reply
+        return self.pipeline.fold(err_of(reply)), reply
 
-    @_resuming
+    @resuming
     def sync_many(self, proc: str, calls: list[tuple[Any, ...]]) -> tuple[int, list[Any]]:
         """The same synchronizing procedure with several argument tuples, pipelined; the first
         failure (or a pending asynchronous one) is the CUresult."""
         self._local_message = None
-        method = getattr(self._stub, proc + "_async")
-        pendings = [method(*args) for args in calls]
-        replies = [p.result() for p in pendings]
-        err = next((e for e in map(_err_of, replies) if e), 0)
-        deferred = self._collect(block=False)
-        if err == 0 and deferred:
-            err = deferred
-        return err, replies
+        return bulk_calls.many(self, proc, calls)
 
-    @_resuming
+    @resuming
     def sync_into(self, proc: str, calls: list[tuple[tuple[Any, ...], memoryview]]) -> int:
         """A synchronizing procedure that returns `mem_result`, once per `(args, view)`, all
         pipelined; each result's data is received straight into its view (no copy). Returns
         the first failure (or a pending asynchronous one) as the CUresult."""
         self._local_message = None
-        server = self.proto.CRICKET_V1_Server
-        number = int(getattr(self.proto, proc))
-        codecs = server.PROCEDURES[number].arg_codecs
-        call_async = self._rpc.call_async
-        prog, vers = server.PROGRAM, server.VERSION
-        pendings = []
-        for args, view in calls:
-            enc = Encoder()
-            for codec, arg in zip(codecs, args, strict=True):
-                codec.pack(enc, arg)
-            into = (_MEM_OK.pack(0, len(view)), view)
-            pendings.append((call_async(prog, vers, number, enc.buffers(), into=into), view))
-        err = 0
-        for pending, view in pendings:
-            body = pending.result()
-            if pending.placed:
-                continue
-            reply = self.proto.xdr_mem_result.decode(body)
-            if reply.err:
-                err = err or int(reply.err)
-                continue
-            data = reply.value
-            view[: len(data)] = data
-        deferred = self._collect(block=False)
-        if err == 0 and deferred:
-            err = deferred
-        return err
+        return bulk_calls.into_views(self, proc, calls)
 
-    @_resuming
+    @resuming
     def sync_window(
         self,
         proc: str,
@@ -414,49 +322,20 @@ class Connection:
         success (e.g. to fill and drain the slots of a shared-memory ring). Returns the first
         failure (or a pending asynchronous one) as the CUresult; no `after` runs past it."""
         self._local_message = None
-        self.replay_log.begin([(proc, tuple(args)) for args in calls])
-        method = getattr(self._stub, proc + "_async")
-        pendings: deque[tuple[int, Pending]] = deque()
-        err = 0
+        return bulk_calls.windowed(self, proc, calls, window, before, after)
 
-        def settle() -> None:
-            nonlocal err
-            i, pending = pendings.popleft()
-            code = _err_of(pending.result())
-            err = err or code
-            if not err and after is not None:
-                after(i)
-
-        for i, args in enumerate(calls):
-            if len(pendings) >= window:
-                settle()
-            if err:
-                break
-            if before is not None:
-                before(i)
-            pendings.append((i, method(*args)))
-        while pendings:
-            settle()
-        deferred = self._collect(block=False)
-        return err or deferred
-
-    @_resuming
+    @resuming
     def post(self, proc: str, *args: Any) -> None:
         """Send a pipelined call without waiting for its reply."""
-        if proc not in pipelined():
-            raise ValueError(f"{proc} is not marked pipelined (@pipelined) in cricket.x")
         self._local_message = None
-        self._keep(proc, self._send_deferrable(proc, args))
+        self.pipeline.post(proc, args)
 
-    @_resuming
+    @resuming
     def post_encoded(self, proc: str, body: bytes) -> None:
         """`post` with the arguments already XDR-encoded in `body` (the launch hot path; the
         replay log, when it logs, keeps them decoded)."""
-        if proc not in pipelined():
-            raise ValueError(f"{proc} is not marked pipelined (@pipelined) in cricket.x")
         self._local_message = None
-        prog, vers, number, _codecs, decode = self._how_to_send(proc)
-        self._keep(proc, Pending(self._rpc.call_async(prog, vers, number, body, defer=True), decode))
+        self.pipeline.post_encoded(proc, body)
 
     def post_launch(self, body: bytes) -> None:
         """A cuLaunchKernel, its launch_args XDR-encoded in `body`: sent at once when nothing
@@ -465,104 +344,16 @@ class Connection:
         replay, as the server counts it; only while the replay log does not log."""
         self._local_message = None
         self.replay_log.count("CU_LAUNCH_KERNEL")
-        pending = self._pending
-        self._launches.add(body, at_once=not pending or pending[-1][1].done())
-
-    def _send_launch_batch(self, count: int, body: bytes) -> None:
-        prog, vers, number, _codecs, decode = self._how_to_send("CU_LAUNCH_KERNEL_BATCH")
-        try:
-            call = self._rpc.call_async(prog, vers, number, body)
-        except ConnectionLost as lost:  # reported by the next synchronizing call
-            with self._lock:
-                self._lost_procs.append(f"CU_LAUNCH_KERNEL_BATCH ({count} launches)")
-                if self._deferred_exception is None:
-                    self._deferred_exception = lost
-            return
-        self._keep("CU_LAUNCH_KERNEL_BATCH", Pending(call, decode))
-
-    def _keep(self, proc: str, pending: Pending) -> None:
-        """Remember a pipelined call's reply to collect; collect some when too many wait."""
-        with self._lock:
-            self._pending.append((proc, pending))
-            too_many = len(self._pending) > _MAX_PENDING
-        if too_many:
-            self._collect(block=True, keep=_MAX_PENDING // 2, take=False)
-
-    def _send_deferrable(self, proc: str, args: tuple[Any, ...]) -> Pending:
-        """Send a pipelined call; small ones may wait in the RPC client to share one write
-        with the calls after them (sent at the latest with the next synchronizing call)."""
-        prog, vers, number, codecs, decode = self._how_to_send(proc)
-        if len(args) == 1 and len(codecs) == 1:  # the common case: one argument
-            enc = Encoder()
-            codecs[0].pack(enc, args[0])
-            return Pending(
-                self._rpc.call_async(prog, vers, number, enc.buffers(), defer=True), decode
-            )
-        enc = Encoder()
-        for codec, arg in zip(codecs, args, strict=True):
-            codec.pack(enc, arg)
-        return Pending(self._rpc.call_async(prog, vers, number, enc.buffers(), defer=True), decode)
-
-    def _how_to_send(self, proc: str) -> tuple[int, int, int, tuple[Any, ...], Callable[[Any], Any]]:
-        how = _HOW_TO_SEND.get(proc)
-        if how is None:
-            server = self.proto.CRICKET_V1_Server
-            procedure = server.PROCEDURES[int(getattr(self.proto, proc))]
-            how = _HOW_TO_SEND[proc] = (
-                server.PROGRAM,
-                server.VERSION,
-                procedure.number,
-                procedure.arg_codecs,
-                _decode_int if procedure.result_codec is xdr_int else procedure.result_codec.decode,
-            )
-        return how
-
-    def _collect(self, *, block: bool, keep: int = 0, take: bool = True) -> int:
-        """Take finished pipelined replies (all but `keep` of them when blocking). With `take`,
-        return the first unreported failure and forget it (else keep it for later and return
-        0). An RPC failure among them is raised."""
-        if (
-            not block
-            and take
-            and not self._pending
-            and not self._deferred_error
-            and self._deferred_exception is None
-        ):
-            return 0  # nothing to take: the common case after a synchronous call
-        with self._lock:
-            while len(self._pending) > keep:
-                _proc, pending = self._pending[0]
-                if not block and not pending.done():
-                    break
-                self._pending.popleft()
-                try:
-                    err = _err_of(pending.result())
-                except Exception as exc:  # an RPC-level failure of a pipelined call
-                    if isinstance(exc, ConnectionLost):
-                        self._lost_procs.append(_proc)
-                    if self._deferred_exception is None:
-                        self._deferred_exception = exc
-                    continue
-                if err and not self._deferred_error:
-                    self._deferred_error = err
-            if not take:
-                return 0
-            failure = self._deferred_exception
-            if failure is not None:
-                self._deferred_exception = None
-                raise failure
-            err, self._deferred_error = self._deferred_error, 0
-            return err
+        self.pipeline.post_launch(body)
 
     def drain(self) -> int:
         """Send gathered launches, wait for every pipelined reply; return the first unreported
         failure (0 if none)."""
-        self._launches.flush()
-        return self._collect(block=True)
+        return self.pipeline.drain()
 
     @property
     def pending_count(self) -> int:
-        return len(self._pending)
+        return len(self.pipeline.pending)
 
     # -- state the driver module keeps per session -----------------------------------------
 
@@ -577,7 +368,7 @@ class Connection:
             return 0, layout
         return self._fetch_param_layout(func)
 
-    @_resuming
+    @resuming
     def _fetch_param_layout(self, func: int) -> tuple[int, tuple[tuple[int, int], ...]]:
         layout = self._param_info.get(func)
         if layout is not None:  # fetched meanwhile (another thread, or before a resume)
@@ -594,7 +385,7 @@ class Connection:
         """Remember why a call failed without reaching the server."""
         self._local_message = message
 
-    @_resuming
+    @resuming
     def last_error_message(self) -> str:
         """Why the last failed call failed: a local reason, else the server's message."""
         if self._local_message is not None:
@@ -610,20 +401,7 @@ class Connection:
         old, self._rpc = self._rpc, rpc
         self._stub = self.proto.CRICKET_V1_Client(rpc)
         self.address = address
-        with self._lock:
-            lost, self._lost_procs = self._lost_procs, []
-            for proc, pending in self._pending:
-                if not _answered(pending):
-                    lost.append(proc)
-                elif (err := _err_of(pending.result())) and not self._deferred_error:
-                    self._deferred_error = err
-            self._pending.clear()
-            earlier = self._deferred_exception
-            if lost and (earlier is None or isinstance(earlier, ConnectionLost)):
-                self._deferred_exception = CallsLost(
-                    f"{len(lost)} pipelined call(s) were lost with the server and are not in "
-                    f"the restored session: {', '.join(lost[:8])}"
-                )
+        self.pipeline.adopt(rpc)
         old.close()
 
     # -- lifetime --------------------------------------------------------------------------
@@ -635,7 +413,7 @@ class Connection:
             return
         self.closed = True
         with contextlib.suppress(Exception):
-            self._launches.close()  # gathered launches run before GOODBYE, as at process exit
+            self.pipeline.launches.close()  # gathered launches run before GOODBYE, as at process exit
         if self.datapaths is not None:
             self.datapaths.close()
         try:

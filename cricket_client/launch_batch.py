@@ -61,19 +61,19 @@ class LaunchBatcher:
         self.max_bytes = max_bytes
         self.delay = _delay_from_env() if delay is None else delay
         self._cond = threading.Condition()
-        self._parts: list[bytes] = []
+        self.queued: list[bytes] = []  # encoded launch_args not sent yet (read without the lock)
         self._bytes = 0
         self._due: float | None = None  # when the gathered batch must go at the latest
         self._timer: threading.Thread | None = None
         self._closed = False
 
     def __len__(self) -> int:
-        return len(self._parts)
+        return len(self.queued)
 
     def add(self, body: bytes, *, at_once: bool) -> None:
         """Queue one launch; with `at_once` (nothing outstanding), send what is queued now."""
         with self._cond:
-            parts = self._parts
+            parts = self.queued
             parts.append(body)
             self._bytes += len(body)
             if at_once or len(parts) >= self.max_launches or self._bytes >= self.max_bytes:
@@ -83,16 +83,16 @@ class LaunchBatcher:
 
     def flush(self) -> None:
         """Send the queued launches now (before another call, so the server keeps order)."""
-        if not self._parts:
+        if not self.queued:
             return
         with self._cond:
-            if self._parts:
+            if self.queued:
                 self._flush_locked()
 
     def close(self) -> None:
         """Send what is queued and stop the timer thread."""
         with self._cond:
-            if self._parts:
+            if self.queued:
                 self._flush_locked()
             self._closed = True
             self._cond.notify_all()
@@ -101,10 +101,10 @@ class LaunchBatcher:
             timer.join()
 
     def _flush_locked(self) -> None:
-        parts = self._parts
+        parts = self.queued
         count = len(parts)
         body = _COUNT.pack(count) + b"".join(parts)
-        self._parts = []
+        self.queued = []
         self._bytes = 0
         self._due = None
         self._send(count, body)
@@ -132,7 +132,7 @@ class LaunchBatcher:
                 if left > 0:
                     cond.wait(left)  # then look again: sent meanwhile, or a new batch armed
                     continue
-                if self._parts:
+                if self.queued:
                     self._flush_locked()  # which clears `_due`
                 else:
                     self._due = None

@@ -40,7 +40,7 @@ from cricket_xdr.rpc.errors import AuthError, ConnectionLost, RpcError
 from ._enums import CUresult
 from .errors import CricketClientError, HelloRefused, error_name
 from .replay import replay
-from .security import Security, explain_auth_error, open_rpc
+from .security import explain_auth_error, open_rpc
 
 if TYPE_CHECKING:
     from .connection import Connection
@@ -62,8 +62,6 @@ DEADLINE_ENV = "CRICKET_RECONNECT_DEADLINE"
 DEFAULT_DEADLINE = 60.0  # seconds
 _FIRST_DELAY = 0.05
 _MAX_DELAY = 2.0
-_ATTR_DEADLINE = "_reconnect_deadline"
-_ATTR_REDIRECT = "_reconnect_redirect"
 _RESUME_LOCK = threading.Lock()
 CUDA_ERROR_INVALID_VALUE = int(CUresult.CUDA_ERROR_INVALID_VALUE)
 
@@ -102,12 +100,13 @@ def enable_reconnect(conn: Connection, deadline: float | None = None) -> None:
     CRICKET_RECONNECT_DEADLINE, else `DEFAULT_DEADLINE`; 0: it does not reconnect)."""
     if deadline is None:
         deadline = _env_deadline()
-    setattr(conn, _ATTR_DEADLINE, DEFAULT_DEADLINE if deadline is None else float(deadline))
+    conn.reconnect_deadline = DEFAULT_DEADLINE if deadline is None else float(deadline)
 
 
 def reconnect_deadline(conn: Connection) -> float:
-    """Seconds `conn` keeps trying after a loss; 0: it does not reconnect."""
-    value = getattr(conn, _ATTR_DEADLINE, None)
+    """Seconds `conn` keeps trying after a loss (its `reconnect_deadline`, else
+    CRICKET_RECONNECT_DEADLINE, else the default); 0: it does not reconnect."""
+    value = conn.reconnect_deadline
     if value is None:
         value = _env_deadline()
     return DEFAULT_DEADLINE if value is None else float(value)
@@ -115,13 +114,13 @@ def reconnect_deadline(conn: Connection) -> float:
 
 def redirect(conn: Connection, address: str | None) -> None:
     """Reconnect `conn` to `address` next time (None: back to REMOTE_GPU_ADDRESS or the old one)."""
-    setattr(conn, _ATTR_REDIRECT, address)
+    conn.redirect_address = address
 
 
 def next_address(conn: Connection) -> str:
     from .connection import ADDRESS_ENV
 
-    return getattr(conn, _ATTR_REDIRECT, None) or os.environ.get(ADDRESS_ENV) or conn.address
+    return conn.redirect_address or os.environ.get(ADDRESS_ENV) or conn.address
 
 
 def resume_after_loss(conn: Connection, lost: BaseException, transport: object = None) -> bool:
@@ -143,7 +142,7 @@ def _resume(conn: Connection, lost: BaseException, deadline_s: float) -> bool:
     from .connection import parse_address
 
     proto = conn.proto
-    security = getattr(conn, "security", None) or Security()
+    security = conn.security
     deadline = time.monotonic() + deadline_s
     delay = _FIRST_DELAY
     reason: str = str(lost)
@@ -187,8 +186,7 @@ def _resume(conn: Connection, lost: BaseException, deadline_s: float) -> bool:
                     try:
                         replay(conn)
                     finally:  # the replay sent them again, or CallsLost names them all
-                        if isinstance(conn._deferred_exception, CallsLost):
-                            conn._deferred_exception = None
+                        conn.pipeline.forget_calls_lost()
                     return True
                 rpc.close()
                 # A server answered: it has the session or it has not. Waiting longer

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -164,6 +164,8 @@ class HandleTable:
         self._session_id = session_id
         self._records: dict[int, Record] = {}
         self._counts: dict[HandleKind, int] = dict.fromkeys(HandleKind, 0)
+        # lookup(handle): the record or None, unchecked (a hot path that checks it itself)
+        self.lookup: Callable[[int], Record | None] = self._records.get
 
     def add(self, kind: HandleKind, make: type[R], /, **fields: Any) -> R:
         """Issue a handle of `kind` and store `make(handle=..., **fields)` under it."""

@@ -29,9 +29,9 @@ from cricket_server.checkpoints.sessions import checkpoint_call
 from cricket_server.checkpoints.targets import check_own_target
 from cricket_server.datapath import DataPathProcedures
 from cricket_server.graph_procedures import GraphProcedures
+from cricket_server.handle_checks import KIND_SHIFT, tag_masks, wrong_kind
 from cricket_server.launch_batch import Launch, decode_launch_batch_args
 from cricket_server.limits import confine_checkpoint_path
-from cricket_server.remote_attributes import remote_attribute
 from cricket_server.service_arrays import ArrayProcedures
 from cricket_server.service_flags import FlagsProcedures
 from cricket_server.service_vmm_pools import VmmPoolProcedures
@@ -92,6 +92,18 @@ def operator_refusal(ctx: Any) -> proto.checkpoint_result | None:
     )
 
 
+def _refuse(session: Session, code: int, message: str) -> None:
+    """A call refused before its handler ran (cricket_server.handle_checks)."""
+    session.require_init(message.split(":", 1)[0])
+    log.warning("session %#x: %s", session.id, message)
+    raise CudaError(code, message)
+
+
+def _mem_info(session: Session) -> proto.mem_info:
+    free, total = session.mem_get_info()
+    return proto.mem_info(free=free, total=total)
+
+
 class CricketService(
     GraphProcedures,
     FlagsProcedures,
@@ -110,9 +122,25 @@ class CricketService(
     DEFERRED_REPLIES = frozenset(
         n for n, p in proto.CRICKET_V1_Server.PROCEDURES.items() if p.facts.pipelined
     )
+    # `@handle(kind)`: a handle of another kind is refused before the handler runs
+    # (cricket_server.handle_checks), but where the handler takes what the client sends
+    # alongside first (DATA_TCP_HTOD: the bytes come on the data channels) and checks then.
+    TAGGED_ARGS = tag_masks(proto.CRICKET_V1_Server.PROCEDURES.values(), skip={"DATA_TCP_HTOD"})
+    TAG_SHIFT = KIND_SHIFT
 
     def __init__(self, manager: SessionManager) -> None:
         self.manager = manager
+
+    def tagged_arg_refused(self, ctx: Any, procedure: Any, args: tuple[Any, ...]) -> Any:
+        """A call with a handle of the wrong kind (the dispatcher found its tag not allowed
+        there): refused as the session refuses a call, and counted as it counts one."""
+        handler = getattr(self, procedure.name)
+        refused = wrong_kind(procedure, handler, args)
+        if refused is None:  # a tag that names no kind: no handle, the session's to refuse
+            return handler(ctx, *args)
+        code = self._run(ctx, procedure.name, _refuse, *refused)[0]
+        result_cls = getattr(procedure.result_codec, "cls", None)  # a union, else a status
+        return code if result_cls is None else result_cls(code, None)
 
     # -- plumbing ---------------------------------------------------------------------------
     @staticmethod
@@ -123,10 +151,11 @@ class CricketService(
         return state
 
     def _run(
-        self, ctx: Any, call: str, fn: Callable[[Session], T], calls: int = 1
+        self, ctx: Any, call: str, fn: Callable[..., T], *args: Any, calls: int = 1
     ) -> tuple[int, T | None]:
-        """Run `fn` on the connection's session; (CUresult, value or None). `calls`: how
-        many client calls it stands for (a batch of launches), as counted for replay."""
+        """Run `fn(session, *args)` on the connection's session; (CUresult, value or None).
+        `calls`: how many client calls it stands for (a batch of launches), as counted for
+        replay."""
         state = ctx.connection.state.get(STATE_KEY) or self._state(ctx)
         session = state.session
         if session is None or session.closed:
@@ -135,7 +164,7 @@ class CricketService(
         with session.lock:
             session.calls += calls
             try:
-                return CUDA_SUCCESS, fn(session)
+                return CUDA_SUCCESS, fn(session, *args)
             except CudaError as e:
                 session.last_error = e.message
                 log.debug("session %#x: %s -> %d: %s", session.id, call, e.code, e.message)
@@ -149,9 +178,11 @@ class CricketService(
         return self._run(ctx, call, fn)[0]
 
     def _result(
-        self, cls: Callable[[int, Any], T], ctx: Any, call: str, fn: Callable[[Session], Any]
+        self, cls: Callable[[int, Any], T], ctx: Any, call: str, fn: Callable[..., Any], *args: Any
     ) -> T:
-        code, value = self._run(ctx, call, fn)
+        """`_run` with the value in a result union `cls(CUresult, value or None)`; `fn` may be
+        a `Session` method itself, with its arguments in `args` (no closure per call)."""
+        code, value = self._run(ctx, call, fn, *args)
         return cls(code, value if code == CUDA_SUCCESS else None)
 
     def _ready(self, ctx: Any, call: str, fn: Callable[[Session], bool]) -> int:
@@ -310,12 +341,8 @@ class CricketService(
         )
 
     def CU_DEVICE_GET_ATTRIBUTE(self, ctx: Any, attrib: int, dev: int) -> proto.int_result:
-        call = "cuDeviceGetAttribute"
         return self._result(
-            proto.int_result,
-            ctx,
-            call,
-            lambda s: remote_attribute(s.backend, attrib, s.device(call, dev)),
+            proto.int_result, ctx, "cuDeviceGetAttribute", Session.device_attribute, attrib, dev
         )
 
     def CU_DEVICE_TOTAL_MEM(self, ctx: Any, dev: int) -> proto.u64_result:
@@ -394,7 +421,7 @@ class CricketService(
         return self._status(ctx, "cuCtxSynchronize", lambda s: s.ctx_synchronize())
 
     def CU_CTX_GET_DEVICE(self, ctx: Any) -> proto.int_result:
-        return self._result(proto.int_result, ctx, "cuCtxGetDevice", lambda s: s.ctx_get_device())
+        return self._result(proto.int_result, ctx, "cuCtxGetDevice", Session.ctx_get_device)
 
     def CU_CTX_GET_LIMIT(self, ctx: Any, limit: int) -> proto.u64_result:
         return self._result(
@@ -428,11 +455,7 @@ class CricketService(
         return self._status(ctx, "cuMemFree", lambda s: s.mem_free(ptr))
 
     def CU_MEM_GET_INFO(self, ctx: Any) -> proto.mem_info_result:
-        def info(s: Session) -> proto.mem_info:
-            free, total = s.mem_get_info()
-            return proto.mem_info(free=free, total=total)
-
-        return self._result(proto.mem_info_result, ctx, "cuMemGetInfo", info)
+        return self._result(proto.mem_info_result, ctx, "cuMemGetInfo", _mem_info)
 
     def CU_MEM_GET_ADDRESS_RANGE(self, ctx: Any, ptr: int) -> proto.mem_range_result:
         def span(s: Session) -> proto.mem_range:
@@ -609,7 +632,7 @@ class CricketService(
 
     def CU_LAUNCH_KERNEL_BATCH(self, ctx: Any, launches: list[Launch]) -> int:
         return self._run(
-            ctx, "cuLaunchKernel", lambda s: s.launch_batch(launches), calls=len(launches)
+            ctx, "cuLaunchKernel", Session.launch_batch, launches, calls=len(launches)
         )[0]
 
     # -- streams and events -----------------------------------------------------------------

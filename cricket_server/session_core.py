@@ -28,6 +28,7 @@ from cricket_server.backends.base import (
     CudaError,
 )
 from cricket_server.memory import DeviceHeap
+from cricket_server.remote_attributes import remote_attribute
 from cricket_server.resources import (
     ContextRecord,
     HandleKind,
@@ -128,7 +129,8 @@ class SessionCore:
 
     def device(self, call: str, dev: int) -> int:
         """Check that `dev` is a device ordinal of the server (after cuInit)."""
-        self.require_init(call)
+        if not self.initialized:
+            self.require_init(call)
         count = self.backend.device_count()
         if not 0 <= dev < count:
             raise CudaError(
@@ -141,8 +143,22 @@ class SessionCore:
     def _ctx(self, call: str, handle: int) -> ContextRecord:
         return self.handles.get(call, HandleKind.CONTEXT, handle, ContextRecord)
 
+    def device_attribute(self, attrib: int, dev: int) -> int:
+        """cuDeviceGetAttribute."""
+        return remote_attribute(self.backend, attrib, self.device("cuDeviceGetAttribute", dev))
+
     def current(self, call: str) -> ContextRecord:
         """The current context, which must exist and be active."""
+        stack = self._stack
+        if stack and self.initialized:  # the common case, without a call per check
+            # The stack holds context handles only: a live one's record is a ContextRecord.
+            record = self.handles.lookup(stack[-1])
+            if type(record) is ContextRecord and (not record.primary or record.retain_count):
+                return record
+        return self._current_checked(call)
+
+    def _current_checked(self, call: str) -> ContextRecord:
+        """`current`, each check raising its error."""
         self.require_init(call)
         if not self._stack:
             raise CudaError(CUDA_ERROR_INVALID_CONTEXT, f"{call}: no current context")

@@ -16,7 +16,6 @@ from typing import Any, TypeVar
 from cricket_server.backends.base import CudaError
 from cricket_server.checkpoints.workers import ForwardedCalls
 from cricket_server.service import CricketService, operator_refusal
-from cricket_server.session import Session
 from rpc_spec import cricket_rpc as proto
 
 log = logging.getLogger("cricket_server.workers")
@@ -48,7 +47,7 @@ class WorkerService(CricketService):
         return found[0] if found is not None else None
 
     def _run(
-        self, ctx: Any, call: str, fn: Callable[[Session], T], calls: int = 1
+        self, ctx: Any, call: str, fn: Callable[..., T], *args: Any, calls: int = 1
     ) -> tuple[int, T | None]:
         if self._sticky:  # else (the common case) nothing to look up before the call
             session = self._state(ctx).session
@@ -59,7 +58,7 @@ class WorkerService(CricketService):
                     "CUDA state is unusable, end the session"
                 )
                 return code, None
-        code, value = super()._run(ctx, call, fn, calls)
+        code, value = super()._run(ctx, call, fn, *args, calls=calls)
         if code in STICKY_ERRORS and (session := self._state(ctx).session) is not None:
             self._sticky[session.id] = (code, session.last_error)
             log.warning(

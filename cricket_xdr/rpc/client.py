@@ -216,8 +216,126 @@ class RpcClient:
     def call(
         self, prog: int, vers: int, proc: int, args: Args = b"", *, timeout: float | None = None
     ) -> Buffer:
-        """Call and wait for the result body; see PendingCall.result for errors."""
-        pending = self.call_async(prog, vers, proc, args)
+        """Call and wait for the result body; see PendingCall.result for errors.
+
+        The synchronous path: when nothing else is in flight, queued or being read (and no
+        timeout applies), the call is sent and its reply read on this thread without the
+        bookkeeping of `call_async` (no PendingCall; other threads that call meanwhile wait
+        as followers, as they would for any reader)."""
+        lock = self._lock
+        lock.acquire()
+        if (
+            self._reading
+            or self._send_busy
+            or self._pending
+            or self._queued
+            or self._failed is not None
+            or timeout is not None
+            or self.timeout is not None
+            or self._buffered is not None
+        ):
+            lock.release()
+            return self._call_waiting(prog, vers, proc, args, timeout)
+        try:
+            xid, pieces = self._conn.send_call(prog, vers, proc, args, None)
+            sent = -1
+            if len(pieces) == 1:
+                data = pieces[0]
+                try:
+                    sent = self._sock.send(data, _DONTWAIT)
+                except (BlockingIOError, InterruptedError):
+                    sent = 0
+                except OSError:
+                    sent = -1
+                if sent == (len(data) if type(data) is bytes else nbytes(data)):
+                    self._reading = True  # this thread reads its own reply
+        except BaseException:
+            lock.release()
+            raise
+        if not self._reading:  # not sent whole at once: the general path sends the rest
+            pending = PendingCall(self, xid, prog, vers, proc)
+            self._pending[xid] = pending
+            left: list[Buffer] = list(_skip(pieces, sent)) if sent > 0 else pieces
+            rest = self._send_locked(left)
+            lock.release()
+            if rest:
+                self._send_rest(rest)
+            return self._result_of(pending, timeout)
+        lock.release()
+        # Read until this call's reply arrives, handing replies to other threads' calls
+        # found on the way to them.
+        conn = self._conn
+        next_event = conn.next_event
+        reply: Reply | None = None
+        taken: Buffer | None = None  # the result body, when the first receive was the reply
+        failure: BaseException | None = None
+        received = True
+        try:
+            # First receive: most often exactly this call's reply, taken whole (take_reply).
+            try:
+                n = None
+                if self._spinner is not None:
+                    n = self._spinner.recv_into(self._sock, self._scratch)
+                if n is None:
+                    n = self._sock.recv_into(self._scratch)
+            except OSError as exc:
+                self._receive_failed(exc)
+                received = False
+            else:
+                if n:
+                    taken = conn.take_reply(self._scratch[:n], xid)
+                    received = taken is None
+                else:
+                    self._fail(ConnectionLost(f"{self._where()}: server closed the connection"))
+                    received = False
+            while reply is None and received:
+                lock.acquire()
+                try:
+                    while (event := next_event()) is not NEED_DATA:
+                        if event.xid == xid:
+                            reply = event
+                            break
+                        call = self._pending.pop(event.xid, None)
+                        if call is not None:
+                            call._reply = event
+                            call._done = True
+                            if call._waiter is not None:
+                                call._waiter.notify()
+                except (RecordTooLarge, MessageDecodeError) as exc:
+                    failure = exc
+                    self._fail_locked(exc)
+                    if not self._send_busy:
+                        self._sock.close()
+                finally:
+                    lock.release()
+                if reply is not None or failure is not None:
+                    break
+                received = self._receive(None, spin=True)
+        finally:
+            lock.acquire()
+            self._reading = False
+            if reply is None and taken is None:
+                self._conn.forget(xid)
+            if self._pending:  # replies of other threads' calls already received
+                self._deliver_locked()
+            if self._closed or self._followers:
+                self._reader_gone_locked()
+            lock.release()
+        if taken is not None:
+            return taken
+        if reply is None:  # the connection failed: the failure is this call's error
+            raise failure or self._failed or self._lost(prog, vers, proc)
+        if reply.message is None and reply.error is None:
+            return reply.body  # the common case: a plain SUCCESS
+        return reply.result()
+
+    def _call_waiting(
+        self, prog: int, vers: int, proc: int, args: Args, timeout: float | None
+    ) -> Buffer:
+        """`call` among other calls in flight, or with a timeout."""
+        return self._result_of(self.call_async(prog, vers, proc, args), timeout)
+
+    def _result_of(self, pending: PendingCall, timeout: float | None) -> Buffer:
         if not pending._done:
             self._wait(pending, timeout)
         if pending._error is not None:
@@ -491,15 +609,18 @@ class RpcClient:
             elif n:
                 conn.receive_data(self._scratch[:n])
         except OSError as exc:
-            why = f"receive failed: {exc}"
-            if exc.errno == errno.ETIMEDOUT:  # what keepalive reports (see KEEPALIVE)
-                why = "the server host stopped answering (TCP keepalive timed out)"
-            self._fail(ConnectionLost(f"{self._where()}: {why}"))
+            self._receive_failed(exc)
             return False
         if n == 0:
             self._fail(ConnectionLost(f"{self._where()}: server closed the connection"))
             return False
         return True
+
+    def _receive_failed(self, exc: OSError) -> None:
+        why = f"receive failed: {exc}"
+        if exc.errno == errno.ETIMEDOUT:  # what keepalive reports (see KEEPALIVE)
+            why = "the server host stopped answering (TCP keepalive timed out)"
+        self._fail(ConnectionLost(f"{self._where()}: {why}"))
 
     def _deliver_locked(self) -> None:
         """Hand every complete reply to its caller (lock held)."""

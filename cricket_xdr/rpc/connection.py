@@ -231,6 +231,30 @@ class ClientConnection(_Connection):
             return None
         return end, view
 
+    def take_reply(self, data: Buffer, xid: int) -> Buffer | None:
+        """Feed `data` (just received); when it is exactly one whole record that is a plain
+        SUCCESS reply to `xid` and nothing else was buffered, take it at once and return its
+        result body (the common synchronous call, without a Reply); else None, and the data
+        is fed as `receive_data` feeds it (`next_event` then gives what it holds)."""
+        reader = self._reader
+        size = len(data) - 4  # type: ignore[arg-type]
+        if (
+            size >= 24
+            and not reader._buf
+            and reader._record is None
+            and reader._place is None
+            and not reader._ready
+            and not self._into
+            and _U32.unpack_from(data)[0] == LAST_FRAGMENT | size
+            and size <= reader.max_record
+        ):
+            rxid, mtype, stat, vflav, vlen, astat = _REPLY_SUCCESS.unpack_from(data, 4)
+            if rxid == xid and mtype == 1 and not (stat or vflav or vlen or astat):
+                self._outstanding.pop(xid, None)
+                return bytes(data[28:])
+        reader.receive_data(data)
+        return None
+
     def next_event(self) -> Reply | NeedData:
         """The next Reply, or NEED_DATA.
 
@@ -292,6 +316,24 @@ class ServerConnection(_Connection):
         self, *, max_record: int = DEFAULT_MAX_RECORD, max_fragment: int = MAX_FRAGMENT
     ) -> None:
         super().__init__(max_record, max_fragment)
+
+    def take_call(self, data: Buffer) -> CallMessage | None:
+        """Feed `data` (just received); when it is exactly one whole record and nothing else
+        was buffered, the call it holds at once (CallDecodeError as `next_event`); else None,
+        and the data is fed as `receive_data` feeds it (`next_event` gives what it holds)."""
+        reader = self._reader
+        size = len(data) - 4  # type: ignore[arg-type]
+        if (
+            size >= 40
+            and not reader._buf
+            and reader._record is None
+            and not reader._ready
+            and _U32.unpack_from(data)[0] == LAST_FRAGMENT | size
+            and size <= reader.max_record
+        ):
+            return decode_call(bytes(data[4:]))
+        reader.receive_data(data)
+        return None
 
     def next_event(self) -> CallMessage | NeedData:
         """The next call, or NEED_DATA. Raises RecordTooLarge or CallDecodeError (drop the peer)."""

@@ -16,6 +16,13 @@ procedure's arguments (it must accept what the generated codecs accept and raise
 for anything else: that is answered with GARBAGE_ARGS), and in `DEFERRED_REPLIES` those
 whose replies nobody waits for at once (pipelined calls): the transport may write them
 together with later replies.
+
+Tagged arguments: a service may name, in `TAGGED_ARGS` (procedure number -> ((argument index,
+mask), ...)), integer arguments whose top bits (`value >> TAG_SHIFT`) are a tag, and the
+tags allowed there (bit t of the mask: tag t). The dispatcher checks them before the handler,
+inline (a shift and a mask per argument); when a nonzero tag is not allowed it calls
+`service.tagged_arg_refused(ctx, procedure, args)` instead of the handler, and that result is
+the reply.
 """
 
 from __future__ import annotations
@@ -24,8 +31,7 @@ import logging
 import struct
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from cricket_xdr.xdr import Decoder, Encoder, XdrError, xdr_int
 
@@ -103,9 +109,9 @@ def _run_callback(fn: Callable[[], object], info: ConnectionInfo) -> None:
         log.exception("close callback %r of %r failed", fn, info)
 
 
-@dataclass(slots=True)
-class CallContext:
-    """What a handler gets as its first argument."""
+class CallContext(NamedTuple):
+    """What a handler gets as its first argument (a tuple: the dispatcher makes one per call
+    without running Python code)."""
 
     xid: int
     prog: int
@@ -113,6 +119,9 @@ class CallContext:
     proc: int
     cred: Credential
     connection: ConnectionInfo
+
+
+_new_context = tuple.__new__  # _new_context(CallContext, fields): CallContext(*fields)
 
 
 class Dispatcher:
@@ -187,20 +196,31 @@ class Dispatcher:
                 getattr(service, procedure.name),
                 _decoder(service, procedure),
                 _encoder(procedure),
+                getattr(service, "TAGGED_ARGS", {}).get(procedure.number),
+                getattr(service, "TAG_SHIFT", 0),
             )
             self._routes[(call.prog, call.vers, call.proc)] = route
-        procedure, handler, decode, encode = route
-        try:
-            args = decode(call.body)
-        except XdrError as exc:
-            log.debug("%s: garbage arguments: %s", _Named(call, procedure), exc)
-            return conn.reply_error(xid, GARBAGE_ARGS)
-        except _TrailingBytes:
-            return conn.reply_error(xid, GARBAGE_ARGS)
-        except Exception:
-            log.exception("%s: argument decoder failed", _Named(call, procedure))
-            return conn.reply_error(xid, SYSTEM_ERR)
-        ctx = CallContext(xid, call.prog, call.vers, call.proc, credential, info)
+        procedure, handler, decode, encode, tagged, shift = route
+        if decode is None:  # a procedure without arguments
+            if len(call.body):
+                return conn.reply_error(xid, GARBAGE_ARGS)
+            args: Any = ()
+        else:
+            try:
+                args = decode(call.body)
+            except XdrError as exc:
+                log.debug("%s: garbage arguments: %s", _Named(call, procedure), exc)
+                return conn.reply_error(xid, GARBAGE_ARGS)
+            except Exception:
+                log.exception("%s: argument decoder failed", _Named(call, procedure))
+                return conn.reply_error(xid, SYSTEM_ERR)
+        ctx = _new_context(CallContext, (xid, call.prog, call.vers, call.proc, credential, info))
+        if tagged is not None:
+            for index, allowed in tagged:
+                tag = args[index] >> shift
+                if tag and not allowed >> tag & 1:
+                    handler = _tag_refusal(service, procedure)
+                    break
         try:
             result = handler(ctx, *args)
         except NotImplementedError:
@@ -217,13 +237,29 @@ class Dispatcher:
 
 
 
-_Route = tuple[Any, Callable[..., Any], Callable[[Buffer], Any], Callable[[Any], list[Buffer]]]
+_Route = tuple[
+    Any,
+    Callable[..., Any],
+    Callable[[Buffer], Any] | None,
+    Callable[[Any], list[Buffer]],
+    tuple[tuple[int, int], ...] | None,
+    int,
+]
 
 
-def _decoder(service: Any, procedure: Any) -> Callable[[Buffer], Any]:
+def _tag_refusal(service: Any, procedure: Any) -> Callable[..., Any]:
+    """The handler of a call whose tagged argument holds a tag not allowed there."""
+
+    def refused(ctx: CallContext, *args: Any) -> Any:
+        return service.tagged_arg_refused(ctx, procedure, args)
+
+    return refused
+
+
+def _decoder(service: Any, procedure: Any) -> Callable[[Buffer], Any] | None:
     """How a procedure's call body becomes its handler's arguments (see the module doc): the
     service's own decoder, views, the procedure's plan (fixed-size arguments: one struct),
-    else its codecs."""
+    else its codecs; None for a procedure without arguments (an empty body)."""
     own = getattr(service, "ARG_DECODERS", {}).get(procedure.number)
     if own is not None:
         return own  # type: ignore[no-any-return]
@@ -234,7 +270,7 @@ def _decoder(service: Any, procedure: Any) -> Callable[[Buffer], Any]:
     if plan is not None and plan.decode_args is not None:
         return plan.decode_args  # type: ignore[no-any-return]
     if not codecs:
-        return _decode_nothing
+        return None
     if len(codecs) == 1:
         decode_one = codecs[0].decode
         return lambda body: [decode_one(body)]
@@ -261,12 +297,6 @@ def _encode_status(value: Any) -> list[Buffer]:
         except struct.error:
             pass  # the codec says what is wrong
     return _encode_result(xdr_int, value)
-
-
-def _decode_nothing(body: Buffer) -> list[Any]:
-    if len(body):  # type: ignore[arg-type]
-        raise _TrailingBytes
-    return []
 
 
 def _decode_all(codecs: Any, body: Buffer) -> list[Any]:
@@ -299,10 +329,6 @@ class _Named:
     def __str__(self) -> str:
         c = self.call
         return f"program {c.prog:#x} version {c.vers} procedure {c.proc} ({self.procedure.name})"
-
-
-class _TrailingBytes(Exception):
-    """Arguments sent to a procedure that takes none."""
 
 
 _INT = struct.Struct(">i")

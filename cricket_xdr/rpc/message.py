@@ -124,9 +124,9 @@ def encode_call_header(
     )
 
 
-@dataclass(slots=True)
-class CallMessage:
-    """A decoded call. `rpcvers != 2` leaves every field after it at zero/empty."""
+class CallMessage(NamedTuple):
+    """A decoded call. `rpcvers != 2` leaves every field after it at zero/empty. (A tuple:
+    `decode_call` makes one per call without running Python code.)"""
 
     xid: int
     rpcvers: int
@@ -138,6 +138,9 @@ class CallMessage:
     body: bytes | bytearray | memoryview
 
 
+_new_message = tuple.__new__  # _new_message(CallMessage, fields): CallMessage(*fields)
+
+
 def decode_call(record: bytes | bytearray | memoryview) -> CallMessage:
     """Parse a call record. Raises CallDecodeError when it is not a well-formed call."""
     if len(record) >= 40:
@@ -147,7 +150,9 @@ def decode_call(record: bytes | bytearray | memoryview) -> CallMessage:
         if mtype == CALL and rpcvers == RPC_VERSION and not (cflav or clen or vflav or vlen):
             # Small argument bodies are copied (cheaper than a view), large ones are not.
             body = record[40:] if len(record) < 4096 else memoryview(record)[40:]
-            return CallMessage(xid, rpcvers, prog, vers, proc, NULL_AUTH, NULL_AUTH, body)
+            return _new_message(
+                CallMessage, (xid, rpcvers, prog, vers, proc, NULL_AUTH, NULL_AUTH, body)
+            )
     if len(record) < 12:
         raise CallDecodeError(f"record of {len(record)} bytes is too short for a call")
     xid, mtype, rpcvers = _U32X3.unpack_from(record)

@@ -97,10 +97,12 @@ class _Connection:
         dispatch = server._dispatcher.dispatch
         info = self.info
         scratch = memoryview(bytearray(_SCRATCH))
-        receive_data = conn.receive_data
+        take_call = conn.take_call
         write_lock = self.write_lock
         sendall = sock.sendall
         next_event = conn.next_event
+        reader = conn._reader
+        ready, pending_bytes = reader._ready, reader._buf  # lists that stay the reader's
         deferred = server._dispatcher.deferred_replies
         held: list[Buffer] = []  # replies of DEFERRED_REPLIES procedures not written yet
         held_max = _HELD_MAX if server.max_in_flight is None else min(
@@ -109,7 +111,9 @@ class _Connection:
         try:
             recv_into = _receiver(sock, server.spin_us)
             while not self.close_requested:
-                view = conn.read_buffer()
+                call: Any = None
+                # read_buffer() offers a view only inside a large record being assembled
+                view = None if reader._record is None else conn.read_buffer()
                 if view is not None:
                     with view:
                         n = recv_into(view)
@@ -117,18 +121,21 @@ class _Connection:
                 else:
                     n = recv_into(scratch)
                     if n:
-                        receive_data(scratch[:n])
+                        call = take_call(scratch[:n])  # exactly one whole call: at once
                 if n == 0:
                     if not conn.idle:
                         log.info("%r: closed in the middle of a record", info)
                     return
                 while not self.close_requested:
-                    call = next_event()
-                    if call is NEED_DATA:
-                        break
+                    if call is None:
+                        if not ready and not pending_bytes and reader._record is None:
+                            break  # conn.idle, inlined: nothing more received (the common case)
+                        call = next_event()
+                        if call is NEED_DATA:
+                            break
                     hold = call.proc in deferred.get((call.prog, call.vers), ())
                     pieces = dispatch(conn, call, info)
-                    del call  # lets the reader reuse a large call record's storage
+                    call = None  # lets the reader reuse a large call record's storage
                     if hold and len(pieces) == 1 and len(held) < held_max:
                         held.append(pieces[0])  # written with a later reply, in one write
                         continue

@@ -237,7 +237,7 @@ def test_active_connection_overrides_default(server: FakeServer) -> None:
 def test_deferred_error_survives_a_full_pipeline(
     conn: cricket_client.Connection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("cricket_client.connection._MAX_PENDING", 4)
+    monkeypatch.setattr("cricket_client.pipeline.MAX_PENDING", 4)
     args = ((1.0, 0, 0, 1), (ctypes.c_float, None, None, ctypes.c_int))
     cuda.cuLaunchKernel(cuda.CUfunction(FAULTY), 1, 1, 1, 1, 1, 1, 0, 0, args, 0)
     for _ in range(20):

@@ -10,6 +10,7 @@ import pytest
 from cricket_client import CallsLost, HelloRefused, SessionNotFound
 from cricket_client.connection import Connection
 from cricket_client.errors import CricketClientError
+from cricket_client.pipeline import Pipeline
 from cricket_client.reconnect import (
     DEADLINE_ENV,
     DEFAULT_DEADLINE,
@@ -22,7 +23,7 @@ from cricket_xdr.xdr import XdrEncodeError
 
 
 def conn_like() -> Any:
-    return SimpleNamespace()
+    return SimpleNamespace(reconnect_deadline=None)  # as a new Connection has it
 
 
 def test_every_connection_reconnects_for_the_default_deadline(
@@ -127,7 +128,7 @@ def offline_connection() -> Connection:
     conn.proto = proto
     conn._rpc = SilentTransport()  # type: ignore[assignment]
     conn._stub = proto.CRICKET_V1_Client(conn._rpc)
-    conn._launches = SimpleNamespace(flush=lambda: None)  # type: ignore[assignment]
+    conn.pipeline = Pipeline(conn._rpc, proto)  # type: ignore[arg-type]
     conn._local_message = None
     conn.replay_log = ReplayLog()
     conn.closed = False

@@ -46,6 +46,10 @@ class CudaBackend(Backend):
         staging_limit: int = DEFAULT_STAGING_LIMIT,
     ) -> None:
         self._count = _probe()
+        # Per-call lookups done once: CUdevice of each ordinal, cuda-python's enum of each
+        # attribute asked for (both fixed for the process's life).
+        self._devices: dict[int, Any] = {}
+        self._attributes: dict[int, Any] = {}
         self._staging_limit = staging_limit
         self._granularity: dict[int, int] = {}
         self._primary: Any = None
@@ -79,12 +83,15 @@ class CudaBackend(Backend):
         return self.reservation.base, self.reservation.size, granularity
 
     def device_handle(self, dev: int) -> Any:
-        if not 0 <= dev < self._count:
-            raise CudaError(
-                CUDA_ERROR_INVALID_DEVICE,
-                f"cuDeviceGet: device {dev} does not exist ({self._count} devices)",
-            )
-        return call(driver.cuDeviceGet, dev, what=f"device {dev}")
+        handle = self._devices.get(dev)
+        if handle is None:
+            if not 0 <= dev < self._count:
+                raise CudaError(
+                    CUDA_ERROR_INVALID_DEVICE,
+                    f"cuDeviceGet: device {dev} does not exist ({self._count} devices)",
+                )
+            handle = self._devices[dev] = call(driver.cuDeviceGet, dev, what=f"device {dev}")
+        return handle
 
     # -- Backend --------------------------------------------------------------------------
     def driver_version(self) -> int:
@@ -101,7 +108,10 @@ class CudaBackend(Backend):
         return bytes(raw).split(b"\0", 1)[0].decode()
 
     def device_attribute(self, attrib: int, dev: int) -> int:
-        attr = enum_value(driver.CUdevice_attribute, attrib, "cuDeviceGetAttribute")
+        attr = self._attributes.get(attrib)
+        if attr is None:
+            attr = enum_value(driver.CUdevice_attribute, attrib, "cuDeviceGetAttribute")
+            self._attributes[attrib] = attr
         return int(call(driver.cuDeviceGetAttribute, attr, self.device_handle(dev)))
 
     def device_total_mem(self, dev: int) -> int:
