@@ -58,3 +58,11 @@ def nvrtc_cubin(source: str, name: str) -> bytes:
     assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS
     nvrtc.nvrtcDestroyProgram(prog)
     return cubin
+
+
+def foreign_handle_message() -> str:
+    """What the refusal of another session's handle says: in one server process the handle
+    is known but not owned; under process isolation its owner's worker alone knows it."""
+    if ISOLATION == "thread" or (ISOLATION == "auto" and BACKEND == "sim"):
+        return "not owned by this session"
+    return "unknown or already destroyed"

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from behaviour_helpers import check
+from behaviour_helpers import check, foreign_handle_message
 
 import cricket_client
 from cricket_client import driver as cuda
@@ -249,7 +249,7 @@ def test_another_sessions_array_is_refused(
     host = np.zeros((16, 16), dtype=np.float32)
     (err,) = cudart.cudaMemcpy2DToArray(theirs, 0, 0, host, 64, 64, 16, H2D)
     assert err == cudart.cudaError_t.cudaErrorInvalidResourceHandle
-    assert "not owned by this session" in cricket_client.last_error_message()
+    assert foreign_handle_message() in cricket_client.last_error_message()
     (err,) = cuda.cuArrayDestroy(theirs)
     assert err == cuda.CUresult.CUDA_ERROR_INVALID_HANDLE
     with other_session.active():

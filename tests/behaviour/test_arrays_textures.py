@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from behaviour_helpers import foreign_handle_message
 
 import cricket_client
 from cricket_client import driver as cuda
@@ -162,7 +163,7 @@ def test_another_sessions_texture_object_is_refused(
     res.res.array.array = array
     err, _ = cudart.cudaCreateTextureObject(res, _texture_desc(), None)
     assert err == cudart.cudaError_t.cudaErrorInvalidResourceHandle
-    assert "not owned by this session" in cricket_client.last_error_message()
+    assert foreign_handle_message() in cricket_client.last_error_message()
     with other_session.active():
         ok(cudart.cudaGetTextureObjectResourceDesc(theirs))  # still theirs
         ok(cudart.cudaDestroyTextureObject(theirs))

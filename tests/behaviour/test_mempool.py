@@ -8,7 +8,7 @@ import ctypes
 from typing import Any
 
 import numpy as np
-from behaviour_helpers import BACKEND, ISOLATION, SUCCESS, check
+from behaviour_helpers import SUCCESS, check, foreign_handle_message
 
 import cricket_client
 from cricket_client import driver as cuda
@@ -17,12 +17,6 @@ from cricket_client import runtime as cudart
 E = cuda.CUresult
 
 
-def _foreign_handle_message() -> str:
-    """What the refusal of another session's handle says: in one server process the handle
-    is known but not owned; under process isolation its owner's worker alone knows it."""
-    if ISOLATION == "thread" or (ISOLATION == "auto" and BACKEND == "sim"):
-        return "not owned by this session"
-    return "unknown or already destroyed"
 A = cuda.CUmemPool_attribute
 
 
@@ -157,7 +151,7 @@ def test_another_sessions_pool_is_unknown(
     with other_session.active():
         theirs = check(cuda.cuMemPoolCreate(_pool_props()))
     assert cuda.cuMemAllocFromPoolAsync(64, theirs, 0) == (E.CUDA_ERROR_INVALID_HANDLE, None)
-    assert _foreign_handle_message() in cricket_client.last_error_message()
+    assert foreign_handle_message() in cricket_client.last_error_message()
     assert cuda.cuDeviceSetMemPool(0, theirs) == (E.CUDA_ERROR_INVALID_HANDLE,)
     assert cuda.cuMemPoolDestroy(theirs) == (E.CUDA_ERROR_INVALID_HANDLE,)
     with other_session.active():

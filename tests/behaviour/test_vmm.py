@@ -8,20 +8,12 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from behaviour_helpers import BACKEND, ISOLATION, SUCCESS, check
+from behaviour_helpers import SUCCESS, check, foreign_handle_message
 
 import cricket_client
 from cricket_client import driver as cuda
 
 E = cuda.CUresult
-
-
-def _foreign_handle_message() -> str:
-    """What the refusal of another session's handle says: in one server process the handle
-    is known but not owned; under process isolation its owner's worker alone knows it."""
-    if ISOLATION == "thread" or (ISOLATION == "auto" and BACKEND == "sim"):
-        return "not owned by this session"
-    return "unknown or already destroyed"
 
 
 def _prop(dev: int = 0) -> cuda.CUmemAllocationProp:
@@ -180,7 +172,7 @@ def test_another_sessions_handle_and_reservation_are_unknown(
         their_range = check(cuda.cuMemAddressReserve(gran, 0, 0, 0))
     ptr = check(cuda.cuMemAddressReserve(gran, 0, 0, 0))
     assert cuda.cuMemMap(ptr, gran, 0, theirs, 0) == (E.CUDA_ERROR_INVALID_HANDLE,)
-    assert _foreign_handle_message() in cricket_client.last_error_message()
+    assert foreign_handle_message() in cricket_client.last_error_message()
     assert cuda.cuMemRelease(theirs) == (E.CUDA_ERROR_INVALID_HANDLE,)
     mine = check(cuda.cuMemCreate(gran, _prop(), 0))
     assert cuda.cuMemMap(their_range, gran, 0, mine, 0) == (E.CUDA_ERROR_INVALID_VALUE,)
