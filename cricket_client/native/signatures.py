@@ -1,0 +1,370 @@
+"""The driver functions the native library exports: their C ABI, the versions that select them,
+and the C source made from both (pure data and text; no compiler, no cffi).
+
+Each exported C function only checks the library's state (finalized, forked) and calls its
+Python implementation (cricket_client.native.entries) with handles and host pointers as
+`uintptr_t`: Python sees plain integers, and writes results through the output pointers.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "ENTRIES",
+    "HANDLE_TYPES",
+    "VARIANTS",
+    "c_declarations",
+    "c_source",
+    "python_declarations",
+    "select_symbol",
+]
+
+# C types of the driver API, declared by the project (no CUDA header on a client machine).
+C_TYPES = """\
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef unsigned long long cuuint64_t;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUlib_st *CUlibrary;
+typedef struct CUkern_st *CUkernel;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+typedef struct CUuuid_st { char bytes[16]; } CUuuid;
+typedef struct CUlaunchConfig_st {
+    unsigned int gridDimX, gridDimY, gridDimZ;
+    unsigned int blockDimX, blockDimY, blockDimZ;
+    unsigned int sharedMemBytes;
+    CUstream hStream;
+    void *attrs;
+    unsigned int numAttrs;
+} CUlaunchConfig;
+"""
+
+HANDLE_TYPES = frozenset(
+    ["CUcontext", "CUmodule", "CUfunction", "CUlibrary", "CUkernel", "CUstream", "CUevent"]
+)
+
+# (exported symbol, C parameters). Symbols carry the ABI suffix the CUDA headers map to.
+ENTRIES: list[tuple[str, str]] = [
+    ("cuInit", "unsigned int Flags"),
+    ("cuDriverGetVersion", "int *driverVersion"),
+    ("cuGetExportTable", "const void **ppExportTable, const CUuuid *pExportTableId"),
+    # devices
+    ("cuDeviceGetCount", "int *count"),
+    ("cuDeviceGet", "CUdevice *device, int ordinal"),
+    ("cuDeviceGetName", "char *name, int len, CUdevice dev"),
+    ("cuDeviceGetAttribute", "int *pi, int attrib, CUdevice dev"),
+    ("cuDeviceTotalMem_v2", "size_t *bytes, CUdevice dev"),
+    ("cuDeviceGetUuid", "CUuuid *uuid, CUdevice dev"),
+    ("cuDeviceGetUuid_v2", "CUuuid *uuid, CUdevice dev"),
+    ("cuDeviceGetPCIBusId", "char *pciBusId, int len, CUdevice dev"),
+    # primary contexts, contexts
+    ("cuDevicePrimaryCtxRetain", "CUcontext *pctx, CUdevice dev"),
+    ("cuDevicePrimaryCtxRelease_v2", "CUdevice dev"),
+    ("cuDevicePrimaryCtxReset_v2", "CUdevice dev"),
+    ("cuDevicePrimaryCtxGetState", "CUdevice dev, unsigned int *flags, int *active"),
+    ("cuDevicePrimaryCtxSetFlags_v2", "CUdevice dev, unsigned int flags"),
+    ("cuCtxCreate_v2", "CUcontext *pctx, unsigned int flags, CUdevice dev"),
+    ("cuCtxCreate_v3", "CUcontext *pctx, void *paramsArray, int numParams, unsigned int flags, CUdevice dev"),
+    ("cuCtxCreate_v4", "CUcontext *pctx, void *ctxCreateParams, unsigned int flags, CUdevice dev"),
+    ("cuCtxDestroy_v2", "CUcontext ctx"),
+    ("cuCtxSetCurrent", "CUcontext ctx"),
+    ("cuCtxGetCurrent", "CUcontext *pctx"),
+    ("cuCtxPushCurrent_v2", "CUcontext ctx"),
+    ("cuCtxPopCurrent_v2", "CUcontext *pctx"),
+    ("cuCtxSynchronize", ""),
+    ("cuCtxGetDevice", "CUdevice *device"),
+    ("cuCtxGetDevice_v2", "CUdevice *device, CUcontext ctx"),
+    ("cuCtxSynchronize_v2", "CUcontext ctx"),
+    ("cuCtxGetLimit", "size_t *pvalue, int limit"),
+    ("cuCtxSetLimit", "int limit, size_t value"),
+    ("cuCtxGetStreamPriorityRange", "int *leastPriority, int *greatestPriority"),
+    # memory
+    ("cuMemAlloc_v2", "CUdeviceptr *dptr, size_t bytesize"),
+    ("cuMemAllocPitch_v2", "CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height, unsigned int ElementSizeBytes"),
+    ("cuMemFree_v2", "CUdeviceptr dptr"),
+    ("cuMemGetInfo_v2", "size_t *free, size_t *total"),
+    ("cuMemGetAddressRange_v2", "CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr"),
+    ("cuMemcpy", "CUdeviceptr dst, CUdeviceptr src, size_t ByteCount"),
+    ("cuMemcpyAsync", "CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream"),
+    ("cuMemcpyHtoD_v2", "CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount"),
+    ("cuMemcpyDtoH_v2", "void *dstHost, CUdeviceptr srcDevice, size_t ByteCount"),
+    ("cuMemcpyDtoD_v2", "CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount"),
+    ("cuMemcpyHtoDAsync_v2", "CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream"),
+    ("cuMemcpyDtoHAsync_v2", "void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream"),
+    ("cuMemcpyDtoDAsync_v2", "CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream"),
+    ("cuMemsetD8_v2", "CUdeviceptr dstDevice, unsigned char uc, size_t N"),
+    ("cuMemsetD16_v2", "CUdeviceptr dstDevice, unsigned short us, size_t N"),
+    ("cuMemsetD32_v2", "CUdeviceptr dstDevice, unsigned int ui, size_t N"),
+    ("cuMemsetD8Async", "CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream"),
+    ("cuMemsetD16Async", "CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream"),
+    ("cuMemsetD32Async", "CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream"),
+    ("cuMemAllocAsync", "CUdeviceptr *dptr, size_t bytesize, CUstream hStream"),
+    ("cuMemFreeAsync", "CUdeviceptr dptr, CUstream hStream"),
+    ("cuPointerGetAttribute", "void *data, int attribute, CUdeviceptr ptr"),
+    # modules, libraries, functions
+    ("cuModuleLoadData", "CUmodule *module, const void *image"),
+    ("cuModuleLoadDataEx", "CUmodule *module, const void *image, unsigned int numOptions, int *options, void **optionValues"),
+    ("cuModuleLoadFatBinary", "CUmodule *module, const void *fatCubin"),
+    ("cuModuleUnload", "CUmodule hmod"),
+    ("cuModuleGetFunction", "CUfunction *hfunc, CUmodule hmod, const char *name"),
+    ("cuModuleGetGlobal_v2", "CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name"),
+    ("cuLibraryLoadData", "CUlibrary *library, const void *code, int *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, int *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions"),
+    ("cuLibraryUnload", "CUlibrary library"),
+    ("cuLibraryGetKernel", "CUkernel *pKernel, CUlibrary library, const char *name"),
+    ("cuKernelGetFunction", "CUfunction *pFunc, CUkernel kernel"),
+    ("cuFuncGetAttribute", "int *pi, int attrib, CUfunction hfunc"),
+    ("cuFuncSetAttribute", "CUfunction hfunc, int attrib, int value"),
+    ("cuFuncSetCacheConfig", "CUfunction hfunc, int config"),
+    ("cuFuncGetParamInfo", "CUfunction func, size_t paramIndex, size_t *paramOffset, size_t *paramSize"),
+    # launches
+    ("cuLaunchKernel", "CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra"),
+    ("cuLaunchKernelEx", "const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra"),
+    ("cuLaunchCooperativeKernel", "CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams"),
+    # streams, events
+    ("cuStreamCreate", "CUstream *phStream, unsigned int Flags"),
+    ("cuStreamCreateWithPriority", "CUstream *phStream, unsigned int flags, int priority"),
+    ("cuStreamDestroy_v2", "CUstream hStream"),
+    ("cuStreamSynchronize", "CUstream hStream"),
+    ("cuStreamQuery", "CUstream hStream"),
+    ("cuStreamWaitEvent", "CUstream hStream, CUevent hEvent, unsigned int Flags"),
+    ("cuEventCreate", "CUevent *phEvent, unsigned int Flags"),
+    ("cuEventDestroy_v2", "CUevent hEvent"),
+    ("cuEventRecord", "CUevent hEvent, CUstream hStream"),
+    ("cuEventSynchronize", "CUevent hEvent"),
+    ("cuEventQuery", "CUevent hEvent"),
+    ("cuEventElapsedTime", "float *pMilliseconds, CUevent hStart, CUevent hEnd"),
+    ("cuEventElapsedTime_v2", "float *pMilliseconds, CUevent hStart, CUevent hEnd"),
+    # occupancy
+    ("cuOccupancyMaxActiveBlocksPerMultiprocessor", "int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize"),
+    ("cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags", "int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize, unsigned int flags"),
+    ("cuOccupancyMaxPotentialBlockSize", "int *minGridSize, int *blockSize, CUfunction func, void *blockSizeToDynamicSMemSize, size_t dynamicSMemSize, int blockSizeLimit"),
+]
+
+# Entries implemented by the C code alone (never reach Python).
+C_ONLY = {
+    "cuGetErrorName": "CUresult error, const char **pStr",
+    "cuGetErrorString": "CUresult error, const char **pStr",
+    "cuGetProcAddress": "const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags",
+    "cuGetProcAddress_v2": "const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags, int *symbolStatus",
+}
+
+# cuGetProcAddress: the CUDA version from which each ABI variant of a name is the one handed out
+# (below the first version listed, the name's old ABI is asked for, which is not exported).
+VARIANTS: dict[str, list[tuple[int, str]]] = {}
+_SINCE = {
+    3020: "cuDeviceTotalMem cuCtxCreate cuMemAlloc cuMemAllocPitch cuMemFree cuMemGetInfo "
+    "cuMemGetAddressRange cuMemcpyHtoD cuMemcpyDtoH cuMemcpyDtoD cuMemcpyHtoDAsync "
+    "cuMemcpyDtoHAsync cuMemcpyDtoDAsync cuMemsetD8 cuMemsetD16 cuMemsetD32 cuModuleGetGlobal",
+    4000: "cuCtxDestroy cuCtxPushCurrent cuCtxPopCurrent cuStreamDestroy cuEventDestroy",
+    11000: "cuDevicePrimaryCtxRelease cuDevicePrimaryCtxReset cuDevicePrimaryCtxSetFlags",
+}
+_V2_SINCE = {name: version for version, names in _SINCE.items() for name in names.split()}
+_LATER = {
+    "cuDeviceGetUuid_v2": 11040,
+    "cuCtxCreate_v3": 11040,
+    "cuCtxCreate_v4": 12050,
+    "cuEventElapsedTime_v2": 12080,
+    "cuCtxGetDevice_v2": 13000,
+    "cuCtxSynchronize_v2": 13000,
+}
+
+
+def _build_variants() -> None:
+    for symbol, _ in ENTRIES:
+        match = re.fullmatch(r"(\w+?)(_v\d)?", symbol)
+        assert match is not None
+        base, suffix = match.group(1), match.group(2)
+        if suffix is None:
+            since = 0
+        elif symbol in _LATER:
+            since = _LATER[symbol]
+        else:
+            since = _V2_SINCE[base]
+        VARIANTS.setdefault(base, []).append((since, symbol))
+    for variants in VARIANTS.values():
+        variants.sort()
+
+
+_build_variants()
+
+
+def select_symbol(name: str, cuda_version: int) -> str | None:
+    """The exported symbol cuGetProcAddress hands out for (name, version), or None where the
+    name is not remoted (or only an older ABI of it is asked for)."""
+    chosen = None
+    for since, symbol in VARIANTS.get(name, ()):
+        if since <= cuda_version:
+            chosen = symbol
+    return chosen
+
+
+def _params(params: str) -> list[tuple[str, str]]:
+    """[(C type, name)] of a parameter list."""
+    out = []
+    for param in filter(None, (p.strip() for p in params.split(","))):
+        match = re.fullmatch(r"(.+?)\s*(\w+)", param)
+        assert match is not None, param
+        out.append((match.group(1).replace(" *", "*").replace("* ", "*"), match.group(2)))
+    return out
+
+
+def _python_type(ctype: str) -> str:
+    """Handles and host pointers travel to Python as uintptr_t; outputs stay typed pointers."""
+    base = ctype.replace("const ", "")
+    if base in HANDLE_TYPES or base in ("void*", "void**"):
+        return "uintptr_t"
+    if base.rstrip("*") in HANDLE_TYPES:
+        return "uintptr_t *"
+    if ctype == "const CUlaunchConfig*":
+        return "const CUlaunchConfig *"
+    return ctype.replace("*", " *")
+
+
+def python_declarations() -> str:
+    """cffi cdef text: the types and one `extern "Python"` implementation per entry."""
+    lines = [C_TYPES]
+    for symbol, params in ENTRIES:
+        args = ", ".join(_python_type(t) + " " + n for t, n in _params(params)) or "void"
+        lines.append(f'extern "Python" CUresult py_{symbol}({args});')
+    lines.append('extern "Python" CUresult py_unsupported(int);')
+    lines.append('extern "Python" uintptr_t py_proc_address(const char *, int, int *);')
+    lines.append('extern "Python" void py_after_fork(void);')
+    lines.append("void cricket_set_state(int ready, int finalized);")
+    lines.append("int cricket_stub_count(void);")
+    lines.append("uintptr_t cricket_stub(int index);")
+    lines.append("uintptr_t cricket_symbol(const char *name);")
+    return "\n".join(lines)
+
+
+def c_declarations() -> str:
+    """C prototypes of every exported driver function (a header for C callers and tests)."""
+    lines = [C_TYPES]
+    for symbol, params in ENTRIES + list(C_ONLY.items()):
+        lines.append(f"CUresult {symbol}({params or 'void'});")
+    return "\n".join(lines)
+
+
+_STUBS = 1024
+
+
+def c_source(error_names: dict[int, str], error_strings: dict[int, str]) -> str:
+    """The library's C code: the exported functions, the guards, error names and strings, the
+    pool of stubs handed out for functions that are not remoted."""
+    out = [
+        "#include <pthread.h>",
+        "#include <string.h>",
+        "#include <stdint.h>",
+        C_TYPES,
+        "#define EXPORT __attribute__((visibility(\"default\")))",
+        "#define CUDA_ERROR_INVALID_VALUE 1",
+        "#define CUDA_ERROR_DEINITIALIZED 4",
+        "#define CUDA_ERROR_NOT_FOUND 500",
+        "static volatile int cricket_ready = 0, cricket_finalized = 0, cricket_forked = 0;",
+        "CUresult cuGetProcAddress(const char *, void **, int, cuuint64_t);",
+        "CUresult cuGetErrorName(CUresult, const char **);",
+        "CUresult cuGetErrorString(CUresult, const char **);",
+        "CUresult cuGetProcAddress_v2(const char *, void **, int, cuuint64_t, int *);",
+        "static pthread_once_t cricket_atfork_once = PTHREAD_ONCE_INIT;",
+        "static void cricket_child(void) { cricket_forked = 1; }",
+        "static void cricket_register_atfork(void) { pthread_atfork(0, 0, cricket_child); }",
+        "static void cricket_set_state(int ready, int finalized) {",
+        "    cricket_ready = ready; cricket_finalized = finalized; }",
+        # A call from Python code holding the GIL with an exception set (cuda.core in an error
+        # path) must not see or lose that exception: it is put aside around the call.
+        "#define CRICKET_ENTER \\",
+        "    if (cricket_finalized) return CUDA_ERROR_DEINITIALIZED; \\",
+        "    pthread_once(&cricket_atfork_once, cricket_register_atfork); \\",
+        "    if (cricket_forked) { cricket_forked = 0; py_after_fork(); } \\",
+        "    PyObject *et = NULL, *ev = NULL, *tb = NULL; \\",
+        "    int held = cricket_ready && PyGILState_Check(); \\",
+        "    if (held) PyErr_Fetch(&et, &ev, &tb);",
+        "#define CRICKET_LEAVE(r) \\",
+        "    if (held) PyErr_Restore(et, ev, tb); \\",
+        "    return r;",
+    ]
+    # the `extern "Python"` implementations, defined by cffi after this code
+    for symbol, params in ENTRIES:
+        args = ", ".join(_python_type(t) + " " + n for t, n in _params(params)) or "void"
+        out.append(f"static CUresult py_{symbol}({args});")
+    out.insert(-len(ENTRIES), "static CUresult py_unsupported(int);")
+    out.insert(-len(ENTRIES), "static uintptr_t py_proc_address(const char *, int, int *);")
+    out.insert(-len(ENTRIES), "static void py_after_fork(void);")
+    for symbol, params in ENTRIES:
+        parsed = _params(params)
+        args = ", ".join(
+            f"({_python_type(t)}){n}" if _python_type(t) != t.replace("*", " *") else n
+            for t, n in parsed
+        )
+        out.append(f"EXPORT CUresult {symbol}({params or 'void'}) {{")
+        out.append(f"    CRICKET_ENTER CUresult r = py_{symbol}({args}); CRICKET_LEAVE(r)")
+        out.append("}")
+    # unremoted functions: a pool of stubs, each knowing its index (its name, in Python)
+    out.append("#define STUB(i) static CUresult cricket_stub_##i(void) { "
+               "CRICKET_ENTER CUresult r = py_unsupported(i); CRICKET_LEAVE(r) }")
+    out += [f"STUB({i})" for i in range(_STUBS)]
+    out.append("static const uintptr_t cricket_stubs[] = {")
+    out += [f"    (uintptr_t)cricket_stub_{i}," for i in range(_STUBS)]
+    out.append("};")
+    out.append(f"static int cricket_stub_count(void) {{ return {_STUBS}; }}")
+    out.append("static uintptr_t cricket_stub(int i) { return cricket_stubs[i]; }")
+    out.append("static const struct { const char *name; uintptr_t fn; } cricket_symbols[] = {")
+    out += [f'    {{"{s}", (uintptr_t){s}}},' for s, _ in ENTRIES]
+    out += [f'    {{"{s}", (uintptr_t){s}}},' for s in C_ONLY]
+    out.append("    {0, 0}};")
+    out.append(
+        "static uintptr_t cricket_symbol(const char *name) {\n"
+        "    for (int i = 0; cricket_symbols[i].name; i++)\n"
+        "        if (!strcmp(cricket_symbols[i].name, name)) return cricket_symbols[i].fn;\n"
+        "    return 0;\n}"
+    )
+    # error names and strings, answered in C (callable at any time, even during finalization)
+    out.append("static const struct { int code; const char *name; const char *text; } "
+               "cricket_errors[] = {")
+    for code in sorted(error_names):
+        text = error_strings.get(code, "").replace("\\", "\\\\").replace('"', '\\"')
+        out.append(f'    {{{code}, "{error_names[code]}", "{text}"}},')
+    out.append("    {-1, 0, 0}};")
+    out.append(
+        "static int cricket_error_index(CUresult e) {\n"
+        "    for (int i = 0; cricket_errors[i].name; i++)\n"
+        "        if (cricket_errors[i].code == e) return i;\n"
+        "    return -1;\n}\n"
+        "EXPORT CUresult cuGetErrorName(CUresult error, const char **pStr) {\n"
+        "    int i = cricket_error_index(error);\n"
+        "    if (!pStr) return CUDA_ERROR_INVALID_VALUE;\n"
+        "    if (i < 0) { *pStr = 0; return CUDA_ERROR_INVALID_VALUE; }\n"
+        "    *pStr = cricket_errors[i].name; return 0;\n}\n"
+        "EXPORT CUresult cuGetErrorString(CUresult error, const char **pStr) {\n"
+        "    int i = cricket_error_index(error);\n"
+        "    if (!pStr) return CUDA_ERROR_INVALID_VALUE;\n"
+        "    if (i < 0) { *pStr = 0; return CUDA_ERROR_INVALID_VALUE; }\n"
+        "    *pStr = cricket_errors[i].text; return 0;\n}\n"
+        # cuGetProcAddress: Python picks the symbol (or a named stub) once per (name, version)
+        "EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,\n"
+        "                                    cuuint64_t flags, int *symbolStatus) {\n"
+        "    (void)flags;\n"
+        "    if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;\n"
+        "    if (!strcmp(symbol, \"cuGetProcAddress\")) {\n"
+        "        *pfn = (void *)(cudaVersion >= 12000 ? (uintptr_t)cuGetProcAddress_v2\n"
+        "                                             : (uintptr_t)cuGetProcAddress);\n"
+        "        if (symbolStatus) *symbolStatus = 0;\n"
+        "        return 0;\n    }\n"
+        "    if (!strcmp(symbol, \"cuGetErrorName\") || !strcmp(symbol, \"cuGetErrorString\")) {\n"
+        "        *pfn = (void *)cricket_symbol(symbol);\n"
+        "        if (symbolStatus) *symbolStatus = 0;\n"
+        "        return 0;\n    }\n"
+        "    CRICKET_ENTER\n"
+        "    int status = 0;\n"
+        "    *pfn = (void *)py_proc_address(symbol, cudaVersion, &status);\n"
+        "    if (symbolStatus) *symbolStatus = status;\n"
+        "    CRICKET_LEAVE(status ? CUDA_ERROR_NOT_FOUND : 0)\n}\n"
+        "EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,\n"
+        "                                 cuuint64_t flags) {\n"
+        "    return cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, 0);\n}\n"
+    )
+    return "\n".join(out)
