@@ -33,7 +33,7 @@ class BuildWithNative(build_py):
         builder = _load("_cricket_build_native", HERE / "cricket_client" / "native" / "build.py")
         tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
         folder = Path(self.build_lib) / "cricket_client" / "native" / "_lib" / tag
-        source = signatures.c_source(*builder.error_tables(enums))
+        source = signatures.c_source(*builder.source_facts(enums))
         builder.compile_library(folder, signatures.python_declarations(), source)
 
 

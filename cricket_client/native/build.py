@@ -34,11 +34,15 @@ entries.start()
 """
 
 
-def error_tables(enums: Any) -> tuple[dict[int, str], dict[int, str]]:
-    """CUresult names and strings of the generated enums module `enums`."""
+def source_facts(enums: Any) -> tuple[dict[int, str], dict[int, str], str]:
+    """What the C source is made from besides the signatures: CUresult names and strings of
+    the generated enums module `enums`, and the soname of this interpreter's libpython."""
     names = {int(e): e.name for e in enums.CUresult}
     texts = {code: enums.ERROR_STRINGS.get(code) or "" for code in names}
-    return names, texts
+    soname = sysconfig.get_config_var("INSTSONAME") or ""
+    if ".so" not in soname:
+        soname = f"libpython{sysconfig.get_config_var('VERSION')}.so.1.0"
+    return names, texts, soname
 
 
 def _link_args() -> list[str]:
@@ -54,7 +58,7 @@ def build(directory: Path) -> Path:
     from .. import _enums
     from .signatures import c_source, python_declarations
 
-    return compile_library(directory, python_declarations(), c_source(*error_tables(_enums)))
+    return compile_library(directory, python_declarations(), c_source(*source_facts(_enums)))
 
 
 def compile_library(directory: Path, cdef: str, source: str) -> Path:

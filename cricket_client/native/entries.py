@@ -103,11 +103,16 @@ def _finalizing() -> None:
 _forsaken: list[Any] = []  # a forked child's copies of its parent's connections, kept inert
 
 
-@ffi.def_extern(name="py_after_fork", onerror=lambda *exc: None)
+def _after_fork_failed(kind: Any, exc: BaseException, tb: Any) -> None:
+    log.error("forked child: no session of its own", exc_info=(kind, exc, tb))
+
+
+@ffi.def_extern(name="py_after_fork", onerror=_after_fork_failed)
 def _after_fork() -> None:
-    """In a forked child: the parent's session is the parent's. The child drops its copy of the
-    connection without a word to the server (no GOODBYE, no shutdown: those would end the
-    parent's session) and opens a session of its own on its next call."""
+    """In a forked child (run by the child's first driver call): the parent's session is the
+    parent's. The child drops its copy of the connection without a word to the server (no
+    GOODBYE, no shutdown: those would end the parent's session) and opens a session of its own,
+    initialized as the parent's was; the parent's contexts, memory and modules are not in it."""
     with _connection._default_lock:
         old, _connection._default = _connection._default, None
     mine = _connection._thread.connection
@@ -124,6 +129,8 @@ def _after_fork() -> None:
                 os.close(fd)
         except OSError:
             pass
+    if _init_flags is not None:
+        _conn().sync("CU_INIT", _init_flags)
 
 
 def start() -> None:
@@ -174,7 +181,7 @@ def _proc_address(symbol: Any, version: int, status: Any) -> int:
 
 @ffi.def_extern(name="py_unsupported", error=NOT_SUPPORTED)
 def _unsupported(index: int) -> int:
-    names = _stub_names[index] if index < len(_stub_names) - 1 else "a driver function"
+    names = _stub_names[index] if index < len(_stub_names) else "a driver function"
     message = f"{names} is not supported remotely by Cricket (native libcuda)"
     _warn_once(names, message)
     _local_error(message)
@@ -198,9 +205,16 @@ def cuGetExportTable(ppExportTable: int, pExportTableId: Any) -> int:
 # -- initialization, devices ----------------------------------------------------------------
 
 
+_init_flags: int | None = None  # what cuInit succeeded with (a forked child repeats it)
+
+
 @_entry
 def cuInit(Flags: int) -> int:
-    return _conn().sync("CU_INIT", Flags)[0]
+    global _init_flags
+    err = _conn().sync("CU_INIT", Flags)[0]
+    if not err:
+        _init_flags = Flags
+    return err
 
 
 @_entry

@@ -252,10 +252,15 @@ def c_declarations() -> str:
 _STUBS = 1024
 
 
-def c_source(error_names: dict[int, str], error_strings: dict[int, str]) -> str:
+def c_source(
+    error_names: dict[int, str], error_strings: dict[int, str], libpython: str = ""
+) -> str:
     """The library's C code: the exported functions, the guards, error names and strings, the
-    pool of stubs handed out for functions that are not remoted."""
+    pool of stubs handed out for functions that are not remoted. `libpython`: the soname of the
+    libpython it links, made global when the library starts an interpreter (else extension
+    modules, cffi's own first, cannot see the interpreter's symbols)."""
     out = [
+        "#include <dlfcn.h>",
         "#include <pthread.h>",
         "#include <string.h>",
         "#include <stdint.h>",
@@ -287,6 +292,12 @@ def c_source(error_names: dict[int, str], error_strings: dict[int, str]) -> str:
         "    if (held) PyErr_Restore(et, ev, tb); \\",
         "    return r;",
     ]
+    if libpython:
+        out.append(
+            "__attribute__((constructor)) static void cricket_global_python(void) {\n"
+            f'    if (!Py_IsInitialized()) dlopen("{libpython}", RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);\n'
+            "}"
+        )
     # the `extern "Python"` implementations, defined by cffi after this code
     for symbol, params in ENTRIES:
         args = ", ".join(_python_type(t) + " " + n for t, n in _params(params)) or "void"

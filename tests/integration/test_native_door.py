@@ -1,0 +1,141 @@
+"""The native door: programs that call the CUDA driver library (`libcuda.so.1`) run unmodified
+under `cricket-run -- COMMAND`, their calls served by a server (sim here; any backend)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from server_harness import LIMIT, ROOT, Server, running_server
+
+from cricket_client.native import library_path
+
+HERE = Path(__file__).resolve().parent
+CUBIN = ROOT / "tests" / "kernels" / "test_kernels.sm_90.cubin"
+PROGRAM = HERE / "native_driver_program.py"
+RUN_LIMIT = 4 * LIMIT  # a whole program on a busy machine
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    library_path()  # built once, before any program needs it
+    with running_server(tmp_path_factory.mktemp("native")) as srv:
+        yield srv
+
+
+def cricket_run(server: Server, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "cricket_client.run", "--server", server.address, *args]
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=RUN_LIMIT, cwd=ROOT,
+        env={**os.environ, **(env or {})},
+    )  # fmt: skip
+
+
+def test_a_driver_program_runs_the_same_through_the_native_library_and_the_python_modules(
+    server: Server,
+) -> None:
+    native = cricket_run(server, "--", sys.executable, str(PROGRAM), str(CUBIN))
+    assert native.returncode == 0, native.stderr
+    python = cricket_run(server, str(PROGRAM), str(CUBIN))
+    assert python.returncode == 0, python.stderr
+    assert native.stdout == python.stdout
+    lines = native.stdout.splitlines()
+    for expected in ("devices 1", "vector_add ok True 10.5", "saxpy ok True", "dtod ok True", "done"):
+        assert expected in lines
+
+
+def test_the_native_library_never_loads_another_driver(server: Server) -> None:
+    script = textwrap.dedent(
+        """
+        from cuda.bindings import driver as cuda
+        cuda.cuInit(0)
+        maps = open("/proc/self/maps").read()
+        print(sorted({line.split()[-1] for line in maps.splitlines() if "libcuda" in line}))
+        """
+    )
+    done = cricket_run(server, "--", sys.executable, "-c", script)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == repr([str(library_path())])
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+def test_a_c_program_with_kernels_threads_and_fork(server: Server, tmp_path: Path) -> None:
+    """A C program (its own declarations, dlopen("libcuda.so.1")): kernelParams and `extra`
+    launches, events, 8 pthreads x 200 calls, an unsupported function, and a forked child
+    whose calls leave the parent's session intact."""
+    binary = tmp_path / "native_threads"
+    subprocess.run(
+        ["gcc", "-O1", "-Wall", "-o", str(binary), str(HERE / "native_threads.c"), "-ldl", "-lpthread"],
+        check=True, timeout=LIMIT,
+    )  # fmt: skip
+    done = cricket_run(server, "--", str(binary), str(CUBIN))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines() == [
+        "kernelParams ok",
+        "extra ok",
+        "threads ok (200 calls each)",
+        "unsupported 801",
+        "child ok",
+        "parent after fork ok",
+    ]
+    assert "cuGraphicsGLRegisterBuffer is not supported remotely" in done.stderr
+
+
+def test_a_forked_python_child_gets_a_session_of_its_own(server: Server) -> None:
+    script = textwrap.dedent(
+        """
+        import os
+        from cuda.bindings import driver as cuda
+        assert cuda.cuInit(0)[0] == 0
+        err, dev = cuda.cuDeviceGet(0)
+        err, ctx = cuda.cuDevicePrimaryCtxRetain(dev)
+        cuda.cuCtxSetCurrent(ctx)
+        err, p = cuda.cuMemAlloc(4)
+        cuda.cuMemsetD32(p, 7, 1)
+        pid = os.fork()
+        if pid == 0:
+            err, count = cuda.cuDeviceGetCount()
+            os._exit(0 if err == 0 and count == 1 else 1)
+        _, status = os.waitpid(pid, 0)
+        out = bytearray(4)
+        print(os.waitstatus_to_exitcode(status), cuda.cuMemcpyDtoH(out, p, 4)[0].name, out[0])
+        """
+    )
+    done = cricket_run(server, "--", sys.executable, "-c", script)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "CUDA_SUCCESS", "7"]
+
+
+def test_errors_in_the_client_are_cuda_errors_and_calls_after_shutdown_are_refused(
+    server: Server,
+) -> None:
+    """A Python exception in an entry is never CUDA_SUCCESS; a call made while the interpreter
+    shuts down answers CUDA_ERROR_DEINITIALIZED instead of crashing."""
+    script = textwrap.dedent(
+        """
+        import atexit
+        from cuda.bindings import driver as cuda
+        atexit.register(lambda: print("at exit", cuda.cuDeviceGetCount()[0].name))
+        cuda.cuInit(0)
+        err, dev = cuda.cuDeviceGet(0)
+        err, ctx = cuda.cuDevicePrimaryCtxRetain(dev)
+        cuda.cuCtxSetCurrent(ctx)
+        err, p = cuda.cuMemAlloc(16)
+        print(cuda.cuMemcpyHtoD(p, 0, 16)[0].name)
+        """
+    )
+    done = cricket_run(server, "--", sys.executable, "-c", script)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["CUDA_ERROR_INVALID_VALUE", "at exit CUDA_ERROR_DEINITIALIZED"]
+
+
+def test_cricket_run_names_a_command_it_cannot_start(server: Server) -> None:
+    done = cricket_run(server, "--", "/nonexistent/program")
+    assert done.returncode != 0
+    assert "/nonexistent/program" in done.stderr
