@@ -1,6 +1,6 @@
 """`make bench`: run every benchmark, print one table, write bench/results/<host>.json.
 
-Usage: python -m bench [--only xdr,rpc,driver,isolation,copies,alloc] [--out PATH]
+Usage: python -m bench [--only xdr,rpc,driver,isolation,copies,alloc,native] [--out PATH]
 
 `copies` also draws bench/results/<host>-copies.png (bandwidth against size per data path).
 """
@@ -18,7 +18,7 @@ from bench.common import Row, print_table, write_report
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("--only", default="xdr,rpc,driver,isolation,copies,alloc",
-                        help="comma-separated: xdr, rpc, driver, isolation, copies, alloc (also: load)")
+                        help="comma-separated: xdr, rpc, driver, isolation, copies, alloc (also: load, native)")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--quick", action="store_true", help="fewer repeats, no 1 GiB copies")
     args = parser.parse_args(argv)
@@ -45,6 +45,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench import copies
 
         rows += copies.run(quick=args.quick, plot_path=out.with_name(out.stem + "-copies.png"))
+    if "native" in wanted:
+        from bench import native_door
+
+        rows += native_door.run()
     if "load" in wanted:
         from bench import load
 
