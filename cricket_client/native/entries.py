@@ -19,6 +19,8 @@ from typing import Any
 
 from _cricket_libcuda import ffi, lib  # type: ignore[import-not-found]
 
+from rpc_spec.handles import KIND_SHIFT, HandleKind
+
 from .. import connection as _connection
 from .. import driver
 from .._enums import DRIVER_NAMES
@@ -254,11 +256,19 @@ def cuDeviceGet(device: Any, ordinal: int) -> int:
     return _device_get(device, ordinal)
 
 
+# Attributes of features the native door does not remote read as absent, so that programs take
+# their other path: memory pools (cuda.core, CuPy and the runtime fall back to cuMemAlloc).
+ABSENT_ATTRIBUTES = {
+    115: 0,  # CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED
+    119: 0,  # CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES
+}
+
+
 @_entry
 def cuDeviceGetAttribute(pi: Any, attrib: int, dev: int) -> int:
     err, value = _conn().call("CU_DEVICE_GET_ATTRIBUTE", attrib, dev)
     if not err:
-        pi[0] = value
+        pi[0] = ABSENT_ATTRIBUTES.get(attrib, value)
     return err  # type: ignore[no-any-return]
 
 
@@ -704,24 +714,43 @@ def cuKernelGetFunction(func: Any, kernel: int) -> int:
     return _handle_out(func, "CU_KERNEL_GET_FUNCTION", kernel)
 
 
+_kernel_functions: dict[tuple[int, int], int] = {}  # (connection, CUkernel) -> its CUfunction
+
+
+def _func(handle: int) -> int:
+    """A CUfunction, or a CUkernel given where the driver accepts one cast to CUfunction
+    (launches, function attributes): its function in the current context, asked for once."""
+    if handle >> KIND_SHIFT != HandleKind.KERNEL:
+        return handle
+    conn = _conn()
+    key = (id(conn), handle)
+    func = _kernel_functions.get(key)
+    if func is None:
+        err, r = conn.sync("CU_KERNEL_GET_FUNCTION", handle)
+        if err:
+            return handle  # the call with the kernel itself fails with the server's reason
+        func = _kernel_functions[key] = int(r.value)
+    return func
+
+
 @_entry
 def cuFuncGetAttribute(pi: Any, attrib: int, hfunc: int) -> int:
-    return _int_out("CU_FUNC_GET_ATTRIBUTE")(pi, attrib, hfunc)
+    return _int_out("CU_FUNC_GET_ATTRIBUTE")(pi, attrib, _func(hfunc))
 
 
 @_entry
 def cuFuncSetAttribute(hfunc: int, attrib: int, value: int) -> int:
-    return _conn().sync("CU_FUNC_SET_ATTRIBUTE", hfunc, attrib, value)[0]
+    return _conn().sync("CU_FUNC_SET_ATTRIBUTE", _func(hfunc), attrib, value)[0]
 
 
 @_entry
 def cuFuncSetCacheConfig(hfunc: int, config: int) -> int:
-    return _conn().sync("CU_FUNC_SET_CACHE_CONFIG", hfunc, config)[0]
+    return _conn().sync("CU_FUNC_SET_CACHE_CONFIG", _func(hfunc), config)[0]
 
 
 @_entry
 def cuFuncGetParamInfo(func: int, index: int, offset: Any, size: Any) -> int:
-    err, off, length = driver.cuFuncGetParamInfo(func, index)
+    err, off, length = driver.cuFuncGetParamInfo(_func(func), index)
     if not err:
         if offset != ffi.NULL:
             offset[0] = off
@@ -739,7 +768,9 @@ def cuLaunchKernel(
     params: int, extra: int,
 ) -> int:
     return _err(
-        driver.cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shared, stream, params or None, extra or None)
+        driver.cuLaunchKernel(
+            _func(f), gx, gy, gz, bx, by, bz, shared, stream, params or None, extra or None
+        )
     )
 
 
@@ -749,7 +780,9 @@ def cuLaunchCooperativeKernel(
     params: int,
 ) -> int:
     return _err(
-        driver.cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shared, stream, params or None)
+        driver.cuLaunchCooperativeKernel(
+            _func(f), gx, gy, gz, bx, by, bz, shared, stream, params or None
+        )
     )
 
 
@@ -767,6 +800,7 @@ def cuLaunchKernelEx(config: Any, f: int, params: int, extra: int) -> int:
             cooperative = bool(ffi.cast("int *", base + 8)[0])
             continue
         raise NotSupportedRemotely(f"cuLaunchKernelEx: launch attribute {ident} is not supported remotely")
+    f = _func(f)
     grid, block = (c.gridDimX, c.gridDimY, c.gridDimZ), (c.blockDimX, c.blockDimY, c.blockDimZ)
     stream = int(ffi.cast("uintptr_t", c.hStream))
     if cooperative:
@@ -859,7 +893,9 @@ def cuOccupancyMaxActiveBlocksPerMultiprocessor(n: Any, func: int, block: int, s
 def cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
     n: Any, func: int, block: int, smem: int, flags: int
 ) -> int:
-    err, value = driver.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(func, block, smem, flags)
+    err, value = driver.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+        _func(func), block, smem, flags
+    )
     if not err:
         n[0] = value
     return int(err)
@@ -869,7 +905,9 @@ def cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
 def cuOccupancyMaxPotentialBlockSize(
     min_grid: Any, block: Any, func: int, callback: int, smem: int, limit: int
 ) -> int:
-    err, grid, size = driver.cuOccupancyMaxPotentialBlockSize(func, callback or None, smem, limit)
+    err, grid, size = driver.cuOccupancyMaxPotentialBlockSize(
+        _func(func), callback or None, smem, limit
+    )
     if not err:
         min_grid[0] = grid
         block[0] = size

@@ -139,3 +139,36 @@ def test_cricket_run_names_a_command_it_cannot_start(server: Server) -> None:
     done = cricket_run(server, "--", "/nonexistent/program")
     assert done.returncode != 0
     assert "/nonexistent/program" in done.stderr
+
+
+def test_a_kernel_of_a_library_launches_as_a_function_and_memory_pools_read_as_absent(
+    server: Server,
+) -> None:
+    """cuda.core's way: cuLibraryLoadData, cuLibraryGetKernel, then the CUkernel given where a
+    CUfunction goes (launch, parameter info). Memory pools, not remoted, read as unsupported so
+    that cuda.core allocates with cuMemAlloc."""
+    script = textwrap.dedent(
+        f"""
+        import ctypes
+        import numpy as np
+        from cuda.bindings import driver as cuda
+        cuda.cuInit(0)
+        err, dev = cuda.cuDeviceGet(0)
+        err, ctx = cuda.cuDevicePrimaryCtxRetain(dev)
+        cuda.cuCtxSetCurrent(ctx)
+        pools = cuda.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED
+        print("pools", cuda.cuDeviceGetAttribute(pools, dev)[1])
+        err, lib = cuda.cuLibraryLoadData(open({str(CUBIN)!r}, "rb").read(), [], [], 0, [], [], 0)
+        err, kernel = cuda.cuLibraryGetKernel(lib, b"fill_u32")
+        print("params", cuda.cuFuncGetParamInfo(cuda.CUfunction(int(kernel)), 2)[1:])
+        err, p = cuda.cuMemAlloc(64)
+        args = ((p, 9, 16), (None, ctypes.c_uint, ctypes.c_ulonglong))
+        print(cuda.cuLaunchKernel(cuda.CUfunction(int(kernel)), 1, 1, 1, 16, 1, 1, 0, 0, args, 0)[0].name)
+        out = np.zeros(16, dtype=np.uint32)
+        cuda.cuMemcpyDtoH(out, p, 64)
+        print("filled", int(out.sum()))
+        """
+    )
+    done = cricket_run(server, "--", sys.executable, "-c", script)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["pools 0", "params (16, 8)", "CUDA_SUCCESS", "filled 144"]
