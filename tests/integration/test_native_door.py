@@ -172,3 +172,47 @@ def test_a_kernel_of_a_library_launches_as_a_function_and_memory_pools_read_as_a
     done = cricket_run(server, "--", sys.executable, "-c", script)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["pools 0", "params (16, 8)", "CUDA_SUCCESS", "filled 144"]
+
+
+CUDA_CORE_PROGRAM = textwrap.dedent(
+    r"""
+    import numpy as np
+    from cuda.core import Buffer, Device, EventOptions, LaunchConfig, Program, ProgramOptions, launch
+
+    code = r'''
+    extern "C" __global__ void saxpy(float a, const float *x, float *y, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) y[i] = a * x[i] + y[i];
+    }'''
+    dev = Device()
+    dev.set_current()
+    stream = dev.create_stream()
+    arch = "".join(str(i) for i in dev.compute_capability)
+    program = Program(code, code_type="c++", options=ProgramOptions(arch=f"sm_{arch}"))
+    kernel = program.compile("cubin").get_kernel("saxpy")
+    n = 4096
+    x = np.arange(n, dtype=np.float32)
+    y = np.ones(n, dtype=np.float32)
+    dx, dy = dev.allocate(x.nbytes, stream=stream), dev.allocate(y.nbytes, stream=stream)
+    dx.copy_from(Buffer.from_handle(x.ctypes.data, x.nbytes), stream=stream)
+    dy.copy_from(Buffer.from_handle(y.ctypes.data, y.nbytes), stream=stream)
+    start = stream.record(options=EventOptions(timing_enabled=True))
+    config = LaunchConfig(grid=(n + 255) // 256, block=256)
+    launch(stream, config, kernel, np.float32(2.0), dx, dy, np.int32(n))
+    end = stream.record(options=EventOptions(timing_enabled=True))
+    out = np.zeros(n, dtype=np.float32)
+    dy.copy_to(Buffer.from_handle(out.ctypes.data, out.nbytes), stream=stream)
+    stream.sync()
+    end.sync()
+    print("elapsed", (end - start) >= 0, "saxpy", bool(np.array_equal(out, 2 * x + 1)))
+    """
+)
+
+
+def test_a_cuda_core_program_runs_unmodified(server: Server) -> None:
+    """Device, Stream, a Program compiled by NVRTC here (the sim runs saxpy from its kernel
+    registry), buffers, copies, a launch (cuLaunchKernelEx with a library's CUkernel), events."""
+    pytest.importorskip("cuda.core")
+    done = cricket_run(server, "--", sys.executable, "-c", CUDA_CORE_PROGRAM)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["elapsed True saxpy True"]
