@@ -10,6 +10,7 @@ from types import ModuleType
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
+from setuptools.dist import Distribution
 
 HERE = Path(__file__).resolve().parent
 
@@ -37,4 +38,11 @@ class BuildWithNative(build_py):
         builder.compile_library(folder, signatures.python_declarations(), source)
 
 
-setup(cmdclass={"build_py": BuildWithNative})
+class WithNativeLibrary(Distribution):
+    """The wheel holds a library for one Python and platform: it is tagged so."""
+
+    def has_ext_modules(self) -> bool:
+        return True
+
+
+setup(cmdclass={"build_py": BuildWithNative}, distclass=WithNativeLibrary)
