@@ -143,7 +143,7 @@ def start() -> None:
 
 # -- cuGetProcAddress and what is not remoted ----------------------------------------------
 
-_addresses: dict[tuple[bytes, int], tuple[int, int]] = {}
+_addresses: dict[tuple[bytes, int, int], tuple[int, int]] = {}
 _stub_names: list[str] = []
 _stub_index: dict[str, int] = {}
 
@@ -160,13 +160,13 @@ def _stub_for(name: str) -> int:
 
 
 @ffi.def_extern(name="py_proc_address", error=0)
-def _proc_address(symbol: Any, version: int, status: Any) -> int:
+def _proc_address(symbol: Any, version: int, flags: int, status: Any) -> int:
     raw = ffi.string(symbol)
-    key = (raw, version)
+    key = (raw, version, flags)
     found = _addresses.get(key)
     if found is None:
         name = raw.decode(errors="replace")
-        chosen = select_symbol(name, version)
+        chosen = select_symbol(name, version, flags)
         if chosen is not None:
             found = (int(lib.cricket_symbol(chosen.encode())), 0)
         else:
@@ -175,7 +175,7 @@ def _proc_address(symbol: Any, version: int, status: Any) -> int:
             known = name in DRIVER_NAMES
             found = (_stub_for(name), 0 if known else SYMBOL_NOT_FOUND)
         if _TRACE:
-            log.warning("cuGetProcAddress(%s, %d) -> %s", name, version, chosen or "stub")
+            log.warning("cuGetProcAddress(%s, %d, %d) -> %s", name, version, flags, chosen or "stub")
         _addresses[key] = found
     status[0] = found[1]
     return found[0]

@@ -193,16 +193,6 @@ def _build_variants() -> None:
 _build_variants()
 
 
-def select_symbol(name: str, cuda_version: int) -> str | None:
-    """The exported symbol cuGetProcAddress hands out for (name, version), or None where the
-    name is not remoted (or only an older ABI of it is asked for)."""
-    chosen = None
-    for since, symbol in VARIANTS.get(name, ()):
-        if since <= cuda_version:
-            chosen = symbol
-    return chosen
-
-
 def _params(params: str) -> list[tuple[str, str]]:
     """[(C type, name)] of a parameter list."""
     out = []
@@ -211,6 +201,42 @@ def _params(params: str) -> list[tuple[str, str]]:
         assert match is not None, param
         out.append((match.group(1).replace(" *", "*").replace("* ", "*"), match.group(2)))
     return out
+
+
+PER_THREAD_FLAG = 2  # CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
+CU_STREAM_PER_THREAD = 2
+
+
+def _stream_param(params: str) -> str | None:
+    for ctype, name in _params(params):
+        if ctype == "CUstream":
+            return name
+    return None
+
+
+# Per-thread default stream forms (what `--default-stream per-thread` code calls, and what
+# cuGetProcAddress hands out with the per-thread flag): `_ptsz` where the call takes a stream
+# (stream 0 then means the calling thread's default stream), `_ptds` for the synchronous copies
+# and memsets (the same calls here: they wait for the copy either way).
+PER_THREAD: dict[str, str] = {}
+for _symbol, _params_text in ENTRIES:
+    if _stream_param(_params_text) is not None or _symbol == "cuLaunchKernelEx":
+        if _symbol not in ("cuStreamDestroy_v2", "cuStreamCreate", "cuStreamCreateWithPriority"):
+            PER_THREAD[_symbol] = _symbol + "_ptsz"
+    elif _symbol.startswith(("cuMemcpy", "cuMemsetD")):
+        PER_THREAD[_symbol] = _symbol + "_ptds"
+
+
+def select_symbol(name: str, cuda_version: int, flags: int = 0) -> str | None:
+    """The exported symbol cuGetProcAddress hands out for (name, version, flags), or None where
+    the name is not remoted (or only an older ABI of it is asked for)."""
+    chosen = None
+    for since, symbol in VARIANTS.get(name, ()):
+        if since <= cuda_version:
+            chosen = symbol
+    if chosen is not None and flags & PER_THREAD_FLAG:
+        return PER_THREAD.get(chosen, chosen)
+    return chosen
 
 
 def _python_type(ctype: str) -> str:
@@ -232,7 +258,7 @@ def python_declarations() -> str:
         args = ", ".join(_python_type(t) + " " + n for t, n in _params(params)) or "void"
         lines.append(f'extern "Python" CUresult py_{symbol}({args});')
     lines.append('extern "Python" CUresult py_unsupported(int);')
-    lines.append('extern "Python" uintptr_t py_proc_address(const char *, int, int *);')
+    lines.append('extern "Python" uintptr_t py_proc_address(const char *, int, int, int *);')
     lines.append('extern "Python" void py_after_fork(void);')
     lines.append("void cricket_set_state(int ready, int finalized);")
     lines.append("int cricket_stub_count(void);")
@@ -303,7 +329,7 @@ def c_source(
         args = ", ".join(_python_type(t) + " " + n for t, n in _params(params)) or "void"
         out.append(f"static CUresult py_{symbol}({args});")
     out.insert(-len(ENTRIES), "static CUresult py_unsupported(int);")
-    out.insert(-len(ENTRIES), "static uintptr_t py_proc_address(const char *, int, int *);")
+    out.insert(-len(ENTRIES), "static uintptr_t py_proc_address(const char *, int, int, int *);")
     out.insert(-len(ENTRIES), "static void py_after_fork(void);")
     for symbol, params in ENTRIES:
         parsed = _params(params)
@@ -315,6 +341,22 @@ def c_source(
         out.append(f"    CRICKET_ENTER CUresult r = py_{symbol}({args}); CRICKET_LEAVE(r)")
         out.append("}")
     # unremoted functions: a pool of stubs, each knowing its index (its name, in Python)
+    # per-thread default stream forms: stream 0 becomes CU_STREAM_PER_THREAD
+    for symbol, params in ENTRIES:
+        form = PER_THREAD.get(symbol)
+        if form is None:
+            continue
+        names = [n for _, n in _params(params)]
+        stream = _stream_param(params)
+        out.append(f"EXPORT CUresult {form}({params or 'void'}) {{")
+        if stream is not None:
+            out.append(f"    if (!{stream}) {stream} = (CUstream){CU_STREAM_PER_THREAD};")
+        elif symbol == "cuLaunchKernelEx":
+            out.append("    CUlaunchConfig c;")
+            out.append("    if (config && !config->hStream) {")
+            out.append(f"        c = *config; c.hStream = (CUstream){CU_STREAM_PER_THREAD}; config = &c; }}")
+        out.append(f"    return {symbol}({', '.join(names)});")
+        out.append("}")
     out.append("#define STUB(i) static CUresult cricket_stub_##i(void) { "
                "CRICKET_ENTER CUresult r = py_unsupported(i); CRICKET_LEAVE(r) }")
     out += [f"STUB({i})" for i in range(_STUBS)]
@@ -326,6 +368,7 @@ def c_source(
     out.append("static const struct { const char *name; uintptr_t fn; } cricket_symbols[] = {")
     out += [f'    {{"{s}", (uintptr_t){s}}},' for s, _ in ENTRIES]
     out += [f'    {{"{s}", (uintptr_t){s}}},' for s in C_ONLY]
+    out += [f'    {{"{s}", (uintptr_t){s}}},' for s in PER_THREAD.values()]
     out.append("    {0, 0}};")
     out.append(
         "static uintptr_t cricket_symbol(const char *name) {\n"
@@ -358,7 +401,6 @@ def c_source(
         # cuGetProcAddress: Python picks the symbol (or a named stub) once per (name, version)
         "EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,\n"
         "                                    cuuint64_t flags, int *symbolStatus) {\n"
-        "    (void)flags;\n"
         "    if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;\n"
         "    if (!strcmp(symbol, \"cuGetProcAddress\")) {\n"
         "        *pfn = (void *)(cudaVersion >= 12000 ? (uintptr_t)cuGetProcAddress_v2\n"
@@ -371,7 +413,7 @@ def c_source(
         "        return 0;\n    }\n"
         "    CRICKET_ENTER\n"
         "    int status = 0;\n"
-        "    *pfn = (void *)py_proc_address(symbol, cudaVersion, &status);\n"
+        "    *pfn = (void *)py_proc_address(symbol, cudaVersion, (int)flags, &status);\n"
         "    if (symbolStatus) *symbolStatus = status;\n"
         "    CRICKET_LEAVE(status ? CUDA_ERROR_NOT_FOUND : 0)\n}\n"
         "EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,\n"

@@ -50,6 +50,17 @@ def test_a_driver_program_runs_the_same_through_the_native_library_and_the_pytho
         assert expected in lines
 
 
+def test_per_thread_default_stream_programs_get_the_per_thread_forms(server: Server) -> None:
+    """cuda.bindings asks cuGetProcAddress for the per-thread default stream forms (`_ptsz`,
+    `_ptds`) when told to; the program's results are the same."""
+    env = {"CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM": "1", "CRICKET_NATIVE_TRACE": "1"}
+    done = cricket_run(server, "--", sys.executable, str(PROGRAM), str(CUBIN), env=env)
+    assert done.returncode == 0, done.stderr
+    assert "cuGetProcAddress(cuLaunchKernel, 7000, 2) -> cuLaunchKernel_ptsz" in done.stderr
+    assert "vector_add ok True 10.5" in done.stdout.splitlines()
+    assert "done" in done.stdout.splitlines()
+
+
 def test_the_native_library_never_loads_another_driver(server: Server) -> None:
     script = textwrap.dedent(
         """

@@ -15,6 +15,7 @@ from cricket_client._enums import DRIVER_NAMES
 from cricket_client.native.signatures import (
     C_ONLY,
     ENTRIES,
+    PER_THREAD_FLAG,
     VARIANTS,
     c_declarations,
     select_symbol,
@@ -46,6 +47,23 @@ def test_cuGetProcAddress_hands_out_the_abi_the_version_asks_for(
     name: str, version: int, symbol: str | None
 ) -> None:
     assert select_symbol(name, version) == symbol
+
+
+@pytest.mark.parametrize(
+    ("name", "version", "symbol"),
+    [
+        ("cuLaunchKernel", 7000, "cuLaunchKernel_ptsz"),
+        ("cuMemcpyHtoDAsync", 7000, "cuMemcpyHtoDAsync_v2_ptsz"),
+        ("cuMemcpyHtoD", 7000, "cuMemcpyHtoD_v2_ptds"),
+        ("cuLaunchKernelEx", 11060, "cuLaunchKernelEx_ptsz"),
+        ("cuStreamDestroy", 4000, "cuStreamDestroy_v2"),
+        ("cuCtxSynchronize", 13000, "cuCtxSynchronize_v2"),
+    ],
+)
+def test_the_per_thread_flag_selects_the_per_thread_default_stream_forms(
+    name: str, version: int, symbol: str
+) -> None:
+    assert select_symbol(name, version, PER_THREAD_FLAG) == symbol
 
 
 def test_every_exported_function_is_a_driver_function() -> None:
