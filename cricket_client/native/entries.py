@@ -19,6 +19,7 @@ from typing import Any
 
 from _cricket_libcuda import ffi, lib  # type: ignore[import-not-found]
 
+from cricket_xdr.rpc.errors import RpcError
 from rpc_spec.handles import KIND_SHIFT, HandleKind
 
 from .. import connection as _connection
@@ -26,7 +27,7 @@ from .. import driver
 from .._enums import DRIVER_NAMES
 from .._types import as_int
 from ..connection import get_connection as _conn
-from ..errors import NotSupportedRemotely
+from ..errors import CricketClientError, NotSupportedRemotely
 from ..host_buffers import HostBufferError
 from .signatures import select_symbol
 
@@ -36,6 +37,7 @@ log = logging.getLogger("cricket_client.native")
 
 SUCCESS = 0
 INVALID_VALUE = 1
+NOT_INITIALIZED = 3
 NOT_SUPPORTED = 801
 NOT_FOUND = 500
 UNKNOWN = 999
@@ -69,6 +71,12 @@ def _onerror(name: str) -> Callable[[Any, BaseException, Any], int]:
             code = NOT_SUPPORTED
         elif isinstance(exc, HostBufferError | ValueError | TypeError | OverflowError):
             code = INVALID_VALUE
+        elif isinstance(exc, CricketClientError):  # no server address, HELLO refused
+            code = NOT_INITIALIZED
+            _warn_once(f"session {type(exc).__name__}", f"cricket: {exc}")
+        elif isinstance(exc, RpcError):  # the connection failed or the server refused a call
+            code = UNKNOWN
+            _warn_once(f"rpc {type(exc).__name__}", f"cricket: {name}: {exc}")
         else:
             code = UNKNOWN
             log.error("%s failed in the client", name, exc_info=(kind, exc, tb))

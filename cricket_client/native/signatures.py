@@ -288,11 +288,13 @@ def c_source(
     out = [
         "#include <dlfcn.h>",
         "#include <pthread.h>",
+        "#include <stdio.h>",
         "#include <string.h>",
         "#include <stdint.h>",
         C_TYPES,
         "#define EXPORT __attribute__((visibility(\"default\")))",
         "#define CUDA_ERROR_INVALID_VALUE 1",
+        "#define CUDA_ERROR_NOT_INITIALIZED 3",
         "#define CUDA_ERROR_DEINITIALIZED 4",
         "#define CUDA_ERROR_NOT_FOUND 500",
         "static volatile int cricket_ready = 0, cricket_finalized = 0, cricket_forked = 0;",
@@ -309,6 +311,7 @@ def c_source(
         # path) must not see or lose that exception: it is put aside around the call.
         "#define CRICKET_ENTER \\",
         "    if (cricket_finalized) return CUDA_ERROR_DEINITIALIZED; \\",
+        "    if (cricket_other_python) return CUDA_ERROR_NOT_INITIALIZED; \\",
         "    pthread_once(&cricket_atfork_once, cricket_register_atfork); \\",
         "    if (cricket_forked) { cricket_forked = 0; py_after_fork(); } \\",
         "    PyObject *et = NULL, *ev = NULL, *tb = NULL; \\",
@@ -318,12 +321,24 @@ def c_source(
         "    if (held) PyErr_Restore(et, ev, tb); \\",
         "    return r;",
     ]
-    if libpython:
-        out.append(
-            "__attribute__((constructor)) static void cricket_global_python(void) {\n"
-            f'    if (!Py_IsInitialized()) dlopen("{libpython}", RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);\n'
-            "}"
-        )
+    # At load: in a Python of another minor version than the one linked, refuse every call
+    # (naming both); in a program without Python, make the linked libpython global.
+    out.append(
+        "static unsigned long cricket_other_python = 0;\n"
+        "__attribute__((constructor)) static void cricket_loaded(void) {\n"
+        "    const unsigned long *running = (const unsigned long *)dlsym(RTLD_DEFAULT, \"Py_Version\");\n"
+        "    if (running && (*running >> 16) != ((unsigned long)PY_VERSION_HEX >> 16)) {\n"
+        "        cricket_other_python = *running;\n"
+        "        fprintf(stderr, \"cricket: this libcuda.so.1 is built for Python %d.%d, the program \"\n"
+        "                \"runs Python %lu.%lu: build one for it (that python -m \"\n"
+        "                \"cricket_client.native.build); driver calls answer \"\n"
+        "                \"CUDA_ERROR_NOT_INITIALIZED\\n\", PY_MAJOR_VERSION, PY_MINOR_VERSION,\n"
+        "                *running >> 24, (*running >> 16) & 0xff);\n"
+        "        return;\n    }\n"
+        + (f'    if (!Py_IsInitialized()) dlopen("{libpython}", RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);\n'
+           if libpython else "")
+        + "}"
+    )
     # the `extern "Python"` implementations, defined by cffi after this code
     for symbol, params in ENTRIES:
         args = ", ".join(_python_type(t) + " " + n for t, n in _params(params)) or "void"

@@ -227,3 +227,17 @@ def test_a_cuda_core_program_runs_unmodified(server: Server) -> None:
     done = cricket_run(server, "--", sys.executable, "-c", CUDA_CORE_PROGRAM)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["elapsed True saxpy True"]
+
+
+def test_without_a_server_address_cuInit_answers_not_initialized_and_says_why() -> None:
+    from cricket_client.native import native_environment
+
+    env = native_environment()
+    env.pop("REMOTE_GPU_ADDRESS", None)
+    script = "from cuda.bindings import driver as cuda; print(cuda.cuInit(0)[0].name)"
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=RUN_LIMIT, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "CUDA_ERROR_NOT_INITIALIZED"
+    assert "REMOTE_GPU_ADDRESS" in done.stderr
