@@ -29,6 +29,7 @@ from .._types import as_int
 from ..connection import get_connection as _conn
 from ..errors import CricketClientError, NotSupportedRemotely
 from ..host_buffers import HostBufferError
+from ..runtime_host import PINNED
 from .signatures import select_symbol
 
 __all__ = ["start"]
@@ -303,6 +304,17 @@ def cuDeviceGetName(name: Any, length: int, dev: int) -> int:
 @_entry
 def cuDeviceGetPCIBusId(bus_id: Any, length: int, dev: int) -> int:
     return _text_out("CU_DEVICE_GET_PCI_BUS_ID", bus_id, length, dev)
+
+
+@_entry
+def cuDeviceComputeCapability(major: Any, minor: Any, dev: int) -> int:
+    conn = _conn()
+    err, hi = conn.call("CU_DEVICE_GET_ATTRIBUTE", 75, dev)  # COMPUTE_CAPABILITY_MAJOR
+    if not err:
+        err, lo = conn.call("CU_DEVICE_GET_ATTRIBUTE", 76, dev)
+    if not err:
+        major[0], minor[0] = hi, lo
+    return err  # type: ignore[no-any-return]
 
 
 @_entry
@@ -593,6 +605,58 @@ def cuMemFreeAsync(dptr: int, stream: int) -> int:
     return _err(driver.cuMemFreeAsync(dptr, stream))
 
 
+# -- page-locked host memory: the client's own (what pinned means remotely: runtime_host) ------
+
+HOST_ALLOC_DEVICEMAP = 0x02  # CU_MEMHOSTALLOC_DEVICEMAP, CU_MEMHOSTREGISTER_DEVICEMAP
+HOST_REGISTER_IOMEMORY = 0x04
+HOST_MEMORY_ALREADY_REGISTERED = 712
+HOST_MEMORY_NOT_REGISTERED = 713
+_registered: dict[int, int] = {}  # host address -> bytes, registered with cuMemHostRegister
+
+
+def _host_alloc(pp: int, size: int, flags: int, call: str) -> int:
+    if not pp or size == 0:
+        return INVALID_VALUE
+    if flags & HOST_ALLOC_DEVICEMAP:
+        raise NotSupportedRemotely(f"{call}: mapped host memory (DEVICEMAP) cannot reach a remote GPU")
+    ffi.cast("uintptr_t *", pp)[0] = PINNED.alloc(size).address
+    return SUCCESS
+
+
+@_entry
+def cuMemAllocHost_v2(pp: int, size: int) -> int:
+    return _host_alloc(pp, size, 0, "cuMemAllocHost")
+
+
+@_entry
+def cuMemHostAlloc(pp: int, size: int, flags: int) -> int:
+    return _host_alloc(pp, size, flags, "cuMemHostAlloc")
+
+
+@_entry
+def cuMemFreeHost(p: int) -> int:
+    return SUCCESS if PINNED.free(p) else INVALID_VALUE
+
+
+@_entry
+def cuMemHostRegister_v2(p: int, size: int, flags: int) -> int:
+    if not p or size == 0:
+        return INVALID_VALUE
+    if flags & (HOST_ALLOC_DEVICEMAP | HOST_REGISTER_IOMEMORY):
+        raise NotSupportedRemotely("cuMemHostRegister: DEVICEMAP/IOMEMORY cannot reach a remote GPU")
+    with _lock:
+        if p in _registered:
+            return HOST_MEMORY_ALREADY_REGISTERED
+        _registered[p] = size  # copies from and to it travel as from any host memory
+    return SUCCESS
+
+
+@_entry
+def cuMemHostUnregister(p: int) -> int:
+    with _lock:
+        return SUCCESS if _registered.pop(p, None) is not None else HOST_MEMORY_NOT_REGISTERED
+
+
 # attribute -> (C type written at *data, how the value is read)
 _POINTER_ATTRIBUTES: dict[int, str] = {
     1: "uintptr_t",  # CONTEXT
@@ -821,19 +885,59 @@ def cuLaunchKernelEx(config: Any, f: int, params: int, extra: int) -> int:
 # -- streams and events ---------------------------------------------------------------------
 
 
+# What each stream was made with (flags, priority), for cuStreamGetFlags/GetPriority; the
+# default streams (0, legacy, per-thread) have neither.
+_streams: dict[int, tuple[int, int]] = {0: (0, 0), 1: (0, 0), 2: (0, 0)}
+
+
+def _stream_made(out: Any, err: int, flags: int, priority: int) -> int:
+    if not err:
+        _streams[int(out[0])] = (flags, priority)
+    return err
+
+
 @_entry
 def cuStreamCreate(phStream: Any, flags: int) -> int:
-    return _handle_out(phStream, "CU_STREAM_CREATE", flags)
+    return _stream_made(phStream, _handle_out(phStream, "CU_STREAM_CREATE", flags), flags, 0)
 
 
 @_entry
 def cuStreamCreateWithPriority(phStream: Any, flags: int, priority: int) -> int:
-    return _handle_out(phStream, "CU_STREAM_CREATE_WITH_PRIORITY", flags, priority)
+    err = _handle_out(phStream, "CU_STREAM_CREATE_WITH_PRIORITY", flags, priority)
+    if err:
+        return err
+    failed, least, greatest = _conn().call("CU_CTX_GET_STREAM_PRIORITY_RANGE")
+    if not failed:  # the driver clamps a priority outside the range
+        priority = min(max(priority, greatest), least)
+    return _stream_made(phStream, err, flags, priority)
 
 
 @_entry
 def cuStreamDestroy_v2(stream: int) -> int:
-    return _err(driver.cuStreamDestroy(stream))
+    err = _err(driver.cuStreamDestroy(stream))
+    if not err:
+        _streams.pop(stream, None)
+    return err
+
+
+def _stream_fact(stream: int, out: Any, which: int) -> int:
+    made = _streams.get(stream)
+    if made is None:
+        return _err(driver.cuStreamQuery(stream)) or INVALID_VALUE  # the server names a bad one
+    if out == ffi.NULL:
+        return INVALID_VALUE
+    out[0] = made[which]
+    return SUCCESS
+
+
+@_entry
+def cuStreamGetFlags(stream: int, flags: Any) -> int:
+    return _stream_fact(stream, flags, 0)
+
+
+@_entry
+def cuStreamGetPriority(stream: int, priority: Any) -> int:
+    return _stream_fact(stream, priority, 1)
 
 
 @_entry

@@ -62,6 +62,7 @@ ENTRIES: list[tuple[str, str]] = [
     ("cuDeviceGetUuid", "CUuuid *uuid, CUdevice dev"),
     ("cuDeviceGetUuid_v2", "CUuuid *uuid, CUdevice dev"),
     ("cuDeviceGetPCIBusId", "char *pciBusId, int len, CUdevice dev"),
+    ("cuDeviceComputeCapability", "int *major, int *minor, CUdevice dev"),
     # primary contexts, contexts
     ("cuDevicePrimaryCtxRetain", "CUcontext *pctx, CUdevice dev"),
     ("cuDevicePrimaryCtxRelease_v2", "CUdevice dev"),
@@ -106,6 +107,12 @@ ENTRIES: list[tuple[str, str]] = [
     ("cuMemAllocAsync", "CUdeviceptr *dptr, size_t bytesize, CUstream hStream"),
     ("cuMemFreeAsync", "CUdeviceptr dptr, CUstream hStream"),
     ("cuPointerGetAttribute", "void *data, int attribute, CUdeviceptr ptr"),
+    # page-locked host memory: allocated on the client (cricket_client.runtime_host)
+    ("cuMemAllocHost_v2", "void **pp, size_t bytesize"),
+    ("cuMemHostAlloc", "void **pp, size_t bytesize, unsigned int Flags"),
+    ("cuMemFreeHost", "void *p"),
+    ("cuMemHostRegister_v2", "void *p, size_t bytesize, unsigned int Flags"),
+    ("cuMemHostUnregister", "void *p"),
     # modules, libraries, functions
     ("cuModuleLoadData", "CUmodule *module, const void *image"),
     ("cuModuleLoadDataEx", "CUmodule *module, const void *image, unsigned int numOptions, int *options, void **optionValues"),
@@ -132,6 +139,8 @@ ENTRIES: list[tuple[str, str]] = [
     ("cuStreamSynchronize", "CUstream hStream"),
     ("cuStreamQuery", "CUstream hStream"),
     ("cuStreamWaitEvent", "CUstream hStream, CUevent hEvent, unsigned int Flags"),
+    ("cuStreamGetFlags", "CUstream hStream, unsigned int *flags"),
+    ("cuStreamGetPriority", "CUstream hStream, int *priority"),
     ("cuEventCreate", "CUevent *phEvent, unsigned int Flags"),
     ("cuEventDestroy_v2", "CUevent hEvent"),
     ("cuEventRecord", "CUevent hEvent, CUstream hStream"),
@@ -159,7 +168,8 @@ VARIANTS: dict[str, list[tuple[int, str]]] = {}
 _SINCE = {
     3020: "cuDeviceTotalMem cuCtxCreate cuMemAlloc cuMemAllocPitch cuMemFree cuMemGetInfo "
     "cuMemGetAddressRange cuMemcpyHtoD cuMemcpyDtoH cuMemcpyDtoD cuMemcpyHtoDAsync "
-    "cuMemcpyDtoHAsync cuMemcpyDtoDAsync cuMemsetD8 cuMemsetD16 cuMemsetD32 cuModuleGetGlobal",
+    "cuMemcpyDtoHAsync cuMemcpyDtoDAsync cuMemsetD8 cuMemsetD16 cuMemsetD32 cuModuleGetGlobal "
+    "cuMemAllocHost",
     4000: "cuCtxDestroy cuCtxPushCurrent cuCtxPopCurrent cuStreamDestroy cuEventDestroy",
     11000: "cuDevicePrimaryCtxRelease cuDevicePrimaryCtxReset cuDevicePrimaryCtxSetFlags",
 }
@@ -169,6 +179,7 @@ _LATER = {
     "cuCtxCreate_v3": 11040,
     "cuCtxCreate_v4": 12050,
     "cuEventElapsedTime_v2": 12080,
+    "cuMemHostRegister_v2": 6050,
     "cuCtxGetDevice_v2": 13000,
     "cuCtxSynchronize_v2": 13000,
 }

@@ -241,3 +241,47 @@ def test_without_a_server_address_cuInit_answers_not_initialized_and_says_why() 
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "CUDA_ERROR_NOT_INITIALIZED"
     assert "REMOTE_GPU_ADDRESS" in done.stderr
+
+
+def test_page_locked_host_memory_and_stream_queries(server: Server) -> None:
+    """Pinned host memory is the client's own (what pinned means remotely); copies from and to
+    it work like any host memory. Streams answer the flags and priority they were made with."""
+    script = textwrap.dedent(
+        """
+        import ctypes
+        import numpy as np
+        from cuda.bindings import driver as cuda
+        cuda.cuInit(0)
+        err, dev = cuda.cuDeviceGet(0)
+        err, ctx = cuda.cuDevicePrimaryCtxRetain(dev)
+        cuda.cuCtxSetCurrent(ctx)
+        err, host = cuda.cuMemAllocHost(64)
+        ctypes.memset(host, 5, 64)
+        err, d = cuda.cuMemAlloc(64)
+        err, stream = cuda.cuStreamCreateWithPriority(1, -1)
+        cuda.cuMemcpyHtoDAsync(d, host, 64, stream)
+        back = np.zeros(64, dtype=np.uint8)
+        print("register", cuda.cuMemHostRegister(back.ctypes.data, 64, 0)[0].name)
+        cuda.cuMemcpyDtoHAsync(back.ctypes.data, d, 64, stream)
+        cuda.cuStreamSynchronize(stream)
+        print("copied", int(back.sum()))
+        print("unregister", cuda.cuMemHostUnregister(back.ctypes.data)[0].name,
+              cuda.cuMemHostUnregister(back.ctypes.data)[0].name)
+        print("mapped", cuda.cuMemHostAlloc(64, 2)[0].name)
+        print("free", cuda.cuMemFreeHost(host)[0].name)
+        print("flags", cuda.cuStreamGetFlags(stream)[1], "priority", cuda.cuStreamGetPriority(stream)[1])
+        print("cc", cuda.cuDeviceComputeCapability(dev)[1:])
+        """
+    )
+    done = cricket_run(server, "--", sys.executable, "-c", script)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[:5] == [
+        "register CUDA_SUCCESS",
+        "copied 320",
+        "unregister CUDA_SUCCESS CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
+        "mapped CUDA_ERROR_NOT_SUPPORTED",
+        "free CUDA_SUCCESS",
+    ]
+    assert lines[5].startswith("flags 1 priority ")
+    assert lines[6] == "cc (9, 0)"
