@@ -285,3 +285,45 @@ def test_page_locked_host_memory_and_stream_queries(server: Server) -> None:
     ]
     assert lines[5].startswith("flags 1 priority ")
     assert lines[6] == "cc (9, 0)"
+
+
+def test_python_threads_calling_with_the_gil_released(server: Server) -> None:
+    """cuda.bindings releases the GIL around each driver call; the library takes it back. Eight
+    threads, each with its own memory, no deadlock and no lost or mixed-up call."""
+    script = textwrap.dedent(
+        """
+        import threading
+        import numpy as np
+        from cuda.bindings import driver as cuda
+        cuda.cuInit(0)
+        err, dev = cuda.cuDeviceGet(0)
+        err, ctx = cuda.cuDevicePrimaryCtxRetain(dev)
+        attr = cuda.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+        bad = []
+
+        def work(k):
+            cuda.cuCtxSetCurrent(ctx)
+            err, d = cuda.cuMemAlloc(256)
+            mine = np.full(64, k, dtype=np.uint32)
+            for i in range(100):
+                if cuda.cuDeviceGetAttribute(attr, dev)[1] <= 0:
+                    bad.append((k, i, "attribute"))
+                if i % 10 == 0:
+                    cuda.cuMemcpyHtoD(d, mine, 256)
+                    back = np.zeros(64, dtype=np.uint32)
+                    cuda.cuMemcpyDtoH(back, d, 256)
+                    if not (back == k).all():
+                        bad.append((k, i, "copy"))
+            cuda.cuMemFree(d)
+
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        print("alive", sum(t.is_alive() for t in threads), "bad", bad)
+        """
+    )
+    done = cricket_run(server, "--", sys.executable, "-c", script)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "alive 0 bad []"
