@@ -26,9 +26,15 @@ SONAME = "libcuda.so.1"
 # program, or one the library starts in any other program.
 INIT_CODE = """
 import os, site, sys
+_was = os.environ.pop("CRICKET_NATIVE_PYTHONPATH", None)
+if _was is not None:  # PYTHONPATH as the program had it (see signatures.c_source)
+    if os.environ.pop("CRICKET_NATIVE_PYTHONPATH_UNSET", None):
+        os.environ.pop("PYTHONPATH", None)
+    else:
+        os.environ["PYTHONPATH"] = _was
 for _path in os.environ.get("CRICKET_NATIVE_PATH", "").split(os.pathsep):
-    if _path and _path not in sys.path:
-        site.addsitedir(_path)
+    if _path:
+        site.addsitedir(_path)  # its .pth files too (editable installs), even if on sys.path
 from cricket_client.native import entries
 entries.start()
 """

@@ -300,6 +300,7 @@ def c_source(
         "#include <dlfcn.h>",
         "#include <pthread.h>",
         "#include <stdio.h>",
+        "#include <stdlib.h>",
         "#include <string.h>",
         "#include <stdint.h>",
         C_TYPES,
@@ -346,8 +347,22 @@ def c_source(
         "                \"CUDA_ERROR_NOT_INITIALIZED\\n\", PY_MAJOR_VERSION, PY_MINOR_VERSION,\n"
         "                *running >> 24, (*running >> 16) & 0xff);\n"
         "        return;\n    }\n"
-        + (f'    if (!Py_IsInitialized()) dlopen("{libpython}", RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);\n'
-           if libpython else "")
+        + "    if (Py_IsInitialized()) return;\n"
+        + (f'    dlopen("{libpython}", RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);\n' if libpython else "")
+        # The interpreter it starts must find cffi's backend (imported before any init code
+        # runs) where the client is installed: CRICKET_NATIVE_PATH goes first on PYTHONPATH
+        # until the init code puts PYTHONPATH back (programs it starts see it unchanged).
+        + "    const char *extra = getenv(\"CRICKET_NATIVE_PATH\");\n"
+        "    if (!extra || !*extra) return;\n"
+        "    const char *old = getenv(\"PYTHONPATH\");\n"
+        "    size_t n = strlen(extra) + (old ? strlen(old) : 0) + 2;\n"
+        "    char *both = malloc(n);\n"
+        "    if (!both) return;\n"
+        "    snprintf(both, n, old && *old ? \"%s:%s\" : \"%s\", extra, old ? old : \"\");\n"
+        "    setenv(\"CRICKET_NATIVE_PYTHONPATH\", old ? old : \"\", 1);\n"
+        "    if (!old) setenv(\"CRICKET_NATIVE_PYTHONPATH_UNSET\", \"1\", 1);\n"
+        "    setenv(\"PYTHONPATH\", both, 1);\n"
+        "    free(both);\n"
         + "}"
     )
     # the `extern "Python"` implementations, defined by cffi after this code

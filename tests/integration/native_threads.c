@@ -107,6 +107,9 @@ int main(int argc, char **argv) {
 
     CUdevice dev;
     CHECK(cuInit(0));
+    /* the library's interpreter has started: the program's environment is as it was */
+    const char *pythonpath = getenv("PYTHONPATH");
+    printf("PYTHONPATH %s\n", pythonpath ? pythonpath : "(unset)");
     CHECK(cuDeviceGet(&dev, 0));
     CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
     CHECK(cuCtxSetCurrent(ctx));

@@ -79,7 +79,9 @@ def test_the_native_library_never_loads_another_driver(server: Server) -> None:
 def test_a_c_program_with_kernels_threads_and_fork(server: Server, tmp_path: Path) -> None:
     """A C program (its own declarations, dlopen("libcuda.so.1")): kernelParams and `extra`
     launches, events, 8 pthreads x 200 calls, an unsupported function, and a forked child
-    whose calls leave the parent's session intact."""
+    whose calls leave the parent's session intact. The interpreter the library starts finds
+    the client (and cffi's backend) where it is installed, and leaves the program's
+    PYTHONPATH as it was."""
     binary = tmp_path / "native_threads"
     subprocess.run(
         ["gcc", "-O1", "-Wall", "-o", str(binary), str(HERE / "native_threads.c"), "-ldl", "-lpthread"],
@@ -88,6 +90,7 @@ def test_a_c_program_with_kernels_threads_and_fork(server: Server, tmp_path: Pat
     done = cricket_run(server, "--", str(binary), str(CUBIN))
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines() == [
+        f"PYTHONPATH {os.environ.get('PYTHONPATH', '(unset)')}",
         "kernelParams ok",
         "extra ok",
         "threads ok (200 calls each)",
