@@ -142,6 +142,27 @@ def test_the_driver_program_through_both_doors_on_the_gpu(server: Server) -> Non
     assert native.stdout == python.stdout
 
 
+def test_a_c_program_with_kernels_threads_and_fork_on_the_gpu(server: Server, tmp_path: Path) -> None:
+    """The integration test's C program (its own declarations, dlopen("libcuda.so.1"),
+    kernelParams and `extra` launches, events, 8 pthreads, fork) on the real GPU."""
+    source = ROOT / "tests" / "integration" / "native_threads.c"
+    binary = tmp_path / "native_threads"
+    subprocess.run(["gcc", "-O1", "-o", str(binary), str(source), "-ldl", "-lpthread"],
+                   check=True, timeout=LIMIT)
+    cubin = ROOT / "tests" / "kernels" / "test_kernels.sm_90.cubin"
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    done = subprocess.run(
+        [sys.executable, "-m", "cricket_client.run", "--server", server.address, "--",
+         str(binary), str(cubin)],
+        capture_output=True, text=True, timeout=RUN_LIMIT, env=env, cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    for expected in ("kernelParams ok", "extra ok", "threads ok (200 calls each)",
+                     "unsupported 801", "child ok", "parent after fork ok"):
+        assert expected in lines, done.stdout + done.stderr
+
+
 @pytest.mark.parametrize("framework", ["cupy", "torch"])
 def test_how_far_a_runtime_linked_framework_gets(server: Server, framework: str) -> None:
     """A report, not a requirement: the steps passed and the first failing call."""
