@@ -35,7 +35,15 @@ class BuildWithNative(build_py):
         tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
         folder = Path(self.build_lib) / "cricket_client" / "native" / "_lib" / tag
         source = signatures.c_source(*builder.source_facts(enums))
-        builder.compile_library(folder, signatures.python_declarations(), source)
+        try:
+            builder.compile_library(folder, signatures.python_declarations(), source)
+        except Exception as exc:  # the Python-only client installs and works without it
+            print(
+                f"warning: the native libcuda.so.1 was not built ({exc}); it needs gcc and the "
+                "Python headers (Debian: python3-dev). `cricket-run -- COMMAND` builds it on "
+                "first use once they are there.",
+                file=sys.stderr,
+            )
 
 
 class WithNativeLibrary(Distribution):
