@@ -180,9 +180,11 @@ def _proc_address(symbol: Any, version: int, flags: int, status: Any) -> int:
             found = (int(lib.cricket_symbol(chosen.encode())), 0)
         else:
             # Never NULL: a caller that ignores the status gets a function that answers
-            # CUDA_ERROR_NOT_SUPPORTED naming itself.
+            # CUDA_ERROR_NOT_SUPPORTED naming itself (the one exported by that name, else one
+            # of the pool).
             known = name in DRIVER_NAMES
-            found = (_stub_for(name), 0 if known else SYMBOL_NOT_FOUND)
+            named = int(lib.cricket_symbol(raw)) if known else 0
+            found = (named or _stub_for(name), 0 if known else SYMBOL_NOT_FOUND)
         if _TRACE:
             log.warning("cuGetProcAddress(%s, %d, %d) -> %s", name, version, flags, chosen or "stub")
         _addresses[key] = found
@@ -195,6 +197,15 @@ def _unsupported(index: int) -> int:
     names = _stub_names[index] if index < len(_stub_names) else "a driver function"
     message = f"{names} is not supported remotely by Cricket (native libcuda)"
     _warn_once(names, message)
+    _local_error(message)
+    return NOT_SUPPORTED
+
+
+@ffi.def_extern(name="py_unsupported_name", error=NOT_SUPPORTED)
+def _unsupported_name(name: Any) -> int:
+    text = ffi.string(name).decode()
+    message = f"{text} is not supported remotely by Cricket (native libcuda)"
+    _warn_once(text, message)
     _local_error(message)
     return NOT_SUPPORTED
 
@@ -731,11 +742,20 @@ def _name(name: Any) -> str:
     return ffi.string(name).decode(errors="replace")  # type: ignore[no-any-return]
 
 
+_names: dict[int, Any] = {}  # function or kernel handle -> its name (a C string kept alive)
+
+
+def _named(out: Any, err: int, name: Any) -> int:
+    if not err:
+        _names[int(out[0])] = ffi.new("char[]", ffi.string(name))
+    return err
+
+
 @_entry
 def cuModuleGetFunction(hfunc: Any, hmod: int, name: Any) -> int:
     if name == ffi.NULL:
         return INVALID_VALUE
-    return _handle_out(hfunc, "CU_MODULE_GET_FUNCTION", hmod, _name(name))
+    return _named(hfunc, _handle_out(hfunc, "CU_MODULE_GET_FUNCTION", hmod, _name(name)), name)
 
 
 @_entry
@@ -778,7 +798,7 @@ def cuLibraryUnload(library: int) -> int:
 def cuLibraryGetKernel(kernel: Any, library: int, name: Any) -> int:
     if name == ffi.NULL:
         return INVALID_VALUE
-    return _handle_out(kernel, "CU_LIBRARY_GET_KERNEL", library, _name(name))
+    return _named(kernel, _handle_out(kernel, "CU_LIBRARY_GET_KERNEL", library, _name(name)), name)
 
 
 @_entry
@@ -829,6 +849,69 @@ def cuFuncGetParamInfo(func: int, index: int, offset: Any, size: Any) -> int:
         if size != ffi.NULL:
             size[0] = length
     return int(err)
+
+
+@_entry
+def cuFuncGetParamCount(func: int, count: Any) -> int:
+    err, layout = _conn().param_layout(_func(func))
+    if not err:
+        count[0] = len(layout)
+    return err
+
+
+def _name_of(out: Any, handle: int) -> int:
+    name = _names.get(handle)
+    if name is None:
+        raise NotSupportedRemotely(f"the name of {handle:#x} (made before this library was loaded)")
+    out[0] = name
+    return SUCCESS
+
+
+@_entry
+def cuFuncGetName(name: Any, func: int) -> int:
+    return _name_of(name, func)
+
+
+@_entry
+def cuFuncIsLoaded(state: Any, func: int) -> int:
+    state[0] = 1  # CU_FUNCTION_LOADING_STATE_LOADED: the server loads modules eagerly
+    return SUCCESS
+
+
+@_entry
+def cuFuncLoad(func: int) -> int:
+    return SUCCESS
+
+
+# cuKernel*: the kernel's function in the current context (`dev` is the current context's)
+@_entry
+def cuKernelGetAttribute(pi: Any, attrib: int, kernel: int, dev: int) -> int:
+    return cuFuncGetAttribute(pi, attrib, kernel)
+
+
+@_entry
+def cuKernelSetAttribute(attrib: int, value: int, kernel: int, dev: int) -> int:
+    return cuFuncSetAttribute(kernel, attrib, value)
+
+
+@_entry
+def cuKernelSetCacheConfig(kernel: int, config: int, dev: int) -> int:
+    return cuFuncSetCacheConfig(kernel, config)
+
+
+@_entry
+def cuKernelGetParamInfo(kernel: int, index: int, offset: Any, size: Any) -> int:
+    return cuFuncGetParamInfo(kernel, index, offset, size)
+
+
+@_entry
+def cuKernelGetParamCount(kernel: int, count: Any) -> int:
+    return cuFuncGetParamCount(kernel, count)
+
+
+@_entry
+def cuKernelGetName(name: Any, kernel: int) -> int:
+    return _name_of(name, kernel)
 
 
 # -- launches -------------------------------------------------------------------------------

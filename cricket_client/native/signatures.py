@@ -9,6 +9,7 @@ Python implementation (cricket_client.native.entries) with handles and host poin
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 __all__ = [
     "ENTRIES",
@@ -128,6 +129,16 @@ ENTRIES: list[tuple[str, str]] = [
     ("cuFuncSetAttribute", "CUfunction hfunc, int attrib, int value"),
     ("cuFuncSetCacheConfig", "CUfunction hfunc, int config"),
     ("cuFuncGetParamInfo", "CUfunction func, size_t paramIndex, size_t *paramOffset, size_t *paramSize"),
+    ("cuFuncGetParamCount", "CUfunction func, size_t *paramCount"),
+    ("cuFuncGetName", "const char **name, CUfunction hfunc"),
+    ("cuFuncIsLoaded", "int *state, CUfunction function"),
+    ("cuFuncLoad", "CUfunction function"),
+    ("cuKernelGetAttribute", "int *pi, int attrib, CUkernel kernel, CUdevice dev"),
+    ("cuKernelSetAttribute", "int attrib, int val, CUkernel kernel, CUdevice dev"),
+    ("cuKernelSetCacheConfig", "CUkernel kernel, int config, CUdevice dev"),
+    ("cuKernelGetParamInfo", "CUkernel kernel, size_t paramIndex, size_t *paramOffset, size_t *paramSize"),
+    ("cuKernelGetParamCount", "CUkernel kernel, size_t *paramCount"),
+    ("cuKernelGetName", "const char **name, CUkernel hfunc"),
     # launches
     ("cuLaunchKernel", "CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra"),
     ("cuLaunchKernelEx", "const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra"),
@@ -161,6 +172,16 @@ C_ONLY = {
     "cuGetProcAddress": "const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags",
     "cuGetProcAddress_v2": "const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags, int *symbolStatus",
 }
+
+# Names the CUDA headers map to a `_v2` symbol, for functions not remoted: exported as stubs too.
+_V2_IN_HEADERS = ["cuMemcpy2D", "cuMemcpy2DUnaligned", "cuMemcpy3D", "cuMemcpyHtoA", "cuMemcpyAtoH", "cuMemcpyDtoA", "cuMemcpyAtoD", "cuMemcpyAtoA", "cuMemcpyHtoAAsync", "cuMemcpyAtoHAsync", "cuMemcpy2DAsync", "cuMemcpy3DAsync", "cuMemsetD2D8", "cuMemsetD2D16", "cuMemsetD2D32", "cuMemHostGetDevicePointer", "cuArrayCreate", "cuArrayGetDescriptor", "cuArray3DCreate", "cuArray3DGetDescriptor", "cuTexRefSetAddress", "cuTexRefGetAddress", "cuGraphicsResourceGetMappedPointer", "cuLinkCreate", "cuLinkAddData", "cuLinkAddFile", "cuIpcOpenMemHandle", "cuStreamBeginCapture", "cuGraphExecUpdate", "cuStreamGetCaptureInfo", "cuStreamUpdateCaptureDependencies", "cuGraphInstantiate", "cuEventRecordWithFlags", "cuStreamWaitValue32", "cuStreamWaitValue64", "cuStreamWriteValue32", "cuStreamWriteValue64", "cuStreamBatchMemOp"]
+
+
+def _driver_symbols() -> list[str]:
+    path = Path(__file__).with_name("driver_symbols.txt")
+    names = [line.strip() for line in path.read_text().splitlines()]
+    return [n for n in names if n and not n.startswith("#")]
+
 
 # cuGetProcAddress: the CUDA version from which each ABI variant of a name is the one handed out
 # (below the first version listed, the name's old ABI is asked for, which is not exported).
@@ -262,6 +283,14 @@ def _python_type(ctype: str) -> str:
     return ctype.replace("*", " *")
 
 
+def stub_symbols() -> list[str]:
+    """Driver functions exported by name that answer CUDA_ERROR_NOT_SUPPORTED naming themselves
+    (what the library does not remote, for programs that dlsym or link by name)."""
+    exported = {s for s, _ in ENTRIES} | set(C_ONLY) | set(PER_THREAD.values())
+    names = set(_driver_symbols()) | {f"{n}_v2" for n in _V2_IN_HEADERS}
+    return sorted(names - exported)
+
+
 def python_declarations() -> str:
     """cffi cdef text: the types and one `extern "Python"` implementation per entry."""
     lines = [C_TYPES]
@@ -269,6 +298,7 @@ def python_declarations() -> str:
         args = ", ".join(_python_type(t) + " " + n for t, n in _params(params)) or "void"
         lines.append(f'extern "Python" CUresult py_{symbol}({args});')
     lines.append('extern "Python" CUresult py_unsupported(int);')
+    lines.append('extern "Python" CUresult py_unsupported_name(const char *);')
     lines.append('extern "Python" uintptr_t py_proc_address(const char *, int, int, int *);')
     lines.append('extern "Python" void py_after_fork(void);')
     lines.append("void cricket_set_state(int ready, int finalized);")
@@ -370,6 +400,7 @@ def c_source(
         args = ", ".join(_python_type(t) + " " + n for t, n in _params(params)) or "void"
         out.append(f"static CUresult py_{symbol}({args});")
     out.insert(-len(ENTRIES), "static CUresult py_unsupported(int);")
+    out.insert(-len(ENTRIES), "static CUresult py_unsupported_name(const char *);")
     out.insert(-len(ENTRIES), "static uintptr_t py_proc_address(const char *, int, int, int *);")
     out.insert(-len(ENTRIES), "static void py_after_fork(void);")
     for symbol, params in ENTRIES:
@@ -398,6 +429,12 @@ def c_source(
             out.append(f"        c = *config; c.hStream = (CUstream){CU_STREAM_PER_THREAD}; config = &c; }}")
         out.append(f"    return {symbol}({', '.join(names)});")
         out.append("}")
+    # driver functions not remoted, exported by name
+    for name in stub_symbols():
+        out.append(
+            f"EXPORT CUresult {name}(void) {{ CRICKET_ENTER "
+            f'CUresult r = py_unsupported_name("{name}"); CRICKET_LEAVE(r) }}'
+        )
     out.append("#define STUB(i) static CUresult cricket_stub_##i(void) { "
                "CRICKET_ENTER CUresult r = py_unsupported(i); CRICKET_LEAVE(r) }")
     out += [f"STUB({i})" for i in range(_STUBS)]
@@ -410,6 +447,7 @@ def c_source(
     out += [f'    {{"{s}", (uintptr_t){s}}},' for s, _ in ENTRIES]
     out += [f'    {{"{s}", (uintptr_t){s}}},' for s in C_ONLY]
     out += [f'    {{"{s}", (uintptr_t){s}}},' for s in PER_THREAD.values()]
+    out += [f'    {{"{s}", (uintptr_t){s}}},' for s in stub_symbols()]
     out.append("    {0, 0}};")
     out.append(
         "static uintptr_t cricket_symbol(const char *name) {\n"

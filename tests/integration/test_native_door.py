@@ -159,7 +159,7 @@ def test_a_kernel_of_a_library_launches_as_a_function_and_memory_pools_read_as_a
     server: Server,
 ) -> None:
     """cuda.core's way: cuLibraryLoadData, cuLibraryGetKernel, then the CUkernel given where a
-    CUfunction goes (launch, parameter info). Memory pools, not remoted, read as unsupported so
+    CUfunction goes (launch, parameter info) and asked about (cuKernelGet*). Memory pools, not remoted, read as unsupported so
     that cuda.core allocates with cuMemAlloc."""
     script = textwrap.dedent(
         f"""
@@ -175,6 +175,9 @@ def test_a_kernel_of_a_library_launches_as_a_function_and_memory_pools_read_as_a
         err, lib = cuda.cuLibraryLoadData(open({str(CUBIN)!r}, "rb").read(), [], [], 0, [], [], 0)
         err, kernel = cuda.cuLibraryGetKernel(lib, b"fill_u32")
         print("params", cuda.cuFuncGetParamInfo(cuda.CUfunction(int(kernel)), 2)[1:])
+        print("kernel", cuda.cuKernelGetName(kernel)[1], cuda.cuKernelGetParamCount(kernel)[1])
+        limit = cuda.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+        print("attribute > 0", cuda.cuKernelGetAttribute(limit, kernel, dev)[1] > 0)
         err, p = cuda.cuMemAlloc(64)
         args = ((p, 9, 16), (None, ctypes.c_uint, ctypes.c_ulonglong))
         print(cuda.cuLaunchKernel(cuda.CUfunction(int(kernel)), 1, 1, 1, 16, 1, 1, 0, 0, args, 0)[0].name)
@@ -185,7 +188,14 @@ def test_a_kernel_of_a_library_launches_as_a_function_and_memory_pools_read_as_a
     )
     done = cricket_run(server, "--", sys.executable, "-c", script)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["pools 0", "params (16, 8)", "CUDA_SUCCESS", "filled 144"]
+    assert done.stdout.splitlines() == [
+        "pools 0",
+        "params (16, 8)",
+        "kernel b'fill_u32' 3",
+        "attribute > 0 True",
+        "CUDA_SUCCESS",
+        "filled 144",
+    ]
 
 
 CUDA_CORE_PROGRAM = textwrap.dedent(

@@ -15,10 +15,12 @@ from cricket_client._enums import DRIVER_NAMES
 from cricket_client.native.signatures import (
     C_ONLY,
     ENTRIES,
+    PER_THREAD,
     PER_THREAD_FLAG,
     VARIANTS,
     c_declarations,
     select_symbol,
+    stub_symbols,
 )
 
 ENTRIES_PY = Path(__file__).resolve().parents[2] / "cricket_client" / "native" / "entries.py"
@@ -87,3 +89,13 @@ def test_the_declarations_are_valid_c(tmp_path: Path) -> None:
     header = tmp_path / "cricket_cuda.h"
     header.write_text("#include <stddef.h>\n" + c_declarations() + "\n")
     subprocess.run(["gcc", "-fsyntax-only", "-Wall", "-Werror", str(header)], check=True, timeout=60)
+
+
+def test_every_driver_function_not_remoted_is_exported_by_name_as_a_stub() -> None:
+    """Programs that dlsym by name (numba's ctypes binding) or link against libcuda find every
+    driver function; the ones not remoted answer CUDA_ERROR_NOT_SUPPORTED."""
+    stubs = set(stub_symbols())
+    exported = {symbol for symbol, _ in ENTRIES} | set(C_ONLY) | set(PER_THREAD.values())
+    assert not stubs & exported
+    assert {"cuGraphCreate", "cuLinkCreate_v2", "cuIpcOpenMemHandle", "cuMemAlloc"} <= stubs
+    assert "cuMemAlloc_v2" in exported
