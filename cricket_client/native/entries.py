@@ -210,17 +210,26 @@ def _unsupported_name(name: Any) -> int:
     return NOT_SUPPORTED
 
 
+# The runtime's probe for a bootstrap bypass: a driver without it answers NOT_FOUND, and the
+# runtime goes the ordinary way (asking for the tables below).
+_BYPASS_PROBE = "f8cff95121468b4eb9e2fb469e7c0dd9"
+
+
 @_entry
 def cuGetExportTable(ppExportTable: int, pExportTableId: Any) -> int:
+    """Private tables of the CUDA runtime (static in cuda.bindings.runtime, CuPy, PyTorch) are
+    not offered: NOT_SUPPORTED, naming the table once."""
     uuid = bytes(ffi.buffer(pExportTableId, 16)).hex() if pExportTableId else "NULL"
+    if ppExportTable:
+        ffi.cast("uintptr_t *", ppExportTable)[0] = 0
+    if uuid == _BYPASS_PROBE:
+        return NOT_FOUND
     message = (
         f"cuGetExportTable {{{uuid}}}: private CUDA runtime tables are not supported remotely "
         "by Cricket (native libcuda)"
     )
     _warn_once("export " + uuid, message)
     _local_error(message)
-    if ppExportTable:
-        ffi.cast("uintptr_t *", ppExportTable)[0] = 0
     return NOT_SUPPORTED
 
 

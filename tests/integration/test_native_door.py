@@ -340,3 +340,14 @@ def test_python_threads_calling_with_the_gil_released(server: Server) -> None:
     done = cricket_run(server, "--", sys.executable, "-c", script)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "alive 0 bad []"
+
+
+def test_the_cuda_runtime_fails_naming_the_private_table_it_needs(server: Server) -> None:
+    """cuda.bindings.runtime links the CUDA runtime statically; the runtime asks the driver
+    for private tables (cuGetExportTable), which are not offered: its calls fail with
+    cudaErrorNotSupported and stderr names the table."""
+    script = "from cuda.bindings import runtime as rt; print(rt.cudaGetDeviceCount()[0].name)"
+    done = cricket_run(server, "--", sys.executable, "-c", script)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "cudaErrorNotSupported"
+    assert "cuGetExportTable {6bd5fb6c5bf4e74a8987d93912fd9df9}" in done.stderr
