@@ -52,7 +52,9 @@ def source_facts(enums: Any) -> tuple[dict[int, str], dict[int, str], str]:
 
 
 def _link_args() -> list[str]:
-    args = [f"-Wl,-soname,{SONAME}"]
+    # nodelete: a dlclose (the CUDA runtime closes the driver when its start fails) must never
+    # unmap code the interpreter still calls (atexit, callbacks)
+    args = [f"-Wl,-soname,{SONAME}", "-Wl,-z,nodelete"]
     libdir = sysconfig.get_config_var("LIBDIR")
     if libdir and sysconfig.get_config_var("Py_ENABLE_SHARED"):
         args.append(f"-Wl,-rpath,{libdir}")
