@@ -625,6 +625,26 @@ def cuMemFreeAsync(dptr: int, stream: int) -> int:
     return _err(driver.cuMemFreeAsync(dptr, stream))
 
 
+@_entry
+def cuPointerGetAttributes(count: int, attributes: Any, data: int, ptr: int) -> int:
+    attrs = _ints(attributes, count)
+    if len(attrs) != count or not data:
+        return INVALID_VALUE
+    types = [_POINTER_ATTRIBUTES.get(a) for a in attrs]
+    if None in types:
+        missing = attrs[types.index(None)]
+        raise NotSupportedRemotely(f"cuPointerGetAttributes: attribute {missing}")
+    err, values = driver.cuPointerGetAttributes(count, attrs, ptr)
+    if err:
+        return int(err)
+    slots = _words(data, count)
+    for slot, ctype, value in zip(slots, types, values or [], strict=True):
+        if slot:  # attributes the pointer does not have read as 0, as the driver leaves them
+            number = 0 if value is None else int(value if isinstance(value, bool) else as_int(value))
+            ffi.cast(f"{ctype} *", slot)[0] = number
+    return SUCCESS
+
+
 # -- page-locked host memory: the client's own (what pinned means remotely: runtime_host) ------
 
 HOST_ALLOC_DEVICEMAP = 0x02  # CU_MEMHOSTALLOC_DEVICEMAP, CU_MEMHOSTREGISTER_DEVICEMAP
@@ -972,6 +992,41 @@ def cuLaunchKernelEx(config: Any, f: int, params: int, extra: int) -> int:
             raise NotSupportedRemotely("cuLaunchKernelEx: a cooperative launch with `extra`")
         return _err(driver.cuLaunchCooperativeKernel(f, *grid, *block, c.sharedMemBytes, stream, params or None))
     return _err(driver.cuLaunchKernel(f, *grid, *block, c.sharedMemBytes, stream, params or None, extra or None))
+
+
+# -- host functions: run on the calling thread once the stream's earlier work is done --------
+# CUDA runs them on a driver thread, later work on the stream waiting for them; here the caller
+# waits for the stream, then runs the function: same order, synchronous (a host function may
+# not call CUDA either way).
+
+
+def _run_host_function(stream: int, call: Callable[[], None]) -> int:
+    err = _err(driver.cuStreamSynchronize(stream))
+    if err:
+        return err
+    call()
+    return SUCCESS
+
+
+@_entry
+def cuLaunchHostFunc(stream: int, fn: int, data: int) -> int:
+    if not fn:
+        return INVALID_VALUE
+    host_fn = ffi.cast("void (*)(void *)", fn)
+    return _run_host_function(stream, lambda: host_fn(ffi.cast("void *", data)))
+
+
+@_entry
+def cuLaunchHostFunc_v2(stream: int, fn: int, data: int, sync_mode: int) -> int:
+    return cuLaunchHostFunc(stream, fn, data)
+
+
+@_entry
+def cuStreamAddCallback(stream: int, callback: int, data: int, flags: int) -> int:
+    if not callback or flags:
+        return INVALID_VALUE
+    fn = ffi.cast("void (*)(uintptr_t, int, void *)", callback)
+    return _run_host_function(stream, lambda: fn(stream, SUCCESS, ffi.cast("void *", data)))
 
 
 # -- streams and events ---------------------------------------------------------------------

@@ -108,6 +108,7 @@ ENTRIES: list[tuple[str, str]] = [
     ("cuMemAllocAsync", "CUdeviceptr *dptr, size_t bytesize, CUstream hStream"),
     ("cuMemFreeAsync", "CUdeviceptr dptr, CUstream hStream"),
     ("cuPointerGetAttribute", "void *data, int attribute, CUdeviceptr ptr"),
+    ("cuPointerGetAttributes", "unsigned int numAttributes, int *attributes, void **data, CUdeviceptr ptr"),
     # page-locked host memory: allocated on the client (cricket_client.runtime_host)
     ("cuMemAllocHost_v2", "void **pp, size_t bytesize"),
     ("cuMemHostAlloc", "void **pp, size_t bytesize, unsigned int Flags"),
@@ -150,6 +151,9 @@ ENTRIES: list[tuple[str, str]] = [
     ("cuStreamSynchronize", "CUstream hStream"),
     ("cuStreamQuery", "CUstream hStream"),
     ("cuStreamWaitEvent", "CUstream hStream, CUevent hEvent, unsigned int Flags"),
+    ("cuLaunchHostFunc", "CUstream hStream, void *fn, void *userData"),
+    ("cuLaunchHostFunc_v2", "CUstream hStream, void *fn, void *userData, unsigned int syncMode"),
+    ("cuStreamAddCallback", "CUstream hStream, void *callback, void *userData, unsigned int flags"),
     ("cuStreamGetFlags", "CUstream hStream, unsigned int *flags"),
     ("cuStreamGetPriority", "CUstream hStream, int *priority"),
     ("cuEventCreate", "CUevent *phEvent, unsigned int Flags"),
@@ -201,6 +205,7 @@ _LATER = {
     "cuCtxCreate_v4": 12050,
     "cuEventElapsedTime_v2": 12080,
     "cuMemHostRegister_v2": 6050,
+    "cuLaunchHostFunc_v2": 13020,
     "cuCtxGetDevice_v2": 13000,
     "cuCtxSynchronize_v2": 13000,
 }

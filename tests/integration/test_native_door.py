@@ -351,3 +351,39 @@ def test_the_cuda_runtime_fails_naming_the_private_table_it_needs(server: Server
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "cudaErrorNotSupported"
     assert "cuGetExportTable {6bd5fb6c5bf4e74a8987d93912fd9df9}" in done.stderr
+
+
+def test_host_functions_run_after_the_stream_and_pointer_attributes(server: Server) -> None:
+    """cuLaunchHostFunc runs the function once the stream's earlier work is done (on the
+    calling thread); cuPointerGetAttributes answers several attributes at once."""
+    script = textwrap.dedent(
+        """
+        import ctypes
+        import numpy as np
+        from cuda.bindings import driver as cuda
+        cuda.cuInit(0)
+        err, dev = cuda.cuDeviceGet(0)
+        err, ctx = cuda.cuDevicePrimaryCtxRetain(dev)
+        cuda.cuCtxSetCurrent(ctx)
+        err, stream = cuda.cuStreamCreate(0)
+        err, d = cuda.cuMemAlloc(64)
+        seen = []
+        host = np.zeros(64, dtype=np.uint8)
+
+        def after(data):
+            seen.append((data, int(host.sum())))
+
+        callback = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(after)
+        cuda.cuMemsetD8Async(d, 3, 64, stream)
+        cuda.cuMemcpyDtoHAsync(host.ctypes.data, d, 64, stream)
+        err, = cuda.cuLaunchHostFunc(stream, ctypes.cast(callback, ctypes.c_void_p).value, 7)
+        print(err.name, seen)
+        kinds = cuda.CUpointer_attribute
+        wanted = [kinds.CU_POINTER_ATTRIBUTE_MEMORY_TYPE, kinds.CU_POINTER_ATTRIBUTE_DEVICE_POINTER]
+        err, values = cuda.cuPointerGetAttributes(2, wanted, d)
+        print(err.name, int(values[0]), int(values[1]) == int(d))
+        """
+    )
+    done = cricket_run(server, "--", sys.executable, "-c", script)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["CUDA_SUCCESS [(7, 192)]", "CUDA_SUCCESS 2 True"]
