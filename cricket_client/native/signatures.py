@@ -350,8 +350,24 @@ def c_source(
         "CUresult cuGetErrorString(CUresult, const char **);",
         "CUresult cuGetProcAddress_v2(const char *, void **, int, cuuint64_t, int *);",
         "static pthread_once_t cricket_atfork_once = PTHREAD_ONCE_INIT;",
-        "static void cricket_child(void) { cricket_forked = 1; }",
-        "static void cricket_register_atfork(void) { pthread_atfork(0, 0, cricket_child); }",
+        # fork(): in a program without Python (the library started the interpreter), the
+        # forking thread holds the GIL across fork() and the interpreter is told, as os.fork
+        # does in a Python program; the child's first call then leaves the parent's session.
+        "static int cricket_c_host = 0;",
+        "static PyGILState_STATE cricket_fork_gil;",
+        "static int cricket_fork_held = 0;",
+        "static void cricket_prepare(void) {",
+        "    if (!cricket_c_host || !cricket_ready || cricket_finalized) return;",
+        "    cricket_fork_gil = PyGILState_Ensure(); cricket_fork_held = 1; PyOS_BeforeFork(); }",
+        "static void cricket_parent(void) {",
+        "    if (!cricket_fork_held) return;",
+        "    cricket_fork_held = 0; PyOS_AfterFork_Parent(); PyGILState_Release(cricket_fork_gil); }",
+        "static void cricket_child(void) {",
+        "    if (cricket_fork_held) {",
+        "        cricket_fork_held = 0; PyOS_AfterFork_Child(); PyGILState_Release(cricket_fork_gil); }",
+        "    cricket_forked = 1; }",
+        "static void cricket_register_atfork(void) {",
+        "    pthread_atfork(cricket_prepare, cricket_parent, cricket_child); }",
         "static void cricket_set_state(int ready, int finalized) {",
         "    cricket_ready = ready; cricket_finalized = finalized; }",
         # A call from Python code holding the GIL with an exception set (cuda.core in an error
@@ -383,6 +399,7 @@ def c_source(
         "                *running >> 24, (*running >> 16) & 0xff);\n"
         "        return;\n    }\n"
         + "    if (Py_IsInitialized()) return;\n"
+        + "    cricket_c_host = 1;\n"
         + (f'    dlopen("{libpython}", RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);\n' if libpython else "")
         # The interpreter it starts must find cffi's backend (imported before any init code
         # runs) where the client is installed: CRICKET_NATIVE_PATH goes first on PYTHONPATH
