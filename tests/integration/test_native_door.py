@@ -387,3 +387,17 @@ def test_host_functions_run_after_the_stream_and_pointer_attributes(server: Serv
     done = cricket_run(server, "--", sys.executable, "-c", script)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["CUDA_SUCCESS [(7, 192)]", "CUDA_SUCCESS 2 True"]
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+def test_fork_while_other_threads_call_the_driver(server: Server, tmp_path: Path) -> None:
+    """A child forked while the parent's other threads are inside driver calls (holding the
+    interpreter) still gets its own session; no child hangs."""
+    binary = tmp_path / "native_fork_stress"
+    subprocess.run(
+        ["gcc", "-O1", "-o", str(binary), str(HERE / "native_fork_stress.c"), "-ldl", "-lpthread"],
+        check=True, timeout=LIMIT,
+    )  # fmt: skip
+    done = cricket_run(server, "--", str(binary))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip() == "children ok 6 of 6"
