@@ -124,8 +124,12 @@ def _after_fork() -> None:
     parent's. The child drops its copy of the connection without a word to the server (no
     GOODBYE, no shutdown: those would end the parent's session) and opens a session of its own,
     initialized as the parent's was; the parent's contexts, memory and modules are not in it."""
-    with _connection._default_lock:
-        old, _connection._default = _connection._default, None
+    global _lock
+    # Only this thread exists in the child: locks another thread of the parent held at the
+    # fork would stay held for ever, so the child gets fresh ones.
+    _lock = threading.Lock()
+    _connection._default_lock = threading.Lock()
+    old, _connection._default = _connection._default, None
     mine = _connection._thread.connection
     _connection._thread.connection = None
     for conn in (old, mine):
