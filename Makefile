@@ -12,6 +12,7 @@ $(VPY):
 	$(PY) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
 	$(VPY) -m pip install -q -e '.[dev]'
+	$(VPY) -m cricket_client.native.build || echo "warning: the native libcuda.so.1 was not built (gcc and the Python headers, python3-dev, are needed); the Python client works without it" >&2
 
 install: $(VPY)
 
@@ -49,4 +50,4 @@ demo: $(VPY)
 	$(VPY) examples/demo.py --backend $(BACKEND)
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache cricket_client/native/_lib

@@ -1,6 +1,6 @@
 """`make bench`: run every benchmark, print one table, write bench/results/<host>.json.
 
-Usage: python -m bench [--only xdr,rpc,driver,isolation,copies,alloc,graphs] [--out PATH]
+Usage: python -m bench [--only xdr,rpc,driver,isolation,copies,alloc,graphs,native] [--out PATH]
 
 `copies` also draws bench/results/<host>-copies.png (bandwidth against size per data path).
 """
@@ -19,7 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("--only", default="xdr,rpc,driver,isolation,copies,alloc,graphs",
                         help="comma-separated: xdr, rpc, driver, isolation, copies, alloc "
-                        "(also: load, graphs)")
+                        "(also: load, graphs, native)")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--quick", action="store_true", help="fewer repeats, no 1 GiB copies")
     args = parser.parse_args(argv)
@@ -50,6 +50,11 @@ def main(argv: list[str] | None = None) -> int:
         from bench import graphs
 
         rows += graphs.run(quick=args.quick)
+
+    if "native" in wanted:
+        from bench import native_door
+
+        rows += native_door.run()
     if "load" in wanted:
         from bench import load
 

@@ -104,10 +104,14 @@ class LaunchBatcher:
         parts = self.queued
         count = len(parts)
         body = _COUNT.pack(count) + b"".join(parts)
-        self.queued = []
-        self._bytes = 0
-        self._due = None
-        self._send(count, body)
+        try:
+            self._send(count, body)
+        finally:
+            # Emptied only once sent: `flush` (another thread's call) sees them queued until
+            # then, takes the lock, and so cannot overtake a batch being sent.
+            self.queued = []
+            self._bytes = 0
+            self._due = None
 
     def _arm_locked(self) -> None:
         """The first launch of a gathered batch: make sure it leaves within `delay`."""

@@ -2,6 +2,7 @@
 
     cricket-run [--server HOST:PORT] script.py [args...]
     cricket-run [--server HOST:PORT] -m package.module [args...]
+    cricket-run [--server HOST:PORT] -- COMMAND [args...]
     python -m cricket_client.run ...
 
 It sets the server address (else REMOTE_GPU_ADDRESS must be set), calls
@@ -9,6 +10,10 @@ It sets the server address (else REMOTE_GPU_ADDRESS must be set), calls
 `cuda.cuda`/`cudart` are the remote modules for every importer (cuda-python's own pure-Python
 helpers too) while NVRTC and the rest of cuda-python stay local and cuda-python's native driver
 bindings refuse to run, and runs the program as `__main__` with its own argv.
+
+With `--`, COMMAND (any program: a compiled binary, `python3 script.py`, ...) runs with the
+native `libcuda.so.1` (cricket_client.native) first on the library path: every driver call it
+makes, from any language, goes to the server. The real driver is never loaded.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ __all__ = ["main"]
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cricket-run",
-        usage="cricket-run [--server ADDR] (script.py | -m MODULE) [args...]",
+        usage="cricket-run [--server ADDR] (script.py | -m MODULE | -- COMMAND) [args...]",
         description="Run a cuda-python program unmodified, its CUDA calls on a remote GPU.",
     )
     parser.add_argument(
@@ -60,14 +65,34 @@ def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     return ours, list(argv[i:])
 
 
+def run_native(server: str | None, command: Sequence[str]) -> None:
+    """Replace this process by `command`, with the native libcuda.so.1 in front."""
+    from .native import NativeLibraryMissing, native_environment
+
+    try:
+        env = native_environment()
+    except NativeLibraryMissing as exc:
+        raise SystemExit(f"cricket-run: {exc}") from None
+    if server:
+        env[ADDRESS_ENV] = server
+    try:
+        os.execvpe(command[0], list(command), env)
+    except OSError as exc:
+        raise SystemExit(f"cricket-run: {command[0]}: {exc.strerror}") from None
+
+
 def main(argv: Sequence[str] | None = None) -> Any:
     parser = _parser()
-    ours, program = split_argv(sys.argv[1:] if argv is None else argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    ours, program = split_argv(given)
     args = parser.parse_args(ours)
     if args.module is None and not program:
-        parser.error("name a script (or -m MODULE) to run")
+        parser.error("name a script (or -m MODULE, or -- COMMAND) to run")
     if not (args.server or os.environ.get(ADDRESS_ENV)):
         parser.error(f"no server: pass --server host:port or set {ADDRESS_ENV}")
+    if args.module is None and given[len(ours) : len(ours) + 1] == ["--"]:
+        run_native(args.server, program)
+        return 0
     if args.module is None and not os.path.exists(program[0]):
         parser.error(f"{program[0]}: no such file")
     install(args.server)

@@ -1,0 +1,88 @@
+"""The native door (D10): a `libcuda.so.1` whose driver functions are the Python client's.
+
+Programs that reach the GPU through the CUDA driver library (cuda.core, numba-cuda, the CUDA
+runtime, C/C++ programs) load it in place of the real driver: `cricket-run -- COMMAND`. It is
+built with cffi's embedding mode (cricket_client.native.build), once per Python minor version;
+in a Python program it runs in that interpreter, in any other program it starts one.
+
+`library_path()` finds (or builds) it; `native_environment()` is what a program needs to load
+it first and find the client's packages.
+"""
+
+from __future__ import annotations
+
+import os
+import site
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+__all__ = [
+    "PATH_ENV",
+    "NativeLibraryMissing",
+    "default_library_dir",
+    "library_path",
+    "native_environment",
+]
+
+PATH_ENV = "CRICKET_NATIVE_PATH"  # where the library's interpreter finds the client
+_TAG = f"cp{sys.version_info.major}{sys.version_info.minor}"
+_PACKAGE_DIR = Path(__file__).resolve().parent / "_lib" / _TAG
+
+
+class NativeLibraryMissing(RuntimeError):
+    """The native library is not built for this Python and cannot be built here."""
+
+
+def default_library_dir() -> Path:
+    """Where `make install` and `pip install` put the library for this Python: the package's
+    own folder, or a user cache folder where the package's is not writable."""
+    if os.access(_PACKAGE_DIR.parent.parent, os.W_OK):
+        return _PACKAGE_DIR
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "cricket" / "native" / _TAG
+
+
+def library_path(build: bool = True) -> Path:
+    """The built `libcuda.so.1` for this Python, built first where missing (and `build`)."""
+    for folder in (_PACKAGE_DIR, default_library_dir()):
+        candidate = folder / "libcuda.so.1"
+        if candidate.exists():
+            return candidate
+    if not build:
+        raise NativeLibraryMissing(
+            f"the native libcuda.so.1 is not built for Python {_TAG} "
+            "(run: python -m cricket_client.native.build)"
+        )
+    from .build import build as build_library
+
+    try:
+        return build_library(default_library_dir())
+    except Exception as exc:  # the compiler's or cffi's reason, named
+        raise NativeLibraryMissing(
+            f"cannot build the native libcuda.so.1 for Python {_TAG}: {exc} "
+            "(it needs gcc, cffi, setuptools and the Python headers, e.g. python3-dev)"
+        ) from exc
+
+
+def _client_paths() -> list[str]:
+    """Folders from which the library's own interpreter imports the client (site folders are
+    processed, so editable installs work)."""
+    root = str(Path(__file__).resolve().parents[2])
+    paths = [root, *site.getsitepackages()]
+    user = site.getusersitepackages()
+    if isinstance(user, str) and os.path.isdir(user):
+        paths.append(user)
+    return [p for p in dict.fromkeys(paths) if os.path.isdir(p)]
+
+
+def native_environment(env: Mapping[str, str] | None = None, library: Path | None = None) -> dict[str, str]:
+    """`env` (default: this process's) with the native library first on LD_LIBRARY_PATH and
+    the client's folders on CRICKET_NATIVE_PATH."""
+    out = dict(os.environ if env is None else env)
+    folder = str((library or library_path()).parent)
+    ld = [p for p in out.get("LD_LIBRARY_PATH", "").split(os.pathsep) if p and p != folder]
+    out["LD_LIBRARY_PATH"] = os.pathsep.join([folder, *ld])
+    known = [p for p in out.get(PATH_ENV, "").split(os.pathsep) if p]
+    out[PATH_ENV] = os.pathsep.join(dict.fromkeys([*_client_paths(), *known]))
+    return out

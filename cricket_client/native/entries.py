@@ -1,0 +1,1177 @@
+"""The Python side of the native `libcuda.so.1`: one implementation per exported function.
+
+Imported only inside the library (its cffi module `_cricket_libcuda` exists there). Each entry
+gets plain integers (handles, host pointers) and typed output pointers, makes the call as
+cricket_client.driver does (same procedures, same pipelining), writes the outputs and returns
+the CUresult. A Python exception never becomes CUDA_SUCCESS: it is answered with a CUresult
+(INVALID_VALUE for bad arguments, NOT_SUPPORTED for what is not remoted, UNKNOWN otherwise) and
+its message is what the session's last error message gives.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from _cricket_libcuda import ffi, lib  # type: ignore[import-not-found]
+
+from cricket_xdr.rpc.errors import RpcError
+from rpc_spec.handles import KIND_SHIFT, HandleKind
+
+from .. import connection as _connection
+from .. import driver
+from .._enums import DRIVER_NAMES
+from .._types import as_int
+from ..connection import get_connection as _conn
+from ..errors import CricketClientError, NotSupportedRemotely
+from ..host_buffers import HostBufferError
+from ..runtime_host import PINNED
+from .signatures import select_symbol
+
+__all__ = ["start"]
+
+log = logging.getLogger("cricket_client.native")
+
+SUCCESS = 0
+INVALID_VALUE = 1
+NOT_INITIALIZED = 3
+NOT_SUPPORTED = 801
+NOT_FOUND = 500
+UNKNOWN = 999
+SYMBOL_NOT_FOUND = 1  # CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND
+LAUNCH_ATTRIBUTE_COOPERATIVE = 2
+LAUNCH_ATTRIBUTE_SIZE = 72  # CUlaunchAttribute: id, padding to 8, a 64-byte value union
+
+_TRACE = bool(os.environ.get("CRICKET_NATIVE_TRACE"))
+_lock = threading.Lock()
+_warned: set[str] = set()
+
+
+def _warn_once(key: str, message: str) -> None:
+    with _lock:
+        if key in _warned:
+            return
+        _warned.add(key)
+    log.warning("%s", message)
+
+
+def _local_error(message: str) -> None:
+    try:
+        _conn().set_local_error(message)
+    except Exception:  # no session (yet): the log still names it
+        log.debug("no session to record %r", message)
+
+
+def _onerror(name: str) -> Callable[[Any, BaseException, Any], int]:
+    def onerror(kind: Any, exc: BaseException, tb: Any) -> int:
+        if isinstance(exc, NotSupportedRemotely | NotImplementedError):
+            code = NOT_SUPPORTED
+        elif isinstance(exc, HostBufferError | ValueError | TypeError | OverflowError):
+            code = INVALID_VALUE
+        elif isinstance(exc, CricketClientError):  # no server address, HELLO refused
+            code = NOT_INITIALIZED
+            _warn_once(f"session {type(exc).__name__}", f"cricket: {exc}")
+        elif isinstance(exc, RpcError):  # the connection failed or the server refused a call
+            code = UNKNOWN
+            _warn_once(f"rpc {type(exc).__name__}", f"cricket: {name}: {exc}")
+        else:
+            code = UNKNOWN
+            log.error("%s failed in the client", name, exc_info=(kind, exc, tb))
+        _local_error(f"{name}: {exc}")
+        return code
+
+    return onerror
+
+
+def _entry(fn: Callable[..., int]) -> Callable[..., int]:
+    """Make `fn` the implementation of the exported function of the same name."""
+    name = fn.__name__
+    ffi.def_extern(name=f"py_{name}", error=UNKNOWN, onerror=_onerror(name))(fn)
+    return fn
+
+
+def _err(result: tuple[Any, ...]) -> int:
+    return int(result[0])
+
+
+def _ptr(value: Any) -> int:
+    return as_int(value) if value is not None else 0
+
+
+# -- lifetime -------------------------------------------------------------------------------
+
+
+def _finalizing() -> None:
+    """From here on every call answers CUDA_ERROR_DEINITIALIZED in C (cuda.core and others
+    release their contexts while the interpreter shuts down)."""
+    lib.cricket_set_state(0, 1)
+
+
+_forsaken: list[Any] = []  # a forked child's copies of its parent's connections, kept inert
+
+
+def _after_fork_failed(kind: Any, exc: BaseException, tb: Any) -> None:
+    log.error("forked child: no session of its own", exc_info=(kind, exc, tb))
+
+
+@ffi.def_extern(name="py_after_fork", onerror=_after_fork_failed)
+def _after_fork() -> None:
+    """In a forked child (run by the child's first driver call): the parent's session is the
+    parent's. The child drops its copy of the connection without a word to the server (no
+    GOODBYE, no shutdown: those would end the parent's session) and opens a session of its own,
+    initialized as the parent's was; the parent's contexts, memory and modules are not in it."""
+    global _lock
+    # Only this thread exists in the child: locks another thread of the parent held at the
+    # fork would stay held for ever, so the child gets fresh ones.
+    _lock = threading.Lock()
+    _connection._default_lock = threading.Lock()
+    old, _connection._default = _connection._default, None
+    mine = _connection._thread.connection
+    _connection._thread.connection = None
+    for conn in (old, mine):
+        if conn is None:
+            continue
+        _forsaken.append(conn)
+        rpc = getattr(conn, "_rpc", None)
+        sock = getattr(rpc, "_sock", None)
+        try:
+            fd = sock.detach() if sock is not None else -1
+            if fd >= 0:
+                os.close(fd)
+        except OSError:
+            pass
+    if _init_flags is not None:
+        _conn().sync("CU_INIT", _init_flags)
+
+
+def start() -> None:
+    """Called once by the library's init code."""
+    lib.cricket_set_state(1, 0)
+    atexit.register(_finalizing)
+
+
+# -- cuGetProcAddress and what is not remoted ----------------------------------------------
+
+_addresses: dict[tuple[bytes, int, int], tuple[int, int]] = {}
+_stub_names: list[str] = []
+_stub_index: dict[str, int] = {}
+
+
+def _stub_for(name: str) -> int:
+    with _lock:
+        index = _stub_index.get(name)
+        if index is None:
+            index = min(len(_stub_names), lib.cricket_stub_count() - 1)
+            if index == len(_stub_names):
+                _stub_names.append(name)
+            _stub_index[name] = index
+    return int(lib.cricket_stub(index))
+
+
+@ffi.def_extern(name="py_proc_address", error=0)
+def _proc_address(symbol: Any, version: int, flags: int, status: Any) -> int:
+    raw = ffi.string(symbol)
+    key = (raw, version, flags)
+    found = _addresses.get(key)
+    if found is None:
+        name = raw.decode(errors="replace")
+        chosen = select_symbol(name, version, flags)
+        if chosen is not None:
+            found = (int(lib.cricket_symbol(chosen.encode())), 0)
+        else:
+            # Never NULL: a caller that ignores the status gets a function that answers
+            # CUDA_ERROR_NOT_SUPPORTED naming itself (the one exported by that name, else one
+            # of the pool).
+            known = name in DRIVER_NAMES
+            named = int(lib.cricket_symbol(raw)) if known else 0
+            found = (named or _stub_for(name), 0 if known else SYMBOL_NOT_FOUND)
+        if _TRACE:
+            log.warning("cuGetProcAddress(%s, %d, %d) -> %s", name, version, flags, chosen or "stub")
+        _addresses[key] = found
+    status[0] = found[1]
+    return found[0]
+
+
+@ffi.def_extern(name="py_unsupported", error=NOT_SUPPORTED)
+def _unsupported(index: int) -> int:
+    names = _stub_names[index] if index < len(_stub_names) else "a driver function"
+    message = f"{names} is not supported remotely by Cricket (native libcuda)"
+    _warn_once(names, message)
+    _local_error(message)
+    return NOT_SUPPORTED
+
+
+@ffi.def_extern(name="py_unsupported_name", error=NOT_SUPPORTED)
+def _unsupported_name(name: Any) -> int:
+    text = ffi.string(name).decode()
+    message = f"{text} is not supported remotely by Cricket (native libcuda)"
+    _warn_once(text, message)
+    _local_error(message)
+    return NOT_SUPPORTED
+
+
+# The runtime's probe for a bootstrap bypass: a driver without it answers NOT_FOUND, and the
+# runtime goes the ordinary way (asking for the tables below).
+_BYPASS_PROBE = "f8cff95121468b4eb9e2fb469e7c0dd9"
+
+
+@_entry
+def cuGetExportTable(ppExportTable: int, pExportTableId: Any) -> int:
+    """Private tables of the CUDA runtime (static in cuda.bindings.runtime, CuPy, PyTorch) are
+    not offered: NOT_SUPPORTED, naming the table once."""
+    uuid = bytes(ffi.buffer(pExportTableId, 16)).hex() if pExportTableId else "NULL"
+    if ppExportTable:
+        ffi.cast("uintptr_t *", ppExportTable)[0] = 0
+    if uuid == _BYPASS_PROBE:
+        return NOT_FOUND
+    message = (
+        f"cuGetExportTable {{{uuid}}}: private CUDA runtime tables are not supported remotely "
+        "by Cricket (native libcuda)"
+    )
+    _warn_once("export " + uuid, message)
+    _local_error(message)
+    return NOT_SUPPORTED
+
+
+# -- initialization, devices ----------------------------------------------------------------
+
+
+_init_flags: int | None = None  # what cuInit succeeded with (a forked child repeats it)
+
+
+@_entry
+def cuInit(Flags: int) -> int:
+    global _init_flags
+    err = _conn().sync("CU_INIT", Flags)[0]
+    if not err:
+        _init_flags = Flags
+    return err
+
+
+@_entry
+def cuDriverGetVersion(out: Any) -> int:
+    if out == ffi.NULL:
+        return INVALID_VALUE
+    err, value = _conn().call("CU_DRIVER_GET_VERSION")
+    if not err:
+        out[0] = value
+    return err  # type: ignore[no-any-return]
+
+
+def _int_out(proc: str) -> Callable[..., int]:
+    def call(out: Any, *args: Any) -> int:
+        if out == ffi.NULL:
+            return INVALID_VALUE
+        err, value = _conn().call(proc, *args)
+        if not err:
+            out[0] = value
+        return err  # type: ignore[no-any-return]
+
+    return call
+
+
+_device_count = _int_out("CU_DEVICE_GET_COUNT")
+_device_get = _int_out("CU_DEVICE_GET")
+_device_total_mem = _int_out("CU_DEVICE_TOTAL_MEM")
+
+
+@_entry
+def cuDeviceGetCount(count: Any) -> int:
+    return _device_count(count)
+
+
+@_entry
+def cuDeviceGet(device: Any, ordinal: int) -> int:
+    return _device_get(device, ordinal)
+
+
+# Attributes of features the native door does not remote read as absent, so that programs take
+# their other path: memory pools (cuda.core, CuPy and the runtime fall back to cuMemAlloc).
+ABSENT_ATTRIBUTES = {
+    115: 0,  # CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED
+    119: 0,  # CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES
+}
+
+
+@_entry
+def cuDeviceGetAttribute(pi: Any, attrib: int, dev: int) -> int:
+    err, value = _conn().call("CU_DEVICE_GET_ATTRIBUTE", attrib, dev)
+    if not err:
+        pi[0] = ABSENT_ATTRIBUTES.get(attrib, value)
+    return err  # type: ignore[no-any-return]
+
+
+@_entry
+def cuDeviceTotalMem_v2(out: Any, dev: int) -> int:
+    return _device_total_mem(out, dev)
+
+
+def _text_out(proc: str, out: Any, length: int, dev: int) -> int:
+    if out == ffi.NULL or length <= 0:
+        return INVALID_VALUE
+    err, r = _conn().sync(proc, dev)
+    if not err:
+        raw = r.value.encode()[: length - 1] + b"\0"
+        ffi.memmove(out, raw, len(raw))
+    return err
+
+
+@_entry
+def cuDeviceGetName(name: Any, length: int, dev: int) -> int:
+    return _text_out("CU_DEVICE_GET_NAME", name, length, dev)
+
+
+@_entry
+def cuDeviceGetPCIBusId(bus_id: Any, length: int, dev: int) -> int:
+    return _text_out("CU_DEVICE_GET_PCI_BUS_ID", bus_id, length, dev)
+
+
+@_entry
+def cuDeviceComputeCapability(major: Any, minor: Any, dev: int) -> int:
+    conn = _conn()
+    err, hi = conn.call("CU_DEVICE_GET_ATTRIBUTE", 75, dev)  # COMPUTE_CAPABILITY_MAJOR
+    if not err:
+        err, lo = conn.call("CU_DEVICE_GET_ATTRIBUTE", 76, dev)
+    if not err:
+        major[0], minor[0] = hi, lo
+    return err  # type: ignore[no-any-return]
+
+
+@_entry
+def cuDeviceGetUuid(uuid: Any, dev: int) -> int:
+    err, r = _conn().sync("CU_DEVICE_GET_UUID", dev)
+    if not err:
+        ffi.memmove(uuid, bytes(r.value), 16)
+    return err
+
+
+@_entry
+def cuDeviceGetUuid_v2(uuid: Any, dev: int) -> int:
+    return cuDeviceGetUuid(uuid, dev)
+
+
+# -- contexts -------------------------------------------------------------------------------
+
+
+def _handle_out(out: Any, proc: str, *args: Any) -> int:
+    if out == ffi.NULL:
+        return INVALID_VALUE
+    err, r = _conn().sync(proc, *args)
+    if not err:
+        out[0] = r.value
+    return err
+
+
+@_entry
+def cuDevicePrimaryCtxRetain(pctx: Any, dev: int) -> int:
+    return _handle_out(pctx, "CU_DEVICE_PRIMARY_CTX_RETAIN", dev)
+
+
+@_entry
+def cuDevicePrimaryCtxRelease_v2(dev: int) -> int:
+    return _conn().sync("CU_DEVICE_PRIMARY_CTX_RELEASE", dev)[0]
+
+
+@_entry
+def cuDevicePrimaryCtxReset_v2(dev: int) -> int:
+    return _conn().sync("CU_DEVICE_PRIMARY_CTX_RESET", dev)[0]
+
+
+@_entry
+def cuDevicePrimaryCtxGetState(dev: int, flags: Any, active: Any) -> int:
+    err, r = _conn().sync("CU_DEVICE_PRIMARY_CTX_GET_STATE", dev)
+    if not err:
+        flags[0] = r.value.flags
+        active[0] = r.value.active
+    return err
+
+
+@_entry
+def cuDevicePrimaryCtxSetFlags_v2(dev: int, flags: int) -> int:
+    return _conn().sync("CU_DEVICE_PRIMARY_CTX_SET_FLAGS", dev, flags)[0]
+
+
+@_entry
+def cuCtxCreate_v2(pctx: Any, flags: int, dev: int) -> int:
+    return _handle_out(pctx, "CU_CTX_CREATE", flags, dev)
+
+
+def _no_create_params(call: str, given: bool) -> int:
+    if given:
+        _local_error(f"{call}: context creation parameters are not supported remotely")
+        return NOT_SUPPORTED
+    return SUCCESS
+
+
+@_entry
+def cuCtxCreate_v3(pctx: Any, params: int, count: int, flags: int, dev: int) -> int:
+    return _no_create_params("cuCtxCreate_v3", bool(params and count)) or cuCtxCreate_v2(
+        pctx, flags, dev
+    )
+
+
+@_entry
+def cuCtxCreate_v4(pctx: Any, params: int, flags: int, dev: int) -> int:
+    return _no_create_params("cuCtxCreate_v4", bool(params)) or cuCtxCreate_v2(pctx, flags, dev)
+
+
+@_entry
+def cuCtxDestroy_v2(ctx: int) -> int:
+    return _conn().sync("CU_CTX_DESTROY", ctx)[0]
+
+
+@_entry
+def cuCtxSetCurrent(ctx: int) -> int:
+    return _conn().call("CU_CTX_SET_CURRENT", ctx)[0]  # type: ignore[no-any-return]
+
+
+@_entry
+def cuCtxGetCurrent(pctx: Any) -> int:
+    return _handle_out(pctx, "CU_CTX_GET_CURRENT")
+
+
+@_entry
+def cuCtxPushCurrent_v2(ctx: int) -> int:
+    return _conn().sync("CU_CTX_PUSH_CURRENT", ctx)[0]
+
+
+@_entry
+def cuCtxPopCurrent_v2(pctx: Any) -> int:
+    err, r = _conn().sync("CU_CTX_POP_CURRENT")
+    if not err and pctx != ffi.NULL:
+        pctx[0] = r.value
+    return err
+
+
+@_entry
+def cuCtxSynchronize() -> int:
+    return _conn().call("CU_CTX_SYNCHRONIZE")[0]  # type: ignore[no-any-return]
+
+
+@_entry
+def cuCtxGetDevice(device: Any) -> int:
+    return _int_out("CU_CTX_GET_DEVICE")(device)
+
+
+def _in_context(ctx: int, call: Callable[[], int]) -> int:
+    """`call` with `ctx` current (0: the current context, as CUDA 13's _v2 forms take it)."""
+    if not ctx:
+        return call()
+    conn = _conn()
+    err = conn.sync("CU_CTX_PUSH_CURRENT", ctx)[0]
+    if err:
+        return err
+    try:
+        return call()
+    finally:
+        conn.sync("CU_CTX_POP_CURRENT")
+
+
+@_entry
+def cuCtxGetDevice_v2(device: Any, ctx: int) -> int:
+    return _in_context(ctx, lambda: _int_out("CU_CTX_GET_DEVICE")(device))
+
+
+@_entry
+def cuCtxSynchronize_v2(ctx: int) -> int:
+    return _in_context(ctx, lambda: _conn().call("CU_CTX_SYNCHRONIZE")[0])
+
+
+@_entry
+def cuCtxGetLimit(pvalue: Any, limit: int) -> int:
+    return _int_out("CU_CTX_GET_LIMIT")(pvalue, limit)
+
+
+@_entry
+def cuCtxSetLimit(limit: int, value: int) -> int:
+    return _conn().call("CU_CTX_SET_LIMIT", limit, value)[0]  # type: ignore[no-any-return]
+
+
+@_entry
+def cuCtxGetStreamPriorityRange(least: Any, greatest: Any) -> int:
+    err, lo, hi = _conn().call("CU_CTX_GET_STREAM_PRIORITY_RANGE")
+    if not err:
+        if least != ffi.NULL:
+            least[0] = lo
+        if greatest != ffi.NULL:
+            greatest[0] = hi
+    return err  # type: ignore[no-any-return]
+
+
+# -- memory ---------------------------------------------------------------------------------
+
+
+@_entry
+def cuMemAlloc_v2(dptr: Any, size: int) -> int:
+    return _handle_out(dptr, "CU_MEM_ALLOC", size)
+
+
+@_entry
+def cuMemAllocPitch_v2(dptr: Any, pitch: Any, width: int, height: int, element: int) -> int:
+    err, r = _conn().sync("CU_MEM_ALLOC_PITCH", width, height, element)
+    if not err:
+        dptr[0] = r.value.ptr
+        pitch[0] = r.value.pitch
+    return err
+
+
+@_entry
+def cuMemFree_v2(dptr: int) -> int:
+    return _conn().sync("CU_MEM_FREE", dptr)[0]
+
+
+@_entry
+def cuMemGetInfo_v2(free: Any, total: Any) -> int:
+    err, f, t = _conn().call("CU_MEM_GET_INFO")
+    if not err:
+        if free != ffi.NULL:
+            free[0] = f
+        if total != ffi.NULL:
+            total[0] = t
+    return err  # type: ignore[no-any-return]
+
+
+@_entry
+def cuMemGetAddressRange_v2(pbase: Any, psize: Any, dptr: int) -> int:
+    err, base, size = _conn().call("CU_MEM_GET_ADDRESS_RANGE", dptr)
+    if not err:
+        if pbase != ffi.NULL:
+            pbase[0] = base
+        if psize != ffi.NULL:
+            psize[0] = size
+    return err  # type: ignore[no-any-return]
+
+
+@_entry
+def cuMemcpy(dst: int, src: int, n: int) -> int:
+    return _err(driver.cuMemcpy(dst, src, n))
+
+
+@_entry
+def cuMemcpyAsync(dst: int, src: int, n: int, stream: int) -> int:
+    return _err(driver.cuMemcpyAsync(dst, src, n, stream))
+
+
+@_entry
+def cuMemcpyHtoD_v2(dst: int, src: int, n: int) -> int:
+    return _err(driver.cuMemcpyHtoD(dst, src, n))
+
+
+@_entry
+def cuMemcpyDtoH_v2(dst: int, src: int, n: int) -> int:
+    return _err(driver.cuMemcpyDtoH(dst, src, n))
+
+
+@_entry
+def cuMemcpyDtoD_v2(dst: int, src: int, n: int) -> int:
+    return _err(driver.cuMemcpyDtoD(dst, src, n))
+
+
+@_entry
+def cuMemcpyHtoDAsync_v2(dst: int, src: int, n: int, stream: int) -> int:
+    return _err(driver.cuMemcpyHtoDAsync(dst, src, n, stream))
+
+
+@_entry
+def cuMemcpyDtoHAsync_v2(dst: int, src: int, n: int, stream: int) -> int:
+    return _err(driver.cuMemcpyDtoHAsync(dst, src, n, stream))
+
+
+@_entry
+def cuMemcpyDtoDAsync_v2(dst: int, src: int, n: int, stream: int) -> int:
+    return _err(driver.cuMemcpyDtoDAsync(dst, src, n, stream))
+
+
+@_entry
+def cuMemsetD8_v2(dst: int, value: int, n: int) -> int:
+    return _err(driver.cuMemsetD8(dst, value, n))
+
+
+@_entry
+def cuMemsetD16_v2(dst: int, value: int, n: int) -> int:
+    return _err(driver.cuMemsetD16(dst, value, n))
+
+
+@_entry
+def cuMemsetD32_v2(dst: int, value: int, n: int) -> int:
+    return _err(driver.cuMemsetD32(dst, value, n))
+
+
+@_entry
+def cuMemsetD8Async(dst: int, value: int, n: int, stream: int) -> int:
+    return _err(driver.cuMemsetD8Async(dst, value, n, stream))
+
+
+@_entry
+def cuMemsetD16Async(dst: int, value: int, n: int, stream: int) -> int:
+    return _err(driver.cuMemsetD16Async(dst, value, n, stream))
+
+
+@_entry
+def cuMemsetD32Async(dst: int, value: int, n: int, stream: int) -> int:
+    return _err(driver.cuMemsetD32Async(dst, value, n, stream))
+
+
+@_entry
+def cuMemAllocAsync(dptr: Any, size: int, stream: int) -> int:
+    err, value = driver.cuMemAllocAsync(size, stream)
+    if not err:
+        dptr[0] = as_int(value)
+    return int(err)
+
+
+@_entry
+def cuMemFreeAsync(dptr: int, stream: int) -> int:
+    return _err(driver.cuMemFreeAsync(dptr, stream))
+
+
+@_entry
+def cuPointerGetAttributes(count: int, attributes: Any, data: int, ptr: int) -> int:
+    attrs = _ints(attributes, count)
+    if len(attrs) != count or not data:
+        return INVALID_VALUE
+    types = [_POINTER_ATTRIBUTES.get(a) for a in attrs]
+    if None in types:
+        missing = attrs[types.index(None)]
+        raise NotSupportedRemotely(f"cuPointerGetAttributes: attribute {missing}")
+    err, values = driver.cuPointerGetAttributes(count, attrs, ptr)
+    if err:
+        return int(err)
+    slots = _words(data, count)
+    for slot, ctype, value in zip(slots, types, values or [], strict=True):
+        if slot:  # attributes the pointer does not have read as 0, as the driver leaves them
+            number = 0 if value is None else int(value if isinstance(value, bool) else as_int(value))
+            ffi.cast(f"{ctype} *", slot)[0] = number
+    return SUCCESS
+
+
+# -- page-locked host memory: the client's own (what pinned means remotely: runtime_host) ------
+
+HOST_ALLOC_DEVICEMAP = 0x02  # CU_MEMHOSTALLOC_DEVICEMAP, CU_MEMHOSTREGISTER_DEVICEMAP
+HOST_REGISTER_IOMEMORY = 0x04
+HOST_MEMORY_ALREADY_REGISTERED = 712
+HOST_MEMORY_NOT_REGISTERED = 713
+_registered: dict[int, int] = {}  # host address -> bytes, registered with cuMemHostRegister
+
+
+def _host_alloc(pp: int, size: int, flags: int, call: str) -> int:
+    if not pp or size == 0:
+        return INVALID_VALUE
+    if flags & HOST_ALLOC_DEVICEMAP:
+        raise NotSupportedRemotely(f"{call}: mapped host memory (DEVICEMAP) cannot reach a remote GPU")
+    ffi.cast("uintptr_t *", pp)[0] = PINNED.alloc(size).address
+    return SUCCESS
+
+
+@_entry
+def cuMemAllocHost_v2(pp: int, size: int) -> int:
+    return _host_alloc(pp, size, 0, "cuMemAllocHost")
+
+
+@_entry
+def cuMemHostAlloc(pp: int, size: int, flags: int) -> int:
+    return _host_alloc(pp, size, flags, "cuMemHostAlloc")
+
+
+@_entry
+def cuMemFreeHost(p: int) -> int:
+    return SUCCESS if PINNED.free(p) else INVALID_VALUE
+
+
+@_entry
+def cuMemHostRegister_v2(p: int, size: int, flags: int) -> int:
+    if not p or size == 0:
+        return INVALID_VALUE
+    if flags & (HOST_ALLOC_DEVICEMAP | HOST_REGISTER_IOMEMORY):
+        raise NotSupportedRemotely("cuMemHostRegister: DEVICEMAP/IOMEMORY cannot reach a remote GPU")
+    with _lock:
+        if p in _registered:
+            return HOST_MEMORY_ALREADY_REGISTERED
+        _registered[p] = size  # copies from and to it travel as from any host memory
+    return SUCCESS
+
+
+@_entry
+def cuMemHostUnregister(p: int) -> int:
+    with _lock:
+        return SUCCESS if _registered.pop(p, None) is not None else HOST_MEMORY_NOT_REGISTERED
+
+
+# attribute -> (C type written at *data, how the value is read)
+_POINTER_ATTRIBUTES: dict[int, str] = {
+    1: "uintptr_t",  # CONTEXT
+    2: "unsigned int",  # MEMORY_TYPE
+    3: "uintptr_t",  # DEVICE_POINTER
+    4: "uintptr_t",  # HOST_POINTER
+    6: "unsigned int",  # SYNC_MEMOPS
+    7: "unsigned long long",  # BUFFER_ID
+    8: "unsigned int",  # IS_MANAGED
+    9: "int",  # DEVICE_ORDINAL
+    11: "uintptr_t",  # RANGE_START_ADDR
+    12: "size_t",  # RANGE_SIZE
+    13: "unsigned int",  # MAPPED
+}
+
+
+@_entry
+def cuPointerGetAttribute(data: int, attribute: int, ptr: int) -> int:
+    ctype = _POINTER_ATTRIBUTES.get(attribute)
+    if ctype is None:
+        raise NotSupportedRemotely(f"cuPointerGetAttribute: attribute {attribute}")
+    err, value = driver.cuPointerGetAttribute(attribute, ptr)
+    if not err:
+        ffi.cast(ctype + " *", data)[0] = int(as_int(value) if not isinstance(value, bool) else value)
+    return int(err)
+
+
+# -- modules, libraries, functions ----------------------------------------------------------
+
+
+def _words(array: int, count: int) -> list[int]:
+    if not array or count <= 0:
+        return []
+    return list(ffi.unpack(ffi.cast("uintptr_t *", array), count))
+
+
+def _ints(array: Any, count: int) -> list[int]:
+    if array == ffi.NULL or count <= 0:
+        return []
+    return list(ffi.unpack(array, count))
+
+
+def _set_handle(out: Any, result: tuple[Any, ...]) -> int:
+    err = int(result[0])
+    if not err:
+        out[0] = _ptr(result[1])
+    return err
+
+
+@_entry
+def cuModuleLoadData(module: Any, image: int) -> int:
+    return _set_handle(module, driver.cuModuleLoadData(image))
+
+
+@_entry
+def cuModuleLoadDataEx(module: Any, image: int, n: int, options: Any, values: int) -> int:
+    opts = _ints(options, n)
+    return _set_handle(module, driver.cuModuleLoadDataEx(image, len(opts), opts, _words(values, len(opts))))
+
+
+@_entry
+def cuModuleLoadFatBinary(module: Any, image: int) -> int:
+    return _set_handle(module, driver.cuModuleLoadFatBinary(image))
+
+
+@_entry
+def cuModuleUnload(hmod: int) -> int:
+    return _conn().sync("CU_MODULE_UNLOAD", hmod)[0]
+
+
+def _name(name: Any) -> str:
+    return ffi.string(name).decode(errors="replace")  # type: ignore[no-any-return]
+
+
+_names: dict[int, Any] = {}  # function or kernel handle -> its name (a C string kept alive)
+
+
+def _named(out: Any, err: int, name: Any) -> int:
+    if not err:
+        _names[int(out[0])] = ffi.new("char[]", ffi.string(name))
+    return err
+
+
+@_entry
+def cuModuleGetFunction(hfunc: Any, hmod: int, name: Any) -> int:
+    if name == ffi.NULL:
+        return INVALID_VALUE
+    return _named(hfunc, _handle_out(hfunc, "CU_MODULE_GET_FUNCTION", hmod, _name(name)), name)
+
+
+@_entry
+def cuModuleGetGlobal_v2(dptr: Any, size: Any, hmod: int, name: Any) -> int:
+    if name == ffi.NULL:
+        return INVALID_VALUE
+    err, r = _conn().sync("CU_MODULE_GET_GLOBAL", hmod, _name(name))
+    if not err:
+        if dptr != ffi.NULL:
+            dptr[0] = r.value.ptr
+        if size != ffi.NULL:
+            size[0] = r.value.size
+    return err
+
+
+@_entry
+def cuLibraryLoadData(
+    library: Any,
+    code: int,
+    jit_options: Any,
+    jit_values: int,
+    n_jit: int,
+    lib_options: Any,
+    lib_values: int,
+    n_lib: int,
+) -> int:
+    jo, lo = _ints(jit_options, n_jit), _ints(lib_options, n_lib)
+    result = driver.cuLibraryLoadData(
+        code, jo, _words(jit_values, len(jo)), len(jo), lo, _words(lib_values, len(lo)), len(lo)
+    )
+    return _set_handle(library, result)
+
+
+@_entry
+def cuLibraryUnload(library: int) -> int:
+    return _conn().sync("CU_LIBRARY_UNLOAD", library)[0]
+
+
+@_entry
+def cuLibraryGetKernel(kernel: Any, library: int, name: Any) -> int:
+    if name == ffi.NULL:
+        return INVALID_VALUE
+    return _named(kernel, _handle_out(kernel, "CU_LIBRARY_GET_KERNEL", library, _name(name)), name)
+
+
+@_entry
+def cuKernelGetFunction(func: Any, kernel: int) -> int:
+    return _handle_out(func, "CU_KERNEL_GET_FUNCTION", kernel)
+
+
+_kernel_functions: dict[tuple[int, int], int] = {}  # (connection, CUkernel) -> its CUfunction
+
+
+def _func(handle: int) -> int:
+    """A CUfunction, or a CUkernel given where the driver accepts one cast to CUfunction
+    (launches, function attributes): its function in the current context, asked for once."""
+    if handle >> KIND_SHIFT != HandleKind.KERNEL:
+        return handle
+    conn = _conn()
+    key = (id(conn), handle)
+    func = _kernel_functions.get(key)
+    if func is None:
+        err, r = conn.sync("CU_KERNEL_GET_FUNCTION", handle)
+        if err:
+            return handle  # the call with the kernel itself fails with the server's reason
+        func = _kernel_functions[key] = int(r.value)
+    return func
+
+
+@_entry
+def cuFuncGetAttribute(pi: Any, attrib: int, hfunc: int) -> int:
+    return _int_out("CU_FUNC_GET_ATTRIBUTE")(pi, attrib, _func(hfunc))
+
+
+@_entry
+def cuFuncSetAttribute(hfunc: int, attrib: int, value: int) -> int:
+    return _conn().sync("CU_FUNC_SET_ATTRIBUTE", _func(hfunc), attrib, value)[0]
+
+
+@_entry
+def cuFuncSetCacheConfig(hfunc: int, config: int) -> int:
+    return _conn().sync("CU_FUNC_SET_CACHE_CONFIG", _func(hfunc), config)[0]
+
+
+@_entry
+def cuFuncGetParamInfo(func: int, index: int, offset: Any, size: Any) -> int:
+    err, off, length = driver.cuFuncGetParamInfo(_func(func), index)
+    if not err:
+        if offset != ffi.NULL:
+            offset[0] = off
+        if size != ffi.NULL:
+            size[0] = length
+    return int(err)
+
+
+@_entry
+def cuFuncGetParamCount(func: int, count: Any) -> int:
+    err, layout = _conn().param_layout(_func(func))
+    if not err:
+        count[0] = len(layout)
+    return err
+
+
+def _name_of(out: Any, handle: int) -> int:
+    name = _names.get(handle)
+    if name is None:
+        raise NotSupportedRemotely(f"the name of {handle:#x} (made before this library was loaded)")
+    out[0] = name
+    return SUCCESS
+
+
+@_entry
+def cuFuncGetName(name: Any, func: int) -> int:
+    return _name_of(name, func)
+
+
+@_entry
+def cuFuncIsLoaded(state: Any, func: int) -> int:
+    state[0] = 1  # CU_FUNCTION_LOADING_STATE_LOADED: the server loads modules eagerly
+    return SUCCESS
+
+
+@_entry
+def cuFuncLoad(func: int) -> int:
+    return SUCCESS
+
+
+# cuKernel*: the kernel's function in the current context (`dev` is the current context's)
+@_entry
+def cuKernelGetAttribute(pi: Any, attrib: int, kernel: int, dev: int) -> int:
+    return cuFuncGetAttribute(pi, attrib, kernel)
+
+
+@_entry
+def cuKernelSetAttribute(attrib: int, value: int, kernel: int, dev: int) -> int:
+    return cuFuncSetAttribute(kernel, attrib, value)
+
+
+@_entry
+def cuKernelSetCacheConfig(kernel: int, config: int, dev: int) -> int:
+    return cuFuncSetCacheConfig(kernel, config)
+
+
+@_entry
+def cuKernelGetParamInfo(kernel: int, index: int, offset: Any, size: Any) -> int:
+    return cuFuncGetParamInfo(kernel, index, offset, size)
+
+
+@_entry
+def cuKernelGetParamCount(kernel: int, count: Any) -> int:
+    return cuFuncGetParamCount(kernel, count)
+
+
+@_entry
+def cuKernelGetName(name: Any, kernel: int) -> int:
+    return _name_of(name, kernel)
+
+
+# -- launches -------------------------------------------------------------------------------
+
+
+@_entry
+def cuLaunchKernel(
+    f: int, gx: int, gy: int, gz: int, bx: int, by: int, bz: int, shared: int, stream: int,
+    params: int, extra: int,
+) -> int:
+    return _err(
+        driver.cuLaunchKernel(
+            _func(f), gx, gy, gz, bx, by, bz, shared, stream, params or None, extra or None
+        )
+    )
+
+
+@_entry
+def cuLaunchCooperativeKernel(
+    f: int, gx: int, gy: int, gz: int, bx: int, by: int, bz: int, shared: int, stream: int,
+    params: int,
+) -> int:
+    return _err(
+        driver.cuLaunchCooperativeKernel(
+            _func(f), gx, gy, gz, bx, by, bz, shared, stream, params or None
+        )
+    )
+
+
+@_entry
+def cuLaunchKernelEx(config: Any, f: int, params: int, extra: int) -> int:
+    if config == ffi.NULL:
+        return INVALID_VALUE
+    c = config
+    cooperative = False
+    attrs = int(ffi.cast("uintptr_t", c.attrs))
+    for i in range(c.numAttrs):
+        base = attrs + i * LAUNCH_ATTRIBUTE_SIZE
+        ident = ffi.cast("int *", base)[0]
+        if ident == LAUNCH_ATTRIBUTE_COOPERATIVE:
+            cooperative = bool(ffi.cast("int *", base + 8)[0])
+            continue
+        raise NotSupportedRemotely(f"cuLaunchKernelEx: launch attribute {ident} is not supported remotely")
+    f = _func(f)
+    grid, block = (c.gridDimX, c.gridDimY, c.gridDimZ), (c.blockDimX, c.blockDimY, c.blockDimZ)
+    stream = int(ffi.cast("uintptr_t", c.hStream))
+    if cooperative:
+        if extra:
+            raise NotSupportedRemotely("cuLaunchKernelEx: a cooperative launch with `extra`")
+        return _err(driver.cuLaunchCooperativeKernel(f, *grid, *block, c.sharedMemBytes, stream, params or None))
+    return _err(driver.cuLaunchKernel(f, *grid, *block, c.sharedMemBytes, stream, params or None, extra or None))
+
+
+# -- host functions: run on the calling thread once the stream's earlier work is done --------
+# CUDA runs them on a driver thread, later work on the stream waiting for them; here the caller
+# waits for the stream, then runs the function: same order, synchronous (a host function may
+# not call CUDA either way).
+
+
+def _run_host_function(stream: int, call: Callable[[], None]) -> int:
+    err = _err(driver.cuStreamSynchronize(stream))
+    if err:
+        return err
+    call()
+    return SUCCESS
+
+
+@_entry
+def cuLaunchHostFunc(stream: int, fn: int, data: int) -> int:
+    if not fn:
+        return INVALID_VALUE
+    host_fn = ffi.cast("void (*)(void *)", fn)
+    return _run_host_function(stream, lambda: host_fn(ffi.cast("void *", data)))
+
+
+@_entry
+def cuLaunchHostFunc_v2(stream: int, fn: int, data: int, sync_mode: int) -> int:
+    return cuLaunchHostFunc(stream, fn, data)
+
+
+@_entry
+def cuStreamAddCallback(stream: int, callback: int, data: int, flags: int) -> int:
+    if not callback or flags:
+        return INVALID_VALUE
+    fn = ffi.cast("void (*)(uintptr_t, int, void *)", callback)
+    return _run_host_function(stream, lambda: fn(stream, SUCCESS, ffi.cast("void *", data)))
+
+
+# -- streams and events ---------------------------------------------------------------------
+
+
+# What each stream was made with (flags, priority), for cuStreamGetFlags/GetPriority; the
+# default streams (0, legacy, per-thread) have neither.
+_streams: dict[int, tuple[int, int]] = {0: (0, 0), 1: (0, 0), 2: (0, 0)}
+
+
+def _stream_made(out: Any, err: int, flags: int, priority: int) -> int:
+    if not err:
+        _streams[int(out[0])] = (flags, priority)
+    return err
+
+
+@_entry
+def cuStreamCreate(phStream: Any, flags: int) -> int:
+    return _stream_made(phStream, _handle_out(phStream, "CU_STREAM_CREATE", flags), flags, 0)
+
+
+@_entry
+def cuStreamCreateWithPriority(phStream: Any, flags: int, priority: int) -> int:
+    err = _handle_out(phStream, "CU_STREAM_CREATE_WITH_PRIORITY", flags, priority)
+    if err:
+        return err
+    failed, least, greatest = _conn().call("CU_CTX_GET_STREAM_PRIORITY_RANGE")
+    if not failed:  # the driver clamps a priority outside the range
+        priority = min(max(priority, greatest), least)
+    return _stream_made(phStream, err, flags, priority)
+
+
+@_entry
+def cuStreamDestroy_v2(stream: int) -> int:
+    err = _err(driver.cuStreamDestroy(stream))
+    if not err:
+        _streams.pop(stream, None)
+    return err
+
+
+def _stream_fact(stream: int, out: Any, which: int) -> int:
+    made = _streams.get(stream)
+    if made is None:
+        return _err(driver.cuStreamQuery(stream)) or INVALID_VALUE  # the server names a bad one
+    if out == ffi.NULL:
+        return INVALID_VALUE
+    out[0] = made[which]
+    return SUCCESS
+
+
+@_entry
+def cuStreamGetFlags(stream: int, flags: Any) -> int:
+    return _stream_fact(stream, flags, 0)
+
+
+@_entry
+def cuStreamGetPriority(stream: int, priority: Any) -> int:
+    return _stream_fact(stream, priority, 1)
+
+
+@_entry
+def cuStreamSynchronize(stream: int) -> int:
+    return _err(driver.cuStreamSynchronize(stream))
+
+
+@_entry
+def cuStreamQuery(stream: int) -> int:
+    return _err(driver.cuStreamQuery(stream))
+
+
+@_entry
+def cuStreamWaitEvent(stream: int, event: int, flags: int) -> int:
+    return _err(driver.cuStreamWaitEvent(stream, event, flags))
+
+
+@_entry
+def cuEventCreate(phEvent: Any, flags: int) -> int:
+    return _handle_out(phEvent, "CU_EVENT_CREATE", flags)
+
+
+@_entry
+def cuEventDestroy_v2(event: int) -> int:
+    return _conn().sync("CU_EVENT_DESTROY", event)[0]
+
+
+@_entry
+def cuEventRecord(event: int, stream: int) -> int:
+    return _err(driver.cuEventRecord(event, stream))
+
+
+@_entry
+def cuEventSynchronize(event: int) -> int:
+    return _conn().call("CU_EVENT_SYNCHRONIZE", event)[0]  # type: ignore[no-any-return]
+
+
+@_entry
+def cuEventQuery(event: int) -> int:
+    return _conn().sync("CU_EVENT_QUERY", event)[0]
+
+
+@_entry
+def cuEventElapsedTime(ms: Any, start: int, end: int) -> int:
+    err, value = _conn().call("CU_EVENT_ELAPSED_TIME", start, end)
+    if not err:
+        ms[0] = value
+    return err  # type: ignore[no-any-return]
+
+
+@_entry
+def cuEventElapsedTime_v2(ms: Any, start: int, end: int) -> int:
+    return cuEventElapsedTime(ms, start, end)
+
+
+# -- occupancy ------------------------------------------------------------------------------
+
+
+@_entry
+def cuOccupancyMaxActiveBlocksPerMultiprocessor(n: Any, func: int, block: int, smem: int) -> int:
+    return cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(n, func, block, smem, 0)
+
+
+@_entry
+def cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+    n: Any, func: int, block: int, smem: int, flags: int
+) -> int:
+    err, value = driver.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+        _func(func), block, smem, flags
+    )
+    if not err:
+        n[0] = value
+    return int(err)
+
+
+@_entry
+def cuOccupancyMaxPotentialBlockSize(
+    min_grid: Any, block: Any, func: int, callback: int, smem: int, limit: int
+) -> int:
+    err, grid, size = driver.cuOccupancyMaxPotentialBlockSize(
+        _func(func), callback or None, smem, limit
+    )
+    if not err:
+        min_grid[0] = grid
+        block[0] = size
+    return int(err)

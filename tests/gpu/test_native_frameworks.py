@@ -1,0 +1,177 @@
+"""Frameworks that reach the GPU through the driver library, unmodified, through the native
+libcuda.so.1 (`cricket-run --`) against the `cuda` backend, the client's GPU hidden
+(CUDA_VISIBLE_DEVICES= in the client's environment only): cuda.core and numba-cuda programs
+with their results checked; CuPy and PyTorch probed (how far they get; printed with -s)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from server_harness import LIMIT, ROOT, Server, running_server
+
+from cricket_client.native import library_path
+from cricket_server.backends.cuda import gpu_available
+
+pytestmark = pytest.mark.gpu
+HERE = Path(__file__).resolve().parent
+RUN_LIMIT = 10 * LIMIT
+
+CUDA_CORE_PROGRAM = textwrap.dedent(
+    r"""
+    import numpy as np
+    try:
+        from cuda.core import Device, EventOptions, LaunchConfig, Program, ProgramOptions, launch
+        from cuda.core import Buffer
+    except ImportError:
+        from cuda.core.experimental import (Buffer, Device, EventOptions, LaunchConfig, Program,
+                                            ProgramOptions, launch)
+
+    code = r'''
+    extern "C" __global__ void scale_add(float *y, const float *x, float a, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) y[i] = a * x[i] + y[i];
+    }'''
+    dev = Device()
+    dev.set_current()
+    stream = dev.create_stream()
+    arch = "".join(str(i) for i in dev.compute_capability)
+    kernel = Program(code, code_type="c++", options=ProgramOptions(arch=f"sm_{arch}")) \
+        .compile("cubin").get_kernel("scale_add")
+    n = 1 << 16
+    x = np.arange(n, dtype=np.float32)
+    y = np.ones(n, dtype=np.float32)
+    dx, dy = dev.allocate(x.nbytes, stream=stream), dev.allocate(y.nbytes, stream=stream)
+    dx.copy_from(Buffer.from_handle(x.ctypes.data, x.nbytes), stream=stream)
+    dy.copy_from(Buffer.from_handle(y.ctypes.data, y.nbytes), stream=stream)
+    start = stream.record(options=EventOptions(timing_enabled=True))
+    launch(stream, LaunchConfig(grid=(n + 255) // 256, block=256), kernel, dy, dx, np.float32(2.0), np.int32(n))
+    end = stream.record(options=EventOptions(timing_enabled=True))
+    out = np.zeros(n, dtype=np.float32)
+    dy.copy_to(Buffer.from_handle(out.ctypes.data, out.nbytes), stream=stream)
+    stream.sync()
+    end.sync()
+    assert (end - start) >= 0
+    assert np.array_equal(out, 2 * x + 1), out[:8]
+    print("cuda.core ok", dev.name)
+    """
+)
+
+NUMBA_PROGRAM = textwrap.dedent(
+    """
+    import numpy as np
+    from numba import cuda
+
+    @cuda.jit
+    def add(x, y, out):
+        i = cuda.grid(1)
+        if i < x.size:
+            out[i] = x[i] + y[i]
+
+    n = 1 << 16
+    x = np.arange(n, dtype=np.float32)
+    y = 2 * x
+    stream = cuda.stream()
+    dx, dy = cuda.to_device(x, stream=stream), cuda.to_device(y, stream=stream)
+    dout = cuda.device_array_like(x, stream=stream)
+    add[(n + 255) // 256, 256, stream](dx, dy, dout)
+    out = dout.copy_to_host(stream=stream)
+    stream.synchronize()
+    assert np.array_equal(out, 3 * x), out[:8]
+    print("numba ok")
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    if not gpu_available():
+        if os.environ.get("CRICKET_TEST_BACKEND") == "cuda":
+            pytest.fail("CRICKET_TEST_BACKEND=cuda, but no GPU answers (cuInit or device count)")
+        pytest.skip("no GPU answers: the cuda backend cannot be tested here")
+    library_path()
+    with running_server(tmp_path_factory.mktemp("native-gpu"), backend="cuda", isolation=None) as srv:
+        yield srv
+
+
+def run_hidden(server: Server, code: str) -> subprocess.CompletedProcess[str]:
+    """`cricket-run -- python -c CODE` with no GPU visible to the client process."""
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    command = [sys.executable, "-m", "cricket_client.run", "--server", server.address, "--",
+               sys.executable, "-c", code]
+    return subprocess.run(command, capture_output=True, text=True, timeout=RUN_LIMIT, env=env, cwd=ROOT)
+
+
+def _importable(module: str) -> bool:
+    probe = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, timeout=LIMIT)
+    return probe.returncode == 0
+
+
+def test_a_cuda_core_program_runs_unmodified(server: Server) -> None:
+    if not _importable("cuda.core"):
+        pytest.skip("cuda.core is not installed")
+    done = run_hidden(server, CUDA_CORE_PROGRAM)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("cuda.core ok")
+
+
+def test_a_numba_cuda_program_runs_unmodified(server: Server) -> None:
+    if not _importable("numba.cuda"):
+        pytest.skip("numba-cuda does not import here (see DESIGN.md: numpy version)")
+    done = run_hidden(server, NUMBA_PROGRAM)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip() == "numba ok"
+
+
+def test_the_driver_program_through_both_doors_on_the_gpu(server: Server) -> None:
+    program = ROOT / "tests" / "integration" / "native_driver_program.py"
+    cubin = ROOT / "tests" / "kernels" / "test_kernels.sm_90.cubin"
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    base = [sys.executable, "-m", "cricket_client.run", "--server", server.address]
+    native = subprocess.run([*base, "--", sys.executable, str(program), str(cubin)],
+                            capture_output=True, text=True, timeout=RUN_LIMIT, env=env, cwd=ROOT)
+    python = subprocess.run([*base, str(program), str(cubin)],
+                            capture_output=True, text=True, timeout=RUN_LIMIT, env=env, cwd=ROOT)
+    assert native.returncode == 0, native.stderr
+    assert python.returncode == 0, python.stderr
+    assert native.stdout == python.stdout
+
+
+def test_a_c_program_with_kernels_threads_and_fork_on_the_gpu(server: Server, tmp_path: Path) -> None:
+    """The integration test's C program (its own declarations, dlopen("libcuda.so.1"),
+    kernelParams and `extra` launches, events, 8 pthreads, fork) on the real GPU."""
+    source = ROOT / "tests" / "integration" / "native_threads.c"
+    binary = tmp_path / "native_threads"
+    subprocess.run(["gcc", "-O1", "-o", str(binary), str(source), "-ldl", "-lpthread"],
+                   check=True, timeout=LIMIT)
+    cubin = ROOT / "tests" / "kernels" / "test_kernels.sm_90.cubin"
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    done = subprocess.run(
+        [sys.executable, "-m", "cricket_client.run", "--server", server.address, "--",
+         str(binary), str(cubin)],
+        capture_output=True, text=True, timeout=RUN_LIMIT, env=env, cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    for expected in ("kernelParams ok", "extra ok", "threads ok (200 calls each)",
+                     "unsupported 801", "child ok", "parent after fork ok"):
+        assert expected in lines, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("framework", ["cupy", "torch"])
+def test_how_far_a_runtime_linked_framework_gets(server: Server, framework: str) -> None:
+    """A report, not a requirement: the steps passed and the first failing call."""
+    module = {"cupy": "cupy", "torch": "torch"}[framework]
+    if not _importable(module):
+        pytest.skip(f"{module} is not installed")
+    sys.path.insert(0, str(HERE))
+    from native_framework_probe import probe
+
+    report = probe(server.address, framework, timeout=RUN_LIMIT)
+    print(f"\n{framework}: {report}")
+    assert "import" in report["passed"]  # type: ignore[operator]
