@@ -171,6 +171,8 @@ class SessionVmm(SessionCore):
 
     def _covering(self, call: str, addr: int, size: int) -> list[Mapping]:
         """The mappings that make up exactly [addr, addr+size), in order, with no gap."""
+        if size <= 0:
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{call}: size 0 (a range must hold a byte)")
         mappings = self._vmm_state()[1]
         i = bisect.bisect_right([m.addr for m in mappings], addr) - 1
         found: list[Mapping] = []

@@ -60,15 +60,30 @@ _DUMMY: dict[str, Any] = {
     "kernelParams": None, "extra": 0, "ctxCreateParams": None, "blockSizeToDynamicSMemSize": None,
     "options": None, "optionValues": None, "jitOptions": None, "jitOptionsValues": None,
     "libraryOptions": None, "libraryOptionValues": None, "attributes": [],
-    "length": 16, "ByteCount": 16,
+    "length": 16, "ByteCount": 16, "pResViewDesc": None,
 }
 _HOST = {"srcHost", "dstHost", "src", "dst"}
+
+
+def _struct_dummy(name: str, param: str) -> Any:
+    """An empty parameter struct of the type `name` takes as `param`, else None."""
+    three_d = "3D" in name
+    structs = {
+        "pAllocateArray": cuda.CUDA_ARRAY3D_DESCRIPTOR if three_d else cuda.CUDA_ARRAY_DESCRIPTOR,
+        "pCopy": cuda.CUDA_MEMCPY3D if three_d else cuda.CUDA_MEMCPY2D,
+        "pResDesc": cuda.CUDA_RESOURCE_DESC,
+        "pTexDesc": cuda.CUDA_TEXTURE_DESC,
+    }
+    return structs[param]() if param in structs else None
 
 
 def _arguments(fn: Any) -> list[Any]:
     args = []
     for param in inspect.signature(fn).parameters:
-        if param in _HOST:
+        struct = _struct_dummy(fn.__name__, param)
+        if struct is not None:
+            args.append(struct)
+        elif param in _HOST:
             args.append(bytearray(16))
         else:
             args.append(_DUMMY.get(param, 0))

@@ -130,6 +130,8 @@ for _proc in FakeCricket.PROCEDURES.values():
 def _expected_length(name: str) -> int:
     if name in ("cudaGetErrorName", "cudaGetErrorString"):  # documented unlike the rest
         return len(getattr(real, name)(real.cudaError_t.cudaErrorInvalidValue))
+    if name == "cudaCreateChannelDesc":  # documented unlike the rest: error, then the desc
+        return len(real.cudaCreateChannelDesc(8, 0, 0, 0, real.cudaChannelFormatKind(0)))
     doc = inspect.cleandoc(getattr(real, name).__doc__)
     section = re.split(r"\n\s*Returns\n\s*-------\n", doc, maxsplit=1)[1]
     section = re.split(r"\n(?:See Also|Notes|Examples)\n", section, maxsplit=1)[0]
@@ -141,6 +143,8 @@ _DUMMY: dict[str, Any] = {
     "jitOptions": None, "jitOptionsValues": None, "libraryOptions": None,
     "libraryOptionValues": None, "count": 16, "size": 16, "width": 4, "height": 2,
     "dpitch": 8, "spitch": 8, "pitch": 8, "blockSize": 32, "error": 1, "attr": 1, "device": 0,
+    "f": cudart.cudaChannelFormatKind.cudaChannelFormatKindFloat,
+    "extent": cudart.make_cudaExtent(4, 2, 1), "desc": cudart.cudaChannelFormatDesc(),
 }  # fmt: skip
 
 
