@@ -1,0 +1,130 @@
+"""Runtime calls built from calls already remoted: cudaMemset3D(Async) (one 2D memset per
+slice), cudaMemcpyArrayToArray (array-to-array copies cut at row ends), cudaMemcpy3DPeer(Async)
+(a 3D copy when source and destination are the same device), getLocalRuntimeVersion (the
+runtime that does the work is the server's). Arguments are checked as the calls they build on
+check them; each answers as its cuda-python form does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import driver_arrays as da
+from ._args import c_int, size_t
+from ._runtime_enums import cudaError_t, cudaMemcpyKind
+from ._types import as_int
+from .array_types import cudaMemcpy3DParms
+from .plain_types import copy_value
+from .runtime_arrays import (
+    _fail,
+    _ready,
+    _ret,
+    cudaMemcpy2DArrayToArray,
+    cudaMemcpy3D,
+    cudaMemcpy3DAsync,
+)
+
+__all__ = [
+    "cudaMemset3D",
+    "cudaMemset3DAsync",
+    "cudaMemcpyArrayToArray",
+    "cudaMemcpy3DPeer",
+    "cudaMemcpy3DPeerAsync",
+    "getLocalRuntimeVersion",
+]
+
+_SUCCESS = cudaError_t.cudaSuccess
+_NOT_SUPPORTED = cudaError_t.cudaErrorNotSupported
+
+
+def _memset3d(call: str, pitchedDevPtr: Any, value: int, extent: Any, stream: Any) -> tuple[Any]:
+    from . import runtime
+
+    value = c_int(value, f"{call}: value")
+    pitch, ysize = size_t(pitchedDevPtr.pitch, f"{call}: pitch"), int(pitchedDevPtr.ysize)
+    width = size_t(extent.width, f"{call}: extent.width")
+    height = size_t(extent.height, f"{call}: extent.height")
+    depth = size_t(extent.depth, f"{call}: extent.depth")
+    base = as_int(pitchedDevPtr.ptr)
+    for z in range(depth):
+        slice_ptr = base + z * pitch * ysize
+        if stream is None:
+            (err,) = runtime.cudaMemset2D(slice_ptr, pitch, value, width, height)
+        else:
+            (err,) = runtime.cudaMemset2DAsync(slice_ptr, pitch, value, width, height, stream)
+        if err != _SUCCESS:
+            return (err,)
+    return (_SUCCESS,)
+
+
+def cudaMemset3D(pitchedDevPtr: Any, value: int, extent: Any) -> tuple[Any]:
+    return _memset3d("cudaMemset3D", pitchedDevPtr, value, extent, None)
+
+
+def cudaMemset3DAsync(pitchedDevPtr: Any, value: int, extent: Any, stream: Any) -> tuple[Any]:
+    return _memset3d("cudaMemset3DAsync", pitchedDevPtr, value, extent, stream)
+
+
+def cudaMemcpyArrayToArray(dst: Any, wOffsetDst: int, hOffsetDst: int, src: Any, wOffsetSrc: int,
+                           hOffsetSrc: int, count: int, kind: Any) -> tuple[Any]:  # fmt: skip
+    """`count` bytes from `src` at (wOffsetSrc bytes, hOffsetSrc rows) to `dst`, the arrays
+    seen as their rows one after another (a copy may run past a row's end)."""
+    c = "cudaMemcpyArrayToArray"
+    count = size_t(count, f"{c}: count")
+    err, conn = _ready()
+    if err:
+        return _ret(err)
+    err, sinfo = da.array_info(conn, as_int(src))
+    if err or sinfo is None:
+        return _ret(err or cudaError_t.cudaErrorInvalidResourceHandle, conn=conn)
+    err, dinfo = da.array_info(conn, as_int(dst))
+    if err or dinfo is None:
+        return _ret(err or cudaError_t.cudaErrorInvalidResourceHandle, conn=conn)
+    s_at = size_t(hOffsetSrc, f"{c}: hOffsetSrc") * sinfo.row_bytes + size_t(
+        wOffsetSrc, f"{c}: wOffsetSrc"
+    )
+    d_at = size_t(hOffsetDst, f"{c}: hOffsetDst") * dinfo.row_bytes + size_t(
+        wOffsetDst, f"{c}: wOffsetDst"
+    )
+    while count:
+        sy, sx = divmod(s_at, sinfo.row_bytes)
+        dy, dx = divmod(d_at, dinfo.row_bytes)
+        n = min(count, sinfo.row_bytes - sx, dinfo.row_bytes - dx)
+        (err,) = cudaMemcpy2DArrayToArray(dst, dx, dy, src, sx, sy, n, 1, kind)
+        if err != _SUCCESS:
+            return (err,)
+        s_at, d_at, count = s_at + n, d_at + n, count - n
+    return (_SUCCESS,)
+
+
+def _peer(call: str, p: Any, stream: Any) -> tuple[Any]:
+    if p is None:
+        err, conn = _ready()
+        return _fail(conn, cudaError_t.cudaErrorInvalidValue, f"{call}: p is None", 0)
+    if int(p.srcDevice) != int(p.dstDevice):
+        err, conn = _ready()
+        return _fail(
+            conn, _NOT_SUPPORTED,
+            f"{call}: copies between two devices (srcDevice {int(p.srcDevice)}, dstDevice "
+            f"{int(p.dstDevice)}) are not supported remotely; use cudaMemcpyPeer for linear memory",
+            0,
+        )  # fmt: skip
+    same = cudaMemcpy3DParms(kind=cudaMemcpyKind.cudaMemcpyDefault)
+    for name in ("srcArray", "srcPos", "srcPtr", "dstArray", "dstPos", "dstPtr", "extent"):
+        setattr(same, name, copy_value(getattr(p, name)))
+    return cudaMemcpy3D(same) if stream is None else cudaMemcpy3DAsync(same, stream)
+
+
+def cudaMemcpy3DPeer(p: Any) -> tuple[Any]:
+    return _peer("cudaMemcpy3DPeer", p, None)
+
+
+def cudaMemcpy3DPeerAsync(p: Any, stream: Any) -> tuple[Any]:
+    return _peer("cudaMemcpy3DPeerAsync", p, stream)
+
+
+def getLocalRuntimeVersion() -> tuple[Any, int | None]:
+    """The version of the runtime that runs this program's calls: the server's."""
+    from . import runtime
+
+    return runtime.cudaRuntimeGetVersion()
