@@ -15,7 +15,7 @@ from __future__ import annotations
 import ctypes
 from typing import Any, ClassVar
 
-from ._enums import CUexecAffinityType, CUstreamBatchMemOpType
+from ._enums import CUexecAffinityType, CUgraphNodeType, CUstreamBatchMemOpType
 from ._types import CUdeviceptr, CUfunction, Handle, as_int
 from ._types_vmm import cuuint64_t
 from .array_types import (
@@ -28,6 +28,7 @@ from .array_types import (
     cudaPitchedPtr,
     cudaPos,
 )
+from .driver_graphs import CUDA_KERNEL_NODE_PARAMS
 from .runtime_types import Struct
 
 __all__ = [
@@ -433,9 +434,17 @@ class _ChildGraph(ValueStruct):
     FIELDS: ClassVar[dict[str, Any]] = {"graph": 0}
 
 
+class _EventNode(ValueStruct):
+    FIELDS: ClassVar[dict[str, Any]] = {"event": 0}
+
+
 class CUgraphNodeParams(ValueStruct):
+    """What cuGraphAddNode builds: `type` names the arm that is read."""
+
     FIELDS: ClassVar[dict[str, Any]] = {
-        "type": 0, "memcpy": _MemcpyNode, "memset": _MemsetNode, "graph": _ChildGraph,
+        "type": CUgraphNodeType(0), "kernel": CUDA_KERNEL_NODE_PARAMS, "memcpy": _MemcpyNode,
+        "memset": _MemsetNode, "graph": _ChildGraph, "eventWait": _EventNode,
+        "eventRecord": _EventNode,
     }  # fmt: skip
 
 

@@ -1,0 +1,79 @@
+"""The polymorphic graph node calls, on both backends: cuGraphAddNode builds memset, memcpy
+(to client host memory), empty and child-graph nodes from a CUgraphNodeParams; the graph runs;
+cuGraphNodeSetParams and cuGraphExecNodeSetParams change a node's work; the memcpy and memset
+node parameters read back; a node type that cannot be built remotely is refused, named."""
+
+from __future__ import annotations
+
+import numpy as np
+from behaviour_helpers import check
+
+import cricket_client
+from cricket_client import driver as cuda
+
+T = cuda.CUgraphNodeType
+
+
+def memset_params(dst: object, value: int, size: int) -> cuda.CUgraphNodeParams:
+    p = cuda.CUgraphNodeParams()
+    p.type = T.CU_GRAPH_NODE_TYPE_MEMSET
+    p.memset.dst, p.memset.value = dst, value
+    p.memset.elementSize, p.memset.width, p.memset.height = 1, size, 1
+    return p
+
+
+def test_nodes_from_node_params_run_and_change(session: cricket_client.Connection) -> None:
+    size = 512
+    stream = check(cuda.cuStreamCreate(0))
+    a, b = check(cuda.cuMemAlloc(size)), check(cuda.cuMemAlloc(size))
+    check(cuda.cuMemcpyHtoD(b, np.full(size, 2, dtype=np.uint8), size))
+    graph = check(cuda.cuGraphCreate(0))
+    set_node = check(cuda.cuGraphAddNode(graph, None, None, 0, memset_params(a, 1, size)))
+    host = np.zeros(size, dtype=np.uint8)
+    copy = cuda.CUgraphNodeParams()
+    copy.type = T.CU_GRAPH_NODE_TYPE_MEMCPY
+    c = copy.memcpy.copyParams
+    c.srcMemoryType, c.srcDevice = cuda.CUmemorytype.CU_MEMORYTYPE_DEVICE, b
+    c.dstMemoryType, c.dstHost = cuda.CUmemorytype.CU_MEMORYTYPE_HOST, host
+    c.WidthInBytes, c.Height, c.Depth = size, 1, 1
+    copy_node = check(cuda.cuGraphAddNode(graph, [set_node], None, 1, copy))
+    empty = cuda.CUgraphNodeParams()
+    empty.type = T.CU_GRAPH_NODE_TYPE_EMPTY
+    check(cuda.cuGraphAddNode(graph, [copy_node], None, 1, empty))
+    exec_ = check(cuda.cuGraphInstantiate(graph, 0))
+    check(cuda.cuGraphLaunch(exec_, stream))
+    check(cuda.cuStreamSynchronize(stream))
+    assert np.all(host == 2)
+    out = np.zeros(size, dtype=np.uint8)
+    check(cuda.cuMemcpyDtoH(out, a, size))
+    assert np.all(out == 1)
+
+    read = check(cuda.cuGraphMemcpyNodeGetParams(copy_node))
+    assert int(read.srcDevice) == int(b) and read.WidthInBytes == size
+    copy.memcpy.copyParams.srcDevice = a
+    check(cuda.cuGraphNodeSetParams(copy_node, copy))
+    assert int(check(cuda.cuGraphMemcpyNodeGetParams(copy_node)).srcDevice) == int(a)
+    check(cuda.cuGraphExecNodeSetParams(exec_, set_node, memset_params(a, 11, size)))
+    check(cuda.cuGraphLaunch(exec_, stream))
+    check(cuda.cuStreamSynchronize(stream))
+    check(cuda.cuMemcpyDtoH(out, a, size))
+    assert np.all(out == 11)
+    assert check(cuda.cuGraphMemsetNodeGetParams(set_node)).value == 1  # the graph's own node
+
+    check(cuda.cuGraphExecDestroy(exec_))
+    check(cuda.cuGraphDestroy(graph))
+    for p in (a, b):
+        check(cuda.cuMemFree(p))
+    check(cuda.cuStreamDestroy(stream))
+
+
+def test_a_node_type_that_cannot_be_built_remotely_is_refused(
+    session: cricket_client.Connection,
+) -> None:
+    graph = check(cuda.cuGraphCreate(0))
+    host = cuda.CUgraphNodeParams()
+    host.type = T.CU_GRAPH_NODE_TYPE_HOST
+    err, node = cuda.cuGraphAddNode(graph, None, None, 0, host)
+    assert err == cuda.CUresult.CUDA_ERROR_NOT_SUPPORTED and node is None
+    assert "CU_GRAPH_NODE_TYPE_HOST" in cricket_client.last_error_message()
+    check(cuda.cuGraphDestroy(graph))
