@@ -1,6 +1,6 @@
-"""The polymorphic graph node calls of `cricket_client.driver`: cuGraphAddNode,
-cuGraphNodeSetParams, cuGraphExecNodeSetParams take a CUgraphNodeParams and travel as the
-typed node calls do (the same node parameters on the wire: kernel, memcpy, memset, child
+"""The polymorphic graph node calls of `cricket_client.driver`, and cuGraphDestroyNode (procedure
+620): cuGraphAddNode, cuGraphNodeSetParams, cuGraphExecNodeSetParams take a CUgraphNodeParams
+and travel as the typed node calls do (the same node parameters on the wire: kernel, memcpy, memset, child
 graph, empty, event record and wait); cuGraphMemcpyNodeGetParams and
 cuGraphMemsetNodeGetParams read a node back. Node types the server does not build (host,
 memory allocation and free, conditional, batch memory operations, external semaphores)
@@ -19,6 +19,7 @@ from .array_types import CUDA_MEMCPY3D
 from .connection import Connection, get_connection
 
 __all__ = [
+    "cuGraphDestroyNode",
     "cuGraphAddNode",
     "cuGraphNodeSetParams",
     "cuGraphExecNodeSetParams",
@@ -95,6 +96,12 @@ def cuGraphExecNodeSetParams(hGraphExec: Any, hNode: Any, nodeParams: Any) -> tu
         return dg._out(err)  # type: ignore[return-value]
     exec_handle, node_handle = dg._u64(hGraphExec, "hGraphExec"), dg._u64(hNode, "hNode")
     return dg._out(conn.sync("CU_GRAPH_EXEC_NODE_SET_PARAMS", exec_handle, node_handle, node)[0])  # type: ignore[return-value]
+
+
+def cuGraphDestroyNode(hNode: Any) -> tuple[Any]:
+    """The node leaves its graph with its edges (procedure 620)."""
+    conn = get_connection()
+    return dg._out(conn.sync("CU_GRAPH_DESTROY_NODE", dg._u64(hNode, "hNode"))[0])  # type: ignore[return-value]
 
 
 def _params_of(call: str, hNode: Any, kind: int) -> tuple[int, Any, Connection]:

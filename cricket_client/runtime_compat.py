@@ -1,7 +1,7 @@
 """Runtime calls built from calls already remoted: cudaMemset3D(Async) (one 2D memset per
 slice), cudaMemcpyArrayToArray (array-to-array copies cut at row ends), cudaMemcpy3DPeer(Async)
 (a 3D copy when source and destination are the same device), getLocalRuntimeVersion (the
-runtime that does the work is the server's). Arguments are checked as the calls they build on
+runtime that does the work is the server's), cudaGraphDestroyNode (the driver's form). Arguments are checked as the calls they build on
 check them; each answers as its cuda-python form does.
 """
 
@@ -31,6 +31,7 @@ __all__ = [
     "cudaMemcpy3DPeer",
     "cudaMemcpy3DPeerAsync",
     "getLocalRuntimeVersion",
+    "cudaGraphDestroyNode",
 ]
 
 _SUCCESS = cudaError_t.cudaSuccess
@@ -128,3 +129,10 @@ def getLocalRuntimeVersion() -> tuple[Any, int | None]:
     from . import runtime
 
     return runtime.cudaRuntimeGetVersion()
+
+
+def cudaGraphDestroyNode(node: Any) -> tuple[Any]:
+    from . import driver_graph_nodes as dn
+    from .runtime_graphs import _run
+
+    return _run(lambda: dn.cuGraphDestroyNode(node), 0)

@@ -189,6 +189,7 @@ __all__ = [
     'CU_MEM_POOL_GET_ATTRIBUTE',
     'CU_MEM_POOL_TRIM_TO',
     'CU_MEM_ALLOC_FROM_POOL_ASYNC',
+    'CU_GRAPH_DESTROY_NODE',
     'int_result',
     'u64_result',
     'handle_result',
@@ -533,6 +534,7 @@ CU_MEM_POOL_SET_ATTRIBUTE = 475
 CU_MEM_POOL_GET_ATTRIBUTE = 476
 CU_MEM_POOL_TRIM_TO = 477
 CU_MEM_ALLOC_FROM_POOL_ASYNC = 478
+CU_GRAPH_DESTROY_NODE = 620
 
 
 @_dc.dataclass(slots=True)
@@ -7970,6 +7972,20 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 478, _enc.buffers())
         return _Pending(call, xdr_ptr_result.decode)
 
+    def CU_GRAPH_DESTROY_NODE(self, arg1: cu_handle, *, timeout: float | None = None) -> int:
+        """Call CU_GRAPH_DESTROY_NODE (620) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 620, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_DESTROY_NODE_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_GRAPH_DESTROY_NODE (620); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 620, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
 
 class CRICKET_V1_Server:
     """Service of program CRICKET_PROG version CRICKET_V1: subclass it, override what
@@ -8771,6 +8787,11 @@ class CRICKET_V1_Server:
             _Facts(replay='replay', handles=((1, ('mempool',)), (2, ('stream',)))),
             plan=_Plan(encode_args=_plan_a37_encode_args, decode_args=_plan_a37_decode_args, decode_reply=_plan_xdr_ptr_result_decode_reply, encode_result=_plan_xdr_ptr_result_encode_result),
         ),
+        620: _Procedure(
+            620, 'CU_GRAPH_DESTROY_NODE', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('graph_node',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_xdr_plan_status),
+        ),
     }
 
     def HELLO(self, ctx: Any, arg1: hello_args) -> hello_result:
@@ -9416,6 +9437,10 @@ class CRICKET_V1_Server:
     def CU_MEM_ALLOC_FROM_POOL_ASYNC(self, ctx: Any, arg1: int, arg2: cu_handle, arg3: cu_handle) -> ptr_result:
         """CU_MEM_ALLOC_FROM_POOL_ASYNC (478): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_MEM_ALLOC_FROM_POOL_ASYNC")
+
+    def CU_GRAPH_DESTROY_NODE(self, ctx: Any, arg1: cu_handle) -> int:
+        """CU_GRAPH_DESTROY_NODE (620): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_DESTROY_NODE")
 
 
 # Every codec is built now, at import (none is built while threads use it).

@@ -10,6 +10,7 @@ from behaviour_helpers import check
 
 import cricket_client
 from cricket_client import driver as cuda
+from cricket_client import runtime as cudart
 
 T = cuda.CUgraphNodeType
 
@@ -76,4 +77,25 @@ def test_a_node_type_that_cannot_be_built_remotely_is_refused(
     err, node = cuda.cuGraphAddNode(graph, None, None, 0, host)
     assert err == cuda.CUresult.CUDA_ERROR_NOT_SUPPORTED and node is None
     assert "CU_GRAPH_NODE_TYPE_HOST" in cricket_client.last_error_message()
+    check(cuda.cuGraphDestroy(graph))
+
+
+def test_a_destroyed_node_leaves_its_graph_with_its_edges(
+    session: cricket_client.Connection,
+) -> None:
+    graph = check(cuda.cuGraphCreate(0))
+    first = check(cuda.cuGraphAddEmptyNode(graph, None, 0))
+    middle = check(cuda.cuGraphAddEmptyNode(graph, [first], 1))
+    last = check(cuda.cuGraphAddEmptyNode(graph, [first, middle], 2))
+    check(cuda.cuGraphDestroyNode(middle))
+    nodes = check(cuda.cuGraphGetNodes(graph, 2))[0]
+    assert {int(n) for n in nodes} == {int(first), int(last)}
+    assert [int(d) for d in check(cuda.cuGraphNodeGetDependencies(last, 1))[0]] == [int(first)]
+    err, _ = cuda.cuGraphNodeGetType(middle)
+    assert err != cuda.CUresult.CUDA_SUCCESS  # the handle is gone
+    (err,) = cudart.cudaGraphDestroyNode(last)
+    assert err == cudart.cudaError_t.cudaSuccess
+    assert check(cuda.cuGraphGetNodes(graph, 0)) == ([], 1)
+    exec_ = check(cuda.cuGraphInstantiate(graph, 0))
+    check(cuda.cuGraphExecDestroy(exec_))
     check(cuda.cuGraphDestroy(graph))

@@ -182,6 +182,7 @@ BACKEND_NEEDS: dict[str, tuple[str, ...]] = {
     "CU_GRAPH_GET_EDGES": (),
     "CU_GRAPH_CLONE": (),
     "CU_GRAPH_ADD_DEPENDENCIES": (),
+    "CU_GRAPH_DESTROY_NODE": (),
     "CU_GRAPH_NODE_GET_TYPE": (),
     "CU_GRAPH_NODE_GET_DEPENDENCIES": (),
     "CU_GRAPH_NODE_GET_PARAMS": (),
