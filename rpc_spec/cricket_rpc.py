@@ -190,6 +190,8 @@ __all__ = [
     'CU_MEM_POOL_TRIM_TO',
     'CU_MEM_ALLOC_FROM_POOL_ASYNC',
     'CU_GRAPH_DESTROY_NODE',
+    'CU_FUNC_GET_NAME',
+    'CU_KERNEL_GET_NAME',
     'int_result',
     'u64_result',
     'handle_result',
@@ -535,6 +537,8 @@ CU_MEM_POOL_GET_ATTRIBUTE = 476
 CU_MEM_POOL_TRIM_TO = 477
 CU_MEM_ALLOC_FROM_POOL_ASYNC = 478
 CU_GRAPH_DESTROY_NODE = 620
+CU_FUNC_GET_NAME = 621
+CU_KERNEL_GET_NAME = 622
 
 
 @_dc.dataclass(slots=True)
@@ -7986,6 +7990,34 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 620, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
+    def CU_FUNC_GET_NAME(self, arg1: cu_handle, *, timeout: float | None = None) -> str_result:
+        """Call CU_FUNC_GET_NAME (621) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 621, _enc.buffers(), timeout=timeout)
+        return xdr_str_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_FUNC_GET_NAME_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_FUNC_GET_NAME (621); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 621, _enc.buffers())
+        return _Pending(call, xdr_str_result.decode)
+
+    def CU_KERNEL_GET_NAME(self, arg1: cu_handle, *, timeout: float | None = None) -> str_result:
+        """Call CU_KERNEL_GET_NAME (622) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 622, _enc.buffers(), timeout=timeout)
+        return xdr_str_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_KERNEL_GET_NAME_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_KERNEL_GET_NAME (622); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 622, _enc.buffers())
+        return _Pending(call, xdr_str_result.decode)
+
 
 class CRICKET_V1_Server:
     """Service of program CRICKET_PROG version CRICKET_V1: subclass it, override what
@@ -8792,6 +8824,16 @@ class CRICKET_V1_Server:
             _Facts(replay='replay', handles=((0, ('graph_node',)),)),
             plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_xdr_plan_status),
         ),
+        621: _Procedure(
+            621, 'CU_FUNC_GET_NAME', (xdr_cu_handle,), xdr_str_result,
+            _Facts(replay='readonly', handles=((0, ('function', 'kernel')),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args),
+        ),
+        622: _Procedure(
+            622, 'CU_KERNEL_GET_NAME', (xdr_cu_handle,), xdr_str_result,
+            _Facts(replay='readonly', handles=((0, ('kernel',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args),
+        ),
     }
 
     def HELLO(self, ctx: Any, arg1: hello_args) -> hello_result:
@@ -9441,6 +9483,14 @@ class CRICKET_V1_Server:
     def CU_GRAPH_DESTROY_NODE(self, ctx: Any, arg1: cu_handle) -> int:
         """CU_GRAPH_DESTROY_NODE (620): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_DESTROY_NODE")
+
+    def CU_FUNC_GET_NAME(self, ctx: Any, arg1: cu_handle) -> str_result:
+        """CU_FUNC_GET_NAME (621): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_FUNC_GET_NAME")
+
+    def CU_KERNEL_GET_NAME(self, ctx: Any, arg1: cu_handle) -> str_result:
+        """CU_KERNEL_GET_NAME (622): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_KERNEL_GET_NAME")
 
 
 # Every codec is built now, at import (none is built while threads use it).

@@ -183,6 +183,8 @@ BACKEND_NEEDS: dict[str, tuple[str, ...]] = {
     "CU_GRAPH_CLONE": (),
     "CU_GRAPH_ADD_DEPENDENCIES": (),
     "CU_GRAPH_DESTROY_NODE": (),
+    "CU_FUNC_GET_NAME": ("kernel_get_function",),
+    "CU_KERNEL_GET_NAME": (),
     "CU_GRAPH_NODE_GET_TYPE": (),
     "CU_GRAPH_NODE_GET_DEPENDENCIES": (),
     "CU_GRAPH_NODE_GET_PARAMS": (),
