@@ -1,5 +1,5 @@
-"""The polymorphic graph node calls of `cricket_client.driver`, and cuGraphDestroyNode (procedure
-620): cuGraphAddNode, cuGraphNodeSetParams, cuGraphExecNodeSetParams take a CUgraphNodeParams
+"""The polymorphic graph node calls of `cricket_client.driver`, cuGraphDestroyNode (procedure
+620), and the ids of graphs, execs and nodes and a node's graph (623-627): cuGraphAddNode, cuGraphNodeSetParams, cuGraphExecNodeSetParams take a CUgraphNodeParams
 and travel as the typed node calls do (the same node parameters on the wire: kernel, memcpy, memset, child
 graph, empty, event record and wait); cuGraphMemcpyNodeGetParams and
 cuGraphMemsetNodeGetParams read a node back. Node types the server does not build (host,
@@ -20,6 +20,11 @@ from .connection import Connection, get_connection
 
 __all__ = [
     "cuGraphDestroyNode",
+    "cuGraphGetId",
+    "cuGraphExecGetId",
+    "cuGraphNodeGetLocalId",
+    "cuGraphNodeGetToolsId",
+    "cuGraphNodeGetContainingGraph",
     "cuGraphAddNode",
     "cuGraphNodeSetParams",
     "cuGraphExecNodeSetParams",
@@ -102,6 +107,33 @@ def cuGraphDestroyNode(hNode: Any) -> tuple[Any]:
     """The node leaves its graph with its edges (procedure 620)."""
     conn = get_connection()
     return dg._out(conn.sync("CU_GRAPH_DESTROY_NODE", dg._u64(hNode, "hNode"))[0])  # type: ignore[return-value]
+
+
+def _ident(procedure: str, handle: Any, what: str) -> tuple[Any, int | None]:
+    err, r = get_connection().sync(procedure, dg._u64(handle, what))
+    return dg._out(err, None if err else int(r.value))  # type: ignore[return-value]
+
+
+def cuGraphGetId(hGraph: Any) -> tuple[Any, int | None]:
+    """An id of the graph, unique in the session (procedure 623)."""
+    return _ident("CU_GRAPH_GET_ID", hGraph, "hGraph")
+
+
+def cuGraphExecGetId(hGraphExec: Any) -> tuple[Any, int | None]:
+    return _ident("CU_GRAPH_EXEC_GET_ID", hGraphExec, "hGraphExec")
+
+
+def cuGraphNodeGetLocalId(hNode: Any) -> tuple[Any, int | None]:
+    return _ident("CU_GRAPH_NODE_GET_LOCAL_ID", hNode, "hNode")
+
+
+def cuGraphNodeGetToolsId(hNode: Any) -> tuple[Any, int | None]:
+    return _ident("CU_GRAPH_NODE_GET_TOOLS_ID", hNode, "hNode")
+
+
+def cuGraphNodeGetContainingGraph(hNode: Any) -> tuple[Any, Any]:
+    err, r = get_connection().sync("CU_GRAPH_NODE_GET_CONTAINING_GRAPH", dg._u64(hNode, "hNode"))
+    return dg._out(err, None if err else dg.CUgraph(r.value))  # type: ignore[return-value]
 
 
 def _params_of(call: str, hNode: Any, kind: int) -> tuple[int, Any, Connection]:

@@ -1,7 +1,7 @@
 """Runtime calls built from calls already remoted: cudaMemset3D(Async) (one 2D memset per
 slice), cudaMemcpyArrayToArray (array-to-array copies cut at row ends), cudaMemcpy3DPeer(Async)
 (a 3D copy when source and destination are the same device), getLocalRuntimeVersion (the
-runtime that does the work is the server's), cudaGraphDestroyNode (the driver's form). Arguments are checked as the calls they build on
+runtime that does the work is the server's), cudaGraphDestroyNode and the graph, exec and node ids (the driver's forms). Arguments are checked as the calls they build on
 check them; each answers as its cuda-python form does.
 """
 
@@ -32,6 +32,11 @@ __all__ = [
     "cudaMemcpy3DPeerAsync",
     "getLocalRuntimeVersion",
     "cudaGraphDestroyNode",
+    "cudaGraphGetId",
+    "cudaGraphExecGetId",
+    "cudaGraphNodeGetLocalId",
+    "cudaGraphNodeGetToolsId",
+    "cudaGraphNodeGetContainingGraph",
 ]
 
 _SUCCESS = cudaError_t.cudaSuccess
@@ -136,3 +141,33 @@ def cudaGraphDestroyNode(node: Any) -> tuple[Any]:
     from .runtime_graphs import _run
 
     return _run(lambda: dn.cuGraphDestroyNode(node), 0)
+
+
+def _graph_call(name: str, handle: Any, outputs: int = 1) -> tuple[Any, ...]:
+    from . import driver_graph_nodes as dn
+    from .runtime_graphs import _run
+
+    return _run(lambda: getattr(dn, name)(handle), outputs)
+
+
+def cudaGraphGetId(hGraph: Any) -> tuple[Any, int | None]:
+    return _graph_call("cuGraphGetId", hGraph)  # type: ignore[return-value]
+
+
+def cudaGraphExecGetId(hGraphExec: Any) -> tuple[Any, int | None]:
+    return _graph_call("cuGraphExecGetId", hGraphExec)  # type: ignore[return-value]
+
+
+def cudaGraphNodeGetLocalId(hNode: Any) -> tuple[Any, int | None]:
+    return _graph_call("cuGraphNodeGetLocalId", hNode)  # type: ignore[return-value]
+
+
+def cudaGraphNodeGetToolsId(hNode: Any) -> tuple[Any, int | None]:
+    return _graph_call("cuGraphNodeGetToolsId", hNode)  # type: ignore[return-value]
+
+
+def cudaGraphNodeGetContainingGraph(hNode: Any) -> tuple[Any, Any]:
+    from .runtime_graphs import cudaGraph_t
+
+    err, graph = _graph_call("cuGraphNodeGetContainingGraph", hNode)
+    return (err, None if graph is None else cudaGraph_t(int(graph)))

@@ -99,3 +99,30 @@ def test_a_destroyed_node_leaves_its_graph_with_its_edges(
     exec_ = check(cuda.cuGraphInstantiate(graph, 0))
     check(cuda.cuGraphExecDestroy(exec_))
     check(cuda.cuGraphDestroy(graph))
+
+
+def test_graph_exec_and_node_ids_and_a_nodes_graph(session: cricket_client.Connection) -> None:
+    graph, other = check(cuda.cuGraphCreate(0)), check(cuda.cuGraphCreate(0))
+    first = check(cuda.cuGraphAddEmptyNode(graph, None, 0))
+    second = check(cuda.cuGraphAddEmptyNode(graph, [first], 1))
+    ids = {check(cuda.cuGraphGetId(graph)), check(cuda.cuGraphGetId(other))}
+    assert len(ids) == 2 and all(isinstance(i, int) and i > 0 for i in ids)
+    assert check(cudart.cudaGraphGetId(graph)) == check(cuda.cuGraphGetId(graph))
+    local = [check(cuda.cuGraphNodeGetLocalId(n)) for n in (first, second)]
+    tools = [check(cuda.cuGraphNodeGetToolsId(n)) for n in (first, second)]
+    assert local[0] != local[1] and tools[0] != tools[1] and min(local + tools) >= 0
+    assert check(cudart.cudaGraphNodeGetLocalId(first)) == local[0]
+    assert check(cudart.cudaGraphNodeGetToolsId(first)) == tools[0]
+    execs = [check(cuda.cuGraphInstantiate(g, 0)) for g in (graph, other)]
+    exec_ids = [check(cuda.cuGraphExecGetId(e)) for e in execs]
+    assert exec_ids[0] != exec_ids[1] and min(exec_ids) > 0
+    assert check(cudart.cudaGraphExecGetId(execs[0])) == exec_ids[0]
+    assert int(check(cuda.cuGraphNodeGetContainingGraph(second))) == int(graph)
+    containing = check(cudart.cudaGraphNodeGetContainingGraph(second))
+    assert isinstance(containing, cudart.cudaGraph_t) and int(containing) == int(graph)
+    err, value = cuda.cuGraphGetId(cuda.CUgraph(0x1234))
+    assert err != cuda.CUresult.CUDA_SUCCESS and value is None
+    for e in execs:
+        check(cuda.cuGraphExecDestroy(e))
+    for g in (graph, other):
+        check(cuda.cuGraphDestroy(g))
