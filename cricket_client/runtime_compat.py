@@ -1,20 +1,22 @@
 """Runtime calls built from calls already remoted: cudaMemset3D(Async) (one 2D memset per
 slice), cudaMemcpyArrayToArray (array-to-array copies cut at row ends), cudaMemcpy3DPeer(Async)
 (a 3D copy when source and destination are the same device), getLocalRuntimeVersion (the
-runtime that does the work is the server's), cudaGraphDestroyNode and the graph, exec and node ids (the driver's forms). Arguments are checked as the calls they build on
+runtime that does the work is the server's), cudaGraphDestroyNode and the graph, exec and node ids (the driver's forms), cudaGraphAddNode
+(the typed cudaGraphAdd*Node of the node's type). Arguments are checked as the calls they build on
 check them; each answers as its cuda-python form does.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from . import driver_arrays as da
+from . import runtime_graphs as rg
 from ._args import c_int, size_t
-from ._runtime_enums import cudaError_t, cudaMemcpyKind
+from ._runtime_enums import cudaError_t, cudaGraphNodeType, cudaMemcpyKind
 from ._types import as_int
 from .array_types import cudaMemcpy3DParms
-from .plain_types import copy_value
+from .plain_types import ValueStruct, copy_value
 from .runtime_arrays import (
     _fail,
     _ready,
@@ -37,6 +39,8 @@ __all__ = [
     "cudaGraphNodeGetLocalId",
     "cudaGraphNodeGetToolsId",
     "cudaGraphNodeGetContainingGraph",
+    "cudaGraphNodeParams",
+    "cudaGraphAddNode",
 ]
 
 _SUCCESS = cudaError_t.cudaSuccess
@@ -171,3 +175,55 @@ def cudaGraphNodeGetContainingGraph(hNode: Any) -> tuple[Any, Any]:
 
     err, graph = _graph_call("cuGraphNodeGetContainingGraph", hNode)
     return (err, None if graph is None else cudaGraph_t(int(graph)))
+
+
+class _RtMemcpyNode(ValueStruct):
+    FIELDS: ClassVar[dict[str, Any]] = {"copyParams": cudaMemcpy3DParms, "ctx": 0}
+
+
+class _RtChildGraph(ValueStruct):
+    FIELDS: ClassVar[dict[str, Any]] = {"graph": 0, "ownership": 0}
+
+
+class _RtEventNode(ValueStruct):
+    FIELDS: ClassVar[dict[str, Any]] = {"event": 0, "ctx": 0}
+
+
+class cudaGraphNodeParams(ValueStruct):
+    """What cudaGraphAddNode builds: `type` names the arm that is read."""
+
+    FIELDS: ClassVar[dict[str, Any]] = {
+        "type": cudaGraphNodeType(0), "kernel": rg.cudaKernelNodeParams, "memcpy": _RtMemcpyNode,
+        "memset": rg.cudaMemsetParams, "graph": _RtChildGraph, "eventWait": _RtEventNode,
+        "eventRecord": _RtEventNode,
+    }  # fmt: skip
+
+
+def cudaGraphAddNode(
+    graph: Any, pDependencies: Any, dependencyData: Any, numDependencies: int, nodeParams: Any
+) -> tuple[Any, Any]:
+    """The node of `nodeParams.type`, added as its typed call adds it; edge data and the
+    types the server does not build answer cudaErrorNotSupported, named."""
+    t, deps, n, p = cudaGraphNodeType, pDependencies, numDependencies, nodeParams
+    kind = int(p.type)
+    adders = {
+        t.cudaGraphNodeTypeKernel: lambda: rg.cudaGraphAddKernelNode(graph, deps, n, p.kernel),
+        t.cudaGraphNodeTypeMemcpy: lambda: rg.cudaGraphAddMemcpyNode(graph, deps, n, p.memcpy.copyParams),
+        t.cudaGraphNodeTypeMemset: lambda: rg.cudaGraphAddMemsetNode(graph, deps, n, p.memset),
+        t.cudaGraphNodeTypeGraph: lambda: rg.cudaGraphAddChildGraphNode(graph, deps, n, p.graph.graph),
+        t.cudaGraphNodeTypeEmpty: lambda: rg.cudaGraphAddEmptyNode(graph, deps, n),
+        t.cudaGraphNodeTypeWaitEvent: lambda: rg.cudaGraphAddEventWaitNode(graph, deps, n, p.eventWait.event),
+        t.cudaGraphNodeTypeEventRecord: lambda: rg.cudaGraphAddEventRecordNode(graph, deps, n, p.eventRecord.event),
+    }  # fmt: skip
+    add = adders.get(kind)  # type: ignore[call-overload]
+    edges = any(int(getattr(e, "type", 0) or 0) for e in dependencyData or ())
+    if add is None or edges:
+        try:
+            what = "edge data" if edges else f"{cudaGraphNodeType(kind).name} nodes"
+        except ValueError:
+            what = f"node type {kind}"
+        err, conn = _ready()
+        return _fail(
+            conn, _NOT_SUPPORTED, f"cudaGraphAddNode: {what} are not supported remotely", 1
+        )  # type: ignore[return-value]
+    return add()  # type: ignore[no-any-return]

@@ -126,3 +126,39 @@ def test_graph_exec_and_node_ids_and_a_nodes_graph(session: cricket_client.Conne
         check(cuda.cuGraphExecDestroy(e))
     for g in (graph, other):
         check(cuda.cuGraphDestroy(g))
+
+
+def test_runtime_node_params_add_nodes_of_their_type(session: cricket_client.Connection) -> None:
+    size = 256
+    dst = check(cuda.cuMemAlloc(size))
+    graph, child = check(cuda.cuGraphCreate(0)), check(cuda.cuGraphCreate(0))
+    check(cuda.cuGraphAddEmptyNode(child, None, 0))
+    memset = cudart.cudaGraphNodeParams()
+    memset.type = cudart.cudaGraphNodeType.cudaGraphNodeTypeMemset
+    memset.memset.dst, memset.memset.value, memset.memset.elementSize = dst, 5, 1
+    memset.memset.width, memset.memset.height, memset.memset.pitch = size, 1, size
+    err, set_node = cudart.cudaGraphAddNode(graph, None, None, 0, memset)
+    assert err == cudart.cudaError_t.cudaSuccess
+    nested = cudart.cudaGraphNodeParams()
+    nested.type = cudart.cudaGraphNodeType.cudaGraphNodeTypeGraph
+    nested.graph.graph = child
+    err, child_node = cudart.cudaGraphAddNode(graph, [set_node], None, 1, nested)
+    assert err == cudart.cudaError_t.cudaSuccess
+    assert int(check(cudart.cudaGraphNodeGetContainingGraph(child_node))) == int(graph)
+    host = cudart.cudaGraphNodeParams()
+    host.type = cudart.cudaGraphNodeType.cudaGraphNodeTypeHost
+    err, node = cudart.cudaGraphAddNode(graph, None, None, 0, host)
+    assert err == cudart.cudaError_t.cudaErrorNotSupported and node is None
+    assert "cudaGraphNodeTypeHost" in cricket_client.last_error_message()
+    stream = check(cuda.cuStreamCreate(0))
+    exec_ = check(cuda.cuGraphInstantiate(graph, 0))
+    check(cuda.cuGraphLaunch(exec_, stream))
+    check(cuda.cuStreamSynchronize(stream))
+    out = np.zeros(size, dtype=np.uint8)
+    check(cuda.cuMemcpyDtoH(out, dst, size))
+    assert np.all(out == 5)
+    check(cuda.cuGraphExecDestroy(exec_))
+    for g in (graph, child):
+        check(cuda.cuGraphDestroy(g))
+    check(cuda.cuStreamDestroy(stream))
+    check(cuda.cuMemFree(dst))
