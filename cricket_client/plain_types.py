@@ -85,6 +85,12 @@ class cudaExternalSemaphore_t(Handle):
     __slots__ = ()
 
 
+class cudaExecutionContext_t(Handle):
+    """An execution context: here always a device's primary context."""
+
+    __slots__ = ()
+
+
 # -- by-value structs -------------------------------------------------------------------------
 
 

@@ -685,6 +685,7 @@ def cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
 from . import runtime_graphs as _graphs  # noqa: E402
 from .plain_types import (  # noqa: E402, F401  (value types that hold no GPU state)
     cudaEglFrame,
+    cudaExecutionContext_t,
     cudaExternalMemoryMipmappedArrayDesc,
     cudaExternalSemaphore_t,
     cudaExternalSemaphoreSignalNodeParams,

@@ -2,7 +2,8 @@
 slice), cudaMemcpyArrayToArray (array-to-array copies cut at row ends), cudaMemcpy3DPeer(Async)
 (a 3D copy when source and destination are the same device), getLocalRuntimeVersion (the
 runtime that does the work is the server's), cudaGraphDestroyNode and the graph, exec and node ids (the driver's forms), cudaGraphAddNode
-(the typed cudaGraphAdd*Node of the node's type). Arguments are checked as the calls they build on
+(the typed cudaGraphAdd*Node of the node's type), and the execution contexts of devices (their
+primary contexts; green contexts are not remoted). Arguments are checked as the calls they build on
 check them; each answers as its cuda-python form does.
 """
 
@@ -41,6 +42,10 @@ __all__ = [
     "cudaGraphNodeGetContainingGraph",
     "cudaGraphNodeParams",
     "cudaGraphAddNode",
+    "cudaDeviceGetExecutionCtx",
+    "cudaExecutionCtxGetDevice",
+    "cudaExecutionCtxGetId",
+    "cudaExecutionCtxStreamCreate",
 ]
 
 _SUCCESS = cudaError_t.cudaSuccess
@@ -227,3 +232,73 @@ def cudaGraphAddNode(
             conn, _NOT_SUPPORTED, f"cudaGraphAddNode: {what} are not supported remotely", 1
         )  # type: ignore[return-value]
     return add()  # type: ignore[no-any-return]
+
+
+# -- execution contexts: a device's primary context ------------------------------------------
+
+
+def cudaDeviceGetExecutionCtx(device: int) -> tuple[Any, Any]:
+    """The primary context of `device` (retained once per connection, shared with the
+    runtime's own use of it)."""
+    from . import driver
+    from ._types import CUdevice
+    from .plain_types import cudaExecutionContext_t
+    from .runtime_state import connection_state, initialize
+
+    device = c_int(device, "cudaDeviceGetExecutionCtx: device")
+    err, conn = _ready()
+    if err:
+        return _ret(err, None)
+    state = connection_state(conn)
+    with state.lock, conn.active():
+        ctx = state.primary.get(device)
+        if ctx is None:
+            err = initialize(conn)
+            if not err:
+                err, ctx = driver.cuDevicePrimaryCtxRetain(CUdevice(device))
+            if err or ctx is None:
+                return _ret(err or cudaError_t.cudaErrorInvalidDevice, None, conn=conn)
+            state.primary[device] = ctx
+    return (_SUCCESS, cudaExecutionContext_t(as_int(ctx)))
+
+
+def _in_context(ctx: Any, work: Any) -> tuple[Any, ...]:
+    """`work()` (a driver call) with `ctx` pushed current, popped after; cudaError_t first."""
+    from . import driver
+
+    err, conn = _ready()
+    if err:
+        return _ret(err, None)
+    (err,) = driver.cuCtxPushCurrent(driver.CUcontext(as_int(ctx)))
+    if err:
+        return _ret(err, None, conn=conn)
+    try:
+        result = work()
+    finally:
+        driver.cuCtxPopCurrent()
+    return _ret(result[0], *result[1:], conn=conn)
+
+
+def cudaExecutionCtxGetDevice(ctx: Any) -> tuple[Any, int | None]:
+    from . import driver
+
+    err, device = _in_context(ctx, driver.cuCtxGetDevice)
+    return (err, None if device is None else as_int(device))
+
+
+def cudaExecutionCtxGetId(ctx: Any) -> tuple[Any, int | None]:
+    """An id of the context, unique in the session (its handle), once the context is found."""
+    from . import driver
+
+    err, _ = _in_context(ctx, driver.cuCtxGetDevice)
+    return (err, None if err != _SUCCESS else as_int(ctx))
+
+
+def cudaExecutionCtxStreamCreate(ctx: Any, flags: int, priority: int) -> tuple[Any, Any]:
+    from . import driver
+    from .runtime_types import cudaStream_t
+
+    flags = c_int(flags, "cudaExecutionCtxStreamCreate: flags")
+    priority = c_int(priority, "cudaExecutionCtxStreamCreate: priority")
+    err, stream = _in_context(ctx, lambda: driver.cuStreamCreateWithPriority(flags, priority))
+    return (err, None if stream is None else cudaStream_t(as_int(stream)))
