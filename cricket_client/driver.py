@@ -663,10 +663,13 @@ def cuOccupancyMaxPotentialBlockSize(
 # -- CUDA graphs and stream capture (cricket_client.driver_graphs) ----------------------------
 from . import driver_graphs as _graphs  # noqa: E402
 from .driver_flags import *  # noqa: E402, F403  (flags, attributes, launch variants)
+from .driver_graph_nodes import *  # noqa: E402, F403  (polymorphic graph node calls)
 from .driver_graphs import *  # noqa: E402, F403
+from .driver_names import *  # noqa: E402, F403  (cuFuncGetName, cuKernelGetName)
 from .driver_peers import *  # noqa: E402, F403  (several devices)
 from .driver_unshared import *  # noqa: E402, F403  (memory a remote client cannot share)
 from .driver_vmm import *  # noqa: E402, F403  (virtual memory management, memory pools)
+from .plain_types import *  # noqa: E402, F403  (value types that hold no GPU state)
 
 # -- everything else ------------------------------------------------------------------------
 

@@ -683,6 +683,17 @@ def cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
 
 # -- CUDA graphs and stream capture (cricket_client.runtime_graphs) ---------------------------
 from . import runtime_graphs as _graphs  # noqa: E402
+from .plain_types import (  # noqa: E402, F401  (value types that hold no GPU state)
+    cudaEglFrame,
+    cudaExecutionContext_t,
+    cudaExternalMemoryMipmappedArrayDesc,
+    cudaExternalSemaphore_t,
+    cudaExternalSemaphoreSignalNodeParams,
+    cudaExternalSemaphoreSignalParams,
+    cudaMemcpy3DPeerParms,
+    sizeof,
+)
+from .runtime_compat import *  # noqa: E402, F403  (calls built from remoted calls)
 from .runtime_flags import *  # noqa: E402, F403  (flags, launch variants, devices, shared memory)
 from .runtime_graphs import *  # noqa: E402, F403
 from .runtime_mempool import *  # noqa: E402, F403  (memory pools)

@@ -73,6 +73,9 @@ class GraphProcedures:
             ctx, "cuGraphAddDependencies", lambda s: s.graph_add_dependencies(graph, froms, tos)
         )
 
+    def CU_GRAPH_DESTROY_NODE(self, ctx: Any, node: int) -> int:
+        return self._status(ctx, "cuGraphDestroyNode", lambda s: s.graph_destroy_node(node))
+
     def CU_GRAPH_NODE_GET_TYPE(self, ctx: Any, node: int) -> proto.int_result:
         return self._result(
             proto.int_result, ctx, "cuGraphNodeGetType", lambda s: s.node_type(node)

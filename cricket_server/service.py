@@ -25,6 +25,7 @@ from cricket_server.backends.base import (
     CUDA_SUCCESS,
     CudaError,
 )
+from cricket_server.binding_procedures import BindingProcedures
 from cricket_server.checkpoints.sessions import checkpoint_call
 from cricket_server.checkpoints.targets import check_own_target
 from cricket_server.datapath import DataPathProcedures
@@ -106,6 +107,7 @@ def _mem_info(session: Session) -> proto.mem_info:
 
 class CricketService(
     GraphProcedures,
+    BindingProcedures,
     FlagsProcedures,
     DataPathProcedures,
     ArrayProcedures,

@@ -283,6 +283,28 @@ class SessionGraphs(
         for f, to in pairs:
             to.deps.append(f)
 
+    def graph_destroy_node(self, handle: int) -> None:
+        """The node leaves its graph with its edges (execs made before keep their copy); a
+        child-graph node takes the clone it owns along."""
+        call = "cuGraphDestroyNode"
+        self.require_init(call)
+        node = self._node(call, handle)
+        graph = self._graph(call, node.graph)
+        for capture in (self.__dict__.get("_captures") or {}).values():
+            if capture.seq.graph == graph.handle:
+                raise CudaError(
+                    CUDA_ERROR_ILLEGAL_STATE,
+                    f"{call}: graph {graph.handle:#x} is being captured into (end the capture first)",
+                )
+        for other in graph.nodes:
+            if other != handle:
+                deps = self._node(call, other).deps
+                deps[:] = [d for d in deps if d != handle]
+        graph.nodes.remove(handle)
+        if node.type == NODE_GRAPH and int(node.params.value) in self.handles:
+            self._drop_graph(self._graph(call, int(node.params.value)))
+        self.handles.remove(handle)
+
     def graph_clone(self, handle: int, call: str = "cuGraphClone") -> int:
         ctx = self.current(call)
         graph = self._graph(call, handle)

@@ -189,6 +189,14 @@ __all__ = [
     'CU_MEM_POOL_GET_ATTRIBUTE',
     'CU_MEM_POOL_TRIM_TO',
     'CU_MEM_ALLOC_FROM_POOL_ASYNC',
+    'CU_GRAPH_DESTROY_NODE',
+    'CU_FUNC_GET_NAME',
+    'CU_KERNEL_GET_NAME',
+    'CU_GRAPH_GET_ID',
+    'CU_GRAPH_EXEC_GET_ID',
+    'CU_GRAPH_NODE_GET_LOCAL_ID',
+    'CU_GRAPH_NODE_GET_TOOLS_ID',
+    'CU_GRAPH_NODE_GET_CONTAINING_GRAPH',
     'int_result',
     'u64_result',
     'handle_result',
@@ -533,6 +541,14 @@ CU_MEM_POOL_SET_ATTRIBUTE = 475
 CU_MEM_POOL_GET_ATTRIBUTE = 476
 CU_MEM_POOL_TRIM_TO = 477
 CU_MEM_ALLOC_FROM_POOL_ASYNC = 478
+CU_GRAPH_DESTROY_NODE = 620
+CU_FUNC_GET_NAME = 621
+CU_KERNEL_GET_NAME = 622
+CU_GRAPH_GET_ID = 623
+CU_GRAPH_EXEC_GET_ID = 624
+CU_GRAPH_NODE_GET_LOCAL_ID = 625
+CU_GRAPH_NODE_GET_TOOLS_ID = 626
+CU_GRAPH_NODE_GET_CONTAINING_GRAPH = 627
 
 
 @_dc.dataclass(slots=True)
@@ -7970,6 +7986,118 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 478, _enc.buffers())
         return _Pending(call, xdr_ptr_result.decode)
 
+    def CU_GRAPH_DESTROY_NODE(self, arg1: cu_handle, *, timeout: float | None = None) -> int:
+        """Call CU_GRAPH_DESTROY_NODE (620) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 620, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_DESTROY_NODE_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_GRAPH_DESTROY_NODE (620); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 620, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_FUNC_GET_NAME(self, arg1: cu_handle, *, timeout: float | None = None) -> str_result:
+        """Call CU_FUNC_GET_NAME (621) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 621, _enc.buffers(), timeout=timeout)
+        return xdr_str_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_FUNC_GET_NAME_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_FUNC_GET_NAME (621); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 621, _enc.buffers())
+        return _Pending(call, xdr_str_result.decode)
+
+    def CU_KERNEL_GET_NAME(self, arg1: cu_handle, *, timeout: float | None = None) -> str_result:
+        """Call CU_KERNEL_GET_NAME (622) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 622, _enc.buffers(), timeout=timeout)
+        return xdr_str_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_KERNEL_GET_NAME_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_KERNEL_GET_NAME (622); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 622, _enc.buffers())
+        return _Pending(call, xdr_str_result.decode)
+
+    def CU_GRAPH_GET_ID(self, arg1: cu_handle, *, timeout: float | None = None) -> u64_result:
+        """Call CU_GRAPH_GET_ID (623) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 623, _enc.buffers(), timeout=timeout)
+        return xdr_u64_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_GET_ID_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_GRAPH_GET_ID (623); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 623, _enc.buffers())
+        return _Pending(call, xdr_u64_result.decode)
+
+    def CU_GRAPH_EXEC_GET_ID(self, arg1: cu_handle, *, timeout: float | None = None) -> u64_result:
+        """Call CU_GRAPH_EXEC_GET_ID (624) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 624, _enc.buffers(), timeout=timeout)
+        return xdr_u64_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_EXEC_GET_ID_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_GRAPH_EXEC_GET_ID (624); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 624, _enc.buffers())
+        return _Pending(call, xdr_u64_result.decode)
+
+    def CU_GRAPH_NODE_GET_LOCAL_ID(self, arg1: cu_handle, *, timeout: float | None = None) -> u64_result:
+        """Call CU_GRAPH_NODE_GET_LOCAL_ID (625) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 625, _enc.buffers(), timeout=timeout)
+        return xdr_u64_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_NODE_GET_LOCAL_ID_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_GRAPH_NODE_GET_LOCAL_ID (625); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 625, _enc.buffers())
+        return _Pending(call, xdr_u64_result.decode)
+
+    def CU_GRAPH_NODE_GET_TOOLS_ID(self, arg1: cu_handle, *, timeout: float | None = None) -> u64_result:
+        """Call CU_GRAPH_NODE_GET_TOOLS_ID (626) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 626, _enc.buffers(), timeout=timeout)
+        return xdr_u64_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_NODE_GET_TOOLS_ID_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_GRAPH_NODE_GET_TOOLS_ID (626); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 626, _enc.buffers())
+        return _Pending(call, xdr_u64_result.decode)
+
+    def CU_GRAPH_NODE_GET_CONTAINING_GRAPH(self, arg1: cu_handle, *, timeout: float | None = None) -> handle_result:
+        """Call CU_GRAPH_NODE_GET_CONTAINING_GRAPH (627) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 627, _enc.buffers(), timeout=timeout)
+        return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_NODE_GET_CONTAINING_GRAPH_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_GRAPH_NODE_GET_CONTAINING_GRAPH (627); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 627, _enc.buffers())
+        return _Pending(call, xdr_handle_result.decode)
+
 
 class CRICKET_V1_Server:
     """Service of program CRICKET_PROG version CRICKET_V1: subclass it, override what
@@ -8771,6 +8899,46 @@ class CRICKET_V1_Server:
             _Facts(replay='replay', handles=((1, ('mempool',)), (2, ('stream',)))),
             plan=_Plan(encode_args=_plan_a37_encode_args, decode_args=_plan_a37_decode_args, decode_reply=_plan_xdr_ptr_result_decode_reply, encode_result=_plan_xdr_ptr_result_encode_result),
         ),
+        620: _Procedure(
+            620, 'CU_GRAPH_DESTROY_NODE', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('graph_node',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        621: _Procedure(
+            621, 'CU_FUNC_GET_NAME', (xdr_cu_handle,), xdr_str_result,
+            _Facts(replay='readonly', handles=((0, ('function', 'kernel')),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args),
+        ),
+        622: _Procedure(
+            622, 'CU_KERNEL_GET_NAME', (xdr_cu_handle,), xdr_str_result,
+            _Facts(replay='readonly', handles=((0, ('kernel',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args),
+        ),
+        623: _Procedure(
+            623, 'CU_GRAPH_GET_ID', (xdr_cu_handle,), xdr_u64_result,
+            _Facts(replay='readonly', handles=((0, ('graph',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_u64_result_decode_reply, encode_result=_plan_xdr_u64_result_encode_result),
+        ),
+        624: _Procedure(
+            624, 'CU_GRAPH_EXEC_GET_ID', (xdr_cu_handle,), xdr_u64_result,
+            _Facts(replay='readonly', handles=((0, ('graph_exec',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_u64_result_decode_reply, encode_result=_plan_xdr_u64_result_encode_result),
+        ),
+        625: _Procedure(
+            625, 'CU_GRAPH_NODE_GET_LOCAL_ID', (xdr_cu_handle,), xdr_u64_result,
+            _Facts(replay='readonly', handles=((0, ('graph_node',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_u64_result_decode_reply, encode_result=_plan_xdr_u64_result_encode_result),
+        ),
+        626: _Procedure(
+            626, 'CU_GRAPH_NODE_GET_TOOLS_ID', (xdr_cu_handle,), xdr_u64_result,
+            _Facts(replay='readonly', handles=((0, ('graph_node',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_u64_result_decode_reply, encode_result=_plan_xdr_u64_result_encode_result),
+        ),
+        627: _Procedure(
+            627, 'CU_GRAPH_NODE_GET_CONTAINING_GRAPH', (xdr_cu_handle,), xdr_handle_result,
+            _Facts(replay='readonly', handles=((0, ('graph_node',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
+        ),
     }
 
     def HELLO(self, ctx: Any, arg1: hello_args) -> hello_result:
@@ -9416,6 +9584,38 @@ class CRICKET_V1_Server:
     def CU_MEM_ALLOC_FROM_POOL_ASYNC(self, ctx: Any, arg1: int, arg2: cu_handle, arg3: cu_handle) -> ptr_result:
         """CU_MEM_ALLOC_FROM_POOL_ASYNC (478): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_MEM_ALLOC_FROM_POOL_ASYNC")
+
+    def CU_GRAPH_DESTROY_NODE(self, ctx: Any, arg1: cu_handle) -> int:
+        """CU_GRAPH_DESTROY_NODE (620): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_DESTROY_NODE")
+
+    def CU_FUNC_GET_NAME(self, ctx: Any, arg1: cu_handle) -> str_result:
+        """CU_FUNC_GET_NAME (621): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_FUNC_GET_NAME")
+
+    def CU_KERNEL_GET_NAME(self, ctx: Any, arg1: cu_handle) -> str_result:
+        """CU_KERNEL_GET_NAME (622): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_KERNEL_GET_NAME")
+
+    def CU_GRAPH_GET_ID(self, ctx: Any, arg1: cu_handle) -> u64_result:
+        """CU_GRAPH_GET_ID (623): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_GET_ID")
+
+    def CU_GRAPH_EXEC_GET_ID(self, ctx: Any, arg1: cu_handle) -> u64_result:
+        """CU_GRAPH_EXEC_GET_ID (624): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_EXEC_GET_ID")
+
+    def CU_GRAPH_NODE_GET_LOCAL_ID(self, ctx: Any, arg1: cu_handle) -> u64_result:
+        """CU_GRAPH_NODE_GET_LOCAL_ID (625): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_NODE_GET_LOCAL_ID")
+
+    def CU_GRAPH_NODE_GET_TOOLS_ID(self, ctx: Any, arg1: cu_handle) -> u64_result:
+        """CU_GRAPH_NODE_GET_TOOLS_ID (626): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_NODE_GET_TOOLS_ID")
+
+    def CU_GRAPH_NODE_GET_CONTAINING_GRAPH(self, ctx: Any, arg1: cu_handle) -> handle_result:
+        """CU_GRAPH_NODE_GET_CONTAINING_GRAPH (627): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_NODE_GET_CONTAINING_GRAPH")
 
 
 # Every codec is built now, at import (none is built while threads use it).

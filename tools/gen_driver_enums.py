@@ -2,8 +2,10 @@
 
 The client must not import cuda-python (D3), yet it mirrors `cuda.bindings.driver`: the same
 enum classes with the same member names and values, the module-level integer constants, the
-text cuGetErrorString gives for every CUresult (from the bindings' documentation of each
-value, the comments of cuda.h) and the list of every public name of the module, so that the
+text cuGetErrorString gives for every CUresult (the driver's short texts, which are the
+runtime's for the same code: "no error", "invalid device ordinal"; taken from the runtime's
+cudaGetErrorString, which needs no GPU, and from the bindings' documentation of a value the
+runtime lacks) and the list of every public name of the module, so that the
 client can say "not supported remotely" for a real driver function it does not forward.
 
 Usage: python tools/gen_driver_enums.py [-o cricket_client/_enums.py] [--check]
@@ -32,9 +34,21 @@ def _error_text(doc: str | None, name: str) -> str:
     return match.group(1) if match else text
 
 
+def _runtime_texts() -> dict[int, str]:
+    """cudaGetErrorString's text for every cudaError_t code."""
+    from cuda.bindings import runtime
+
+    return {
+        int(value): bytes(runtime.cudaGetErrorString(value)[1]).decode()
+        for value in runtime.cudaError_t.__members__.values()
+    }
+
+
 def generate() -> str:
     """Return the text of _enums.py for the installed cuda-bindings."""
     from cuda.bindings import driver
+
+    runtime_texts = _runtime_texts()
 
     return enum_mirror.render(
         driver,
@@ -42,7 +56,7 @@ def generate() -> str:
         doc="The enums and constants of cuda.bindings.driver, with the same names and values.",
         base="_DriverEnum",
         error_strings={
-            int(value): _error_text(value.__doc__, member)
+            int(value): runtime_texts.get(int(value)) or _error_text(value.__doc__, member)
             for member, value in driver.CUresult.__members__.items()
         },
         error_comment="cuGetErrorString's text for each CUresult value.",
