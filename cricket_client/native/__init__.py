@@ -11,6 +11,7 @@ it first and find the client's packages.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import site
 import sys
@@ -48,6 +49,11 @@ def library_path(build: bool = True) -> Path:
     for folder in (_PACKAGE_DIR, default_library_dir()):
         candidate = folder / "libcuda.so.1"
         if candidate.exists():
+            if not (folder / "libcuda.so").exists():  # built before the name was added
+                from .build import link_unversioned_name
+
+                with contextlib.suppress(OSError):  # a read-only install: the build made it
+                    link_unversioned_name(folder)
             return candidate
     if not build:
         raise NativeLibraryMissing(

@@ -92,7 +92,21 @@ def compile_library(directory: Path, cdef: str, source: str) -> Path:
         shutil.copyfile(built, partial)
         os.chmod(partial, 0o755)
         os.replace(partial, target)  # a running program keeps the old file
+    link_unversioned_name(directory)
     return target
+
+
+def link_unversioned_name(directory: Path) -> None:
+    """`libcuda.so` -> `libcuda.so.1` next to it: programs that load the driver by the
+    unversioned name first (numba-cuda searches "libcuda.so" before "libcuda.so.1") must find
+    this library, not the real driver further along the search path."""
+    link = directory / "libcuda.so"
+    if link.is_symlink() and os.readlink(link) == SONAME:
+        return
+    partial = directory / "libcuda.so.tmp"
+    partial.unlink(missing_ok=True)
+    partial.symlink_to(SONAME)
+    os.replace(partial, link)
 
 
 def main(argv: list[str] | None = None) -> int:

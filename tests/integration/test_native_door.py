@@ -401,3 +401,21 @@ def test_fork_while_other_threads_call_the_driver(server: Server, tmp_path: Path
     done = cricket_run(server, "--", str(binary))
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.strip() == "children ok 6 of 6"
+
+
+def test_a_program_loading_the_driver_by_its_unversioned_name_gets_this_one(server: Server) -> None:
+    """numba-cuda looks for "libcuda.so" before "libcuda.so.1": under cricket-run that name
+    is this library too, so the real driver never comes in first."""
+    script = textwrap.dedent(
+        """
+        import ctypes
+        lib = ctypes.CDLL("libcuda.so")
+        version = ctypes.c_int()
+        assert lib.cuDriverGetVersion(ctypes.byref(version)) == 0
+        maps = open("/proc/self/maps").read()
+        print(sorted({line.split()[-1] for line in maps.splitlines() if "libcuda" in line}))
+        """
+    )
+    done = cricket_run(server, "--", sys.executable, "-c", script)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == repr([str(library_path())])
