@@ -10,7 +10,18 @@ input read field by field, anything else is an input; the rest are written by ha
 
 from __future__ import annotations
 
-__all__ = ["FAMILY_ENTRIES", "FAMILY_HANDLES", "FAMILY_SINCE", "FAMILY_TYPES", "STRUCTS"]
+__all__ = [
+    "FAMILY_ENTRIES",
+    "FAMILY_HANDLES",
+    "FAMILY_SINCE",
+    "FAMILY_TYPES",
+    "HEADER_NAMES",
+    "STRUCTS",
+]
+
+# Driver functions that cuda-bindings' Python module offers under another name (it asks
+# cuGetProcAddress for them by these): cuGraphInstantiate is cuGraphInstantiateWithFlags.
+HEADER_NAMES = frozenset(["cuGraphInstantiateWithFlags"])
 
 FAMILY_HANDLES = frozenset(["CUmemoryPool", "CUgraph", "CUgraphExec", "CUgraphNode", "CUarray"])
 
