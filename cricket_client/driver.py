@@ -664,6 +664,7 @@ def cuOccupancyMaxPotentialBlockSize(
 from . import driver_graphs as _graphs  # noqa: E402
 from .driver_flags import *  # noqa: E402, F403  (flags, attributes, launch variants)
 from .driver_graphs import *  # noqa: E402, F403
+from .driver_link import *  # noqa: E402, F403  (the linker: links on the server)
 from .driver_peers import *  # noqa: E402, F403  (several devices)
 from .driver_unshared import *  # noqa: E402, F403  (memory a remote client cannot share)
 from .driver_vmm import *  # noqa: E402, F403  (virtual memory management, memory pools)

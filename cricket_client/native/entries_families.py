@@ -264,6 +264,55 @@ def cuGraphAddChildGraphNode(out: Any, graph: int, deps: Any, count: int, child:
     return _add(driver.cuGraphAddChildGraphNode, out, graph, deps, count, child)
 
 
+# -- the linker ------------------------------------------------------------------------------
+
+
+def _jit(options: Any, values: int, count: int) -> tuple[list[int], list[int]]:
+    if not count:
+        return [], []
+    if options == ffi.NULL or not values:
+        raise ValueError("JIT options without their values")
+    return list(ffi.unpack(options, count)), list(ffi.unpack(ffi.cast("uintptr_t *", values), count))
+
+
+def cuLinkCreate_v2(count: int, options: Any, values: int, out: Any) -> int:
+    if out == ffi.NULL:
+        return INVALID_VALUE
+    keys, vals = _jit(options, values, count)
+    err, state = driver.cuLinkCreate(len(keys), keys, vals)
+    if not err:
+        out[0] = as_int(state)
+    return int(err)
+
+
+def cuLinkAddData_v2(
+    state: int, kind: int, data: int, size: int, name: Any, count: int, options: Any, values: int
+) -> int:
+    if not data:
+        return INVALID_VALUE
+    label = ffi.string(name) if name != ffi.NULL else b""
+    keys, vals = _jit(options, values, count)
+    return _err(driver.cuLinkAddData(state, kind, data, size, label, len(keys), keys, vals))
+
+
+def cuLinkAddFile_v2(state: int, kind: int, path: Any, count: int, options: Any, values: int) -> int:
+    if path == ffi.NULL:
+        return INVALID_VALUE
+    keys, vals = _jit(options, values, count)
+    return _err(driver.cuLinkAddFile(state, kind, ffi.string(path), len(keys), keys, vals))
+
+
+def cuLinkComplete(state: int, image: int, size: Any) -> int:
+    if not image:
+        return INVALID_VALUE
+    err, address, length = driver.cuLinkComplete(state)
+    if not err and address is not None and length is not None:
+        ffi.cast("uintptr_t *", image)[0] = int(address)
+        if size != ffi.NULL:
+            size[0] = int(length)
+    return int(err)
+
+
 # -- cuLaunchKernelEx with launch attributes ------------------------------------------------
 
 _ATTRIBUTE_SIZE = 72  # CUlaunchAttribute: id, padding to 8, a 64-byte value union

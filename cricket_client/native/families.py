@@ -23,7 +23,9 @@ __all__ = [
 # cuGetProcAddress for them by these): cuGraphInstantiate is cuGraphInstantiateWithFlags.
 HEADER_NAMES = frozenset(["cuGraphInstantiateWithFlags"])
 
-FAMILY_HANDLES = frozenset(["CUmemoryPool", "CUgraph", "CUgraphExec", "CUgraphNode", "CUarray"])
+FAMILY_HANDLES = frozenset(
+    ["CUmemoryPool", "CUgraph", "CUgraphExec", "CUgraphNode", "CUarray", "CUlinkState"]
+)
 
 # The structs, by name: what a program passes by pointer. Enums are `int` (4 bytes in C).
 STRUCTS = {
@@ -155,6 +157,12 @@ FAMILY_ENTRIES: list[tuple[str, str]] = [
     ("cuCtxDisablePeerAccess", "CUcontext peerContext"),
     ("cuMemcpyPeer", "CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount"),
     ("cuMemcpyPeerAsync", "CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount, CUstream hStream"),
+    # the linker: inputs collected here, linked by the server's driver at cuLinkComplete
+    ("cuLinkCreate_v2", "unsigned int numOptions, int *options, void **optionValues, CUlinkState *stateOut"),
+    ("cuLinkAddData_v2", "CUlinkState state, int type, void *data, size_t size, const char *name, unsigned int numOptions, int *options, void **optionValues"),
+    ("cuLinkAddFile_v2", "CUlinkState state, int type, const char *path, unsigned int numOptions, int *options, void **optionValues"),
+    ("cuLinkComplete", "CUlinkState state, void **cubinOut, size_t *sizeOut"),
+    ("cuLinkDestroy", "CUlinkState state"),
 ]
 
 # cuGetProcAddress: the CUDA version from which each suffixed ABI is handed out.
@@ -172,4 +180,7 @@ FAMILY_SINCE = {
     "cuMemcpy3DAsync_v2": 3020,
     "cuMemcpyHtoA_v2": 3020,
     "cuMemcpyAtoH_v2": 3020,
+    "cuLinkCreate_v2": 6050,
+    "cuLinkAddData_v2": 6050,
+    "cuLinkAddFile_v2": 6050,
 }

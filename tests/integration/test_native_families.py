@@ -115,3 +115,26 @@ def test_cuda_core_allocates_from_the_device_memory_pool(server: Server) -> None
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines() == ["pools True", "resource DeviceMemoryResource ok True"]
     assert "not supported remotely" not in done.stderr
+
+
+def test_a_link_runs_the_same_through_both_doors(server: Server) -> None:
+    """cuLink*: the inputs are collected on the client and linked by the server's driver at
+    cuLinkComplete (sim passes one cubin through and names what it cannot link)."""
+    program = HERE / "native_link_program.py"
+    native = cricket_run(server, "--", sys.executable, str(program), str(CUBIN))
+    assert native.returncode == 0, native.stdout + native.stderr
+    python = cricket_run(server, str(program), str(CUBIN))
+    assert python.returncode == 0, python.stdout + python.stderr
+    assert native.stdout == python.stdout
+    assert native.stdout.splitlines() == [
+        "create CUDA_SUCCESS",
+        "add CUDA_SUCCESS",
+        "complete CUDA_SUCCESS True",
+        "load CUDA_SUCCESS",
+        "launch CUDA_SUCCESS",
+        "sum 96",
+        "destroy CUDA_SUCCESS",
+        "ptx CUDA_ERROR_NOT_SUPPORTED",
+        "log cuLinkComplete: the sim backend links a single cubin only (it cannot compile or "
+        "link device code); given: PTX 'a.ptx'",
+    ]

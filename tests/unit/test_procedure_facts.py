@@ -63,6 +63,7 @@ READ_ONLY_VMM_POOLS = {
     "CU_MEM_GET_ALLOCATION_GRANULARITY", "CU_MEM_GET_ACCESS",
     "CU_MEM_GET_ALLOCATION_PROPERTIES_FROM_HANDLE", "CU_MEM_POOL_GET_ATTRIBUTE",
 }
+READ_ONLY_LINK = {"CU_LINK"}  # a link makes no server state: nothing to replay
 PROCEDURES = proto.CRICKET_V1_Server.PROCEDURES
 SPEC_PATH = Path(__file__).parents[2] / "rpc_spec" / "cricket.x"
 
@@ -76,7 +77,7 @@ def test_the_spec_gives_the_pipelined_set_client_and_server_used() -> None:
 
 def test_the_spec_gives_the_replay_lists_the_client_kept() -> None:
     assert facts.uncounted() == UNCOUNTED_BEFORE
-    assert facts.read_only() == READ_ONLY_BEFORE | READ_ONLY_VMM_POOLS
+    assert facts.read_only() == READ_ONLY_BEFORE | READ_ONLY_VMM_POOLS | READ_ONLY_LINK
     stated = {p.name: p.facts.replay for p in PROCEDURES.values()}
     assert set(stated.values()) == {"replay", "readonly", "uncounted"}  # every one states one
 
