@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import driver
 from .._types import as_int
+from ..driver_flags import _STREAM_FIELDS
 from ..driver_graphs import CUDA_KERNEL_NODE_PARAMS
 from .entries import INVALID_VALUE, SUCCESS, _entry, _err, _func, ffi
 from .families import FAMILY_ENTRIES, STRUCTS
@@ -67,18 +68,23 @@ def _forwarder(symbol: str, params: str) -> Callable[..., int]:
     for ctype, _name in _params(params):
         if _base(ctype) in STRUCTS:
             kinds.append("struct")
+        elif ctype == "CUfunction":
+            kinds.append("func")
         elif ctype.endswith("*") and not ctype.startswith("const") and ctype.count("*") == 1 and _base(ctype) != "void":
             kinds.append("out")
         else:
             kinds.append("in")
 
     def forward(*args: Any) -> int:
-        inputs, outputs = [], []
+        inputs: list[Any] = []
+        outputs: list[Any] = []
         for kind, arg in zip(kinds, args, strict=True):
             if kind == "out":
                 if arg == ffi.NULL:
                     return INVALID_VALUE
                 outputs.append(arg)
+            elif kind == "func":
+                inputs.append(_func(arg))
             elif kind == "struct":
                 if arg == ffi.NULL:
                     return INVALID_VALUE
@@ -226,14 +232,7 @@ def _add(call: Callable[..., tuple[Any, ...]], out: Any, graph: int, deps: Any, 
 def cuGraphAddKernelNode_v2(out: Any, graph: int, deps: Any, count: int, p: Any) -> int:
     if p == ffi.NULL:
         return INVALID_VALUE
-    v = StructView(p)
-    params = CUDA_KERNEL_NODE_PARAMS(
-        func=_func(v.func or v.kern or 0),
-        gridDimX=v.gridDimX, gridDimY=v.gridDimY, gridDimZ=v.gridDimZ,
-        blockDimX=v.blockDimX, blockDimY=v.blockDimY, blockDimZ=v.blockDimZ,
-        sharedMemBytes=v.sharedMemBytes, kernelParams=v.kernelParams, extra=v.extra,
-    )  # fmt: skip
-    return _add(driver.cuGraphAddKernelNode, out, graph, deps, count, params)
+    return _add(driver.cuGraphAddKernelNode, out, graph, deps, count, _kernel_node(p))
 
 
 def cuGraphAddMemcpyNode(out: Any, graph: int, deps: Any, count: int, p: Any, ctx: int) -> int:
@@ -262,6 +261,145 @@ def cuGraphAddEventWaitNode(out: Any, graph: int, deps: Any, count: int, event: 
 
 def cuGraphAddChildGraphNode(out: Any, graph: int, deps: Any, count: int, child: int) -> int:
     return _add(driver.cuGraphAddChildGraphNode, out, graph, deps, count, child)
+
+
+# -- occupancy of clusters, stream attributes ------------------------------------------------
+
+
+def _cluster(call: Callable[..., tuple[Any, ...]], out: Any, func: int, config: Any) -> int:
+    if out == ffi.NULL or config == ffi.NULL:
+        return INVALID_VALUE
+    err, value = call(_func(func), launch_config(config))
+    if not err:
+        out[0] = int(value)
+    return int(err)
+
+
+def cuOccupancyMaxActiveClusters(out: Any, func: int, config: Any) -> int:
+    return _cluster(driver.cuOccupancyMaxActiveClusters, out, func, config)
+
+
+def cuOccupancyMaxPotentialClusterSize(out: Any, func: int, config: Any) -> int:
+    return _cluster(driver.cuOccupancyMaxPotentialClusterSize, out, func, config)
+
+
+def cuStreamGetAttribute(stream: int, attr: int, value: int) -> int:
+    """The scalar stream attributes (the union's first 4 bytes), as the driver module has them."""
+    if not value:
+        return INVALID_VALUE
+    err, got = driver.cuStreamGetAttribute(stream, attr)
+    if not err:
+        field = _STREAM_FIELDS.get(attr)
+        ffi.cast("int *", value)[0] = int(getattr(got, field)) if field else 0
+    return int(err)
+
+
+def cuStreamSetAttribute(stream: int, attr: int, value: int) -> int:
+    if not value:
+        return INVALID_VALUE
+    field = _STREAM_FIELDS.get(attr)
+    given = SimpleNamespace(**{field: ffi.cast("int *", value)[0]}) if field else SimpleNamespace()
+    return _err(driver.cuStreamSetAttribute(stream, attr, given))
+
+
+# -- array descriptors, graph edits -----------------------------------------------------------
+
+
+def _descriptor(call: Callable[..., tuple[Any, ...]], out: Any, array: int, fields: tuple[str, ...]) -> int:
+    if out == ffi.NULL:
+        return INVALID_VALUE
+    err, got = call(array)
+    if not err and got is not None:
+        for name in fields:
+            setattr(out, name, int(getattr(got, name)))
+    return int(err)
+
+
+def cuArrayGetDescriptor_v2(out: Any, array: int) -> int:
+    return _descriptor(driver.cuArrayGetDescriptor, out, array, ("Width", "Height", "Format", "NumChannels"))
+
+
+def cuArray3DGetDescriptor_v2(out: Any, array: int) -> int:
+    fields = ("Width", "Height", "Depth", "Format", "NumChannels", "Flags")
+    return _descriptor(driver.cuArray3DGetDescriptor, out, array, fields)
+
+
+def _kernel_node(p: Any) -> CUDA_KERNEL_NODE_PARAMS:
+    v = StructView(p)
+    return CUDA_KERNEL_NODE_PARAMS(
+        func=_func(v.func or v.kern or 0),
+        gridDimX=v.gridDimX, gridDimY=v.gridDimY, gridDimZ=v.gridDimZ,
+        blockDimX=v.blockDimX, blockDimY=v.blockDimY, blockDimZ=v.blockDimZ,
+        sharedMemBytes=v.sharedMemBytes, kernelParams=v.kernelParams, extra=v.extra,
+    )  # fmt: skip
+
+
+def cuGraphKernelNodeSetParams_v2(node: int, p: Any) -> int:
+    if p == ffi.NULL:
+        return INVALID_VALUE
+    return _err(driver.cuGraphKernelNodeSetParams(node, _kernel_node(p)))
+
+
+def cuGraphExecKernelNodeSetParams_v2(exe: int, node: int, p: Any) -> int:
+    if p == ffi.NULL:
+        return INVALID_VALUE
+    return _err(driver.cuGraphExecKernelNodeSetParams(exe, node, _kernel_node(p)))
+
+
+_UPDATE_ERROR = 1  # CU_GRAPH_EXEC_UPDATE_ERROR
+
+
+def cuGraphExecUpdate_v2(exe: int, graph: int, info: Any) -> int:
+    err, got = driver.cuGraphExecUpdate(exe, graph)
+    if info != ffi.NULL:
+        info.result = int(got.result) if not err and got is not None else _UPDATE_ERROR
+        info.errorNode = ffi.NULL
+        info.errorFromNode = ffi.NULL
+    return int(err)
+
+
+def _fill(out: Any, items: list[Any]) -> None:
+    if out != ffi.NULL:
+        for i, item in enumerate(items):
+            out[i] = as_int(item)
+
+
+def cuGraphNodeGetDependencies_v2(node: int, deps: Any, edges: Any, count: Any) -> int:
+    if count == ffi.NULL:
+        return INVALID_VALUE
+    asked = 0 if deps == ffi.NULL else int(count[0])
+    err, items, _edge_data, n = driver.cuGraphNodeGetDependencies(node, asked)
+    if err:
+        return int(err)
+    _fill(deps, items or [])
+    if edges != ffi.NULL and asked:
+        ffi.memmove(edges, bytes(8 * asked), 8 * asked)  # default edges
+    count[0] = n
+    return SUCCESS
+
+
+def cuGraphGetEdges_v2(graph: int, froms: Any, tos: Any, edges: Any, count: Any) -> int:
+    if count == ffi.NULL:
+        return INVALID_VALUE
+    asked = 0 if froms == ffi.NULL or tos == ffi.NULL else int(count[0])
+    err, f, t, _edge_data, n = driver.cuGraphGetEdges(graph, asked)
+    if err:
+        return int(err)
+    _fill(froms, f or [])
+    _fill(tos, t or [])
+    if edges != ffi.NULL and asked:
+        ffi.memmove(edges, bytes(8 * asked), 8 * asked)
+    count[0] = n
+    return SUCCESS
+
+
+def cuGraphAddDependencies_v2(graph: int, froms: Any, tos: Any, edges: Any, count: int) -> int:
+    f, t = _deps(froms, count), _deps(tos, count)
+    if f is None or t is None:
+        return INVALID_VALUE
+    if edges != ffi.NULL and any(bytes(ffi.buffer(edges, 8 * count))):
+        return _err(driver.cuGraphAddDependencies(graph, f, t, [StructView(edges[i]) for i in range(count)], count))
+    return _err(driver.cuGraphAddDependencies(graph, f, t, None, count))
 
 
 # -- the linker ------------------------------------------------------------------------------

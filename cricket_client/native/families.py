@@ -72,6 +72,7 @@ STRUCTS = {
         "size_t Width; size_t Height; size_t Depth; int Format; unsigned int NumChannels; "
         "unsigned int Flags;"
     ),
+    "CUgraphExecUpdateResultInfo": "int result; CUgraphNode errorNode; CUgraphNode errorFromNode;",
     "CUgraphEdgeData": (
         "unsigned char from_port; unsigned char to_port; unsigned char type; "
         "unsigned char reserved[5];"
@@ -157,6 +158,27 @@ FAMILY_ENTRIES: list[tuple[str, str]] = [
     ("cuCtxDisablePeerAccess", "CUcontext peerContext"),
     ("cuMemcpyPeer", "CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount"),
     ("cuMemcpyPeerAsync", "CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount, CUstream hStream"),
+    # occupancy, device pairs, stream attributes (value: the 64-byte CUlaunchAttributeValue)
+    ("cuDeviceGetP2PAttribute", "int *value, int attrib, CUdevice srcDevice, CUdevice dstDevice"),
+    ("cuOccupancyAvailableDynamicSMemPerBlock", "size_t *dynamicSmemSize, CUfunction func, int numBlocks, int blockSize"),
+    ("cuOccupancyMaxPotentialBlockSizeWithFlags", "int *minGridSize, int *blockSize, CUfunction func, void *blockSizeToDynamicSMemSize, size_t dynamicSMemSize, int blockSizeLimit, unsigned int flags"),
+    ("cuOccupancyMaxActiveClusters", "int *numClusters, CUfunction func, const CUlaunchConfig *config"),
+    ("cuOccupancyMaxPotentialClusterSize", "int *clusterSize, CUfunction func, const CUlaunchConfig *config"),
+    ("cuStreamGetAttribute", "CUstream hStream, int attr, void *value_out"),
+    ("cuStreamSetAttribute", "CUstream hStream, int attr, const void *value"),
+    # more of arrays and graphs
+    ("cuArrayGetDescriptor_v2", "CUDA_ARRAY_DESCRIPTOR *pArrayDescriptor, CUarray hArray"),
+    ("cuArray3DGetDescriptor_v2", "CUDA_ARRAY3D_DESCRIPTOR *pArrayDescriptor, CUarray hArray"),
+    ("cuMemcpyDtoA_v2", "CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice, size_t ByteCount"),
+    ("cuMemcpyAtoD_v2", "CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset, size_t ByteCount"),
+    ("cuMemcpyAtoA_v2", "CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset, size_t ByteCount"),
+    ("cuGraphKernelNodeSetParams_v2", "CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS *nodeParams"),
+    ("cuGraphExecKernelNodeSetParams_v2", "CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS *nodeParams"),
+    ("cuGraphExecMemsetNodeSetParams", "CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMSET_NODE_PARAMS *memsetParams, CUcontext ctx"),
+    ("cuGraphExecUpdate_v2", "CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo *resultInfo"),
+    ("cuGraphNodeGetDependencies_v2", "CUgraphNode hNode, CUgraphNode *dependencies, CUgraphEdgeData *edgeData, size_t *numDependencies"),
+    ("cuGraphGetEdges_v2", "CUgraph hGraph, CUgraphNode *from_, CUgraphNode *to, CUgraphEdgeData *edgeData, size_t *numEdges"),
+    ("cuGraphAddDependencies_v2", "CUgraph hGraph, const CUgraphNode *from_, const CUgraphNode *to, const CUgraphEdgeData *edgeData, size_t numDependencies"),
     # the linker: inputs collected here, linked by the server's driver at cuLinkComplete
     ("cuLinkCreate_v2", "unsigned int numOptions, int *options, void **optionValues, CUlinkState *stateOut"),
     ("cuLinkAddData_v2", "CUlinkState state, int type, void *data, size_t size, const char *name, unsigned int numOptions, int *options, void **optionValues"),
@@ -180,6 +202,17 @@ FAMILY_SINCE = {
     "cuMemcpy3DAsync_v2": 3020,
     "cuMemcpyHtoA_v2": 3020,
     "cuMemcpyAtoH_v2": 3020,
+    "cuArrayGetDescriptor_v2": 3020,
+    "cuArray3DGetDescriptor_v2": 3020,
+    "cuMemcpyDtoA_v2": 3020,
+    "cuMemcpyAtoD_v2": 3020,
+    "cuMemcpyAtoA_v2": 3020,
+    "cuGraphKernelNodeSetParams_v2": 12000,
+    "cuGraphExecKernelNodeSetParams_v2": 12000,
+    "cuGraphExecUpdate_v2": 12000,
+    "cuGraphNodeGetDependencies_v2": 12030,
+    "cuGraphGetEdges_v2": 12030,
+    "cuGraphAddDependencies_v2": 12030,
     "cuLinkCreate_v2": 6050,
     "cuLinkAddData_v2": 6050,
     "cuLinkAddFile_v2": 6050,

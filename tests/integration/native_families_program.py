@@ -204,6 +204,65 @@ def launch_attributes(module, stream) -> None:
     check(cuda.cuMemFree(d))
 
 
+def graph_edits(module, stream) -> None:
+    n = 256
+    fill = check(cuda.cuModuleGetFunction(module, b"fill_u32"))
+    d = check(cuda.cuMemAlloc(4 * n))
+    graph = check(cuda.cuGraphCreate(0))
+    first = check(cuda.cuGraphAddEmptyNode(graph, None, 0))
+    kp = cuda.CUDA_KERNEL_NODE_PARAMS()
+    kp.func = fill
+    kp.gridDimX, kp.gridDimY, kp.gridDimZ = n // 128, 1, 1
+    kp.blockDimX, kp.blockDimY, kp.blockDimZ = 128, 1, 1
+    kp.kernelParams = ((d, 2, n), (None, ctypes.c_uint, ctypes.c_ulonglong))
+    second = check(cuda.cuGraphAddKernelNode(graph, None, 0, kp))
+    check(cuda.cuGraphAddDependencies(graph, [first], [second], None, 1))
+    deps = check(cuda.cuGraphNodeGetDependencies(second, 4))
+    print("dependencies", deps[-1], int(deps[0][0]) == int(first))
+    edges = check(cuda.cuGraphGetEdges(graph, 0))
+    print("edges", edges[-1])
+    kp.kernelParams = ((d, 5, n), (None, ctypes.c_uint, ctypes.c_ulonglong))
+    check(cuda.cuGraphKernelNodeSetParams(second, kp))
+    exe = check(cuda.cuGraphInstantiate(graph, 0))
+    kp.kernelParams = ((d, 7, n), (None, ctypes.c_uint, ctypes.c_ulonglong))
+    check(cuda.cuGraphExecKernelNodeSetParams(exe, second, kp))
+    check(cuda.cuGraphLaunch(exe, stream))
+    check(cuda.cuStreamSynchronize(stream))
+    host = np.zeros(n, dtype=np.uint32)
+    check(cuda.cuMemcpyDtoH(host, d, 4 * n))
+    print("exec params ok", int(host.sum()))
+    print("exec update", int(check(cuda.cuGraphExecUpdate(exe, graph)).result))
+    check(cuda.cuGraphLaunch(exe, stream))
+    check(cuda.cuStreamSynchronize(stream))
+    check(cuda.cuMemcpyDtoH(host, d, 4 * n))
+    print("updated graph ok", int(host.sum()))
+    check(cuda.cuGraphExecDestroy(exe))
+    check(cuda.cuGraphDestroy(graph))
+    # arrays from and to device memory, descriptors
+    desc = cuda.CUDA_ARRAY_DESCRIPTOR()
+    desc.Width, desc.Height, desc.NumChannels = n, 0, 1
+    desc.Format = cuda.CUarray_format.CU_AD_FORMAT_UNSIGNED_INT32
+    array = check(cuda.cuArrayCreate(desc))
+    got = check(cuda.cuArrayGetDescriptor(array))
+    print("array descriptor", int(got.Width), got.Format.name, int(got.NumChannels))
+    check(cuda.cuMemcpyDtoA(array, 0, d, 4 * n))
+    e = check(cuda.cuMemAlloc(4 * n))
+    check(cuda.cuMemcpyAtoD(e, array, 0, 4 * n))
+    check(cuda.cuMemcpyDtoH(host, e, 4 * n))
+    print("array device copies ok", int(host.sum()))
+    check(cuda.cuArrayDestroy(array))
+    # stream attributes, occupancy
+    priority = cuda.CUstreamAttrID.CU_LAUNCH_ATTRIBUTE_PRIORITY
+    value = cuda.CUstreamAttrValue()
+    value.priority = -1
+    check(cuda.cuStreamSetAttribute(stream, priority, value))
+    print("stream priority", check(cuda.cuStreamGetAttribute(stream, priority)).priority)
+    smem = check(cuda.cuOccupancyAvailableDynamicSMemPerBlock(fill, 1, 128))
+    print("dynamic shared memory > 0", smem > 0)
+    for p in (d, e):
+        check(cuda.cuMemFree(p))
+
+
 def main() -> None:
     with open(sys.argv[1], "rb") as f:
         cubin = f.read()
@@ -218,6 +277,7 @@ def main() -> None:
     vmm(dev)
     flags_and_copies(stream)
     launch_attributes(module, stream)
+    graph_edits(module, stream)
     print("peer", check(cuda.cuDeviceCanAccessPeer(dev, dev)))
     check(cuda.cuStreamDestroy(stream))
     check(cuda.cuModuleUnload(module))

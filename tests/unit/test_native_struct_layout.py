@@ -56,6 +56,7 @@ LAYOUT: dict[str, tuple[int, dict[str, int]]] = {
         40, {"Width": 0, "Height": 8, "Depth": 16, "Format": 24, "NumChannels": 28, "Flags": 32},
     ),
     "CUgraphEdgeData": (8, {"from_port": 0, "to_port": 1, "type": 2, "reserved": 3}),
+    "CUgraphExecUpdateResultInfo": (24, {"result": 0, "errorNode": 8, "errorFromNode": 16}),
     "CUlaunchConfig": (
         56,
         {"gridDimX": 0, "gridDimY": 4, "gridDimZ": 8, "blockDimX": 12, "blockDimY": 16,
