@@ -45,7 +45,7 @@ class StructView:
             kind = ffi.typeof(value).kind
             if kind == "pointer":
                 return int(ffi.cast("uintptr_t", value)) or None
-            if kind == "struct":
+            if kind in ("struct", "union"):
                 return StructView(value)
             if kind == "array":
                 return list(value)
@@ -400,6 +400,83 @@ def cuGraphAddDependencies_v2(graph: int, froms: Any, tos: Any, edges: Any, coun
     if edges != ffi.NULL and any(bytes(ffi.buffer(edges, 8 * count))):
         return _err(driver.cuGraphAddDependencies(graph, f, t, [StructView(edges[i]) for i in range(count)], count))
     return _err(driver.cuGraphAddDependencies(graph, f, t, None, count))
+
+
+# -- texture and surface objects ---------------------------------------------------------------
+
+
+def cuTexObjectCreate(out: Any, res: Any, tex: Any, view: Any) -> int:
+    if out == ffi.NULL or res == ffi.NULL or tex == ffi.NULL:
+        return INVALID_VALUE
+    given = None if view == ffi.NULL else StructView(view)
+    err, made = driver.cuTexObjectCreate(StructView(res), StructView(tex), given)
+    if not err:
+        out[0] = as_int(made)
+    return int(err)
+
+
+def _write_resource(out: Any, desc: Any) -> None:
+    """A CUDA_RESOURCE_DESC (the driver module's object) into the C struct."""
+    ffi.memmove(out, bytes(ffi.sizeof("CUDA_RESOURCE_DESC")), ffi.sizeof("CUDA_RESOURCE_DESC"))
+    kind = int(desc.resType)
+    out.resType, out.flags = kind, int(desc.flags)
+    if kind == 0:
+        out.res.array.hArray = ffi.cast("CUarray", as_int(desc.res.array.hArray))
+    elif kind == 1:
+        out.res.mipmap.hMipmappedArray = ffi.cast("CUmipmappedArray", as_int(desc.res.mipmap.hMipmappedArray))
+    elif kind == 2:
+        lin, given = out.res.linear, desc.res.linear
+        lin.devPtr, lin.format = as_int(given.devPtr), int(given.format)
+        lin.numChannels, lin.sizeInBytes = int(given.numChannels), int(given.sizeInBytes)
+    elif kind == 3:
+        p2, given = out.res.pitch2D, desc.res.pitch2D
+        p2.devPtr, p2.format, p2.numChannels = as_int(given.devPtr), int(given.format), int(given.numChannels)
+        p2.width, p2.height, p2.pitchInBytes = int(given.width), int(given.height), int(given.pitchInBytes)
+
+
+def _described(call: Callable[..., tuple[Any, ...]], out: Any, handle: int, write: Callable[[Any, Any], None]) -> int:
+    if out == ffi.NULL:
+        return INVALID_VALUE
+    err, desc = call(handle)
+    if not err and desc is not None:
+        write(out, desc)
+    return int(err)
+
+
+def _write_texture(out: Any, t: Any) -> None:
+    ffi.memmove(out, bytes(ffi.sizeof("CUDA_TEXTURE_DESC")), ffi.sizeof("CUDA_TEXTURE_DESC"))
+    for i, mode in enumerate(list(t.addressMode)[:3]):
+        out.addressMode[i] = int(mode)
+    out.filterMode, out.flags, out.maxAnisotropy = int(t.filterMode), int(t.flags), int(t.maxAnisotropy)
+    out.mipmapFilterMode, out.mipmapLevelBias = int(t.mipmapFilterMode), float(t.mipmapLevelBias)
+    out.minMipmapLevelClamp, out.maxMipmapLevelClamp = float(t.minMipmapLevelClamp), float(t.maxMipmapLevelClamp)
+    for i, color in enumerate(list(t.borderColor)[:4]):
+        out.borderColor[i] = float(color)
+
+
+_VIEW_FIELDS = ("format", "width", "height", "depth", "firstMipmapLevel", "lastMipmapLevel", "firstLayer", "lastLayer")
+
+
+def _write_view(out: Any, v: Any) -> None:
+    ffi.memmove(out, bytes(ffi.sizeof("CUDA_RESOURCE_VIEW_DESC")), ffi.sizeof("CUDA_RESOURCE_VIEW_DESC"))
+    for name in _VIEW_FIELDS:
+        setattr(out, name, int(getattr(v, name)))
+
+
+def cuTexObjectGetResourceDesc(out: Any, tex: int) -> int:
+    return _described(driver.cuTexObjectGetResourceDesc, out, tex, _write_resource)
+
+
+def cuTexObjectGetTextureDesc(out: Any, tex: int) -> int:
+    return _described(driver.cuTexObjectGetTextureDesc, out, tex, _write_texture)
+
+
+def cuTexObjectGetResourceViewDesc(out: Any, tex: int) -> int:
+    return _described(driver.cuTexObjectGetResourceViewDesc, out, tex, _write_view)
+
+
+def cuSurfObjectGetResourceDesc(out: Any, surf: int) -> int:
+    return _described(driver.cuSurfObjectGetResourceDesc, out, surf, _write_resource)
 
 
 # -- the linker ------------------------------------------------------------------------------

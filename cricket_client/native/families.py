@@ -24,7 +24,7 @@ __all__ = [
 HEADER_NAMES = frozenset(["cuGraphInstantiateWithFlags"])
 
 FAMILY_HANDLES = frozenset(
-    ["CUmemoryPool", "CUgraph", "CUgraphExec", "CUgraphNode", "CUarray", "CUlinkState"]
+    ["CUmemoryPool", "CUgraph", "CUgraphExec", "CUgraphNode", "CUarray", "CUmipmappedArray", "CUlinkState"]
 )
 
 # The structs, by name: what a program passes by pointer. Enums are `int` (4 bytes in C).
@@ -72,6 +72,24 @@ STRUCTS = {
         "size_t Width; size_t Height; size_t Depth; int Format; unsigned int NumChannels; "
         "unsigned int Flags;"
     ),
+    "CUDA_RESOURCE_DESC": (
+        "int resType; union { struct { CUarray hArray; } array; "
+        "struct { CUmipmappedArray hMipmappedArray; } mipmap; "
+        "struct { CUdeviceptr devPtr; int format; unsigned int numChannels; size_t sizeInBytes; } linear; "
+        "struct { CUdeviceptr devPtr; int format; unsigned int numChannels; size_t width; "
+        "size_t height; size_t pitchInBytes; } pitch2D; "
+        "struct { int reserved[32]; } reserved; } res; unsigned int flags;"
+    ),
+    "CUDA_TEXTURE_DESC": (
+        "int addressMode[3]; int filterMode; unsigned int flags; unsigned int maxAnisotropy; "
+        "int mipmapFilterMode; float mipmapLevelBias; float minMipmapLevelClamp; "
+        "float maxMipmapLevelClamp; float borderColor[4]; int reserved[12];"
+    ),
+    "CUDA_RESOURCE_VIEW_DESC": (
+        "int format; size_t width; size_t height; size_t depth; unsigned int firstMipmapLevel; "
+        "unsigned int lastMipmapLevel; unsigned int firstLayer; unsigned int lastLayer; "
+        "unsigned int reserved[16];"
+    ),
     "CUgraphExecUpdateResultInfo": "int result; CUgraphNode errorNode; CUgraphNode errorFromNode;",
     "CUgraphEdgeData": (
         "unsigned char from_port; unsigned char to_port; unsigned char type; "
@@ -82,6 +100,8 @@ STRUCTS = {
 FAMILY_TYPES = (
     "".join(f"typedef struct {h}_st *{h};\n" for h in sorted(FAMILY_HANDLES))
     + "typedef unsigned long long CUmemGenericAllocationHandle;\n"
+    + "typedef unsigned long long CUtexObject;\n"
+    + "typedef unsigned long long CUsurfObject;\n"
     + "".join(f"typedef struct {{ {body} }} {name};\n" for name, body in STRUCTS.items())
 )
 
@@ -179,6 +199,15 @@ FAMILY_ENTRIES: list[tuple[str, str]] = [
     ("cuGraphNodeGetDependencies_v2", "CUgraphNode hNode, CUgraphNode *dependencies, CUgraphEdgeData *edgeData, size_t *numDependencies"),
     ("cuGraphGetEdges_v2", "CUgraph hGraph, CUgraphNode *from_, CUgraphNode *to, CUgraphEdgeData *edgeData, size_t *numEdges"),
     ("cuGraphAddDependencies_v2", "CUgraph hGraph, const CUgraphNode *from_, const CUgraphNode *to, const CUgraphEdgeData *edgeData, size_t numDependencies"),
+    # texture and surface objects
+    ("cuTexObjectCreate", "CUtexObject *pTexObject, const CUDA_RESOURCE_DESC *pResDesc, const CUDA_TEXTURE_DESC *pTexDesc, const CUDA_RESOURCE_VIEW_DESC *pResViewDesc"),
+    ("cuTexObjectDestroy", "CUtexObject texObject"),
+    ("cuTexObjectGetResourceDesc", "CUDA_RESOURCE_DESC *pResDesc, CUtexObject texObject"),
+    ("cuTexObjectGetTextureDesc", "CUDA_TEXTURE_DESC *pTexDesc, CUtexObject texObject"),
+    ("cuTexObjectGetResourceViewDesc", "CUDA_RESOURCE_VIEW_DESC *pResViewDesc, CUtexObject texObject"),
+    ("cuSurfObjectCreate", "CUsurfObject *pSurfObject, const CUDA_RESOURCE_DESC *pResDesc"),
+    ("cuSurfObjectDestroy", "CUsurfObject surfObject"),
+    ("cuSurfObjectGetResourceDesc", "CUDA_RESOURCE_DESC *pResDesc, CUsurfObject surfObject"),
     # the linker: inputs collected here, linked by the server's driver at cuLinkComplete
     ("cuLinkCreate_v2", "unsigned int numOptions, int *options, void **optionValues, CUlinkState *stateOut"),
     ("cuLinkAddData_v2", "CUlinkState state, int type, void *data, size_t size, const char *name, unsigned int numOptions, int *options, void **optionValues"),

@@ -263,6 +263,29 @@ def graph_edits(module, stream) -> None:
         check(cuda.cuMemFree(p))
 
 
+def textures() -> None:
+    n = 64
+    d = check(cuda.cuMemAlloc(4 * n))
+    res = cuda.CUDA_RESOURCE_DESC()
+    res.resType = cuda.CUresourcetype.CU_RESOURCE_TYPE_LINEAR
+    res.res.linear.devPtr = d
+    res.res.linear.format = cuda.CUarray_format.CU_AD_FORMAT_FLOAT
+    res.res.linear.numChannels = 1
+    res.res.linear.sizeInBytes = 4 * n
+    tex = cuda.CUDA_TEXTURE_DESC()
+    tex.filterMode = cuda.CUfilter_mode.CU_TR_FILTER_MODE_POINT
+    tex.flags = 2  # CU_TRSF_NORMALIZED_COORDINATES
+    tex.borderColor = [0.5, 0.0, 0.0, 1.0]
+    obj = check(cuda.cuTexObjectCreate(res, tex, None))
+    back = check(cuda.cuTexObjectGetResourceDesc(obj))
+    linear = back.res.linear
+    print("texture resource", back.resType.name, int(linear.devPtr) == int(d), int(linear.sizeInBytes))
+    got = check(cuda.cuTexObjectGetTextureDesc(obj))
+    print("texture desc", got.filterMode.name, int(got.flags), [float(c) for c in got.borderColor])
+    check(cuda.cuTexObjectDestroy(obj))
+    check(cuda.cuMemFree(d))
+
+
 def main() -> None:
     with open(sys.argv[1], "rb") as f:
         cubin = f.read()
@@ -278,6 +301,7 @@ def main() -> None:
     flags_and_copies(stream)
     launch_attributes(module, stream)
     graph_edits(module, stream)
+    textures()
     print("peer", check(cuda.cuDeviceCanAccessPeer(dev, dev)))
     check(cuda.cuStreamDestroy(stream))
     check(cuda.cuModuleUnload(module))

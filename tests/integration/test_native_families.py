@@ -70,6 +70,8 @@ EXPECTED = [
     "array device copies ok 1280",
     "stream priority -1",
     "dynamic shared memory > 0 True",
+    "texture resource CU_RESOURCE_TYPE_LINEAR True 256",
+    "texture desc CU_TR_FILTER_MODE_POINT 2 [0.5, 0.0, 0.0, 1.0]",
     "peer 0",
     "done",
 ]

@@ -56,6 +56,18 @@ LAYOUT: dict[str, tuple[int, dict[str, int]]] = {
         40, {"Width": 0, "Height": 8, "Depth": 16, "Format": 24, "NumChannels": 28, "Flags": 32},
     ),
     "CUgraphEdgeData": (8, {"from_port": 0, "to_port": 1, "type": 2, "reserved": 3}),
+    "CUDA_RESOURCE_DESC": (144, {"resType": 0, "res": 8, "flags": 136}),
+    "CUDA_TEXTURE_DESC": (
+        104,
+        {"addressMode": 0, "filterMode": 12, "flags": 16, "maxAnisotropy": 20,
+         "mipmapFilterMode": 24, "mipmapLevelBias": 28, "minMipmapLevelClamp": 32,
+         "maxMipmapLevelClamp": 36, "borderColor": 40, "reserved": 56},
+    ),
+    "CUDA_RESOURCE_VIEW_DESC": (
+        112,
+        {"format": 0, "width": 8, "height": 16, "depth": 24, "firstMipmapLevel": 32,
+         "lastMipmapLevel": 36, "firstLayer": 40, "lastLayer": 44, "reserved": 48},
+    ),
     "CUgraphExecUpdateResultInfo": (24, {"result": 0, "errorNode": 8, "errorFromNode": 16}),
     "CUlaunchConfig": (
         56,
@@ -80,14 +92,42 @@ def test_struct_size_and_offsets(ffi: Any, name: str) -> None:
     assert sorted(offsets) == sorted(f for f, _ in ffi.typeof(name).fields)
 
 
+def test_the_resource_union(ffi: Any) -> None:
+    """CUDA_RESOURCE_DESC.res: 128 bytes (its reserved int[32]), each member from offset 0."""
+    res = dict(ffi.typeof("CUDA_RESOURCE_DESC").fields)["res"].type
+    assert ffi.sizeof(res) == 128
+    members = {name: f.type for name, f in res.fields}
+    assert {name: ffi.sizeof(t) for name, t in members.items()} == {
+        "array": 8, "mipmap": 8, "linear": 24, "pitch2D": 40, "reserved": 128,
+    }
+    assert [f.offset for _, f in members["pitch2D"].fields] == [0, 8, 12, 16, 24, 32]
+
+    driver = pytest.importorskip("cuda.bindings.driver")
+    theirs = driver.CUDA_RESOURCE_DESC()
+    theirs.res.pitch2D.pitchInBytes = 1
+    raw = ctypes.string_at(theirs.getPtr(), 144)
+    assert raw.index(b"\x01") == 8 + 32
+
+
 def test_allocation_flags_inside_the_allocation_property(ffi: Any) -> None:
     flags = ffi.typeof("CUmemAllocationProp").fields[-1][1].type
     assert ffi.sizeof(flags) == 8
     assert [f.offset for _, f in flags.fields] == [0, 1, 2, 4]
 
 
+FLOAT_ONE_ULP = 1.0000001192092896  # 0x3f800001: its first byte is not zero
+
+
 def _set_nonzero(struct: Any, field: str) -> bool:
-    """Set `field` of a cuda-bindings struct to a non-zero value of its type."""
+    """Set `field` of a cuda-bindings struct to a non-zero value of its type whose first
+    (lowest) byte is not zero."""
+    try:
+        is_float = isinstance(getattr(struct, field), float)
+    except (AttributeError, ValueError):  # an enum field holding 0, no member of its enum
+        is_float = False
+    if is_float:
+        setattr(struct, field, FLOAT_ONE_ULP)
+        return True
     try:
         setattr(struct, field, 1)
         return True
@@ -108,7 +148,7 @@ def test_offsets_agree_with_cuda_bindings(name: str) -> None:
     size, offsets = LAYOUT[name]
     checked = 0
     for field, offset in offsets.items():
-        if field.startswith("reserved") or field in ("allocFlags", "location", "win32HandleMetaData", "win32SecurityAttributes"):
+        if field.startswith("reserved") or field in ("allocFlags", "location", "res", "win32HandleMetaData", "win32SecurityAttributes"):
             continue
         struct = getattr(driver, name)()
         if not _set_nonzero(struct, field):
