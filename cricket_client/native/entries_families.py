@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import driver
 from .._types import as_int
+from ..connection import get_connection as _conn
 from ..driver_flags import _STREAM_FIELDS
 from ..driver_graphs import CUDA_KERNEL_NODE_PARAMS
 from .entries import INVALID_VALUE, SUCCESS, _entry, _err, _func, ffi
@@ -332,6 +333,35 @@ def _kernel_node(p: Any) -> CUDA_KERNEL_NODE_PARAMS:
         blockDimX=v.blockDimX, blockDimY=v.blockDimY, blockDimZ=v.blockDimZ,
         sharedMemBytes=v.sharedMemBytes, kernelParams=v.kernelParams, extra=v.extra,
     )  # fmt: skip
+
+
+# What cuGraphKernelNodeGetParams handed out per node: the argument bytes and the void *[] into
+# them (CUDA: valid while the node's parameters are unchanged).
+_node_params: dict[int, tuple[Any, Any]] = {}
+
+
+def cuGraphKernelNodeGetParams_v2(node: int, out: Any) -> int:
+    if out == ffi.NULL:
+        return INVALID_VALUE
+    err, got = driver.cuGraphKernelNodeGetParams(node)
+    if err or got is None:
+        return int(err)
+    func = as_int(got.func)
+    failed, layout = _conn().param_layout(func)
+    if failed:
+        return failed
+    packed = ffi.new("char[]", bytes(got.kernelParams) or b"\0")
+    pointers = ffi.new("void *[]", max(len(layout), 1))
+    for i, (offset, _size) in enumerate(layout):
+        pointers[i] = packed + offset
+    _node_params[node] = (packed, pointers)
+    ffi.memmove(out, bytes(ffi.sizeof("CUDA_KERNEL_NODE_PARAMS")), ffi.sizeof("CUDA_KERNEL_NODE_PARAMS"))
+    out.func = ffi.cast("CUfunction", func)
+    out.gridDimX, out.gridDimY, out.gridDimZ = got.gridDimX, got.gridDimY, got.gridDimZ
+    out.blockDimX, out.blockDimY, out.blockDimZ = got.blockDimX, got.blockDimY, got.blockDimZ
+    out.sharedMemBytes = got.sharedMemBytes
+    out.kernelParams = pointers
+    return SUCCESS
 
 
 def cuGraphKernelNodeSetParams_v2(node: int, p: Any) -> int:

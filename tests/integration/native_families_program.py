@@ -223,6 +223,8 @@ def graph_edits(module, stream) -> None:
     print("edges", edges[-1])
     kp.kernelParams = ((d, 5, n), (None, ctypes.c_uint, ctypes.c_ulonglong))
     check(cuda.cuGraphKernelNodeSetParams(second, kp))
+    got = check(cuda.cuGraphKernelNodeGetParams(second))
+    print("node params", int(got.gridDimX), int(got.blockDimX), int(got.func) == int(fill))
     exe = check(cuda.cuGraphInstantiate(graph, 0))
     kp.kernelParams = ((d, 7, n), (None, ctypes.c_uint, ctypes.c_ulonglong))
     check(cuda.cuGraphExecKernelNodeSetParams(exe, second, kp))

@@ -63,6 +63,7 @@ EXPECTED = [
     "launch with a priority attribute ok 1024",
     "dependencies 1 True",
     "edges 1",
+    "node params 2 128 True",
     "exec params ok 1792",
     "exec update 0",
     "updated graph ok 1280",
