@@ -6,6 +6,7 @@ same output (sim here; any backend)."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -149,4 +150,31 @@ def test_a_link_runs_the_same_through_both_doors(server: Server) -> None:
         "ptx CUDA_ERROR_NOT_SUPPORTED",
         "log cuLinkComplete: the sim backend links a single cubin only (it cannot compile or "
         "link device code); given: PTX 'a.ptx'",
+    ]
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+def test_a_c_program_with_the_family_structs(server: Server, tmp_path: Path) -> None:
+    """A C program built against the project's own declarations (cricket_cuda.h, -Wall
+    -Werror) fills cuda.h's structs itself: pools, capture, a graph from node param structs,
+    VMM, a 2D copy, a link."""
+    from cricket_client.native.signatures import c_declarations
+
+    (tmp_path / "cricket_cuda.h").write_text("#include <stddef.h>\n" + c_declarations() + "\n")
+    binary = tmp_path / "native_families"
+    subprocess.run(
+        ["gcc", "-O1", "-Wall", "-Werror", "-I", str(tmp_path), "-o", str(binary),
+         str(HERE / "native_families.c"), "-ldl"],
+        check=True, timeout=LIMIT,
+    )  # fmt: skip
+    done = cricket_run(server, "--", str(binary), str(CUBIN))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines() == [
+        "pool threshold 1048576",
+        "capture status 1 dependencies 1",
+        "captured nodes 2 sum 768",
+        "built graph sum 2304",
+        "mapped sum 512",
+        "2D copy ok",
+        "linked ok",
     ]
