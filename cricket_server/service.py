@@ -540,6 +540,18 @@ class CricketService(
         call = "cuModuleLoadFatBinary"
         return self._load(ctx, call, lambda s: s.module_load(bytes(image), {}, call))
 
+    def CU_LINK(self, ctx: Any, inputs: list[Any], options: list[Any]) -> proto.link_result:
+        """cuLinkComplete: the client's inputs linked by the backend; a failure's reply carries
+        the linker's message (its error log)."""
+        call = "cuLinkComplete"
+        wire = [(int(i.type), str(i.name), bytes(i.data)) for i in inputs]
+        code, value = self._run(ctx, call, lambda s: s.link(wire, _options(options)))
+        if code != CUDA_SUCCESS:
+            return proto.link_result(code, _truncate(self.GET_ERROR_MESSAGE(ctx), 1 << 16))
+        assert value is not None
+        image, info = value
+        return proto.link_result(code, proto.linked_image(image=image, info_log=info))
+
     def CU_MODULE_UNLOAD(self, ctx: Any, module: int) -> int:
         return self._status(ctx, "cuModuleUnload", lambda s: s.module_unload(module))
 

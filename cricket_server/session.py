@@ -51,6 +51,7 @@ from cricket_server.session_core import (
     SessionCore,
 )
 from cricket_server.session_graphs import SessionGraphs
+from cricket_server.session_link import SessionLink
 from cricket_server.session_memcalls import PITCH_ALIGNMENT, SessionMemoryCalls
 from cricket_server.session_mempools import SessionMemPools
 from cricket_server.session_modules import SessionModules
@@ -238,6 +239,7 @@ class SessionManager:
 
 
 class Session(
+    SessionLink,
     SessionGraphs,
     SessionPeers,
     SessionContexts,

@@ -26,6 +26,7 @@ __all__ = [
     'MAX_LAUNCH_BATCH',
     'MAX_DEVICE_ATTRS',
     'MAX_GRAPH_NODES',
+    'MAX_LINK_INPUTS',
     'CRICKET_PROG',
     'CRICKET_V1',
     'HELLO',
@@ -197,6 +198,7 @@ __all__ = [
     'CU_GRAPH_NODE_GET_LOCAL_ID',
     'CU_GRAPH_NODE_GET_TOOLS_ID',
     'CU_GRAPH_NODE_GET_CONTAINING_GRAPH',
+    'CU_LINK',
     'int_result',
     'u64_result',
     'handle_result',
@@ -268,6 +270,9 @@ __all__ = [
     'mem_alloc_prop_result',
     'mem_access_desc',
     'mem_pool_props',
+    'link_input',
+    'linked_image',
+    'link_result',
     'cu_ptr',
     'cu_handle',
     'mem_data',
@@ -280,6 +285,7 @@ __all__ = [
     'launch_attribute_list',
     'graph_node_list',
     'mem_access_list',
+    'link_input_list',
     'xdr_int_result',
     'xdr_u64_result',
     'xdr_handle_result',
@@ -351,6 +357,9 @@ __all__ = [
     'xdr_mem_alloc_prop_result',
     'xdr_mem_access_desc',
     'xdr_mem_pool_props',
+    'xdr_link_input',
+    'xdr_linked_image',
+    'xdr_link_result',
     'xdr_cu_ptr',
     'xdr_cu_handle',
     'xdr_mem_data',
@@ -363,6 +372,7 @@ __all__ = [
     'xdr_launch_attribute_list',
     'xdr_graph_node_list',
     'xdr_mem_access_list',
+    'xdr_link_input_list',
     'CRICKET_V1_Client',
     'CRICKET_V1_Server',
 ]
@@ -378,6 +388,7 @@ MAX_PARAMS = 4096
 MAX_LAUNCH_BATCH = 1024
 MAX_DEVICE_ATTRS = 256
 MAX_GRAPH_NODES = 65536
+MAX_LINK_INPUTS = 1024
 CRICKET_PROG = 0x20c0ffee
 CRICKET_V1 = 1
 HELLO = 1
@@ -549,6 +560,7 @@ CU_GRAPH_EXEC_GET_ID = 624
 CU_GRAPH_NODE_GET_LOCAL_ID = 625
 CU_GRAPH_NODE_GET_TOOLS_ID = 626
 CU_GRAPH_NODE_GET_CONTAINING_GRAPH = 627
+CU_LINK = 640
 
 
 @_dc.dataclass(slots=True)
@@ -2316,6 +2328,65 @@ class mem_pool_props:
         return mem_pool_props(a0_0, a0_1, mem_location(a0_2, a0_3), a0_4, a0_5)
 
 
+@_dc.dataclass(slots=True)
+class link_input:
+    """struct link_input."""
+
+    type: int
+    name: str
+    data: bytes
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_link_input.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> link_input:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_link_input.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class linked_image:
+    """struct linked_image."""
+
+    image: bytes
+    info_log: str
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_linked_image.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> linked_image:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_linked_image.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class link_result:
+    """union link_result: ``err`` selects the arm; ``value`` holds its value."""
+
+    err: int
+    value: Any = None
+
+    linked = _xdr.arm_property(
+        'link_result', 'linked', 'err', frozenset([0]), frozenset([0])
+    )
+    error_log = _xdr.arm_property(
+        'link_result', 'error_log', 'err', None, frozenset([0])
+    )
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_link_result.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> link_result:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_link_result.decode(data)  # type: ignore[no-any-return]
+
+
 # Codecs, named like rpcgen's C functions.
 xdr_int_result = _xdr.Union('int_result')
 xdr_u64_result = _xdr.Union('u64_result')
@@ -2388,6 +2459,9 @@ xdr_mem_alloc_prop = _xdr.Struct('mem_alloc_prop')
 xdr_mem_alloc_prop_result = _xdr.Union('mem_alloc_prop_result')
 xdr_mem_access_desc = _xdr.Struct('mem_access_desc')
 xdr_mem_pool_props = _xdr.Struct('mem_pool_props')
+xdr_link_input = _xdr.Struct('link_input')
+xdr_linked_image = _xdr.Struct('linked_image')
+xdr_link_result = _xdr.Union('link_result')
 xdr_cu_ptr = _xdr.xdr_u_hyper
 xdr_cu_handle = _xdr.xdr_u_hyper
 xdr_mem_data = _xdr.VarOpaque(None)
@@ -2400,6 +2474,7 @@ xdr_device_attribute_list = _xdr.VarArray(_xdr.xdr_int, MAX_DEVICE_ATTRS)
 xdr_launch_attribute_list = _xdr.VarArray(xdr_launch_attribute, MAX_ATTRS)
 xdr_graph_node_list = _xdr.VarArray(xdr_cu_handle, MAX_GRAPH_NODES)
 xdr_mem_access_list = _xdr.VarArray(xdr_mem_access_desc, MAX_ATTRS)
+xdr_link_input_list = _xdr.VarArray(xdr_link_input, MAX_LINK_INPUTS)
 
 
 _xdr_int_pair__st0 = _struct.Struct('>ii')
@@ -3456,6 +3531,56 @@ def _xdr_mem_pool_props__unpack(dec: _xdr.Decoder) -> mem_pool_props:
     return mem_pool_props(a0_0, a0_1, mem_location(a0_2, a0_3), a0_4, a0_5)
 
 
+_xdr_link_input__st0 = _struct.Struct('>i')
+_xdr_link_input__S0, _xdr_link_input__U0 = _xdr_link_input__st0.pack, _xdr_link_input__st0.unpack_from
+
+
+def _xdr_link_input__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_link_input__S0(v.type)
+        _xdr_link_input__p1(enc, v.name)
+        _xdr_link_input__p2(enc, v.data)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_link_input.diagnose(v, e)) from None
+
+
+def _xdr_link_input__unpack(dec: _xdr.Decoder) -> link_input:
+    try:
+        pos = dec.pos
+        a0_0, = _xdr_link_input__U0(dec.mv, pos)
+        dec.pos = pos + 4
+        f1 = _xdr_link_input__u1(dec)
+        f2 = _xdr_link_input__u2(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct link_input: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct link_input: %s is not a declared enum value' % e) from None
+    return link_input(a0_0, f1, f2)
+
+
+def _xdr_linked_image__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        _xdr_linked_image__p0(enc, v.image)
+        _xdr_linked_image__p1(enc, v.info_log)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_linked_image.diagnose(v, e)) from None
+
+
+def _xdr_linked_image__unpack(dec: _xdr.Decoder) -> linked_image:
+    try:
+        f0 = _xdr_linked_image__u0(dec)
+        f1 = _xdr_linked_image__u1(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct linked_image: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct linked_image: %s is not a declared enum value' % e) from None
+    return linked_image(f0, f1)
+
+
 xdr_int_result.define(
     int_result,
     'err',
@@ -4175,6 +4300,32 @@ xdr_mem_pool_props.define(
     coders=(_xdr_mem_pool_props__pack, _xdr_mem_pool_props__unpack),
     whole=(mem_pool_props.encode, mem_pool_props.decode),
 )
+xdr_link_input.define(
+    link_input,
+    [
+        ('type', _xdr.xdr_int),
+        ('name', _xdr.String(MAX_NAME)),
+        ('data', _xdr.VarOpaque(None)),
+    ],
+    coders=(_xdr_link_input__pack, _xdr_link_input__unpack),
+)
+xdr_linked_image.define(
+    linked_image,
+    [
+        ('image', _xdr.VarOpaque(None)),
+        ('info_log', _xdr.String(None)),
+    ],
+    coders=(_xdr_linked_image__pack, _xdr_linked_image__unpack),
+)
+xdr_link_result.define(
+    link_result,
+    'err',
+    _xdr.xdr_int,
+    [
+        ((0,), xdr_linked_image),
+    ],
+    default=_xdr.String(None),
+)
 
 # What the struct coders call: enum members, the functions of other codecs.
 _xdr_hello_args__p1 = xdr_hello_args.fields[1][1].packer()
@@ -4227,6 +4378,14 @@ _xdr_graph_exec_made__p1 = xdr_graph_exec_made.fields[1][1].packer()
 _xdr_graph_exec_made__u1 = xdr_graph_exec_made.fields[1][1].unpacker()
 _xdr_capture_info__p3 = xdr_capture_info.fields[3][1].packer()
 _xdr_capture_info__u3 = xdr_capture_info.fields[3][1].unpacker()
+_xdr_link_input__p1 = xdr_link_input.fields[1][1].packer()
+_xdr_link_input__u1 = xdr_link_input.fields[1][1].unpacker()
+_xdr_link_input__p2 = xdr_link_input.fields[2][1].packer()
+_xdr_link_input__u2 = xdr_link_input.fields[2][1].unpacker()
+_xdr_linked_image__p0 = xdr_linked_image.fields[0][1].packer()
+_xdr_linked_image__u0 = xdr_linked_image.fields[0][1].unpacker()
+_xdr_linked_image__p1 = xdr_linked_image.fields[1][1].packer()
+_xdr_linked_image__u1 = xdr_linked_image.fields[1][1].unpacker()
 
 # Typedefs: the Python type each name stands for.
 cu_ptr = int
@@ -4241,6 +4400,7 @@ device_attribute_list = list
 launch_attribute_list = list
 graph_node_list = list
 mem_access_list = list
+link_input_list = list
 
 # Codecs of procedure arguments and results without a name of their own.
 _codec1 = _xdr.String(MAX_NAME)
@@ -8098,6 +8258,22 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 627, _enc.buffers())
         return _Pending(call, xdr_handle_result.decode)
 
+    def CU_LINK(self, arg1: link_input_list, arg2: option_list, *, timeout: float | None = None) -> link_result:
+        """Call CU_LINK (640) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_link_input_list.pack(_enc, arg1)
+        xdr_option_list.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 640, _enc.buffers(), timeout=timeout)
+        return xdr_link_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_LINK_async(self, arg1: link_input_list, arg2: option_list) -> _Pending:
+        """Send CU_LINK (640); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_link_input_list.pack(_enc, arg1)
+        xdr_option_list.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 640, _enc.buffers())
+        return _Pending(call, xdr_link_result.decode)
+
 
 class CRICKET_V1_Server:
     """Service of program CRICKET_PROG version CRICKET_V1: subclass it, override what
@@ -8939,6 +9115,10 @@ class CRICKET_V1_Server:
             _Facts(replay='readonly', handles=((0, ('graph_node',)),)),
             plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
         ),
+        640: _Procedure(
+            640, 'CU_LINK', (xdr_link_input_list, xdr_option_list), xdr_link_result,
+            _Facts(replay='readonly'),
+        ),
     }
 
     def HELLO(self, ctx: Any, arg1: hello_args) -> hello_result:
@@ -9617,6 +9797,10 @@ class CRICKET_V1_Server:
         """CU_GRAPH_NODE_GET_CONTAINING_GRAPH (627): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_NODE_GET_CONTAINING_GRAPH")
 
+    def CU_LINK(self, ctx: Any, arg1: link_input_list, arg2: option_list) -> link_result:
+        """CU_LINK (640): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_LINK")
+
 
 # Every codec is built now, at import (none is built while threads use it).
 _xdr.ready_all(
@@ -9691,6 +9875,9 @@ _xdr.ready_all(
     xdr_mem_alloc_prop_result,
     xdr_mem_access_desc,
     xdr_mem_pool_props,
+    xdr_link_input,
+    xdr_linked_image,
+    xdr_link_result,
     xdr_cu_ptr,
     xdr_cu_handle,
     xdr_mem_data,
@@ -9703,5 +9890,6 @@ _xdr.ready_all(
     xdr_launch_attribute_list,
     xdr_graph_node_list,
     xdr_mem_access_list,
+    xdr_link_input_list,
     _codec1,
 )

@@ -289,19 +289,11 @@ def cuDeviceGet(device: Any, ordinal: int) -> int:
     return _device_get(device, ordinal)
 
 
-# Attributes of features the native door does not remote read as absent, so that programs take
-# their other path: memory pools (cuda.core, CuPy and the runtime fall back to cuMemAlloc).
-ABSENT_ATTRIBUTES = {
-    115: 0,  # CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED
-    119: 0,  # CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES
-}
-
-
 @_entry
 def cuDeviceGetAttribute(pi: Any, attrib: int, dev: int) -> int:
     err, value = _conn().call("CU_DEVICE_GET_ATTRIBUTE", attrib, dev)
     if not err:
-        pi[0] = ABSENT_ATTRIBUTES.get(attrib, value)
+        pi[0] = value
     return err  # type: ignore[no-any-return]
 
 
@@ -987,7 +979,10 @@ def cuLaunchKernelEx(config: Any, f: int, params: int, extra: int) -> int:
         if ident == LAUNCH_ATTRIBUTE_COOPERATIVE:
             cooperative = bool(ffi.cast("int *", base + 8)[0])
             continue
-        raise NotSupportedRemotely(f"cuLaunchKernelEx: launch attribute {ident} is not supported remotely")
+        # other attributes (cluster dimensions, priority, ...): one CU_LAUNCH_KERNEL_EX call
+        from .entries_families import launch_config
+
+        return _err(driver.cuLaunchKernelEx(launch_config(c), _func(f), params or None, extra or None))
     f = _func(f)
     grid, block = (c.gridDimX, c.gridDimY, c.gridDimZ), (c.blockDimX, c.blockDimY, c.blockDimZ)
     stream = int(ffi.cast("uintptr_t", c.hStream))
@@ -1175,3 +1170,7 @@ def cuOccupancyMaxPotentialBlockSize(
         min_grid[0] = grid
         block[0] = size
     return int(err)
+
+
+# the later families (pools, virtual memory, graphs, flags, arrays, peers): their own module
+from . import entries_families  # noqa: E402, F401

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from .families import FAMILY_ENTRIES, FAMILY_HANDLES, FAMILY_SINCE, FAMILY_TYPES
+
 __all__ = [
     "ENTRIES",
     "HANDLE_TYPES",
@@ -43,11 +45,11 @@ typedef struct CUlaunchConfig_st {
     void *attrs;
     unsigned int numAttrs;
 } CUlaunchConfig;
-"""
+""" + FAMILY_TYPES
 
 HANDLE_TYPES = frozenset(
     ["CUcontext", "CUmodule", "CUfunction", "CUlibrary", "CUkernel", "CUstream", "CUevent"]
-)
+) | FAMILY_HANDLES
 
 # (exported symbol, C parameters). Symbols carry the ABI suffix the CUDA headers map to.
 ENTRIES: list[tuple[str, str]] = [
@@ -167,6 +169,7 @@ ENTRIES: list[tuple[str, str]] = [
     ("cuOccupancyMaxActiveBlocksPerMultiprocessor", "int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize"),
     ("cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags", "int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize, unsigned int flags"),
     ("cuOccupancyMaxPotentialBlockSize", "int *minGridSize, int *blockSize, CUfunction func, void *blockSizeToDynamicSMemSize, size_t dynamicSMemSize, int blockSizeLimit"),
+    *FAMILY_ENTRIES,
 ]
 
 # Entries implemented by the C code alone (never reach Python).
@@ -208,6 +211,7 @@ _LATER = {
     "cuLaunchHostFunc_v2": 13020,
     "cuCtxGetDevice_v2": 13000,
     "cuCtxSynchronize_v2": 13000,
+    **FAMILY_SINCE,
 }
 
 

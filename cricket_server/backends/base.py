@@ -187,6 +187,13 @@ class BackendSession(abc.ABC):
     # -- virtual memory management (cuMemCreate/Map/SetAccess; optional) ------------------
     # The session layer checks sizes, offsets and ownership and takes every address from the
     # server's arena (D4); a backend only creates, maps and releases.
+    # -- the linker (cuLink*) ---------------------------------------------------------------
+    def link(self, inputs: list[tuple[int, str, bytes]], jit_options: dict[int, int]) -> tuple[bytes, str]:
+        """cuLinkCreate/AddData/Complete/Destroy in the current context: `inputs` as
+        (CUjitInputType, name, bytes), in order; (the linked cubin, the info log). The base
+        links nothing: NOT_SUPPORTED."""
+        raise not_supported("cuLinkComplete", "this backend has no linker")
+
     def vmm_create(self, dev: int, size: int) -> object:
         """cuMemCreate: `size` bytes (a multiple of the granularity) of pinned memory on
         `dev`; a token for the other vmm_ methods. The base has none: NOT_SUPPORTED."""

@@ -155,12 +155,12 @@ def test_cricket_run_names_a_command_it_cannot_start(server: Server) -> None:
     assert "/nonexistent/program" in done.stderr
 
 
-def test_a_kernel_of_a_library_launches_as_a_function_and_memory_pools_read_as_absent(
+def test_a_kernel_of_a_library_launches_as_a_function_and_memory_pools_read_as_present(
     server: Server,
 ) -> None:
     """cuda.core's way: cuLibraryLoadData, cuLibraryGetKernel, then the CUkernel given where a
-    CUfunction goes (launch, parameter info) and asked about (cuKernelGet*). Memory pools, not remoted, read as unsupported so
-    that cuda.core allocates with cuMemAlloc."""
+    CUfunction goes (launch, parameter info) and asked about (cuKernelGet*). Memory pools are
+    remoted and read as the device has them (cuda.core allocates from them)."""
     script = textwrap.dedent(
         f"""
         import ctypes
@@ -189,7 +189,7 @@ def test_a_kernel_of_a_library_launches_as_a_function_and_memory_pools_read_as_a
     done = cricket_run(server, "--", sys.executable, "-c", script)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
-        "pools 0",
+        "pools 1",
         "params (16, 8)",
         "kernel b'fill_u32' 3",
         "attribute > 0 True",

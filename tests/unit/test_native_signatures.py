@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from cricket_client._enums import DRIVER_NAMES
+from cricket_client.native.families import FAMILY_ENTRIES, HEADER_NAMES
 from cricket_client.native.signatures import (
     C_ONLY,
     ENTRIES,
@@ -42,7 +43,16 @@ ENTRIES_PY = Path(__file__).resolve().parents[2] / "cricket_client" / "native" /
         ("cuDevicePrimaryCtxRelease", 11000, "cuDevicePrimaryCtxRelease_v2"),
         ("cuEventElapsedTime", 12080, "cuEventElapsedTime_v2"),
         ("cuLaunchKernel", 4000, "cuLaunchKernel"),
-        ("cuGraphCreate", 10000, None),
+        ("cuGraphUpload", 11010, None),  # not remoted
+        ("cuGraphCreate", 10000, "cuGraphCreate"),
+        ("cuStreamBeginCapture", 10000, None),  # the ABI before the capture mode
+        ("cuStreamBeginCapture", 10010, "cuStreamBeginCapture_v2"),
+        ("cuStreamGetCaptureInfo", 11030, "cuStreamGetCaptureInfo_v2"),
+        ("cuStreamGetCaptureInfo", 12030, "cuStreamGetCaptureInfo_v3"),
+        ("cuGraphAddKernelNode", 10000, None),  # CUDA_KERNEL_NODE_PARAMS without kern/ctx
+        ("cuGraphAddKernelNode", 12000, "cuGraphAddKernelNode_v2"),
+        ("cuMemcpy2D", 3020, "cuMemcpy2D_v2"),
+        ("cuMemPoolCreate", 11020, "cuMemPoolCreate"),
     ],
 )
 def test_cuGetProcAddress_hands_out_the_abi_the_version_asks_for(
@@ -69,7 +79,7 @@ def test_the_per_thread_flag_selects_the_per_thread_default_stream_forms(
 
 
 def test_every_exported_function_is_a_driver_function() -> None:
-    assert set(VARIANTS) <= set(DRIVER_NAMES)
+    assert set(VARIANTS) <= set(DRIVER_NAMES) | HEADER_NAMES
     assert {name for name in C_ONLY if not name.endswith("_v2")} <= set(DRIVER_NAMES)
 
 
@@ -81,7 +91,31 @@ def test_every_exported_function_has_a_python_implementation() -> None:
         if isinstance(node, ast.FunctionDef)
         and any(isinstance(d, ast.Name) and d.id == "_entry" for d in node.decorator_list)
     }
-    assert implemented == {symbol for symbol, _ in ENTRIES}
+    families = {symbol for symbol, _ in FAMILY_ENTRIES}
+    assert not implemented & families
+    assert implemented | families == {symbol for symbol, _ in ENTRIES}
+
+
+def test_every_family_entry_has_a_client_function_or_one_written_by_hand() -> None:
+    """entries_families forwards each family entry to the cricket_client.driver function of its
+    name (ABI suffix dropped) unless it writes the entry by hand: all of them must exist, or
+    the library would fail as it starts."""
+    import re
+
+    from cricket_client import driver
+
+    source = ENTRIES_PY.with_name("entries_families.py").read_text()
+    by_hand = {
+        node.name
+        for node in ast.parse(source).body
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("cu")
+    }
+    assert by_hand <= {symbol for symbol, _ in FAMILY_ENTRIES}
+    renamed = {"cuGraphInstantiateWithFlags": "cuGraphInstantiate"}
+    for symbol, _ in FAMILY_ENTRIES:
+        if symbol not in by_hand:
+            name = renamed.get(symbol, re.sub(r"_v\d$", "", symbol))
+            assert callable(getattr(driver, name, None)), symbol
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
@@ -97,5 +131,5 @@ def test_every_driver_function_not_remoted_is_exported_by_name_as_a_stub() -> No
     stubs = set(stub_symbols())
     exported = {symbol for symbol, _ in ENTRIES} | set(C_ONLY) | set(PER_THREAD.values())
     assert not stubs & exported
-    assert {"cuGraphCreate", "cuLinkCreate_v2", "cuIpcOpenMemHandle", "cuMemAlloc"} <= stubs
+    assert {"cuGraphUpload", "cuGraphicsGLRegisterBuffer", "cuIpcOpenMemHandle", "cuMemAlloc"} <= stubs
     assert "cuMemAlloc_v2" in exported

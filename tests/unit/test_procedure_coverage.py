@@ -229,6 +229,7 @@ BACKEND_NEEDS: dict[str, tuple[str, ...]] = {
     "CU_MEM_POOL_GET_ATTRIBUTE": ("event_query", "event_synchronize", "event_destroy", "set_device"),
     "CU_MEM_POOL_TRIM_TO": ("event_query", "event_synchronize", "event_destroy", "set_device"),
     "CU_MEM_ALLOC_FROM_POOL_ASYNC": ("chunk_backing", "event_query", "event_synchronize", "event_destroy", "set_device"),
+    "CU_LINK": ("link",),
 }
 
 BACKENDS: dict[str, tuple[type[Backend], type[BackendSession]]] = {

@@ -31,6 +31,7 @@ from .host_memory import HostRegistrations
 from .jit import JitOptions
 from .launch import ParamBuffer, ParamLayouts
 from .launch_ex import CudaLaunchVariants
+from .link import CudaLinker
 from .staging import PinnedStager
 from .vmm import VmmBacking
 from .vmm_calls import CudaVmm
@@ -84,7 +85,7 @@ class _DeviceState:
         return errors
 
 
-class CudaSession(CudaArrays, CudaLaunchVariants, CudaGraphs, CudaVmm, BackendSession):
+class CudaSession(CudaArrays, CudaLaunchVariants, CudaGraphs, CudaVmm, CudaLinker, BackendSession):
     def __init__(self, backend: CudaBackend, staging_limit: int) -> None:
         self._backend = backend
         self._staging_limit = staging_limit

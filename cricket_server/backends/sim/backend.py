@@ -39,6 +39,7 @@ from cricket_server.backends.sim.devmem import GRANULARITY, KernelMemory, SimChu
 from cricket_server.backends.sim.graphs import ReplayGraphs
 from cricket_server.backends.sim.kernels import KernelArgs, Launch, find_kernel
 from cricket_server.backends.sim.launch_ex import SimLaunchVariants
+from cricket_server.backends.sim.link import SimLinker
 from cricket_server.backends.sim.streams import (
     CU_EVENT_DISABLE_TIMING,
     CU_EVENT_INTERPROCESS,
@@ -200,7 +201,7 @@ class _DeviceState:
     module_heap: DeviceHeap | None = None
 
 
-class SimSession(SimArrays, SimLaunchVariants, ReplayGraphs, SimVmm, BackendSession):
+class SimSession(SimArrays, SimLaunchVariants, ReplayGraphs, SimVmm, SimLinker, BackendSession):
     """The device work of one client on the sim backend."""
 
     def __init__(self, backend: SimBackend) -> None:

@@ -1,0 +1,615 @@
+"""The Python side of the native library for the later families (families.py): memory pools,
+virtual memory, graphs and capture, context flags, arrays and 2D/3D copies, peers.
+
+Most entries are one generic forwarder made from the C parameters: outputs (non-const pointers
+to a number or handle) are written from the result tuple of the `cricket_client.driver`
+function of the same name (ABI suffix dropped), structs are read field by field through a view
+that gives their pointers as integers (NULL as None, as cuda-python's structs default), and
+everything else is passed as is. What does not fit that shape is written by hand below.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any
+
+from .. import driver
+from .._types import as_int
+from ..connection import get_connection as _conn
+from ..driver_flags import _STREAM_FIELDS
+from ..driver_graphs import CUDA_KERNEL_NODE_PARAMS
+from .entries import INVALID_VALUE, SUCCESS, _entry, _err, _func, ffi
+from .families import FAMILY_ENTRIES, STRUCTS
+from .signatures import _params
+
+__all__ = ["StructView"]
+
+# Exported symbol -> cricket_client.driver function, where the names differ beyond the suffix.
+_DRIVER_NAMES = {"cuGraphInstantiateWithFlags": "cuGraphInstantiate"}
+_U64_POOL_ATTRS = frozenset({4, 5, 6, 7, 8, 13})  # CUmemPool_attribute values held as cuuint64_t
+
+
+class StructView:
+    """A C struct read as cuda-python's struct objects are: numbers as ints, pointers and
+    handles as integer addresses (NULL as None), nested structs as views."""
+
+    __slots__ = ("_c",)
+
+    def __init__(self, cdata: Any) -> None:
+        self._c = cdata
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._c, name)
+        if isinstance(value, ffi.CData):
+            kind = ffi.typeof(value).kind
+            if kind == "pointer":
+                return int(ffi.cast("uintptr_t", value)) or None
+            if kind in ("struct", "union"):
+                return StructView(value)
+            if kind == "array":
+                return list(value)
+        return value
+
+
+def _number(value: Any) -> int:
+    return int(value) if isinstance(value, bool) else as_int(value)
+
+
+def _base(ctype: str) -> str:
+    return ctype.replace("const ", "").rstrip("*")
+
+
+def _forwarder(symbol: str, params: str) -> Callable[..., int]:
+    """The generic implementation of `symbol`: outputs, struct inputs, plain inputs."""
+    base_name = re.sub(r"_v\d$", "", symbol)
+    call = getattr(driver, _DRIVER_NAMES.get(symbol, base_name))
+    kinds = []  # per C parameter: "out", "struct" or "in"
+    for ctype, _name in _params(params):
+        if _base(ctype) in STRUCTS:
+            kinds.append("struct")
+        elif ctype == "CUfunction":
+            kinds.append("func")
+        elif ctype.endswith("*") and not ctype.startswith("const") and ctype.count("*") == 1 and _base(ctype) != "void":
+            kinds.append("out")
+        else:
+            kinds.append("in")
+
+    def forward(*args: Any) -> int:
+        inputs: list[Any] = []
+        outputs: list[Any] = []
+        for kind, arg in zip(kinds, args, strict=True):
+            if kind == "out":
+                if arg == ffi.NULL:
+                    return INVALID_VALUE
+                outputs.append(arg)
+            elif kind == "func":
+                inputs.append(_func(arg))
+            elif kind == "struct":
+                if arg == ffi.NULL:
+                    return INVALID_VALUE
+                inputs.append(StructView(arg))
+            else:
+                inputs.append(arg)
+        result = call(*inputs)
+        err = _err(result)
+        if not err:
+            for out, value in zip(outputs, result[1:], strict=True):
+                out[0] = _number(value)
+        return err
+
+    forward.__name__ = symbol
+    return forward
+
+
+# -- written by hand --------------------------------------------------------------------------
+
+
+def cuMemPoolGetAttribute(pool: int, attr: int, value: int) -> int:
+    if not value:
+        return INVALID_VALUE
+    err, got = driver.cuMemPoolGetAttribute(pool, attr)
+    if not err:
+        ctype = "unsigned long long *" if attr in _U64_POOL_ATTRS else "int *"
+        ffi.cast(ctype, value)[0] = _number(got)
+    return int(err)
+
+
+def cuMemPoolSetAttribute(pool: int, attr: int, value: int) -> int:
+    if not value:
+        return INVALID_VALUE
+    ctype = "unsigned long long *" if attr in _U64_POOL_ATTRS else "int *"
+    return _err(driver.cuMemPoolSetAttribute(pool, attr, ffi.cast(ctype, value)[0]))
+
+
+def _descs(desc: Any, count: int) -> list[StructView] | None:
+    if count and desc == ffi.NULL:
+        return None
+    return [StructView(desc[i]) for i in range(count)]
+
+
+def cuMemPoolSetAccess(pool: int, desc: Any, count: int) -> int:
+    descs = _descs(desc, count)
+    return INVALID_VALUE if descs is None else _err(driver.cuMemPoolSetAccess(pool, descs, count))
+
+
+def cuMemSetAccess(ptr: int, size: int, desc: Any, count: int) -> int:
+    descs = _descs(desc, count)
+    return INVALID_VALUE if descs is None else _err(driver.cuMemSetAccess(ptr, size, descs, count))
+
+
+def cuMemGetAllocationPropertiesFromHandle(prop: Any, handle: int) -> int:
+    if prop == ffi.NULL:
+        return INVALID_VALUE
+    err, got = driver.cuMemGetAllocationPropertiesFromHandle(handle)
+    if not err and got is not None:
+        prop.type = int(got.type)
+        prop.requestedHandleTypes = int(got.requestedHandleTypes)
+        prop.location.type = int(got.location.type)
+        prop.location.id = int(got.location.id)
+        prop.allocFlags.compressionType = int(got.allocFlags.compressionType)
+        prop.allocFlags.gpuDirectRDMACapable = int(got.allocFlags.gpuDirectRDMACapable)
+        prop.allocFlags.usage = int(got.allocFlags.usage)
+    return int(err)
+
+
+# What cuStreamGetCaptureInfo handed out, per stream: valid until the next call on that stream
+# (CUDA: until the next capture call on it).
+_capture_arrays: dict[int, tuple[Any, Any]] = {}
+
+
+def _capture_info(stream: int, status: Any, ident: Any, graph: Any, deps: Any, edges: Any, count: Any) -> int:
+    err, st, number, g, nodes, _edge_data, n = driver.cuStreamGetCaptureInfo(stream)
+    if err:
+        return int(err)
+    handles = [as_int(h) for h in nodes]
+    kept = (ffi.new("uintptr_t[]", handles or [0]), ffi.new("CUgraphEdgeData[]", max(len(handles), 1)))
+    _capture_arrays[stream] = kept
+    if status != ffi.NULL:
+        status[0] = int(st)
+    if ident != ffi.NULL:
+        ident[0] = int(number)
+    if graph != ffi.NULL:
+        graph[0] = as_int(g)
+    if deps != ffi.NULL:
+        deps[0] = int(ffi.cast("uintptr_t", kept[0])) if handles else 0
+    if edges is not None and edges != ffi.NULL:
+        edges[0] = kept[1] if handles else ffi.NULL
+    if count != ffi.NULL:
+        count[0] = len(handles)
+    return SUCCESS
+
+
+def cuStreamGetCaptureInfo_v2(stream: int, status: Any, ident: Any, graph: Any, deps: Any, count: Any) -> int:
+    return _capture_info(stream, status, ident, graph, deps, None, count)
+
+
+def cuStreamGetCaptureInfo_v3(
+    stream: int, status: Any, ident: Any, graph: Any, deps: Any, edges: Any, count: Any
+) -> int:
+    return _capture_info(stream, status, ident, graph, deps, edges, count)
+
+
+def _listing(call: Callable[..., tuple[Any, ...]], graph: int, nodes: Any, count: Any) -> int:
+    """CUDA's counts-then-arrays: nodes NULL gives the number; else up to *count entries (NULL
+    past the actual ones) and the number filled in."""
+    if count == ffi.NULL:
+        return INVALID_VALUE
+    asked = 0 if nodes == ffi.NULL else int(count[0])
+    err, items, n = call(graph, asked)
+    if err:
+        return int(err)
+    for i, item in enumerate(items or []):
+        nodes[i] = as_int(item)
+    count[0] = n
+    return SUCCESS
+
+
+def cuGraphGetNodes(graph: int, nodes: Any, count: Any) -> int:
+    return _listing(driver.cuGraphGetNodes, graph, nodes, count)
+
+
+def cuGraphGetRootNodes(graph: int, nodes: Any, count: Any) -> int:
+    return _listing(driver.cuGraphGetRootNodes, graph, nodes, count)
+
+
+def _deps(deps: Any, count: int) -> list[int] | None:
+    if count and deps == ffi.NULL:
+        return None
+    return list(ffi.unpack(deps, count)) if count else []
+
+
+def _add(call: Callable[..., tuple[Any, ...]], out: Any, graph: int, deps: Any, count: int, *rest: Any) -> int:
+    nodes = _deps(deps, count)
+    if out == ffi.NULL or nodes is None:
+        return INVALID_VALUE
+    err, node = call(graph, nodes, len(nodes), *rest)
+    if not err:
+        out[0] = as_int(node)
+    return int(err)
+
+
+def cuGraphAddKernelNode_v2(out: Any, graph: int, deps: Any, count: int, p: Any) -> int:
+    if p == ffi.NULL:
+        return INVALID_VALUE
+    return _add(driver.cuGraphAddKernelNode, out, graph, deps, count, _kernel_node(p))
+
+
+def cuGraphAddMemcpyNode(out: Any, graph: int, deps: Any, count: int, p: Any, ctx: int) -> int:
+    if p == ffi.NULL:
+        return INVALID_VALUE
+    return _add(driver.cuGraphAddMemcpyNode, out, graph, deps, count, StructView(p), ctx)
+
+
+def cuGraphAddMemsetNode(out: Any, graph: int, deps: Any, count: int, p: Any, ctx: int) -> int:
+    if p == ffi.NULL:
+        return INVALID_VALUE
+    return _add(driver.cuGraphAddMemsetNode, out, graph, deps, count, StructView(p), ctx)
+
+
+def cuGraphAddEmptyNode(out: Any, graph: int, deps: Any, count: int) -> int:
+    return _add(driver.cuGraphAddEmptyNode, out, graph, deps, count)
+
+
+def cuGraphAddEventRecordNode(out: Any, graph: int, deps: Any, count: int, event: int) -> int:
+    return _add(driver.cuGraphAddEventRecordNode, out, graph, deps, count, event)
+
+
+def cuGraphAddEventWaitNode(out: Any, graph: int, deps: Any, count: int, event: int) -> int:
+    return _add(driver.cuGraphAddEventWaitNode, out, graph, deps, count, event)
+
+
+def cuGraphAddChildGraphNode(out: Any, graph: int, deps: Any, count: int, child: int) -> int:
+    return _add(driver.cuGraphAddChildGraphNode, out, graph, deps, count, child)
+
+
+# -- occupancy of clusters, stream attributes ------------------------------------------------
+
+
+def _cluster(call: Callable[..., tuple[Any, ...]], out: Any, func: int, config: Any) -> int:
+    if out == ffi.NULL or config == ffi.NULL:
+        return INVALID_VALUE
+    err, value = call(_func(func), launch_config(config))
+    if not err:
+        out[0] = int(value)
+    return int(err)
+
+
+def cuOccupancyMaxActiveClusters(out: Any, func: int, config: Any) -> int:
+    return _cluster(driver.cuOccupancyMaxActiveClusters, out, func, config)
+
+
+def cuOccupancyMaxPotentialClusterSize(out: Any, func: int, config: Any) -> int:
+    return _cluster(driver.cuOccupancyMaxPotentialClusterSize, out, func, config)
+
+
+def cuStreamGetAttribute(stream: int, attr: int, value: int) -> int:
+    """The scalar stream attributes (the union's first 4 bytes), as the driver module has them."""
+    if not value:
+        return INVALID_VALUE
+    err, got = driver.cuStreamGetAttribute(stream, attr)
+    if not err:
+        field = _STREAM_FIELDS.get(attr)
+        ffi.cast("int *", value)[0] = int(getattr(got, field)) if field else 0
+    return int(err)
+
+
+def cuStreamSetAttribute(stream: int, attr: int, value: int) -> int:
+    if not value:
+        return INVALID_VALUE
+    field = _STREAM_FIELDS.get(attr)
+    given = SimpleNamespace(**{field: ffi.cast("int *", value)[0]}) if field else SimpleNamespace()
+    return _err(driver.cuStreamSetAttribute(stream, attr, given))
+
+
+# -- array descriptors, graph edits -----------------------------------------------------------
+
+
+def _descriptor(call: Callable[..., tuple[Any, ...]], out: Any, array: int, fields: tuple[str, ...]) -> int:
+    if out == ffi.NULL:
+        return INVALID_VALUE
+    err, got = call(array)
+    if not err and got is not None:
+        for name in fields:
+            setattr(out, name, int(getattr(got, name)))
+    return int(err)
+
+
+def cuArrayGetDescriptor_v2(out: Any, array: int) -> int:
+    return _descriptor(driver.cuArrayGetDescriptor, out, array, ("Width", "Height", "Format", "NumChannels"))
+
+
+def cuArray3DGetDescriptor_v2(out: Any, array: int) -> int:
+    fields = ("Width", "Height", "Depth", "Format", "NumChannels", "Flags")
+    return _descriptor(driver.cuArray3DGetDescriptor, out, array, fields)
+
+
+def _kernel_node(p: Any) -> CUDA_KERNEL_NODE_PARAMS:
+    v = StructView(p)
+    return CUDA_KERNEL_NODE_PARAMS(
+        func=_func(v.func or v.kern or 0),
+        gridDimX=v.gridDimX, gridDimY=v.gridDimY, gridDimZ=v.gridDimZ,
+        blockDimX=v.blockDimX, blockDimY=v.blockDimY, blockDimZ=v.blockDimZ,
+        sharedMemBytes=v.sharedMemBytes, kernelParams=v.kernelParams, extra=v.extra,
+    )  # fmt: skip
+
+
+# What cuGraphKernelNodeGetParams handed out per node: the argument bytes and the void *[] into
+# them (CUDA: valid while the node's parameters are unchanged).
+_node_params: dict[int, tuple[Any, Any]] = {}
+
+
+def cuGraphKernelNodeGetParams_v2(node: int, out: Any) -> int:
+    if out == ffi.NULL:
+        return INVALID_VALUE
+    err, got = driver.cuGraphKernelNodeGetParams(node)
+    if err or got is None:
+        return int(err)
+    func = as_int(got.func)
+    failed, layout = _conn().param_layout(func)
+    if failed:
+        return failed
+    packed = ffi.new("char[]", bytes(got.kernelParams) or b"\0")
+    pointers = ffi.new("void *[]", max(len(layout), 1))
+    for i, (offset, _size) in enumerate(layout):
+        pointers[i] = packed + offset
+    _node_params[node] = (packed, pointers)
+    ffi.memmove(out, bytes(ffi.sizeof("CUDA_KERNEL_NODE_PARAMS")), ffi.sizeof("CUDA_KERNEL_NODE_PARAMS"))
+    out.func = ffi.cast("CUfunction", func)
+    out.gridDimX, out.gridDimY, out.gridDimZ = got.gridDimX, got.gridDimY, got.gridDimZ
+    out.blockDimX, out.blockDimY, out.blockDimZ = got.blockDimX, got.blockDimY, got.blockDimZ
+    out.sharedMemBytes = got.sharedMemBytes
+    out.kernelParams = pointers
+    return SUCCESS
+
+
+def cuGraphKernelNodeSetParams_v2(node: int, p: Any) -> int:
+    if p == ffi.NULL:
+        return INVALID_VALUE
+    return _err(driver.cuGraphKernelNodeSetParams(node, _kernel_node(p)))
+
+
+def cuGraphExecKernelNodeSetParams_v2(exe: int, node: int, p: Any) -> int:
+    if p == ffi.NULL:
+        return INVALID_VALUE
+    return _err(driver.cuGraphExecKernelNodeSetParams(exe, node, _kernel_node(p)))
+
+
+_UPDATE_ERROR = 1  # CU_GRAPH_EXEC_UPDATE_ERROR
+
+
+def cuGraphExecUpdate_v2(exe: int, graph: int, info: Any) -> int:
+    err, got = driver.cuGraphExecUpdate(exe, graph)
+    if info != ffi.NULL:
+        info.result = int(got.result) if not err and got is not None else _UPDATE_ERROR
+        info.errorNode = ffi.NULL
+        info.errorFromNode = ffi.NULL
+    return int(err)
+
+
+def _fill(out: Any, items: list[Any]) -> None:
+    if out != ffi.NULL:
+        for i, item in enumerate(items):
+            out[i] = as_int(item)
+
+
+def cuGraphNodeGetDependencies_v2(node: int, deps: Any, edges: Any, count: Any) -> int:
+    if count == ffi.NULL:
+        return INVALID_VALUE
+    asked = 0 if deps == ffi.NULL else int(count[0])
+    err, items, _edge_data, n = driver.cuGraphNodeGetDependencies(node, asked)
+    if err:
+        return int(err)
+    _fill(deps, items or [])
+    if edges != ffi.NULL and asked:
+        ffi.memmove(edges, bytes(8 * asked), 8 * asked)  # default edges
+    count[0] = n
+    return SUCCESS
+
+
+def cuGraphGetEdges_v2(graph: int, froms: Any, tos: Any, edges: Any, count: Any) -> int:
+    if count == ffi.NULL:
+        return INVALID_VALUE
+    asked = 0 if froms == ffi.NULL or tos == ffi.NULL else int(count[0])
+    err, f, t, _edge_data, n = driver.cuGraphGetEdges(graph, asked)
+    if err:
+        return int(err)
+    _fill(froms, f or [])
+    _fill(tos, t or [])
+    if edges != ffi.NULL and asked:
+        ffi.memmove(edges, bytes(8 * asked), 8 * asked)
+    count[0] = n
+    return SUCCESS
+
+
+def cuGraphAddDependencies_v2(graph: int, froms: Any, tos: Any, edges: Any, count: int) -> int:
+    f, t = _deps(froms, count), _deps(tos, count)
+    if f is None or t is None:
+        return INVALID_VALUE
+    if edges != ffi.NULL and any(bytes(ffi.buffer(edges, 8 * count))):
+        return _err(driver.cuGraphAddDependencies(graph, f, t, [StructView(edges[i]) for i in range(count)], count))
+    return _err(driver.cuGraphAddDependencies(graph, f, t, None, count))
+
+
+# -- texture and surface objects ---------------------------------------------------------------
+
+
+def cuTexObjectCreate(out: Any, res: Any, tex: Any, view: Any) -> int:
+    if out == ffi.NULL or res == ffi.NULL or tex == ffi.NULL:
+        return INVALID_VALUE
+    given = None if view == ffi.NULL else StructView(view)
+    err, made = driver.cuTexObjectCreate(StructView(res), StructView(tex), given)
+    if not err:
+        out[0] = as_int(made)
+    return int(err)
+
+
+def _write_resource(out: Any, desc: Any) -> None:
+    """A CUDA_RESOURCE_DESC (the driver module's object) into the C struct."""
+    ffi.memmove(out, bytes(ffi.sizeof("CUDA_RESOURCE_DESC")), ffi.sizeof("CUDA_RESOURCE_DESC"))
+    kind = int(desc.resType)
+    out.resType, out.flags = kind, int(desc.flags)
+    if kind == 0:
+        out.res.array.hArray = ffi.cast("CUarray", as_int(desc.res.array.hArray))
+    elif kind == 1:
+        out.res.mipmap.hMipmappedArray = ffi.cast("CUmipmappedArray", as_int(desc.res.mipmap.hMipmappedArray))
+    elif kind == 2:
+        lin, given = out.res.linear, desc.res.linear
+        lin.devPtr, lin.format = as_int(given.devPtr), int(given.format)
+        lin.numChannels, lin.sizeInBytes = int(given.numChannels), int(given.sizeInBytes)
+    elif kind == 3:
+        p2, given = out.res.pitch2D, desc.res.pitch2D
+        p2.devPtr, p2.format, p2.numChannels = as_int(given.devPtr), int(given.format), int(given.numChannels)
+        p2.width, p2.height, p2.pitchInBytes = int(given.width), int(given.height), int(given.pitchInBytes)
+
+
+def _described(call: Callable[..., tuple[Any, ...]], out: Any, handle: int, write: Callable[[Any, Any], None]) -> int:
+    if out == ffi.NULL:
+        return INVALID_VALUE
+    err, desc = call(handle)
+    if not err and desc is not None:
+        write(out, desc)
+    return int(err)
+
+
+def _write_texture(out: Any, t: Any) -> None:
+    ffi.memmove(out, bytes(ffi.sizeof("CUDA_TEXTURE_DESC")), ffi.sizeof("CUDA_TEXTURE_DESC"))
+    for i, mode in enumerate(list(t.addressMode)[:3]):
+        out.addressMode[i] = int(mode)
+    out.filterMode, out.flags, out.maxAnisotropy = int(t.filterMode), int(t.flags), int(t.maxAnisotropy)
+    out.mipmapFilterMode, out.mipmapLevelBias = int(t.mipmapFilterMode), float(t.mipmapLevelBias)
+    out.minMipmapLevelClamp, out.maxMipmapLevelClamp = float(t.minMipmapLevelClamp), float(t.maxMipmapLevelClamp)
+    for i, color in enumerate(list(t.borderColor)[:4]):
+        out.borderColor[i] = float(color)
+
+
+_VIEW_FIELDS = ("format", "width", "height", "depth", "firstMipmapLevel", "lastMipmapLevel", "firstLayer", "lastLayer")
+
+
+def _write_view(out: Any, v: Any) -> None:
+    ffi.memmove(out, bytes(ffi.sizeof("CUDA_RESOURCE_VIEW_DESC")), ffi.sizeof("CUDA_RESOURCE_VIEW_DESC"))
+    for name in _VIEW_FIELDS:
+        setattr(out, name, int(getattr(v, name)))
+
+
+def cuTexObjectGetResourceDesc(out: Any, tex: int) -> int:
+    return _described(driver.cuTexObjectGetResourceDesc, out, tex, _write_resource)
+
+
+def cuTexObjectGetTextureDesc(out: Any, tex: int) -> int:
+    return _described(driver.cuTexObjectGetTextureDesc, out, tex, _write_texture)
+
+
+def cuTexObjectGetResourceViewDesc(out: Any, tex: int) -> int:
+    return _described(driver.cuTexObjectGetResourceViewDesc, out, tex, _write_view)
+
+
+def cuSurfObjectGetResourceDesc(out: Any, surf: int) -> int:
+    return _described(driver.cuSurfObjectGetResourceDesc, out, surf, _write_resource)
+
+
+# -- the linker ------------------------------------------------------------------------------
+
+
+def _jit(options: Any, values: int, count: int) -> tuple[list[int], list[int]]:
+    if not count:
+        return [], []
+    if options == ffi.NULL or not values:
+        raise ValueError("JIT options without their values")
+    return list(ffi.unpack(options, count)), list(ffi.unpack(ffi.cast("uintptr_t *", values), count))
+
+
+def cuLinkCreate_v2(count: int, options: Any, values: int, out: Any) -> int:
+    if out == ffi.NULL:
+        return INVALID_VALUE
+    keys, vals = _jit(options, values, count)
+    err, state = driver.cuLinkCreate(len(keys), keys, vals)
+    if not err:
+        out[0] = as_int(state)
+    return int(err)
+
+
+def cuLinkAddData_v2(
+    state: int, kind: int, data: int, size: int, name: Any, count: int, options: Any, values: int
+) -> int:
+    if not data:
+        return INVALID_VALUE
+    label = ffi.string(name) if name != ffi.NULL else b""
+    keys, vals = _jit(options, values, count)
+    return _err(driver.cuLinkAddData(state, kind, data, size, label, len(keys), keys, vals))
+
+
+def cuLinkAddFile_v2(state: int, kind: int, path: Any, count: int, options: Any, values: int) -> int:
+    if path == ffi.NULL:
+        return INVALID_VALUE
+    keys, vals = _jit(options, values, count)
+    return _err(driver.cuLinkAddFile(state, kind, ffi.string(path), len(keys), keys, vals))
+
+
+def cuLinkComplete(state: int, image: int, size: Any) -> int:
+    if not image:
+        return INVALID_VALUE
+    err, address, length = driver.cuLinkComplete(state)
+    if not err and address is not None and length is not None:
+        ffi.cast("uintptr_t *", image)[0] = int(address)
+        if size != ffi.NULL:
+            size[0] = int(length)
+    return int(err)
+
+
+# -- cuLaunchKernelEx with launch attributes ------------------------------------------------
+
+_ATTRIBUTE_SIZE = 72  # CUlaunchAttribute: id, padding to 8, a 64-byte value union
+_DIMENSIONS = ("clusterDim", "preferredClusterDim")
+
+
+class _AttributeValue:
+    """A CUlaunchAttributeValue read as cuda-python's: every scalar member is the union's first
+    4 bytes; cluster dimensions are its first three unsigned ints."""
+
+    __slots__ = ("_at",)
+
+    def __init__(self, address: int) -> None:
+        self._at = address
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _DIMENSIONS:
+            x, y, z = ffi.unpack(ffi.cast("unsigned int *", self._at), 3)
+            return SimpleNamespace(x=x, y=y, z=z)
+        return ffi.cast("int *", self._at)[0]
+
+
+def launch_config(c: Any) -> SimpleNamespace:
+    """A CUlaunchConfig (C) as the object cricket_client.driver.cuLaunchKernelEx reads."""
+    base = int(ffi.cast("uintptr_t", c.attrs))
+    attrs = [
+        SimpleNamespace(
+            id=ffi.cast("int *", base + i * _ATTRIBUTE_SIZE)[0],
+            value=_AttributeValue(base + i * _ATTRIBUTE_SIZE + 8),
+        )
+        for i in range(c.numAttrs)
+    ]
+    return SimpleNamespace(
+        gridDimX=c.gridDimX, gridDimY=c.gridDimY, gridDimZ=c.gridDimZ,
+        blockDimX=c.blockDimX, blockDimY=c.blockDimY, blockDimZ=c.blockDimZ,
+        sharedMemBytes=c.sharedMemBytes, hStream=int(ffi.cast("uintptr_t", c.hStream)),
+        attrs=attrs, numAttrs=len(attrs),
+    )  # fmt: skip
+
+
+_BY_HAND = {
+    name: fn
+    for name, fn in dict(globals()).items()
+    if name.startswith("cu") and callable(fn) and name in dict(FAMILY_ENTRIES)
+}
+
+
+def _register() -> None:
+    for symbol, params in FAMILY_ENTRIES:
+        fn = _BY_HAND.get(symbol) or _forwarder(symbol, params)
+        fn.__name__ = symbol
+        _entry(fn)
+
+
+_register()

@@ -1,0 +1,250 @@
+"""Driver functions of the later families (memory pools, virtual memory, graphs and capture,
+context flags, arrays and 2D/3D copies, peers) as the native library exports them: their C
+structs (the layout of CUDA 12/13's cuda.h on LP64: sizes, padding and unions as there) and
+their C parameters (pure data; signatures.py makes the C from it).
+
+Most of these entries are forwarded by one generic implementation (entries_families.py): a
+non-const pointer to a number or handle is an output, a pointer to a struct declared here is an
+input read field by field, anything else is an input; the rest are written by hand there.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "FAMILY_ENTRIES",
+    "FAMILY_HANDLES",
+    "FAMILY_SINCE",
+    "FAMILY_TYPES",
+    "HEADER_NAMES",
+    "STRUCTS",
+]
+
+# Driver functions that cuda-bindings' Python module offers under another name (it asks
+# cuGetProcAddress for them by these): cuGraphInstantiate is cuGraphInstantiateWithFlags.
+HEADER_NAMES = frozenset(["cuGraphInstantiateWithFlags"])
+
+FAMILY_HANDLES = frozenset(
+    ["CUmemoryPool", "CUgraph", "CUgraphExec", "CUgraphNode", "CUarray", "CUmipmappedArray", "CUlinkState"]
+)
+
+# The structs, by name: what a program passes by pointer. Enums are `int` (4 bytes in C).
+STRUCTS = {
+    "CUmemLocation": "int type; int id;",
+    "CUmemAllocationProp": (
+        "int type; int requestedHandleTypes; CUmemLocation location; void *win32HandleMetaData; "
+        "struct { unsigned char compressionType; unsigned char gpuDirectRDMACapable; "
+        "unsigned short usage; unsigned char reserved[4]; } allocFlags;"
+    ),
+    "CUmemAccessDesc": "CUmemLocation location; int flags;",
+    "CUmemPoolProps": (
+        "int allocType; int handleTypes; CUmemLocation location; void *win32SecurityAttributes; "
+        "size_t maxSize; unsigned short usage; unsigned char reserved[54];"
+    ),
+    # CUDA_KERNEL_NODE_PARAMS_v2 (what cuda.h 12/13 call CUDA_KERNEL_NODE_PARAMS)
+    "CUDA_KERNEL_NODE_PARAMS": (
+        "CUfunction func; unsigned int gridDimX; unsigned int gridDimY; unsigned int gridDimZ; "
+        "unsigned int blockDimX; unsigned int blockDimY; unsigned int blockDimZ; "
+        "unsigned int sharedMemBytes; void **kernelParams; void **extra; CUkernel kern; "
+        "CUcontext ctx;"
+    ),
+    "CUDA_MEMSET_NODE_PARAMS": (
+        "CUdeviceptr dst; size_t pitch; unsigned int value; unsigned int elementSize; "
+        "size_t width; size_t height;"
+    ),
+    "CUDA_MEMCPY2D": (
+        "size_t srcXInBytes; size_t srcY; int srcMemoryType; const void *srcHost; "
+        "CUdeviceptr srcDevice; CUarray srcArray; size_t srcPitch; "
+        "size_t dstXInBytes; size_t dstY; int dstMemoryType; void *dstHost; "
+        "CUdeviceptr dstDevice; CUarray dstArray; size_t dstPitch; "
+        "size_t WidthInBytes; size_t Height;"
+    ),
+    "CUDA_MEMCPY3D": (
+        "size_t srcXInBytes; size_t srcY; size_t srcZ; size_t srcLOD; int srcMemoryType; "
+        "const void *srcHost; CUdeviceptr srcDevice; CUarray srcArray; void *reserved0; "
+        "size_t srcPitch; size_t srcHeight; "
+        "size_t dstXInBytes; size_t dstY; size_t dstZ; size_t dstLOD; int dstMemoryType; "
+        "void *dstHost; CUdeviceptr dstDevice; CUarray dstArray; void *reserved1; "
+        "size_t dstPitch; size_t dstHeight; "
+        "size_t WidthInBytes; size_t Height; size_t Depth;"
+    ),
+    "CUDA_ARRAY_DESCRIPTOR": "size_t Width; size_t Height; int Format; unsigned int NumChannels;",
+    "CUDA_ARRAY3D_DESCRIPTOR": (
+        "size_t Width; size_t Height; size_t Depth; int Format; unsigned int NumChannels; "
+        "unsigned int Flags;"
+    ),
+    "CUDA_RESOURCE_DESC": (
+        "int resType; union { struct { CUarray hArray; } array; "
+        "struct { CUmipmappedArray hMipmappedArray; } mipmap; "
+        "struct { CUdeviceptr devPtr; int format; unsigned int numChannels; size_t sizeInBytes; } linear; "
+        "struct { CUdeviceptr devPtr; int format; unsigned int numChannels; size_t width; "
+        "size_t height; size_t pitchInBytes; } pitch2D; "
+        "struct { int reserved[32]; } reserved; } res; unsigned int flags;"
+    ),
+    "CUDA_TEXTURE_DESC": (
+        "int addressMode[3]; int filterMode; unsigned int flags; unsigned int maxAnisotropy; "
+        "int mipmapFilterMode; float mipmapLevelBias; float minMipmapLevelClamp; "
+        "float maxMipmapLevelClamp; float borderColor[4]; int reserved[12];"
+    ),
+    "CUDA_RESOURCE_VIEW_DESC": (
+        "int format; size_t width; size_t height; size_t depth; unsigned int firstMipmapLevel; "
+        "unsigned int lastMipmapLevel; unsigned int firstLayer; unsigned int lastLayer; "
+        "unsigned int reserved[16];"
+    ),
+    "CUgraphExecUpdateResultInfo": "int result; CUgraphNode errorNode; CUgraphNode errorFromNode;",
+    "CUgraphEdgeData": (
+        "unsigned char from_port; unsigned char to_port; unsigned char type; "
+        "unsigned char reserved[5];"
+    ),
+}
+
+FAMILY_TYPES = (
+    "".join(f"typedef struct {h}_st *{h};\n" for h in sorted(FAMILY_HANDLES))
+    + "typedef unsigned long long CUmemGenericAllocationHandle;\n"
+    + "typedef unsigned long long CUtexObject;\n"
+    + "typedef unsigned long long CUsurfObject;\n"
+    + "".join(f"typedef struct {{ {body} }} {name};\n" for name, body in STRUCTS.items())
+)
+
+# (exported symbol, C parameters), as cuda.h 12/13 declare them.
+FAMILY_ENTRIES: list[tuple[str, str]] = [
+    # memory pools, stream-ordered allocation (cuMemAllocAsync/FreeAsync are in ENTRIES)
+    ("cuDeviceGetDefaultMemPool", "CUmemoryPool *pool_out, CUdevice dev"),
+    ("cuDeviceGetMemPool", "CUmemoryPool *pool, CUdevice dev"),
+    ("cuDeviceSetMemPool", "CUdevice dev, CUmemoryPool pool"),
+    ("cuMemGetDefaultMemPool", "CUmemoryPool *pool_out, CUmemLocation *location, int type"),
+    ("cuMemGetMemPool", "CUmemoryPool *pool, CUmemLocation *location, int type"),
+    ("cuMemSetMemPool", "CUmemLocation *location, int type, CUmemoryPool pool"),
+    ("cuMemPoolCreate", "CUmemoryPool *pool, const CUmemPoolProps *poolProps"),
+    ("cuMemPoolDestroy", "CUmemoryPool pool"),
+    ("cuMemPoolGetAttribute", "CUmemoryPool pool, int attr, void *value"),
+    ("cuMemPoolSetAttribute", "CUmemoryPool pool, int attr, void *value"),
+    ("cuMemPoolTrimTo", "CUmemoryPool pool, size_t minBytesToKeep"),
+    ("cuMemPoolSetAccess", "CUmemoryPool pool, const CUmemAccessDesc *map, size_t count"),
+    ("cuMemPoolGetAccess", "int *flags, CUmemoryPool memPool, CUmemLocation *location"),
+    ("cuMemAllocFromPoolAsync", "CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream"),
+    # virtual memory management
+    ("cuMemAddressReserve", "CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags"),
+    ("cuMemAddressFree", "CUdeviceptr ptr, size_t size"),
+    ("cuMemCreate", "CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop, unsigned long long flags"),
+    ("cuMemRelease", "CUmemGenericAllocationHandle handle"),
+    ("cuMemMap", "CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle, unsigned long long flags"),
+    ("cuMemUnmap", "CUdeviceptr ptr, size_t size"),
+    ("cuMemSetAccess", "CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count"),
+    ("cuMemGetAccess", "unsigned long long *flags, const CUmemLocation *location, CUdeviceptr ptr"),
+    ("cuMemGetAllocationGranularity", "size_t *granularity, const CUmemAllocationProp *prop, int option"),
+    ("cuMemRetainAllocationHandle", "CUmemGenericAllocationHandle *handle, void *addr"),
+    ("cuMemGetAllocationPropertiesFromHandle", "CUmemAllocationProp *prop, CUmemGenericAllocationHandle handle"),
+    # stream capture and graphs
+    ("cuStreamBeginCapture_v2", "CUstream hStream, int mode"),
+    ("cuStreamEndCapture", "CUstream hStream, CUgraph *phGraph"),
+    ("cuStreamIsCapturing", "CUstream hStream, int *captureStatus"),
+    ("cuStreamGetCaptureInfo_v2", "CUstream hStream, int *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out, size_t *numDependencies_out"),
+    ("cuStreamGetCaptureInfo_v3", "CUstream hStream, int *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out, const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out"),
+    ("cuGraphCreate", "CUgraph *phGraph, unsigned int flags"),
+    ("cuGraphDestroy", "CUgraph hGraph"),
+    ("cuGraphClone", "CUgraph *phGraphClone, CUgraph originalGraph"),
+    ("cuGraphInstantiateWithFlags", "CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags"),
+    ("cuGraphLaunch", "CUgraphExec hGraphExec, CUstream hStream"),
+    ("cuGraphExecDestroy", "CUgraphExec hGraphExec"),
+    ("cuGraphNodeGetType", "CUgraphNode hNode, int *type"),
+    ("cuGraphGetNodes", "CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes"),
+    ("cuGraphGetRootNodes", "CUgraph hGraph, CUgraphNode *rootNodes, size_t *numRootNodes"),
+    ("cuGraphAddKernelNode_v2", "CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS *nodeParams"),
+    ("cuGraphAddMemcpyNode", "CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_MEMCPY3D *copyParams, CUcontext ctx"),
+    ("cuGraphAddMemsetNode", "CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_MEMSET_NODE_PARAMS *memsetParams, CUcontext ctx"),
+    ("cuGraphAddEmptyNode", "CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies"),
+    ("cuGraphAddEventRecordNode", "CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUevent event"),
+    ("cuGraphAddEventWaitNode", "CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUevent event"),
+    ("cuGraphAddChildGraphNode", "CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUgraph childGraph"),
+    # context flags and cache configuration
+    ("cuCtxGetFlags", "unsigned int *flags"),
+    ("cuCtxSetFlags", "unsigned int flags"),
+    ("cuCtxGetCacheConfig", "int *pconfig"),
+    ("cuCtxSetCacheConfig", "int config"),
+    # arrays, 2D/3D copies
+    ("cuArrayCreate_v2", "CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray"),
+    ("cuArray3DCreate_v2", "CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray"),
+    ("cuArrayDestroy", "CUarray hArray"),
+    ("cuMemcpy2D_v2", "const CUDA_MEMCPY2D *pCopy"),
+    ("cuMemcpy2DUnaligned_v2", "const CUDA_MEMCPY2D *pCopy"),
+    ("cuMemcpy2DAsync_v2", "const CUDA_MEMCPY2D *pCopy, CUstream hStream"),
+    ("cuMemcpy3D_v2", "const CUDA_MEMCPY3D *pCopy"),
+    ("cuMemcpy3DAsync_v2", "const CUDA_MEMCPY3D *pCopy, CUstream hStream"),
+    ("cuMemcpyHtoA_v2", "CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount"),
+    ("cuMemcpyAtoH_v2", "void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount"),
+    # peers
+    ("cuDeviceCanAccessPeer", "int *canAccessPeer, CUdevice dev, CUdevice peerDev"),
+    ("cuCtxEnablePeerAccess", "CUcontext peerContext, unsigned int Flags"),
+    ("cuCtxDisablePeerAccess", "CUcontext peerContext"),
+    ("cuMemcpyPeer", "CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount"),
+    ("cuMemcpyPeerAsync", "CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount, CUstream hStream"),
+    # occupancy, device pairs, stream attributes (value: the 64-byte CUlaunchAttributeValue)
+    ("cuDeviceGetP2PAttribute", "int *value, int attrib, CUdevice srcDevice, CUdevice dstDevice"),
+    ("cuOccupancyAvailableDynamicSMemPerBlock", "size_t *dynamicSmemSize, CUfunction func, int numBlocks, int blockSize"),
+    ("cuOccupancyMaxPotentialBlockSizeWithFlags", "int *minGridSize, int *blockSize, CUfunction func, void *blockSizeToDynamicSMemSize, size_t dynamicSMemSize, int blockSizeLimit, unsigned int flags"),
+    ("cuOccupancyMaxActiveClusters", "int *numClusters, CUfunction func, const CUlaunchConfig *config"),
+    ("cuOccupancyMaxPotentialClusterSize", "int *clusterSize, CUfunction func, const CUlaunchConfig *config"),
+    ("cuStreamGetAttribute", "CUstream hStream, int attr, void *value_out"),
+    ("cuStreamSetAttribute", "CUstream hStream, int attr, const void *value"),
+    # more of arrays and graphs
+    ("cuArrayGetDescriptor_v2", "CUDA_ARRAY_DESCRIPTOR *pArrayDescriptor, CUarray hArray"),
+    ("cuArray3DGetDescriptor_v2", "CUDA_ARRAY3D_DESCRIPTOR *pArrayDescriptor, CUarray hArray"),
+    ("cuMemcpyDtoA_v2", "CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice, size_t ByteCount"),
+    ("cuMemcpyAtoD_v2", "CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset, size_t ByteCount"),
+    ("cuMemcpyAtoA_v2", "CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset, size_t ByteCount"),
+    ("cuGraphKernelNodeGetParams_v2", "CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS *nodeParams"),
+    ("cuGraphKernelNodeSetParams_v2", "CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS *nodeParams"),
+    ("cuGraphExecKernelNodeSetParams_v2", "CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS *nodeParams"),
+    ("cuGraphExecMemsetNodeSetParams", "CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMSET_NODE_PARAMS *memsetParams, CUcontext ctx"),
+    ("cuGraphExecUpdate_v2", "CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo *resultInfo"),
+    ("cuGraphNodeGetDependencies_v2", "CUgraphNode hNode, CUgraphNode *dependencies, CUgraphEdgeData *edgeData, size_t *numDependencies"),
+    ("cuGraphGetEdges_v2", "CUgraph hGraph, CUgraphNode *from_, CUgraphNode *to, CUgraphEdgeData *edgeData, size_t *numEdges"),
+    ("cuGraphAddDependencies_v2", "CUgraph hGraph, const CUgraphNode *from_, const CUgraphNode *to, const CUgraphEdgeData *edgeData, size_t numDependencies"),
+    # texture and surface objects
+    ("cuTexObjectCreate", "CUtexObject *pTexObject, const CUDA_RESOURCE_DESC *pResDesc, const CUDA_TEXTURE_DESC *pTexDesc, const CUDA_RESOURCE_VIEW_DESC *pResViewDesc"),
+    ("cuTexObjectDestroy", "CUtexObject texObject"),
+    ("cuTexObjectGetResourceDesc", "CUDA_RESOURCE_DESC *pResDesc, CUtexObject texObject"),
+    ("cuTexObjectGetTextureDesc", "CUDA_TEXTURE_DESC *pTexDesc, CUtexObject texObject"),
+    ("cuTexObjectGetResourceViewDesc", "CUDA_RESOURCE_VIEW_DESC *pResViewDesc, CUtexObject texObject"),
+    ("cuSurfObjectCreate", "CUsurfObject *pSurfObject, const CUDA_RESOURCE_DESC *pResDesc"),
+    ("cuSurfObjectDestroy", "CUsurfObject surfObject"),
+    ("cuSurfObjectGetResourceDesc", "CUDA_RESOURCE_DESC *pResDesc, CUsurfObject surfObject"),
+    # the linker: inputs collected here, linked by the server's driver at cuLinkComplete
+    ("cuLinkCreate_v2", "unsigned int numOptions, int *options, void **optionValues, CUlinkState *stateOut"),
+    ("cuLinkAddData_v2", "CUlinkState state, int type, void *data, size_t size, const char *name, unsigned int numOptions, int *options, void **optionValues"),
+    ("cuLinkAddFile_v2", "CUlinkState state, int type, const char *path, unsigned int numOptions, int *options, void **optionValues"),
+    ("cuLinkComplete", "CUlinkState state, void **cubinOut, size_t *sizeOut"),
+    ("cuLinkDestroy", "CUlinkState state"),
+]
+
+# cuGetProcAddress: the CUDA version from which each suffixed ABI is handed out.
+FAMILY_SINCE = {
+    "cuStreamBeginCapture_v2": 10010,
+    "cuStreamGetCaptureInfo_v2": 11030,
+    "cuStreamGetCaptureInfo_v3": 12030,
+    "cuGraphAddKernelNode_v2": 12000,
+    "cuArrayCreate_v2": 3020,
+    "cuArray3DCreate_v2": 3020,
+    "cuMemcpy2D_v2": 3020,
+    "cuMemcpy2DUnaligned_v2": 3020,
+    "cuMemcpy2DAsync_v2": 3020,
+    "cuMemcpy3D_v2": 3020,
+    "cuMemcpy3DAsync_v2": 3020,
+    "cuMemcpyHtoA_v2": 3020,
+    "cuMemcpyAtoH_v2": 3020,
+    "cuArrayGetDescriptor_v2": 3020,
+    "cuArray3DGetDescriptor_v2": 3020,
+    "cuMemcpyDtoA_v2": 3020,
+    "cuMemcpyAtoD_v2": 3020,
+    "cuMemcpyAtoA_v2": 3020,
+    "cuGraphKernelNodeGetParams_v2": 12000,
+    "cuGraphKernelNodeSetParams_v2": 12000,
+    "cuGraphExecKernelNodeSetParams_v2": 12000,
+    "cuGraphExecUpdate_v2": 12000,
+    "cuGraphNodeGetDependencies_v2": 12030,
+    "cuGraphGetEdges_v2": 12030,
+    "cuGraphAddDependencies_v2": 12030,
+    "cuLinkCreate_v2": 6050,
+    "cuLinkAddData_v2": 6050,
+    "cuLinkAddFile_v2": 6050,
+}
