@@ -50,7 +50,8 @@ def pools(dev, stream) -> None:
     r = check(cuda.cuMemAllocFromPoolAsync(4096, mine, stream))
     check(cuda.cuMemsetD32Async(r, 7, 1024, stream))
     word = np.zeros(1, dtype=np.uint32)
-    check(cuda.cuMemcpyDtoHAsync(word, r, 4, stream))
+    # by address: cuda-bindings 13.3 reads a one-element array as int(word), its value
+    check(cuda.cuMemcpyDtoHAsync(word.ctypes.data, r, 4, stream))
     check(cuda.cuMemFreeAsync(r, stream))
     check(cuda.cuStreamSynchronize(stream))
     check(cuda.cuMemPoolTrimTo(mine, 0))
