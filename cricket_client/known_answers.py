@@ -1,0 +1,142 @@
+"""Answers the client already knows: a repeated query whose answer cannot have changed is
+answered from the connection's cache, without a round trip.
+
+Kept per connection (`conn.known`), at the first successful answer:
+
+- device facts (cuDriverGetVersion, cuDeviceGetCount, cuDeviceGet, cuDeviceGetName,
+  cuDeviceGetAttribute, cuDeviceTotalMem, cuDeviceGetUuid, cuDeviceGetPCIBusId,
+  cuDeviceCanAccessPeer, cuDeviceGetP2PAttribute, cudaGetDeviceProperties): fixed while the session lives on a server;
+- the current context and its device (cuCtxGetCurrent, cuCtxGetDevice,
+  cuCtxGetStreamPriorityRange): a session has one context stack on the server, which only
+  its own calls change; any call that creates, destroys, sets, pushes or pops a context, or
+  retains, releases, resets or sets the flags of a primary context, forgets them;
+- function attributes (cuFuncGetAttribute): forgotten by cuFuncSetAttribute,
+  cuFuncSetCacheConfig, any cuKernelSet*, module and library unloads, and whatever forgets
+  the context answers (a destroyed or reset context frees its modules).
+
+Answers that state others can change are never kept (cuMemGetInfo, limits, which a launch
+may raise, stream and event queries). A failed answer is not kept. After a resume
+(`cricket_client.reconnect`) everything is forgotten: the restored session may run on
+another server. A query answered here is not sent, so neither the client nor the server
+counts it for replay (`cricket_client.replay`): both counts stay equal. A query is still
+sent while an asynchronous failure waits to be reported, so that it reports it as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .connection import Connection
+
+__all__ = ["KnownAnswers", "RULES", "answer"]
+
+DEVICE, CONTEXT, FUNCTION = 0, 1, 2
+
+_GETTERS = {
+    "CU_DRIVER_GET_VERSION": DEVICE,
+    "CU_DEVICE_GET_COUNT": DEVICE,
+    "CU_DEVICE_GET": DEVICE,
+    "CU_DEVICE_GET_NAME": DEVICE,
+    "CU_DEVICE_GET_ATTRIBUTE": DEVICE,
+    "CU_DEVICE_TOTAL_MEM": DEVICE,
+    "CU_DEVICE_GET_UUID": DEVICE,
+    "CU_DEVICE_GET_PCI_BUS_ID": DEVICE,
+    "CU_DEVICE_CAN_ACCESS_PEER": DEVICE,
+    "CU_DEVICE_GET_P2P_ATTRIBUTE": DEVICE,
+    "RT_DEVICE_GET_PROPERTIES": DEVICE,
+    "CU_CTX_GET_CURRENT": CONTEXT,
+    "CU_CTX_GET_DEVICE": CONTEXT,
+    "CU_CTX_GET_STREAM_PRIORITY_RANGE": CONTEXT,
+    "CU_FUNC_GET_ATTRIBUTE": FUNCTION,
+}
+_CONTEXT_CHANGERS = (
+    "CU_INIT",
+    "CU_CTX_CREATE",
+    "CU_CTX_DESTROY",
+    "CU_CTX_SET_CURRENT",
+    "CU_CTX_PUSH_CURRENT",
+    "CU_CTX_POP_CURRENT",
+    "CU_DEVICE_PRIMARY_CTX_RETAIN",
+    "CU_DEVICE_PRIMARY_CTX_RELEASE",
+    "CU_DEVICE_PRIMARY_CTX_RESET",
+    "CU_DEVICE_PRIMARY_CTX_SET_FLAGS",
+)
+_FUNCTION_CHANGERS = (
+    "CU_FUNC_SET_ATTRIBUTE",
+    "CU_FUNC_SET_CACHE_CONFIG",
+    "CU_MODULE_UNLOAD",
+    "CU_LIBRARY_UNLOAD",
+)
+
+# procedure -> (cache its answers are kept in, or -1; caches it forgets)
+RULES: dict[str, tuple[int, tuple[int, ...]]] = {
+    **{proc: (cache, ()) for proc, cache in _GETTERS.items()},
+    **{proc: (-1, (CONTEXT, FUNCTION)) for proc in _CONTEXT_CHANGERS},
+    **{proc: (-1, (FUNCTION,)) for proc in _FUNCTION_CHANGERS},
+}
+
+
+def rule(proc: str) -> tuple[int, tuple[int, ...]] | None:
+    """What `proc` does to the known answers: None when nothing (most calls)."""
+    found = RULES.get(proc)
+    if found is None and proc.startswith("CU_KERNEL_SET_"):
+        return (-1, (FUNCTION,))
+    return found
+
+
+class KnownAnswers:
+    """A connection's kept answers: one dict per kind, keyed by (procedure, arguments)."""
+
+    def __init__(self) -> None:
+        self.caches: tuple[dict[Any, Any], ...] = ({}, {}, {})
+
+    def forget(self, *kinds: int) -> None:
+        for kind in kinds:
+            self.caches[kind].clear()
+
+    def forget_all(self) -> None:
+        """After a resume: the restored session may answer otherwise."""
+        for cache in self.caches:
+            cache.clear()
+
+    def __len__(self) -> int:
+        return sum(len(c) for c in self.caches)
+
+
+def answer(
+    conn: Connection,
+    proc: str,
+    found: tuple[int, tuple[int, ...]],
+    args: tuple[Any, ...],
+    send: Callable[..., Any],
+) -> Any:
+    """Answer `proc(*args)` from the kept answers, else `send(proc, *args)` and keep a
+    successful reply; or, for a call that changes them, forget them around `send`."""
+    kind, forgets = found
+    known = conn.known
+    if kind < 0:
+        known.forget(*forgets)
+        try:
+            return send(proc, *args)
+        finally:
+            known.forget(*forgets)  # a query of another thread may have kept an older one
+    cache = known.caches[kind]
+    key: Any = (proc, args)
+    try:
+        reply = cache.get(key)
+    except TypeError:  # a list among the arguments (the attributes asked for)
+        key = (proc, tuple(tuple(a) if isinstance(a, list) else a for a in args))
+        try:
+            reply = cache.get(key)
+        except TypeError:  # unhashable arguments: not kept
+            return send(proc, *args)
+    pipe = conn.pipeline
+    if reply is not None and not pipe.deferred_error and pipe.deferred_exception is None:
+        conn._local_message = None
+        return reply
+    reply = send(proc, *args)
+    if reply[0] == 0:
+        cache[key] = reply
+    return reply

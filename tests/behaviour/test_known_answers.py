@@ -1,0 +1,115 @@
+"""Answers the client already knows do not travel: a repeated device, context or function
+query is answered by the client, equal to what the server answers, and the server does not
+see it (its count of the session's calls, SESSION_CALLS, stays put); the calls that change an
+answer make the next query ask again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from behaviour_helpers import check
+
+import cricket_client
+from cricket_client import driver as cuda
+from cricket_client import runtime as cudart
+
+A = cuda.CUdevice_attribute
+F = cuda.CUfunction_attribute
+
+
+def server_calls(conn: cricket_client.Connection) -> int:
+    """How many calls the server executed for this session (SESSION_CALLS is not counted)."""
+    reply = conn._stub.SESSION_CALLS()
+    assert reply.err == 0
+    return int(reply.value)
+
+
+def device_answers(dev: Any) -> list[Any]:
+    return [
+        check(cuda.cuDriverGetVersion()),
+        check(cuda.cuDeviceGetCount()),
+        int(check(cuda.cuDeviceGet(0))),
+        check(cuda.cuDeviceGetName(64, dev)),
+        check(cuda.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev)),
+        check(cuda.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_WARP_SIZE, dev)),
+        check(cuda.cuDeviceTotalMem(dev)),
+        check(cuda.cuDeviceGetUuid(dev)).bytes,
+        check(cuda.cuDeviceGetPCIBusId(32, dev)),
+        int(check(cuda.cuCtxGetDevice())),
+        int(check(cuda.cuCtxGetCurrent())),
+        check(cuda.cuCtxGetStreamPriorityRange()),
+    ]
+
+
+def test_repeated_device_and_context_queries_do_not_travel_and_answer_as_the_server(
+    session: cricket_client.Connection, other_session: cricket_client.Connection
+) -> None:
+    dev = check(cuda.cuDeviceGet(0))
+    first = device_answers(dev)
+    calls = server_calls(session)
+    for _ in range(5):
+        assert device_answers(dev) == first
+    assert server_calls(session) == calls, "repeated queries reached the server"
+    assert session.replay_log.seq == calls  # the client counts what the server counts
+    with other_session.active():  # a fresh session asks the server each time
+        fresh = device_answers(dev)
+    assert fresh[:10] == first[:10]  # contexts differ between sessions; the rest is the device's
+    assert fresh[11] == first[11]
+
+
+def test_device_properties_are_asked_once(session: cricket_client.Connection) -> None:
+    first = check(cudart.cudaGetDeviceProperties(0))
+    calls = server_calls(session)
+    again = check(cudart.cudaGetDeviceProperties(0))
+    assert server_calls(session) == calls
+    assert again.name == first.name and again.totalGlobalMem == first.totalGlobalMem
+    assert again.multiProcessorCount == first.multiProcessorCount
+    assert again.multiProcessorCount == check(
+        cuda.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0)
+    )
+
+
+def test_a_function_attribute_reads_back_what_cuFuncSetAttribute_set(
+    session: cricket_client.Connection, kernels: Any
+) -> None:
+    saxpy = check(cuda.cuModuleGetFunction(kernels, b"saxpy"))
+    dyn = F.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    threads = check(cuda.cuFuncGetAttribute(F.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, saxpy))
+    before = check(cuda.cuFuncGetAttribute(dyn, saxpy))
+    calls = server_calls(session)
+    assert check(cuda.cuFuncGetAttribute(dyn, saxpy)) == before
+    assert server_calls(session) == calls
+    check(cuda.cuFuncSetAttribute(saxpy, dyn, before + 1024))
+    assert check(cuda.cuFuncGetAttribute(dyn, saxpy)) == before + 1024
+    assert check(cuda.cuFuncGetAttribute(F.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, saxpy)) == threads
+
+
+def test_the_current_context_follows_create_pop_push_and_set(
+    session: cricket_client.Connection,
+) -> None:
+    dev = check(cuda.cuDeviceGet(0))
+    primary = int(check(cuda.cuCtxGetCurrent()))
+    assert primary != 0
+    made = check(cuda.cuCtxCreate(None, 0, dev))
+    try:
+        assert int(check(cuda.cuCtxGetCurrent())) == int(made)
+        assert int(check(cuda.cuCtxPopCurrent())) == int(made)
+        assert int(check(cuda.cuCtxGetCurrent())) == primary
+        check(cuda.cuCtxPushCurrent(made))
+        assert int(check(cuda.cuCtxGetCurrent())) == int(made)
+        check(cuda.cuCtxSetCurrent(cuda.CUcontext(primary)))
+        assert int(check(cuda.cuCtxGetCurrent())) == primary
+        assert int(check(cuda.cuCtxGetDevice())) == int(dev)
+    finally:
+        check(cuda.cuCtxDestroy(made))
+    assert int(check(cuda.cuCtxGetCurrent())) == primary
+
+
+def test_a_released_primary_context_is_no_longer_answered_as_current(
+    session: cricket_client.Connection,
+) -> None:
+    dev = check(cuda.cuDeviceGet(0))
+    assert int(check(cuda.cuCtxGetDevice())) == int(dev)
+    check(cuda.cuDevicePrimaryCtxRelease(dev))  # open_session retained it once
+    err, _ = cuda.cuCtxGetDevice()
+    assert err == cuda.CUresult.CUDA_ERROR_INVALID_CONTEXT
