@@ -14,6 +14,12 @@ Kept per connection (`conn.known`), at the first successful answer:
   cuFuncSetCacheConfig, any cuKernelSet*, module and library unloads, and whatever forgets
   the context answers (a destroyed or reset context frees its modules).
 
+A synchronize with nothing sent since a successful one that covers it is answered here too:
+cuCtxSynchronize after cuCtxSynchronize, cuStreamSynchronize or cuStreamQuery of a stream
+after synchronizing that stream (or, for the legacy stream, the context). Nothing can be
+pending: no counted call of this connection went out since (the replay count is unchanged;
+only HELLO, GOODBYE, checkpoints and the session's queries of itself are not counted), no launch is gathered and no reply or failure waits to be collected.
+
 Answers that state others can change are never kept (cuMemGetInfo, limits, which a launch
 may raise, stream and event queries). A failed answer is not kept. After a resume
 (`cricket_client.reconnect`) everything is forgotten: the restored session may run on
@@ -33,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = ["KnownAnswers", "RULES", "answer"]
 
 DEVICE, CONTEXT, FUNCTION = 0, 1, 2
+SETTLE = -2  # a synchronize, answered when nothing was sent since one that covers it
 
 _GETTERS = {
     "CU_DRIVER_GET_VERSION": DEVICE,
@@ -75,6 +82,7 @@ RULES: dict[str, tuple[int, tuple[int, ...]]] = {
     **{proc: (cache, ()) for proc, cache in _GETTERS.items()},
     **{proc: (-1, (CONTEXT, FUNCTION)) for proc in _CONTEXT_CHANGERS},
     **{proc: (-1, (FUNCTION,)) for proc in _FUNCTION_CHANGERS},
+    **{proc: (SETTLE, ()) for proc in ("CU_CTX_SYNCHRONIZE", "CU_STREAM_SYNCHRONIZE", "CU_STREAM_QUERY")},
 }
 
 
@@ -91,6 +99,8 @@ class KnownAnswers:
 
     def __init__(self) -> None:
         self.caches: tuple[dict[Any, Any], ...] = ({}, {}, {})
+        # after a successful synchronize: (transport, its next call number, what it covered)
+        self.settled: tuple[Any, int, Any] | None = None
 
     def forget(self, *kinds: int) -> None:
         for kind in kinds:
@@ -100,6 +110,7 @@ class KnownAnswers:
         """After a resume: the restored session may answer otherwise."""
         for cache in self.caches:
             cache.clear()
+        self.settled = None
 
     def __len__(self) -> int:
         return sum(len(c) for c in self.caches)
@@ -116,6 +127,8 @@ def answer(
     successful reply; or, for a call that changes them, forget them around `send`."""
     kind, forgets = found
     known = conn.known
+    if kind == SETTLE:
+        return _settle(conn, known, proc, args, send)
     if kind < 0:
         known.forget(*forgets)
         try:
@@ -139,4 +152,42 @@ def answer(
     reply = send(proc, *args)
     if reply[0] == 0:
         cache[key] = reply
+    return reply
+
+
+def _next_call_number(conn: Connection) -> tuple[Any, int]:
+    """(transport, calls counted on it): every call that can give the device work is counted."""
+    return conn._rpc, conn.replay_log.seq
+
+
+def _quiet(conn: Connection) -> bool:
+    pipe = conn.pipeline
+    return not (
+        pipe.pending or pipe.launches.queued or pipe.deferred_error
+        or pipe.deferred_exception is not None
+    )  # fmt: skip
+
+
+def _settle(
+    conn: Connection, known: KnownAnswers, proc: str, args: tuple[Any, ...], send: Callable[..., Any]
+) -> Any:
+    """A synchronize (or stream query) with nothing sent since one that covers it: success
+    here; else sent, and remembered when it succeeds with nothing left pending."""
+    settled = known.settled
+    if settled is not None and _quiet(conn):
+        rpc, number, covered = settled
+        stream = args[0] if args else None
+        if (rpc, number) == _next_call_number(conn) and (
+            covered == ("CU_CTX_SYNCHRONIZE", None)
+            and (proc == "CU_CTX_SYNCHRONIZE" or stream == 0)
+            or covered == ("CU_STREAM_SYNCHRONIZE", stream) and proc != "CU_CTX_SYNCHRONIZE"
+        ):
+            conn._local_message = None
+            # the reply's shape: `sync`'s (CUresult, status), `call`'s (CUresult,)
+            return (0, 0) if getattr(send, "__name__", "") == "_sync" else (0,)
+    known.settled = None
+    reply = send(proc, *args)
+    if reply[0] == 0 and proc != "CU_STREAM_QUERY" and _quiet(conn):
+        rpc, number = _next_call_number(conn)
+        known.settled = (rpc, number, (proc, args[0] if args else None))
     return reply

@@ -5,6 +5,7 @@ answer make the next query ask again."""
 
 from __future__ import annotations
 
+import ctypes
 from typing import Any
 
 from behaviour_helpers import check
@@ -113,3 +114,54 @@ def test_a_released_primary_context_is_no_longer_answered_as_current(
     check(cuda.cuDevicePrimaryCtxRelease(dev))  # open_session retained it once
     err, _ = cuda.cuCtxGetDevice()
     assert err == cuda.CUresult.CUDA_ERROR_INVALID_CONTEXT
+
+
+def test_a_synchronize_with_nothing_sent_since_the_last_does_not_travel(
+    session: cricket_client.Connection, kernels: Any
+) -> None:
+    stream = check(cuda.cuStreamCreate(0))
+    check(cuda.cuCtxSynchronize())
+    calls = server_calls(session)
+    for _ in range(3):
+        check(cuda.cuCtxSynchronize())
+        check(cuda.cuStreamSynchronize(0))
+    assert server_calls(session) == calls
+    check(cuda.cuStreamSynchronize(stream))  # another stream: asked
+    assert server_calls(session) == calls + 1
+    check(cuda.cuStreamSynchronize(stream))
+    assert cuda.cuStreamQuery(stream)[0] == cuda.CUresult.CUDA_SUCCESS
+    assert server_calls(session) == calls + 1
+
+
+def test_work_sent_after_a_synchronize_is_waited_for_by_the_next(
+    session: cricket_client.Connection, kernels: Any
+) -> None:
+    """The answer only holds while nothing was sent: a launch makes the next synchronize
+    travel, wait for it, and report what the launch did."""
+    add = check(cuda.cuModuleGetFunction(kernels, b"add_to_counter"))
+    counter, _ = check(cuda.cuModuleGetGlobal(kernels, b"counter"))
+    args = ((5,), (ctypes.c_int,))
+    check(cuda.cuLaunchKernel(add, 1, 1, 1, 32, 1, 1, 0, 0, ((0,), (ctypes.c_int,)), 0))
+    check(cuda.cuMemsetD32(counter, 0, 1))  # (the first launch asked for the parameters)
+    check(cuda.cuCtxSynchronize())
+    check(cuda.cuCtxSynchronize())
+    calls = server_calls(session)
+    check(cuda.cuLaunchKernel(add, 1, 1, 1, 32, 1, 1, 0, 0, args, 0))
+    check(cuda.cuCtxSynchronize())
+    assert server_calls(session) == calls + 2  # the launch and the synchronize
+    out = bytearray(4)
+    check(cuda.cuMemcpyDtoH(out, counter, 4))
+    assert int.from_bytes(out, "little") == 32 * 5
+    check(cuda.cuStreamSynchronize(0))  # after a copy: asked again
+    assert server_calls(session) == calls + 4
+
+
+def test_a_failed_launch_after_a_synchronize_is_reported_by_the_next(
+    session: cricket_client.Connection, kernels: Any
+) -> None:
+    check(cuda.cuCtxSynchronize())
+    poke = check(cuda.cuModuleGetFunction(kernels, b"poke"))
+    err = cuda.cuLaunchKernel(poke, 1, 1, 1, 1 << 20, 1, 1, 0, 0, ((0, 1), (None, ctypes.c_int)), 0)[0]
+    if err == cuda.CUresult.CUDA_SUCCESS:  # pipelined: the failure comes with the synchronize
+        err = cuda.cuCtxSynchronize()[0]
+    assert err == cuda.CUresult.CUDA_ERROR_INVALID_VALUE

@@ -28,6 +28,7 @@ def conn(tmp_path: Path) -> Iterator[cricket_client.Connection]:
             if check(cuda.cuDeviceGetCount()) < 2:
                 pytest.skip(f"the {BACKEND} server has fewer than two devices")
             yield connection
+            cudart.cudaSetDevice(0)  # the runtime's device is the thread's: leave it as found
         finally:
             connection.close()
 
