@@ -347,6 +347,9 @@ class Connection:
     def post(self, proc: str, *args: Any) -> None:
         """Send a pipelined call without waiting for its reply."""
         self._local_message = None
+        found = rule(proc)
+        if found is not None and found[0] < 0:  # e.g. cuMemFreeAsync: pointer answers go
+            self.known.forget(*found[1])
         self.pipeline.post(proc, args)
 
     @resuming

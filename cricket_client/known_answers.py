@@ -12,7 +12,12 @@ Kept per connection (`conn.known`), at the first successful answer:
   retains, releases, resets or sets the flags of a primary context, forgets them;
 - function attributes (cuFuncGetAttribute): forgotten by cuFuncSetAttribute,
   cuFuncSetCacheConfig, any cuKernelSet*, module and library unloads, and whatever forgets
-  the context answers (a destroyed or reset context frees its modules).
+  the context answers (a destroyed or reset context frees its modules);
+- pointer attributes of an allocation (cuPointerGetAttribute(s) asking only for attributes
+  fixed for its life, the memory type among them, and answered with one): forgotten by every
+  call that may end or remap memory (frees, unmaps, releases, destroys, resets, unloads,
+  pool trims, maps, access changes, graph launches); an address that is no allocation is
+  asked each time.
 
 A synchronize with nothing sent since a successful one that covers it is answered here too:
 cuCtxSynchronize after cuCtxSynchronize, cuStreamSynchronize or cuStreamQuery of a stream
@@ -38,7 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = ["KnownAnswers", "RULES", "answer"]
 
-DEVICE, CONTEXT, FUNCTION = 0, 1, 2
+DEVICE, CONTEXT, FUNCTION, POINTER = 0, 1, 2, 3
 SETTLE = -2  # a synchronize, answered when nothing was sent since one that covers it
 
 _GETTERS = {
@@ -57,6 +62,7 @@ _GETTERS = {
     "CU_CTX_GET_DEVICE": CONTEXT,
     "CU_CTX_GET_STREAM_PRIORITY_RANGE": CONTEXT,
     "CU_FUNC_GET_ATTRIBUTE": FUNCTION,
+    "CU_POINTER_GET_ATTRIBUTES": POINTER,
 }
 _CONTEXT_CHANGERS = (
     "CU_INIT",
@@ -86,19 +92,56 @@ RULES: dict[str, tuple[int, tuple[int, ...]]] = {
 }
 
 
+# Pointer attributes kept: those fixed for an allocation's life (not SYNC_MEMOPS, access
+# flags or mapping state): CONTEXT, MEMORY_TYPE, DEVICE_POINTER, BUFFER_ID, IS_MANAGED,
+# DEVICE_ORDINAL, RANGE_START_ADDR, RANGE_SIZE.
+_MEMORY_TYPE = 2
+_FIXED_POINTER_ATTRIBUTES = frozenset({1, 2, 3, 7, 8, 9, 11, 12})
+# Calls whose name says they may end or remap an allocation forget the pointer answers.
+_ENDS_MEMORY = ("FREE", "UNMAP", "RELEASE", "DESTROY", "RESET", "UNLOAD", "TRIM", "CU_MEM_MAP",
+                "SET_ACCESS", "PEER_ACCESS", "CU_GRAPH_LAUNCH")  # fmt: skip
+
+_MEMO: dict[str, tuple[int, tuple[int, ...]] | None] = {}
+
+
 def rule(proc: str) -> tuple[int, tuple[int, ...]] | None:
     """What `proc` does to the known answers: None when nothing (most calls)."""
+    try:
+        return _MEMO[proc]
+    except KeyError:
+        pass
     found = RULES.get(proc)
-    if found is None and proc.startswith("CU_KERNEL_SET_"):
-        return (-1, (FUNCTION,))
+    forgets: set[int] = set(found[1]) if found is not None and found[0] < 0 else set()
+    if proc.startswith("CU_KERNEL_SET_"):
+        forgets.add(FUNCTION)
+    if found is None or found[0] < 0:
+        if "_GET_" not in proc and any(word in proc for word in _ENDS_MEMORY):
+            forgets.add(POINTER)
+        if forgets:
+            found = (-1, tuple(sorted(forgets)))
+    _MEMO[proc] = found
     return found
+
+
+def _keepable(kind: int, args: tuple[Any, ...], reply: Any) -> bool:
+    """Whether a successful reply may be kept: pointer attributes only of an allocation
+    (memory type asked for and not 0) and only those fixed for its life."""
+    if kind != POINTER:
+        return True
+    attrs = args[0]
+    if _MEMORY_TYPE not in attrs or not _FIXED_POINTER_ATTRIBUTES.issuperset(attrs):
+        return False
+    items = reply[1].value
+    return all(not item.err for item in items) and any(
+        item.attribute == _MEMORY_TYPE and item.value for item in items
+    )
 
 
 class KnownAnswers:
     """A connection's kept answers: one dict per kind, keyed by (procedure, arguments)."""
 
     def __init__(self) -> None:
-        self.caches: tuple[dict[Any, Any], ...] = ({}, {}, {})
+        self.caches: tuple[dict[Any, Any], ...] = ({}, {}, {}, {})
         # after a successful synchronize: (transport, its next call number, what it covered)
         self.settled: tuple[Any, int, Any] | None = None
 
@@ -150,7 +193,7 @@ def answer(
         conn._local_message = None
         return reply
     reply = send(proc, *args)
-    if reply[0] == 0:
+    if reply[0] == 0 and _keepable(kind, args, reply):
         cache[key] = reply
     return reply
 

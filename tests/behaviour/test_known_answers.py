@@ -165,3 +165,51 @@ def test_a_failed_launch_after_a_synchronize_is_reported_by_the_next(
     if err == cuda.CUresult.CUDA_SUCCESS:  # pipelined: the failure comes with the synchronize
         err = cuda.cuCtxSynchronize()[0]
     assert err == cuda.CUresult.CUDA_ERROR_INVALID_VALUE
+
+
+P = cuda.CUpointer_attribute
+
+
+def test_pointer_attributes_of_an_allocation_are_asked_once_and_forgotten_at_its_free(
+    session: cricket_client.Connection,
+) -> None:
+    size = 1 << 16
+    ptr = check(cuda.cuMemAlloc(size))
+    base = int(check(cuda.cuPointerGetAttribute(P.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, ptr)))
+    assert base == int(ptr)
+    ordinal = check(cuda.cuPointerGetAttribute(P.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr))
+    calls = server_calls(session)
+    for _ in range(3):
+        assert int(check(cuda.cuPointerGetAttribute(P.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, ptr))) == base
+        assert check(cuda.cuPointerGetAttribute(P.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr)) == ordinal
+    assert server_calls(session) == calls
+    check(cuda.cuMemFree(ptr))
+    err, _ = cuda.cuPointerGetAttribute(P.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, ptr)
+    assert err == cuda.CUresult.CUDA_ERROR_INVALID_VALUE
+
+
+def test_an_address_freed_on_a_stream_is_no_longer_answered_as_allocated(
+    session: cricket_client.Connection,
+) -> None:
+    stream = check(cuda.cuStreamCreate(0))
+    ptr = check(cuda.cuMemAllocAsync(4096, stream))
+    check(cuda.cuStreamSynchronize(stream))
+    size = check(cuda.cuPointerGetAttribute(P.CU_POINTER_ATTRIBUTE_RANGE_SIZE, ptr))
+    assert size >= 4096
+    check(cuda.cuMemFreeAsync(ptr, stream))
+    check(cuda.cuStreamSynchronize(stream))
+    err, _ = cuda.cuPointerGetAttribute(P.CU_POINTER_ATTRIBUTE_RANGE_SIZE, ptr)
+    assert err == cuda.CUresult.CUDA_ERROR_INVALID_VALUE
+
+
+def test_an_address_that_is_no_allocation_yet_is_answered_once_allocated(
+    session: cricket_client.Connection,
+) -> None:
+    ptr = check(cuda.cuMemAlloc(1 << 20))
+    check(cuda.cuMemFree(ptr))
+    err, _ = cuda.cuPointerGetAttribute(P.CU_POINTER_ATTRIBUTE_RANGE_SIZE, ptr)
+    assert err == cuda.CUresult.CUDA_ERROR_INVALID_VALUE
+    again = check(cuda.cuMemAlloc(1 << 20))
+    if int(again) == int(ptr):  # the same address handed out again: answered as allocated
+        assert check(cuda.cuPointerGetAttribute(P.CU_POINTER_ATTRIBUTE_RANGE_SIZE, again)) >= 1 << 20
+    check(cuda.cuMemFree(again))
