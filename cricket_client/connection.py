@@ -46,6 +46,7 @@ from cricket_xdr.xdr import Encoder
 from . import bulk_calls
 from .datapath import DataPaths
 from .errors import HelloRefused, NotConnectedError, error_name
+from .known_answers import KnownAnswers, answer, rule
 from .pipeline import Pipeline, err_of
 from .reconnect import enable_reconnect, resume_after_loss
 from .replay import RECENT, ReplayLog
@@ -71,8 +72,12 @@ ADDRESS_ENV = "REMOTE_GPU_ADDRESS"
 _GOODBYE_TIMEOUT = 10.0  # seconds; closing never hangs on a server that stopped answering
 
 # procedure name -> (program, version, number, encode_args or None (no arguments),
-# decode_reply, counted for replay), for call()
-_HOW_TO_CALL: dict[str, tuple[int, int, int, Callable[..., Any] | None, Callable[[Any], Any], bool]] = {}
+# decode_reply, counted for replay, known-answer rule or None), for call()
+_How = tuple[
+    int, int, int, Callable[..., Any] | None, Callable[[Any], Any], bool,
+    tuple[int, tuple[int, ...]] | None,
+]  # fmt: skip
+_HOW_TO_CALL: dict[str, _How] = {}
 _RECENT_MASK = RECENT - 1
 
 
@@ -163,6 +168,7 @@ class Connection:
         self.pipeline = Pipeline(self._rpc, proto)  # pipelined calls (cricket_client.pipeline)
         self._local_message: str | None = None
         self._param_info: dict[int, tuple[tuple[int, int], ...]] = {}
+        self.known = KnownAnswers()  # answers that do not travel (cricket_client.known_answers)
         self.datapaths: DataPaths | None = None  # copy routing (cricket_client.datapath)
         self.closed = False
         # Reconnecting (cricket_client.reconnect): seconds to keep trying after a loss (None:
@@ -218,6 +224,13 @@ class Connection:
         no pipelined reply is pending, the call is numbered, sent and answered here without
         the wrapper (`cricket_client.resuming`), which it follows on a lost connection."""
         how = _HOW_TO_CALL.get(proc) or self._how_to_call(proc)
+        if how[6] is not None:  # an answer that may be known, or a call that changes them
+            return answer(self, proc, how[6], args, self._call_plain)  # type: ignore[no-any-return]
+        return self._call_plain(proc, *args)
+
+    def _call_plain(self, proc: str, *args: Any) -> tuple[Any, ...]:
+        """`call` without the known answers."""
+        how = _HOW_TO_CALL[proc]
         pipe = self.pipeline
         book = self.replay_log
         if (
@@ -263,9 +276,7 @@ class Connection:
                 return (deferred,) + (None,) * (len(reply) - 1)
         return reply  # type: ignore[no-any-return]
 
-    def _how_to_call(
-        self, proc: str
-    ) -> tuple[int, int, int, Callable[..., Any] | None, Callable[[Any], Any], bool]:
+    def _how_to_call(self, proc: str) -> _How:
         server = self.proto.CRICKET_V1_Server
         procedure = server.PROCEDURES[int(getattr(self.proto, proc))]
         plan = procedure.plan
@@ -282,12 +293,20 @@ class Connection:
             encode,
             plan.decode_reply,
             proc not in self.replay_log.uncounted,
+            rule(proc),
         )
         return how
 
-    @resuming
     def sync(self, proc: str, *args: Any) -> tuple[int, Any]:
         """A synchronizing call: (CUresult, reply), with pending asynchronous errors folded in."""
+        found = rule(proc)
+        if found is not None:  # an answer that may be known, or a call that changes them
+            return answer(self, proc, found, args, self._sync)  # type: ignore[no-any-return]
+        return self._sync(proc, *args)
+
+    @resuming
+    def _sync(self, proc: str, *args: Any) -> tuple[int, Any]:
+        """`sync` without the known answers."""
         self._local_message = None
         reply = getattr(self._stub, proc)(*args)
         return self.pipeline.fold(err_of(reply)), reply
@@ -328,6 +347,9 @@ class Connection:
     def post(self, proc: str, *args: Any) -> None:
         """Send a pipelined call without waiting for its reply."""
         self._local_message = None
+        found = rule(proc)
+        if found is not None and found[0] < 0:  # e.g. cuMemFreeAsync: pointer answers go
+            self.known.forget(*found[1])
         self.pipeline.post(proc, args)
 
     @resuming
@@ -399,6 +421,7 @@ class Connection:
         calls still unanswered on the old connection are lost: the next synchronizing call
         raises CallsLost."""
         old, self._rpc = self._rpc, rpc
+        self.known.forget_all()  # the restored session may run on another server
         self._stub = self.proto.CRICKET_V1_Client(rpc)
         self.address = address
         self.pipeline.adopt(rpc)

@@ -49,6 +49,7 @@ from ._types import (
 )
 from .connection import Connection
 from .datapath import DataPaths
+from .datapath.select import Mode, Path
 from .driver_arrays import *  # noqa: F403  (arrays, 2D/3D copies, texture and surface objects)
 from .errors import NotSupportedRemotely, error_string
 from .host_buffers import HostBufferError, read_host, writable_view, write_host
@@ -128,6 +129,16 @@ def _bulk(conn: Connection) -> DataPaths:
     return paths
 
 
+def _inline(conn: Connection, n: int) -> bool:
+    """A copy small enough to travel inline in its call record whatever the bulk paths are
+    (CRICKET_DATA_PATH=auto): no routing to do."""
+    paths = _bulk(conn)
+    if n < paths.limits.small and paths.mode is Mode.AUTO:
+        paths.last_path = Path.RPC
+        return True
+    return False
+
+
 def _chunks(n: int) -> list[tuple[int, int]]:
     return [(off, min(COPY_CHUNK, n - off)) for off in range(0, n, COPY_CHUNK)]
 
@@ -140,6 +151,8 @@ def _htod(call: str, dst: int, src: Any, n: int, stream: int | None) -> tuple[An
         raise TypeError(str(exc)) from None
     if stream is not None and _graphs.capturing(conn, stream):
         return _graphs.capture_host_copy(conn, call, True, dst, src, n, stream)
+    if stream is None and _inline(conn, n):  # the direct synchronous path: one record each way
+        return _out(conn.call("CU_MEMCPY_HTOD", dst, data)[0])
     routed = _bulk(conn).htod(dst, data, stream) if n else None
     if routed is not None:
         return _out(routed)
@@ -165,7 +178,7 @@ def _dtoh(call: str, dst: Any, src: int, n: int, stream: int | None) -> tuple[An
         view = writable_view(dst, n, f"{call}: dstHost")
     except HostBufferError as exc:
         raise TypeError(str(exc)) from None
-    routed = _bulk(conn).dtoh(view, src, stream) if n else None
+    routed = _bulk(conn).dtoh(view, src, stream) if n and not _inline(conn, n) else None
     if routed is not None:
         return _out(routed)
     chunks = _chunks(n) or [(0, 0)]

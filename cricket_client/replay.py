@@ -243,7 +243,7 @@ def calls_of(
     method: str, conn: Connection, args: tuple[Any, ...]
 ) -> list[tuple[str, tuple[Any, ...]]]:
     """The (procedure, arguments) a Connection call method is about to send."""
-    if method in ("call", "_call_resuming", "sync", "post"):
+    if method in ("call", "_call_resuming", "sync", "_sync", "post"):
         return [(args[0], tuple(args[1:]))]
     if method == "post_encoded":  # logged decoded, as `post` would have sent them
         return [(args[0], _decoded_args(conn, args[0], args[1]))]

@@ -57,7 +57,7 @@ NOT_RUN = (
     AuthError,
 )
 
-_ONE_CALL = frozenset({"call", "_call_resuming", "sync", "post", "post_encoded"})  # methods sending one call
+_ONE_CALL = frozenset({"call", "_call_resuming", "sync", "_sync", "post", "post_encoded"})  # methods sending one call
 
 
 def resuming(method: F) -> F:

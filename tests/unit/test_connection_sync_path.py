@@ -11,6 +11,7 @@ import pytest
 
 from cricket_client import connection as connection_module
 from cricket_client.connection import Connection
+from cricket_client.known_answers import KnownAnswers
 from cricket_client.pipeline import Pipeline
 from cricket_client.reconnect import enable_reconnect, next_address, reconnect_deadline, redirect
 from cricket_client.replay import ReplayLog
@@ -58,6 +59,7 @@ def offline(transport: Transport) -> Connection:
     conn.pipeline = Pipeline(transport, proto)  # type: ignore[arg-type]
     conn._local_message = None
     conn.replay_log = ReplayLog()
+    conn.known = KnownAnswers()
     conn.closed = False
     conn.reconnect_deadline = None
     conn.redirect_address = None

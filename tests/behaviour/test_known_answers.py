@@ -1,0 +1,215 @@
+"""Answers the client already knows do not travel: a repeated device, context or function
+query is answered by the client, equal to what the server answers, and the server does not
+see it (its count of the session's calls, SESSION_CALLS, stays put); the calls that change an
+answer make the next query ask again."""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+from behaviour_helpers import check
+
+import cricket_client
+from cricket_client import driver as cuda
+from cricket_client import runtime as cudart
+
+A = cuda.CUdevice_attribute
+F = cuda.CUfunction_attribute
+
+
+def server_calls(conn: cricket_client.Connection) -> int:
+    """How many calls the server executed for this session (SESSION_CALLS is not counted)."""
+    reply = conn._stub.SESSION_CALLS()
+    assert reply.err == 0
+    return int(reply.value)
+
+
+def device_answers(dev: Any) -> list[Any]:
+    return [
+        check(cuda.cuDriverGetVersion()),
+        check(cuda.cuDeviceGetCount()),
+        int(check(cuda.cuDeviceGet(0))),
+        check(cuda.cuDeviceGetName(64, dev)),
+        check(cuda.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev)),
+        check(cuda.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_WARP_SIZE, dev)),
+        check(cuda.cuDeviceTotalMem(dev)),
+        check(cuda.cuDeviceGetUuid(dev)).bytes,
+        check(cuda.cuDeviceGetPCIBusId(32, dev)),
+        int(check(cuda.cuCtxGetDevice())),
+        int(check(cuda.cuCtxGetCurrent())),
+        check(cuda.cuCtxGetStreamPriorityRange()),
+    ]
+
+
+def test_repeated_device_and_context_queries_do_not_travel_and_answer_as_the_server(
+    session: cricket_client.Connection, other_session: cricket_client.Connection
+) -> None:
+    dev = check(cuda.cuDeviceGet(0))
+    first = device_answers(dev)
+    calls = server_calls(session)
+    for _ in range(5):
+        assert device_answers(dev) == first
+    assert server_calls(session) == calls, "repeated queries reached the server"
+    assert session.replay_log.seq == calls  # the client counts what the server counts
+    with other_session.active():  # a fresh session asks the server each time
+        fresh = device_answers(dev)
+    assert fresh[:10] == first[:10]  # contexts differ between sessions; the rest is the device's
+    assert fresh[11] == first[11]
+
+
+def test_device_properties_are_asked_once(session: cricket_client.Connection) -> None:
+    first = check(cudart.cudaGetDeviceProperties(0))
+    calls = server_calls(session)
+    again = check(cudart.cudaGetDeviceProperties(0))
+    assert server_calls(session) == calls
+    assert again.name == first.name and again.totalGlobalMem == first.totalGlobalMem
+    assert again.multiProcessorCount == first.multiProcessorCount
+    assert again.multiProcessorCount == check(
+        cuda.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0)
+    )
+
+
+def test_a_function_attribute_reads_back_what_cuFuncSetAttribute_set(
+    session: cricket_client.Connection, kernels: Any
+) -> None:
+    saxpy = check(cuda.cuModuleGetFunction(kernels, b"saxpy"))
+    dyn = F.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    threads = check(cuda.cuFuncGetAttribute(F.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, saxpy))
+    before = check(cuda.cuFuncGetAttribute(dyn, saxpy))
+    calls = server_calls(session)
+    assert check(cuda.cuFuncGetAttribute(dyn, saxpy)) == before
+    assert server_calls(session) == calls
+    check(cuda.cuFuncSetAttribute(saxpy, dyn, before + 1024))
+    assert check(cuda.cuFuncGetAttribute(dyn, saxpy)) == before + 1024
+    assert check(cuda.cuFuncGetAttribute(F.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, saxpy)) == threads
+
+
+def test_the_current_context_follows_create_pop_push_and_set(
+    session: cricket_client.Connection,
+) -> None:
+    dev = check(cuda.cuDeviceGet(0))
+    primary = int(check(cuda.cuCtxGetCurrent()))
+    assert primary != 0
+    made = check(cuda.cuCtxCreate(None, 0, dev))
+    try:
+        assert int(check(cuda.cuCtxGetCurrent())) == int(made)
+        assert int(check(cuda.cuCtxPopCurrent())) == int(made)
+        assert int(check(cuda.cuCtxGetCurrent())) == primary
+        check(cuda.cuCtxPushCurrent(made))
+        assert int(check(cuda.cuCtxGetCurrent())) == int(made)
+        check(cuda.cuCtxSetCurrent(cuda.CUcontext(primary)))
+        assert int(check(cuda.cuCtxGetCurrent())) == primary
+        assert int(check(cuda.cuCtxGetDevice())) == int(dev)
+    finally:
+        check(cuda.cuCtxDestroy(made))
+    assert int(check(cuda.cuCtxGetCurrent())) == primary
+
+
+def test_a_released_primary_context_is_no_longer_answered_as_current(
+    session: cricket_client.Connection,
+) -> None:
+    dev = check(cuda.cuDeviceGet(0))
+    assert int(check(cuda.cuCtxGetDevice())) == int(dev)
+    check(cuda.cuDevicePrimaryCtxRelease(dev))  # open_session retained it once
+    err, _ = cuda.cuCtxGetDevice()
+    assert err == cuda.CUresult.CUDA_ERROR_INVALID_CONTEXT
+
+
+def test_a_synchronize_with_nothing_sent_since_the_last_does_not_travel(
+    session: cricket_client.Connection, kernels: Any
+) -> None:
+    stream = check(cuda.cuStreamCreate(0))
+    check(cuda.cuCtxSynchronize())
+    calls = server_calls(session)
+    for _ in range(3):
+        check(cuda.cuCtxSynchronize())
+        check(cuda.cuStreamSynchronize(0))
+    assert server_calls(session) == calls
+    check(cuda.cuStreamSynchronize(stream))  # another stream: asked
+    assert server_calls(session) == calls + 1
+    check(cuda.cuStreamSynchronize(stream))
+    assert cuda.cuStreamQuery(stream)[0] == cuda.CUresult.CUDA_SUCCESS
+    assert server_calls(session) == calls + 1
+
+
+def test_work_sent_after_a_synchronize_is_waited_for_by_the_next(
+    session: cricket_client.Connection, kernels: Any
+) -> None:
+    """The answer only holds while nothing was sent: a launch makes the next synchronize
+    travel, wait for it, and report what the launch did."""
+    add = check(cuda.cuModuleGetFunction(kernels, b"add_to_counter"))
+    counter, _ = check(cuda.cuModuleGetGlobal(kernels, b"counter"))
+    args = ((5,), (ctypes.c_int,))
+    check(cuda.cuLaunchKernel(add, 1, 1, 1, 32, 1, 1, 0, 0, ((0,), (ctypes.c_int,)), 0))
+    check(cuda.cuMemsetD32(counter, 0, 1))  # (the first launch asked for the parameters)
+    check(cuda.cuCtxSynchronize())
+    check(cuda.cuCtxSynchronize())
+    calls = server_calls(session)
+    check(cuda.cuLaunchKernel(add, 1, 1, 1, 32, 1, 1, 0, 0, args, 0))
+    check(cuda.cuCtxSynchronize())
+    assert server_calls(session) == calls + 2  # the launch and the synchronize
+    out = bytearray(4)
+    check(cuda.cuMemcpyDtoH(out, counter, 4))
+    assert int.from_bytes(out, "little") == 32 * 5
+    check(cuda.cuStreamSynchronize(0))  # after a copy: asked again
+    assert server_calls(session) == calls + 4
+
+
+def test_a_failed_launch_after_a_synchronize_is_reported_by_the_next(
+    session: cricket_client.Connection, kernels: Any
+) -> None:
+    check(cuda.cuCtxSynchronize())
+    poke = check(cuda.cuModuleGetFunction(kernels, b"poke"))
+    err = cuda.cuLaunchKernel(poke, 1, 1, 1, 1 << 20, 1, 1, 0, 0, ((0, 1), (None, ctypes.c_int)), 0)[0]
+    if err == cuda.CUresult.CUDA_SUCCESS:  # pipelined: the failure comes with the synchronize
+        err = cuda.cuCtxSynchronize()[0]
+    assert err == cuda.CUresult.CUDA_ERROR_INVALID_VALUE
+
+
+P = cuda.CUpointer_attribute
+
+
+def test_pointer_attributes_of_an_allocation_are_asked_once_and_forgotten_at_its_free(
+    session: cricket_client.Connection,
+) -> None:
+    size = 1 << 16
+    ptr = check(cuda.cuMemAlloc(size))
+    base = int(check(cuda.cuPointerGetAttribute(P.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, ptr)))
+    assert base == int(ptr)
+    ordinal = check(cuda.cuPointerGetAttribute(P.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr))
+    calls = server_calls(session)
+    for _ in range(3):
+        assert int(check(cuda.cuPointerGetAttribute(P.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, ptr))) == base
+        assert check(cuda.cuPointerGetAttribute(P.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr)) == ordinal
+    assert server_calls(session) == calls
+    check(cuda.cuMemFree(ptr))
+    err, _ = cuda.cuPointerGetAttribute(P.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, ptr)
+    assert err == cuda.CUresult.CUDA_ERROR_INVALID_VALUE
+
+
+def test_an_address_freed_on_a_stream_is_no_longer_answered_as_allocated(
+    session: cricket_client.Connection,
+) -> None:
+    stream = check(cuda.cuStreamCreate(0))
+    ptr = check(cuda.cuMemAllocAsync(4096, stream))
+    check(cuda.cuStreamSynchronize(stream))
+    size = check(cuda.cuPointerGetAttribute(P.CU_POINTER_ATTRIBUTE_RANGE_SIZE, ptr))
+    assert size >= 4096
+    check(cuda.cuMemFreeAsync(ptr, stream))
+    check(cuda.cuStreamSynchronize(stream))
+    err, _ = cuda.cuPointerGetAttribute(P.CU_POINTER_ATTRIBUTE_RANGE_SIZE, ptr)
+    assert err == cuda.CUresult.CUDA_ERROR_INVALID_VALUE
+
+
+def test_an_address_that_is_no_allocation_yet_is_answered_once_allocated(
+    session: cricket_client.Connection,
+) -> None:
+    ptr = check(cuda.cuMemAlloc(1 << 20))
+    check(cuda.cuMemFree(ptr))
+    err, _ = cuda.cuPointerGetAttribute(P.CU_POINTER_ATTRIBUTE_RANGE_SIZE, ptr)
+    assert err == cuda.CUresult.CUDA_ERROR_INVALID_VALUE
+    again = check(cuda.cuMemAlloc(1 << 20))
+    if int(again) == int(ptr):  # the same address handed out again: answered as allocated
+        assert check(cuda.cuPointerGetAttribute(P.CU_POINTER_ATTRIBUTE_RANGE_SIZE, again)) >= 1 << 20
+    check(cuda.cuMemFree(again))
