@@ -44,6 +44,14 @@ def _runtime_texts() -> dict[int, str]:
     }
 
 
+# Where the driver's text is not the runtime's for the same code: measured with the driver's own
+# cuGetErrorString (driver 580.159.04, H200; tests/gpu/test_driver_error_texts.py compares).
+DRIVER_ONLY_TEXTS = {
+    202: "context already current",  # CUDA_ERROR_CONTEXT_ALREADY_CURRENT
+    916: "an error happened during the key rotation sequence",  # CUDA_ERROR_KEY_ROTATION
+}
+
+
 def generate() -> str:
     """Return the text of _enums.py for the installed cuda-bindings."""
     from cuda.bindings import driver
@@ -56,7 +64,9 @@ def generate() -> str:
         doc="The enums and constants of cuda.bindings.driver, with the same names and values.",
         base="_DriverEnum",
         error_strings={
-            int(value): runtime_texts.get(int(value)) or _error_text(value.__doc__, member)
+            int(value): DRIVER_ONLY_TEXTS.get(int(value))
+            or runtime_texts.get(int(value))
+            or _error_text(value.__doc__, member)
             for member, value in driver.CUresult.__members__.items()
         },
         error_comment="cuGetErrorString's text for each CUresult value.",
