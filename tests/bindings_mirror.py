@@ -10,7 +10,10 @@ may add enum members, and that is no fault of the mirror.
 
 from __future__ import annotations
 
+import enum
+import re
 from collections.abc import Mapping
+from typing import Any
 
 import pytest
 
@@ -48,3 +51,18 @@ def assert_members_agree(ours: Mapping[str, int], theirs: Mapping[str, int]) -> 
             f"only ours: {sorted(ours.keys() - theirs.keys())}, "
             f"only cuda-bindings': {sorted(theirs.keys() - ours.keys())}"
         )
+
+
+_STRUCT_PARAMETER = re.compile(r"(\w+) (\w+): (?:Optional\[)?(\w+)\]?")
+
+
+def struct_parameters(real_function: Any, ours: Any) -> dict[str, Any]:
+    """Parameter name -> an empty struct of our module, for each parameter cuda-bindings'
+    `real_function` declares as a struct (its signature line: `Type name: Optional[Type]`)."""
+    first = (real_function.__doc__ or "").splitlines()[:1]
+    found = {}
+    for ctype, name, annotated in _STRUCT_PARAMETER.findall(first[0] if first else ""):
+        cls = getattr(ours, annotated, None)
+        if ctype == annotated and isinstance(cls, type) and not issubclass(cls, (int, enum.Enum)):
+            found[name] = cls()
+    return found

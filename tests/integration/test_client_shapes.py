@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from bindings_mirror import struct_parameters
 from test_client_fakes import FakeCricket, FakeServer
 
 import cricket_client
@@ -65,24 +66,12 @@ _DUMMY: dict[str, Any] = {
 _HOST = {"srcHost", "dstHost", "src", "dst"}
 
 
-def _struct_dummy(name: str, param: str) -> Any:
-    """An empty parameter struct of the type `name` takes as `param`, else None."""
-    three_d = "3D" in name
-    structs = {
-        "pAllocateArray": cuda.CUDA_ARRAY3D_DESCRIPTOR if three_d else cuda.CUDA_ARRAY_DESCRIPTOR,
-        "pCopy": cuda.CUDA_MEMCPY3D if three_d else cuda.CUDA_MEMCPY2D,
-        "pResDesc": cuda.CUDA_RESOURCE_DESC,
-        "pTexDesc": cuda.CUDA_TEXTURE_DESC,
-    }
-    return structs[param]() if param in structs else None
-
-
 def _arguments(fn: Any) -> list[Any]:
     args = []
+    structs = struct_parameters(getattr(real, fn.__name__), cuda)
     for param in inspect.signature(fn).parameters:
-        struct = _struct_dummy(fn.__name__, param)
-        if struct is not None:
-            args.append(struct)
+        if param in structs:
+            args.append(structs[param])
         elif param in _HOST:
             args.append(bytearray(16))
         else:

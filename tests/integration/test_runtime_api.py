@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bindings_mirror import assert_members_agree, need_same_release
+from bindings_mirror import assert_members_agree, need_same_release, struct_parameters
 from test_client_fakes import FakeCricket, FakeServer
 
 import cricket_client
@@ -143,7 +143,8 @@ _DUMMY: dict[str, Any] = {
     "jitOptions": None, "jitOptionsValues": None, "libraryOptions": None,
     "libraryOptionValues": None, "count": 16, "size": 16, "width": 4, "height": 2,
     "dpitch": 8, "spitch": 8, "pitch": 8, "blockSize": 32, "error": 1, "attr": 1, "device": 0,
-    "f": cudart.cudaChannelFormatKind.cudaChannelFormatKindFloat,
+    "f": cudart.cudaChannelFormatKind.cudaChannelFormatKindFloat, "pDependencies": None,
+    "dependencyData": None,
     "extent": cudart.make_cudaExtent(4, 2, 1), "desc": cudart.cudaChannelFormatDesc(),
 }  # fmt: skip
 
@@ -158,8 +159,9 @@ def failing_server() -> Iterator[FakeServer]:
 @pytest.mark.parametrize("name", sorted(cudart.SUPPORTED - NOT_IN_CUDA_PYTHON))
 def test_result_tuple_has_cuda_pythons_shape(failing_server: FakeServer, name: str) -> None:
     fn = getattr(cudart, name)
+    structs = struct_parameters(getattr(real, name), cudart)
     args = [
-        bytearray(64) if p in ("dst", "src") else _DUMMY.get(p, 0x1000)
+        structs[p] if p in structs else bytearray(64) if p in ("dst", "src") else _DUMMY.get(p, 0x1000)
         for p in inspect.signature(fn).parameters
     ]
     conn = cricket_client.connect(failing_server.address, make_default=False)
