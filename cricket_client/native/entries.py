@@ -953,10 +953,17 @@ _launch_plans: weakref.WeakKeyDictionary[Any, dict[int, tuple[ParamPacker, int]]
 _WIRE_STREAMS = {0: 0, CU_STREAM_LEGACY: 0, CU_STREAM_PER_THREAD: _WIRE_PER_THREAD}
 
 
+_last_plans: tuple[Any, dict[int, tuple[ParamPacker, int]]] = (None, {})  # the latest connection's
+
+
 def _launch_plan(conn: Any, f: int) -> tuple[ParamPacker, int] | None:
-    plans = _launch_plans.get(conn)
-    if plans is None:
-        plans = _launch_plans.setdefault(conn, {})
+    global _last_plans
+    last, plans = _last_plans
+    if last is not conn:
+        plans = _launch_plans.get(conn)
+        if plans is None:
+            plans = _launch_plans.setdefault(conn, {})
+        _last_plans = (conn, plans)
     plan = plans.get(f)
     if plan is None:
         func = _func(f)
