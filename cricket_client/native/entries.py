@@ -960,9 +960,7 @@ def _launch_plan(conn: Any, f: int) -> tuple[ParamPacker, int] | None:
     global _last_plans
     last, plans = _last_plans
     if last is not conn:
-        plans = _launch_plans.get(conn)
-        if plans is None:
-            plans = _launch_plans.setdefault(conn, {})
+        plans = _launch_plans.setdefault(conn, {})
         _last_plans = (conn, plans)
     plan = plans.get(f)
     if plan is None:
