@@ -963,14 +963,15 @@ def _launch_plan(conn: Any, f: int) -> tuple[ParamPacker, int] | None:
         plans = _launch_plans.setdefault(conn, {})
         _last_plans = (conn, plans)
     plan = plans.get(f)
-    if plan is None:
-        func = _func(f)
-        if func == f and f >> KIND_SHIFT == HandleKind.KERNEL:
-            return None  # not resolved: the general path reports it
-        err, layout = conn.param_layout(func)
-        if err:
-            return None
-        plan = plans[f] = (ParamPacker(ffi, lib, layout), func)
+    if plan is not None and conn.param_layout(plan[1])[1] is plan[0].layout:
+        return plan  # the layout the connection keeps for the function (no call: it is cached)
+    func = _func(f)
+    if func == f and f >> KIND_SHIFT == HandleKind.KERNEL:
+        return None  # not resolved: the general path reports it
+    err, layout = conn.param_layout(func)
+    if err:
+        return None
+    plan = plans[f] = (ParamPacker(ffi, lib, layout), func)
     return plan
 
 

@@ -38,11 +38,12 @@ LAUNCH_HEAD = struct.Struct(">Q7IQI")
 class ParamPacker:
     """One function's layout, ready for `cricket_pack_params` of the library (`ffi`, `lib`)."""
 
-    __slots__ = ("_ffi", "_lib", "_layout", "count", "size", "_pad")
+    __slots__ = ("_ffi", "_lib", "_layout", "layout", "count", "size", "_pad")
 
     def __init__(self, ffi: Any, lib: Any, layout: tuple[tuple[int, int], ...]) -> None:
         self._ffi = ffi
         self._lib = lib
+        self.layout = layout  # as given (the connection's cached tuple)
         self.count = len(layout)
         self.size = max((off + size for off, size in layout), default=0)
         self._layout = ffi.new("uint32_t[]", [v for pair in layout for v in pair] or [0])
