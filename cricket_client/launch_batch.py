@@ -64,7 +64,6 @@ class LaunchBatcher:
         self.queued: list[bytes] = []  # encoded launch_args not sent yet (read without the lock)
         self._bytes = 0
         self._due: float | None = None  # when the gathered batch must go at the latest
-        self._waking: float | None = None  # when the timer looks again at the latest (None: when told)
         self._timer: threading.Thread | None = None
         self._closed = False
 
@@ -116,37 +115,25 @@ class LaunchBatcher:
 
     def _arm_locked(self) -> None:
         """The first launch of a gathered batch: make sure it leaves within `delay`."""
-        due = self._due = time.monotonic() + self.delay
+        self._due = time.monotonic() + self.delay
         if self._timer is None:
             self._timer = threading.Thread(
                 target=self._timer_loop, name="cricket-launch-batch", daemon=True
             )
             self._timer.start()
-        elif self._waking is None or self._waking > due:
-            # Woken only where it would not look again in time: each wake takes the GIL from
-            # the launching thread (at once where that is a C caller of the native library).
+        else:
             self._cond.notify()
 
     def _timer_loop(self) -> None:
         cond = self._cond
-        active = False
         with cond:
             while not self._closed:
                 due = self._due
-                now = time.monotonic()
                 if due is None:
-                    if active:  # launches are coming: look again within `delay`, unasked
-                        active = False
-                        self._waking = now + self.delay
-                        cond.wait(self.delay)
-                    else:
-                        self._waking = None
-                        cond.wait()
+                    cond.wait()
                     continue
-                active = True
-                left = due - now
+                left = due - time.monotonic()
                 if left > 0:
-                    self._waking = due
                     cond.wait(left)  # then look again: sent meanwhile, or a new batch armed
                     continue
                 if self.queued:
