@@ -8,8 +8,8 @@ Python client (cuda.bindings through the library against cricket_client.driver i
 over one connection, in alternating rounds: target at most 2 us on the GPU machine; the C
 caller runs in a process of its own, so its difference also holds run-to-run noise), and
 empty launches per second through
-the native library against the Python client (and against local cuda-python where a GPU
-answers; target at least 0.5x local).
+the native library, from C and from cuda.bindings, against the Python client (and against local
+cuda-python where a GPU answers; target at least 0.5x local).
 """
 
 from __future__ import annotations
@@ -53,7 +53,13 @@ _BINDINGS = textwrap.dedent(
                 fn()
                 if round >= 2:
                     samples[name].append(clock() - t0)
-    print(json.dumps({name: statistics.median(s) / 1000 for name, s in samples.items()}))
+    out = {name: statistics.median(s) / 1000 for name, s in samples.items()}
+    sys.path.insert(0, sys.argv[2])
+    from bench.driver_remote import Workload
+    work = Workload(cu)  # empty launches from cuda.bindings through the library
+    work.launch_rate(1000)
+    out["launch_rate"] = statistics.median(work.launch_rate(int(sys.argv[3])) for _ in range(3))
+    print(json.dumps(out))
     """
 )
 
@@ -73,7 +79,7 @@ def _native_c(env: dict[str, str]) -> dict[str, float] | None:
 
 def _native_bindings(env: dict[str, str]) -> dict[str, float]:
     out = subprocess.run(
-        [sys.executable, "-c", _BINDINGS, str(CALLS)], env=env,
+        [sys.executable, "-c", _BINDINGS, str(CALLS), str(HERE.parent), str(LAUNCHES)], env=env,
         capture_output=True, text=True, timeout=600, check=True,
     )  # fmt: skip
     return json.loads(out.stdout)  # type: ignore[no-any-return]
@@ -127,10 +133,16 @@ def run(backend: str = "auto") -> list[Row]:
                 "Python client", base, c["attribute_median_us"] / base,
                 extra={"overhead_us": c["attribute_median_us"] - base},
             ))  # fmt: skip
-            local = _local_launch_rate()
+        local = _local_launch_rate()
+        if c is not None:
             rows.append(Row(
                 "native: empty launches from C", c["launch_rate"], "1/s",
                 "local" if local else "Python client", local or python_rate,
                 c["launch_rate"] / (local or python_rate), ">= 0.5x local",
             ))  # fmt: skip
+        rows.append(Row(
+            "native: empty launches from cuda.bindings", both["launch_rate"], "1/s",
+            "local" if local else "Python client", local or python_rate,
+            both["launch_rate"] / (local or python_rate), ">= 0.5x local",
+        ))  # fmt: skip
     return rows

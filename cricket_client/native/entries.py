@@ -14,6 +14,7 @@ import atexit
 import logging
 import os
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -24,12 +25,14 @@ from rpc_spec.handles import KIND_SHIFT, HandleKind
 
 from .. import connection as _connection
 from .. import driver
-from .._enums import DRIVER_NAMES
+from .._driver_base import _WIRE_PER_THREAD
+from .._enums import CU_STREAM_LEGACY, CU_STREAM_PER_THREAD, DRIVER_NAMES
 from .._types import as_int
 from ..connection import get_connection as _conn
 from ..errors import CricketClientError, NotSupportedRemotely
 from ..host_buffers import HostBufferError
 from ..runtime_host import PINNED
+from .launch_pack import ParamPacker
 from .signatures import select_symbol
 
 __all__ = ["start"]
@@ -942,11 +945,54 @@ def cuKernelGetName(name: Any, kernel: int) -> int:
 # -- launches -------------------------------------------------------------------------------
 
 
+# per connection: function or kernel handle given -> its packer and function id, made once
+_launch_plans: weakref.WeakKeyDictionary[Any, dict[int, tuple[ParamPacker, int]]] = (
+    weakref.WeakKeyDictionary()
+)
+# the default streams as the wire names them (cricket_client._driver_base._stream)
+_WIRE_STREAMS = {0: 0, CU_STREAM_LEGACY: 0, CU_STREAM_PER_THREAD: _WIRE_PER_THREAD}
+
+
+_last_plans: tuple[Any, dict[int, tuple[ParamPacker, int]]] = (None, {})  # the latest connection's
+
+
+def _launch_plan(conn: Any, f: int) -> tuple[ParamPacker, int] | None:
+    global _last_plans
+    last, plans = _last_plans
+    if last is not conn:
+        plans = _launch_plans.setdefault(conn, {})
+        _last_plans = (conn, plans)
+    plan = plans.get(f)
+    if plan is not None and conn.param_layout(plan[1])[1] is plan[0].layout:
+        return plan  # the layout the connection keeps for the function (no call: it is cached)
+    func = _func(f)
+    if func == f and f >> KIND_SHIFT == HandleKind.KERNEL:
+        return None  # not resolved: the general path reports it
+    err, layout = conn.param_layout(func)
+    if err:
+        return None
+    plan = plans[f] = (ParamPacker(ffi, lib, layout), func)
+    return plan
+
+
 @_entry
 def cuLaunchKernel(
     f: int, gx: int, gy: int, gz: int, bx: int, by: int, bz: int, shared: int, stream: int,
     params: int, extra: int,
 ) -> int:
+    # The fast path: the function's packer (made once) packs kernelParams in C, and the
+    # launch goes as cricket_client.driver sends it (batched, pipelined).
+    if not extra:
+        conn = _conn()
+        plan = _launch_plan(conn, f)
+        if plan is not None and not conn.replay_log.logging:
+            packer, func = plan
+            body = packer.body(
+                func, gx, gy, gz, bx, by, bz, shared, _WIRE_STREAMS.get(stream, stream), params
+            )
+            if body is not None:
+                conn.post_launch(body)
+                return SUCCESS
     return _err(
         driver.cuLaunchKernel(
             _func(f), gx, gy, gz, bx, by, bz, shared, stream, params or None, extra or None

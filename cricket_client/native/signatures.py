@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from .families import FAMILY_ENTRIES, FAMILY_HANDLES, FAMILY_SINCE, FAMILY_TYPES
+from .launch_pack import PACK_C, PACK_CDEF
 
 __all__ = [
     "ENTRIES",
@@ -314,6 +315,7 @@ def python_declarations() -> str:
     lines.append("int cricket_stub_count(void);")
     lines.append("uintptr_t cricket_stub(int index);")
     lines.append("uintptr_t cricket_symbol(const char *name);")
+    lines.append(PACK_CDEF)
     return "\n".join(lines)
 
 
@@ -348,6 +350,7 @@ def c_source(
         "#define CUDA_ERROR_NOT_INITIALIZED 3",
         "#define CUDA_ERROR_DEINITIALIZED 4",
         "#define CUDA_ERROR_NOT_FOUND 500",
+        PACK_C,
         "static volatile int cricket_ready = 0, cricket_finalized = 0, cricket_forked = 0;",
         "CUresult cuGetProcAddress(const char *, void **, int, cuuint64_t);",
         "CUresult cuGetErrorName(CUresult, const char **);",
