@@ -23,6 +23,7 @@ __all__ = [
     'ckpt_option',
     'ckpt_attr',
     'context_image',
+    'ckpt_limit',
     'device_image',
     'function_image',
     'global_image',
@@ -55,6 +56,7 @@ __all__ = [
     'xdr_ckpt_option',
     'xdr_ckpt_attr',
     'xdr_context_image',
+    'xdr_ckpt_limit',
     'xdr_device_image',
     'xdr_function_image',
     'xdr_global_image',
@@ -86,7 +88,7 @@ __all__ = [
 
 
 CHECKPOINT_MAGIC = 0x43524b50
-CHECKPOINT_FORMAT_VERSION = 3
+CHECKPOINT_FORMAT_VERSION = 4
 CHECKPOINT_MAX_NAME = 1024
 
 
@@ -217,11 +219,41 @@ class context_image:
 
 
 @_dc.dataclass(slots=True)
+class ckpt_limit:
+    """struct ckpt_limit."""
+
+    limit: int
+    value: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        try:
+            return _xdr_ckpt_limit__S0(self.limit, self.value)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_ckpt_limit.diagnose(self, e)) from None
+
+    @classmethod
+    def decode(cls, data: Any) -> ckpt_limit:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        try:
+            a0_0, a0_1, = _xdr_ckpt_limit__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('ckpt_limit', 12, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct ckpt_limit: %s is not a declared enum value' % e) from None
+        return ckpt_limit(a0_0, a0_1)
+
+
+@_dc.dataclass(slots=True)
 class device_image:
     """struct device_image."""
 
     dev: int
-    limits: list[ckpt_attr]
+    limits: list[ckpt_limit]
 
     def encode(self) -> bytes:
         """The XDR encoding of this value."""
@@ -785,6 +817,7 @@ xdr_blob_ref = _xdr.Struct('blob_ref')
 xdr_ckpt_option = _xdr.Struct('ckpt_option')
 xdr_ckpt_attr = _xdr.Struct('ckpt_attr')
 xdr_context_image = _xdr.Struct('context_image')
+xdr_ckpt_limit = _xdr.Struct('ckpt_limit')
 xdr_device_image = _xdr.Struct('device_image')
 xdr_function_image = _xdr.Struct('function_image')
 xdr_global_image = _xdr.Struct('global_image')
@@ -923,6 +956,32 @@ def _xdr_context_image__unpack(dec: _xdr.Decoder) -> context_image:
     except KeyError as e:
         raise _xdr.XdrDecodeError('struct context_image: %s is not a declared enum value' % e) from None
     return context_image(a0_0, a0_1, a0_2, a0_3, a0_4)
+
+
+_xdr_ckpt_limit__st0 = _struct.Struct('>iQ')
+_xdr_ckpt_limit__S0, _xdr_ckpt_limit__U0 = _xdr_ckpt_limit__st0.pack, _xdr_ckpt_limit__st0.unpack_from
+_xdr_ckpt_limit__W0 = _xdr_ckpt_limit__st0.unpack
+
+
+def _xdr_ckpt_limit__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_ckpt_limit__S0(v.limit, v.value)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_ckpt_limit.diagnose(v, e)) from None
+
+
+def _xdr_ckpt_limit__unpack(dec: _xdr.Decoder) -> ckpt_limit:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, = _xdr_ckpt_limit__U0(dec.mv, pos)
+        dec.pos = pos + 12
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct ckpt_limit: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct ckpt_limit: %s is not a declared enum value' % e) from None
+    return ckpt_limit(a0_0, a0_1)
 
 
 _xdr_device_image__st0 = _struct.Struct('>i')
@@ -1708,11 +1767,20 @@ xdr_context_image.define(
     coders=(_xdr_context_image__pack, _xdr_context_image__unpack),
     whole=(context_image.encode, context_image.decode),
 )
+xdr_ckpt_limit.define(
+    ckpt_limit,
+    [
+        ('limit', _xdr.xdr_int),
+        ('value', _xdr.xdr_u_hyper),
+    ],
+    coders=(_xdr_ckpt_limit__pack, _xdr_ckpt_limit__unpack),
+    whole=(ckpt_limit.encode, ckpt_limit.decode),
+)
 xdr_device_image.define(
     device_image,
     [
         ('dev', _xdr.xdr_int),
-        ('limits', _xdr.VarArray(xdr_ckpt_attr, None)),
+        ('limits', _xdr.VarArray(xdr_ckpt_limit, None)),
     ],
     coders=(_xdr_device_image__pack, _xdr_device_image__unpack),
 )
@@ -2128,6 +2196,7 @@ _xdr.ready_all(
     xdr_ckpt_option,
     xdr_ckpt_attr,
     xdr_context_image,
+    xdr_ckpt_limit,
     xdr_device_image,
     xdr_function_image,
     xdr_global_image,

@@ -190,7 +190,7 @@ def snapshot_session(
             for limit in LIMITS:
                 with contextlib.suppress(CudaError):
                     limits.append(
-                        ck.ckpt_attr(attribute=limit, value=session.bsession.get_limit(limit))
+                        ck.ckpt_limit(limit=limit, value=session.bsession.get_limit(limit))
                     )
         devices.append(ck.device_image(dev=dev, limits=limits))
     functions = {f.handle: f for f in _records(session, FunctionRecord)}
@@ -659,12 +659,10 @@ class _Restorer:
         with self.session.on_device(d.dev):
             for limit in d.limits:
                 try:
-                    if self.b.get_limit(limit.attribute) != limit.value:
-                        self.b.set_limit(limit.attribute, limit.value)
+                    if self.b.get_limit(limit.limit) != limit.value:
+                        self.b.set_limit(limit.limit, limit.value)
                 except CudaError as e:
-                    self.report.warnings.append(
-                        f"device {d.dev} limit {limit.attribute}: {e.message}"
-                    )
+                    self.report.warnings.append(f"device {d.dev} limit {limit.limit}: {e.message}")
 
 
 def _handles_of(s: ck.session_image) -> Iterator[int]:
