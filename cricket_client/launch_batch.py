@@ -4,7 +4,8 @@ A launch made while nothing of the connection's is outstanding at the server goe
 so the GPU starts without delay. Launches made while earlier work is on its way wait here and
 go as one call (one record, one reply) once `max_launches` or `max_bytes` have gathered, when
 any other call is made on the connection (`Connection` flushes first, so the server sees the
-program's order), or `delay` seconds after the first of them at the latest (a background
+program's order; a synchronizing call takes the batch along in its own write, so the server
+wakes once for both), or `delay` seconds after the first of them at the latest (a background
 thread, started on first need, sees to that: a program that launches and then computes on the
 host still gets its kernels started).
 """
@@ -52,11 +53,13 @@ class LaunchBatcher:
         self,
         send: Send,
         *,
+        send_with_next: Send | None = None,
         max_launches: int = MAX_LAUNCHES,
         max_bytes: int = MAX_BYTES,
         delay: float | None = None,
     ) -> None:
         self._send = send
+        self._send_with_next = send_with_next or send
         self.max_launches = max_launches
         self.max_bytes = max_bytes
         self.delay = _delay_from_env() if delay is None else delay
@@ -81,13 +84,16 @@ class LaunchBatcher:
             elif len(parts) == 1:
                 self._arm_locked()
 
-    def flush(self) -> None:
-        """Send the queued launches now (before another call, so the server keeps order)."""
+    def flush(self, *, with_next: bool = False) -> None:
+        """Send the queued launches now (before another call, so the server keeps order).
+
+        `with_next`: the caller sends a call right after and sees that it leaves: the batch
+        goes by `send_with_next`, which may hold it to leave in one write with that call."""
         if not self.queued:
             return
         with self._cond:
             if self.queued:
-                self._flush_locked()
+                self._flush_locked(self._send_with_next if with_next else self._send)
 
     def close(self) -> None:
         """Send what is queued and stop the timer thread."""
@@ -100,12 +106,12 @@ class LaunchBatcher:
         if timer is not None and timer is not threading.current_thread():
             timer.join()
 
-    def _flush_locked(self) -> None:
+    def _flush_locked(self, send: Send | None = None) -> None:
         parts = self.queued
         count = len(parts)
         body = _COUNT.pack(count) + b"".join(parts)
         try:
-            self._send(count, body)
+            (send or self._send)(count, body)
         finally:
             # Emptied only once sent: `flush` (another thread's call) sees them queued until
             # then, takes the lock, and so cannot overtake a batch being sent.

@@ -74,7 +74,9 @@ class Pipeline:
         self.deferred_error = 0  # the first failure not reported yet
         self.deferred_exception: BaseException | None = None  # an RPC failure, raised next
         self.lost_procs: list[str] = []  # pipelined calls that failed with the connection
-        self.launches = LaunchBatcher(self._send_launch_batch)
+        self.launches = LaunchBatcher(
+            self._send_launch_batch, send_with_next=self._send_launch_batch_with_next
+        )
 
     # -- sending ---------------------------------------------------------------------------
 
@@ -97,10 +99,16 @@ class Pipeline:
         pending = self.pending
         self.launches.add(body, at_once=not pending or pending[-1][1].done())
 
-    def _send_launch_batch(self, count: int, body: bytes) -> None:
+    def _send_launch_batch_with_next(self, count: int, body: bytes) -> None:
+        """A batch the caller's next call takes along: held in the RPC client to leave in one
+        write with that call (one wake-up of the server for both). A caller that then sends
+        nothing must `rpc.flush()`."""
+        self._send_launch_batch(count, body, defer=True)
+
+    def _send_launch_batch(self, count: int, body: bytes, *, defer: bool = False) -> None:
         prog, vers, number, _codecs, decode = self._how_to_send("CU_LAUNCH_KERNEL_BATCH")
         try:
-            call = self.rpc.call_async(prog, vers, number, body)
+            call = self.rpc.call_async(prog, vers, number, body, defer=defer)
         except ConnectionLost as lost:  # reported by the next synchronizing call
             with self._lock:
                 self.lost_procs.append(f"CU_LAUNCH_KERNEL_BATCH ({count} launches)")

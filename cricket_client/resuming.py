@@ -2,7 +2,8 @@
 
 `resuming(method)` runs a call method so that a lost connection does not lose the call:
 
-- gathered launches are sent first (the server keeps the program's order);
+- gathered launches are sent first (the server keeps the program's order), in one write with
+  the call the method sends (one wake-up of the server for both);
 - the calls it sends are numbered in the connection's replay log (and logged, once the
   program took a checkpoint: `cricket_client.replay`); a call that never ran (its arguments
   did not encode, the server refused it before dispatching it) is not numbered, as the
@@ -58,6 +59,7 @@ NOT_RUN = (
 )
 
 _ONE_CALL = frozenset({"call", "_call_resuming", "sync", "_sync", "post", "post_encoded"})  # methods sending one call
+_POSTING = frozenset({"post", "post_encoded"})  # methods whose call may wait in the RPC client
 
 
 def resuming(method: F) -> F:
@@ -65,10 +67,25 @@ def resuming(method: F) -> F:
     session on a server holding it (cricket_client.reconnect) and run it once more."""
 
     one_call = method.__name__ in _ONE_CALL
+    posting = method.__name__ in _POSTING
 
     @functools.wraps(method)
     def wrapper(self: Connection, *args: Any, **kwargs: Any) -> Any:
-        self.pipeline.launches.flush()  # gathered launches go first: the server keeps the order
+        launches = self.pipeline.launches
+        if not launches.queued or posting:
+            if launches.queued:
+                launches.flush()  # gathered launches go first: the server keeps the order
+            return _run(self, args, kwargs)
+        # Gathered launches go first (the server keeps the order), in one write with the
+        # call the method sends; should it send none, they leave when it returns.
+        transport = self._rpc
+        launches.flush(with_next=True)
+        try:
+            return _run(self, args, kwargs)
+        finally:
+            transport.flush()
+
+    def _run(self: Connection, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         book = self.replay_log
         transport = self._rpc
         if one_call and not book.logging:
