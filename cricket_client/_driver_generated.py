@@ -57,10 +57,8 @@ __all__ = [
     "cuKernelGetFunction",
     "cuLibraryGetKernel",
     "cuLibraryUnload",
-    "cuMemAlloc",
     "cuMemAllocAsync",
     "cuMemAllocPitch",
-    "cuMemFree",
     "cuMemFreeAsync",
     "cuMemGetAddressRange",
     "cuMemGetInfo",
@@ -211,14 +209,6 @@ def cuCtxGetStreamPriorityRange() -> tuple[Any, int | None, int | None]:
     return (_SUCCESS, v0, v1)
 
 
-def cuMemAlloc(bytesize: int) -> tuple[Any, CUdeviceptr | None]:
-    bytesize = size_t(bytesize, "cuMemAlloc: bytesize")
-    err, r = _conn().sync("CU_MEM_ALLOC", bytesize)
-    if err:
-        return _out(err, None)
-    return (_SUCCESS, CUdeviceptr(r.value))
-
-
 def cuMemAllocPitch(WidthInBytes: int, Height: int, ElementSizeBytes: int) -> tuple[Any, CUdeviceptr | None, int | None]:
     WidthInBytes = size_t(WidthInBytes, "cuMemAllocPitch: WidthInBytes")
     Height = size_t(Height, "cuMemAllocPitch: Height")
@@ -227,10 +217,6 @@ def cuMemAllocPitch(WidthInBytes: int, Height: int, ElementSizeBytes: int) -> tu
     if err:
         return _out(err, None, None)
     return (_SUCCESS, CUdeviceptr(r.value.ptr), r.value.pitch)
-
-
-def cuMemFree(dptr: Any) -> tuple[Any]:
-    return _out(_conn().call("CU_MEM_FREE", _handle(dptr, "dptr"))[0])
 
 
 def cuMemGetInfo() -> tuple[Any, int | None, int | None]:

@@ -675,6 +675,7 @@ def cuOccupancyMaxPotentialBlockSize(
 
 # -- CUDA graphs and stream capture (cricket_client.driver_graphs) ----------------------------
 from . import driver_graphs as _graphs  # noqa: E402
+from .capture_modes import *  # noqa: E402, F403  (capture modes; unsafe calls they govern)
 from .driver_flags import *  # noqa: E402, F403  (flags, attributes, launch variants)
 from .driver_graph_nodes import *  # noqa: E402, F403  (polymorphic graph node calls)
 from .driver_graphs import *  # noqa: E402, F403

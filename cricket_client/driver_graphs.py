@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from . import capture_modes
 from ._args import size_t, u64, uint
 from ._enums import (
     CUgraphNodeType,
@@ -236,6 +237,7 @@ def cuStreamBeginCapture(hStream: Any, mode: Any) -> tuple[Any]:
     err, _ = conn.sync("CU_STREAM_BEGIN_CAPTURE", stream, int(mode))
     if not err:
         _state(conn).capturing.add(stream)
+        capture_modes.began(conn, stream, int(mode))
     return _out(err)
 
 
@@ -245,6 +247,8 @@ def cuStreamEndCapture(hStream: Any) -> tuple[Any, CUgraph | None]:
     stream = _stream(hStream)
     err, r = conn.sync("CU_STREAM_END_CAPTURE", stream)
     _state(conn).capturing.discard(stream)
+    if err in (0, CUresult.CUDA_ERROR_STREAM_CAPTURE_INVALIDATED):  # the capture is over
+        capture_modes.ended(conn, stream)
     return _out(err, CUgraph(r.value) if not err else None)
 
 

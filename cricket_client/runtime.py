@@ -683,6 +683,7 @@ def cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
 
 # -- CUDA graphs and stream capture (cricket_client.runtime_graphs) ---------------------------
 from . import runtime_graphs as _graphs  # noqa: E402
+from .capture_modes import cudaThreadExchangeStreamCaptureMode  # noqa: E402, F401
 from .plain_types import (  # noqa: E402, F401  (value types that hold no GPU state)
     cudaEglFrame,
     cudaExecutionContext_t,

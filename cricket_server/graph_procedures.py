@@ -152,6 +152,11 @@ class GraphProcedures:
             proto.handle_result, ctx, "cuStreamEndCapture", lambda s: s.stream_end_capture(stream)
         )
 
+    def CU_STREAM_CAPTURE_PROHIBIT(self, ctx: Any, stream: int, which: int) -> int:
+        return self._status(
+            ctx, "cuStreamCaptureProhibit", lambda s: s.stream_capture_prohibit(stream, which)
+        )
+
     def CU_STREAM_GET_CAPTURE_INFO(self, ctx: Any, stream: int) -> proto.capture_info_result:
         def info(s: Session) -> proto.capture_info:
             status, seq, graph, deps = s.stream_capture_info(stream)

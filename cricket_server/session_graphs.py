@@ -58,6 +58,8 @@ if TYPE_CHECKING:
 
 _capture_ids = itertools.count(1)
 CAPTURE_MODE_RELAXED = 2  # CUstreamCaptureMode  # capture sequence ids, unique in the process
+# the potentially unsafe calls a thread's capture mode governs (CU_STREAM_CAPTURE_PROHIBIT)
+PROHIBITED_CALLS = ("cuMemAlloc", "cuMemFree")
 _NODE_NAMES = {
     NODE_KERNEL: "kernel",
     NODE_MEMCPY: "memcpy",
@@ -550,6 +552,30 @@ class SessionGraphs(
         if capture.seq.invalid:
             return CAPTURE_INVALIDATED, capture.seq.id, 0, []
         return CAPTURE_ACTIVE, capture.seq.id, capture.seq.graph, list(capture.tail)
+
+    def stream_capture_prohibit(self, stream: int, which: int) -> None:
+        """A potentially unsafe call (`PROHIBITED_CALLS[which]`) that the calling thread's
+        capture mode prohibits while the capture on `stream` is under way (the client keeps
+        the thread modes and decides): the capture is invalidated, the call refused."""
+        if not 0 <= which < len(PROHIBITED_CALLS):
+            raise CudaError(
+                CUDA_ERROR_INVALID_VALUE,
+                f"cuStreamCaptureProhibit: {which} names no call (0-{len(PROHIBITED_CALLS) - 1})",
+            )
+        call = PROHIBITED_CALLS[which]
+        self.current(call)
+        self._stream(call, stream)
+        if self._capture_of(stream) is None:
+            raise CudaError(
+                CUDA_ERROR_ILLEGAL_STATE, f"{call}: stream {stream:#x} is not capturing"
+            )
+        error = self._unsupported_in_capture(call, stream)
+        raise CudaError(
+            error.code,
+            f"{error.message}; the calling thread's capture mode "
+            "(cuThreadExchangeStreamCaptureMode) prohibits potentially unsafe calls while it "
+            "is under way",
+        )
 
     def _captured(
         self, call: str, capture: StreamCapture, params: Any, check: Callable[[], None]

@@ -170,6 +170,7 @@ __all__ = [
     'CU_STREAM_END_CAPTURE',
     'CU_STREAM_GET_CAPTURE_INFO',
     'CU_STREAM_CAPTURE_HOST_COPY',
+    'CU_STREAM_CAPTURE_PROHIBIT',
     'CU_MEM_GET_ALLOCATION_GRANULARITY',
     'CU_MEM_ADDRESS_RESERVE',
     'CU_MEM_ADDRESS_FREE',
@@ -532,6 +533,7 @@ CU_STREAM_BEGIN_CAPTURE = 420
 CU_STREAM_END_CAPTURE = 421
 CU_STREAM_GET_CAPTURE_INFO = 422
 CU_STREAM_CAPTURE_HOST_COPY = 423
+CU_STREAM_CAPTURE_PROHIBIT = 680
 CU_MEM_GET_ALLOCATION_GRANULARITY = 450
 CU_MEM_ADDRESS_RESERVE = 451
 CU_MEM_ADDRESS_FREE = 452
@@ -7822,6 +7824,22 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 423, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
+    def CU_STREAM_CAPTURE_PROHIBIT(self, arg1: cu_handle, arg2: int, *, timeout: float | None = None) -> int:
+        """Call CU_STREAM_CAPTURE_PROHIBIT (680) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 680, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_STREAM_CAPTURE_PROHIBIT_async(self, arg1: cu_handle, arg2: int) -> _Pending:
+        """Send CU_STREAM_CAPTURE_PROHIBIT (680); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 680, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
     def CU_MEM_GET_ALLOCATION_GRANULARITY(self, arg1: mem_alloc_prop, arg2: int, *, timeout: float | None = None) -> u64_result:
         """Call CU_MEM_GET_ALLOCATION_GRANULARITY (450) and wait for its result."""
         _enc = _xdr.Encoder()
@@ -8975,6 +8993,11 @@ class CRICKET_V1_Server:
             _Facts(pipelined=True, replay='replay', handles=((0, ('stream',)),)),
             plan=_Plan(decode_reply=_xdr_plan_status),
         ),
+        680: _Procedure(
+            680, 'CU_STREAM_CAPTURE_PROHIBIT', (xdr_cu_handle, _xdr.xdr_int), _xdr.xdr_int,
+            _Facts(replay='readonly', handles=((0, ('stream',)),)),
+            plan=_Plan(encode_args=_plan_a21_encode_args, decode_args=_plan_a21_decode_args, decode_reply=_xdr_plan_status),
+        ),
         450: _Procedure(
             450, 'CU_MEM_GET_ALLOCATION_GRANULARITY', (xdr_mem_alloc_prop, _xdr.xdr_int), xdr_u64_result,
             _Facts(replay='readonly'),
@@ -9684,6 +9707,10 @@ class CRICKET_V1_Server:
     def CU_STREAM_CAPTURE_HOST_COPY(self, ctx: Any, arg1: cu_handle, arg2: graph_memcpy_params) -> int:
         """CU_STREAM_CAPTURE_HOST_COPY (423): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_STREAM_CAPTURE_HOST_COPY")
+
+    def CU_STREAM_CAPTURE_PROHIBIT(self, ctx: Any, arg1: cu_handle, arg2: int) -> int:
+        """CU_STREAM_CAPTURE_PROHIBIT (680): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_STREAM_CAPTURE_PROHIBIT")
 
     def CU_MEM_GET_ALLOCATION_GRANULARITY(self, ctx: Any, arg1: mem_alloc_prop, arg2: int) -> u64_result:
         """CU_MEM_GET_ALLOCATION_GRANULARITY (450): not served unless overridden."""

@@ -208,6 +208,7 @@ BACKEND_NEEDS: dict[str, tuple[str, ...]] = {
     "CU_STREAM_END_CAPTURE": (),
     "CU_STREAM_GET_CAPTURE_INFO": (),
     "CU_STREAM_CAPTURE_HOST_COPY": (),
+    "CU_STREAM_CAPTURE_PROHIBIT": (),  # capture modes (680-699)
     # virtual memory management and memory pools
     "CU_MEM_GET_ALLOCATION_GRANULARITY": ("device_count",),
     "CU_MEM_ADDRESS_RESERVE": (),
