@@ -117,3 +117,22 @@ def test_another_threads_thread_local_capture_prohibits_nothing_here(
     check(cuda.cuStreamBeginCapture(stream, THREAD_LOCAL))
     assert in_thread(lambda: cuda.cuMemAlloc(1024)[0]) == SUCCESS
     check(cuda.cuGraphDestroy(check(cuda.cuStreamEndCapture(stream))))
+
+
+def test_runtime_forms_follow_the_thread_mode(session: cricket_client.Connection) -> None:
+    rt = cudart.cudaError_t
+    err, stream = cudart.cudaStreamCreate()
+    assert err == rt.cudaSuccess
+    global_ = cudart.cudaStreamCaptureMode.cudaStreamCaptureModeGlobal
+    assert cudart.cudaStreamBeginCapture(stream, global_)[0] == rt.cudaSuccess
+    assert cudart.cudaMalloc(256) == (rt.cudaErrorStreamCaptureUnsupported, None)
+    assert cudart.cudaStreamEndCapture(stream)[0] == rt.cudaErrorStreamCaptureInvalidated
+    assert cudart.cudaStreamBeginCapture(stream, global_)[0] == rt.cudaSuccess
+    relaxed = cudart.cudaStreamCaptureMode.cudaStreamCaptureModeRelaxed
+    assert cudart.cudaThreadExchangeStreamCaptureMode(relaxed) == (rt.cudaSuccess, global_)
+    err, ptr = cudart.cudaMalloc(256)
+    assert err == rt.cudaSuccess
+    assert cudart.cudaFree(ptr) == (rt.cudaSuccess,)
+    err, graph = cudart.cudaStreamEndCapture(stream)
+    assert err == rt.cudaSuccess
+    assert cudart.cudaGraphDestroy(graph) == (rt.cudaSuccess,)
