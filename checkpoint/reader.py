@@ -31,7 +31,8 @@ from .validate import blob_path_problem, manifest_problems
 PIECE = 64 << 20  # bytes a blob is read and handed on in
 VERIFY_THREADS = 8
 PREFETCH_THREADS = 4  # blobs a restore reads (and hashes) at once, ahead of their use
-PREFETCH_DEPTH = 2  # pieces a prefetched blob holds ready: at most THREADS x DEPTH x PIECE
+PREFETCH_DEPTH = 2  # checked pieces a prefetched blob holds ready for its taker; with the
+# pieces its read-ahead thread holds, at most THREADS x (DEPTH + 4) x PIECE bytes (1.5 GiB)
 STAGING_SHARE = 0.5  # of the host memory available, at most, held by a staged checkpoint
 
 

@@ -85,3 +85,27 @@ def test_prefetching_serves_every_blob_in_any_order_and_ends_its_threads(
     with ckpt.prefetching(refs):  # left before anything was taken
         time.sleep(0.05)
     assert _wait_no_threads() == []
+
+
+def test_prefetching_holds_a_bounded_number_of_pieces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(reader, "PIECE", 4096)  # the 3 MiB allocation: 768 pieces
+    old, _ = build(manager())
+    write_checkpoint(old.manager, [old], tmp_path / "c")
+    ckpt = Checkpoint.open(tmp_path / "c")
+    refs = [ref for _what, ref in blob_refs(ckpt.manifest)]
+    read: dict[str, int] = {}
+    original = Checkpoint._read_pieces
+
+    def counting(self: Checkpoint, ref: object) -> object:
+        for piece in original(self, ref):  # type: ignore[arg-type]
+            read[ref.file] = read.get(ref.file, 0) + 1  # type: ignore[attr-defined]
+            yield piece
+
+    monkeypatch.setattr(Checkpoint, "_read_pieces", counting)
+    with ckpt.prefetching(refs):
+        time.sleep(1.0)  # nothing taken: the threads stop once their pieces wait
+        largest = max(read.values())
+        assert largest <= reader.PREFETCH_DEPTH + 1
+    assert _wait_no_threads() == []
