@@ -17,7 +17,7 @@ import os
 import queue
 import stat
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +30,9 @@ from .validate import blob_path_problem, manifest_problems
 
 PIECE = 64 << 20  # bytes a blob is read and handed on in
 VERIFY_THREADS = 8
+PREFETCH_THREADS = 4  # blobs a restore reads (and hashes) at once, ahead of their use
+PREFETCH_DEPTH = 2  # checked pieces a prefetched blob holds ready for its taker; with the
+# pieces its read-ahead thread holds, at most THREADS x (DEPTH + 4) x PIECE bytes (1.5 GiB)
 STAGING_SHARE = 0.5  # of the host memory available, at most, held by a staged checkpoint
 
 
@@ -117,7 +120,9 @@ class _HashingReader:
         return data
 
 
-def _read_ahead(f: BinaryIO, digest: Any, size: int, file: Path) -> Iterator[memoryview]:
+def _read_ahead(
+    f: BinaryIO, digest: Any, size: int, file: Path
+) -> Generator[memoryview, None, None]:
     """Pieces of `f`, read by a thread of its own one piece ahead while the caller hashes
     (here, into `digest`) and uses the current one."""
     ready: queue.Queue[memoryview | BaseException | None] = queue.Queue(maxsize=2)
@@ -152,6 +157,75 @@ def _read_ahead(f: BinaryIO, digest: Any, size: int, file: Path) -> Iterator[mem
             thread.join(timeout=0.01)
 
 
+class _Prefetch:
+    """Blobs read ahead by a few threads for `Checkpoint.prefetching`."""
+
+    def __init__(self, ckpt: Checkpoint, refs: list[ck.blob_ref]) -> None:
+        self.ckpt = ckpt
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.state: dict[str, str] = {}  # file -> "waiting", "running" or "taken"
+        self.ready: dict[str, queue.Queue[Any]] = {}
+        todo = [r for r in refs if self.state.setdefault(r.file, "waiting") == "waiting"]
+        todo = list({r.file: r for r in todo}.values())  # a file once
+        for ref in todo:
+            self.ready[ref.file] = queue.Queue(maxsize=PREFETCH_DEPTH)
+        self.pool = ThreadPoolExecutor(
+            max(1, min(len(todo), PREFETCH_THREADS)), thread_name_prefix="checkpoint-prefetch"
+        )
+        for ref in todo:
+            self.pool.submit(self._read, ref)
+
+    def _put(self, q: queue.Queue[Any], item: Any) -> bool:
+        while not self.stop.is_set():
+            with contextlib.suppress(queue.Full):
+                q.put(item, timeout=0.05)
+                return True
+        return False
+
+    def _read(self, ref: ck.blob_ref) -> None:
+        with self.lock:
+            if self.stop.is_set() or self.state[ref.file] != "waiting":
+                return
+            self.state[ref.file] = "running"
+        q = self.ready[ref.file]
+        pieces = self.ckpt._read_pieces(ref)
+        try:
+            for piece in pieces:
+                if not self._put(q, piece):
+                    return
+        except BaseException as e:  # handed to the taker, raised there
+            self._put(q, e)
+            return
+        finally:
+            pieces.close()
+        self._put(q, None)
+
+    def take(self, file: str) -> Iterator[bytes | memoryview] | None:
+        """The pieces of `file` as its thread reads them; None when no thread has started on
+        it (the caller reads it itself)."""
+        with self.lock:
+            state = self.state.get(file)
+            if state is None or state == "taken":
+                return None
+            self.state[file] = "taken"
+            if state == "waiting":
+                return None
+        return self._drain(self.ready[file])
+
+    @staticmethod
+    def _drain(q: queue.Queue[Any]) -> Iterator[bytes | memoryview]:
+        while (item := q.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    def close(self) -> None:
+        self.stop.set()
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        self.ready.clear()
+
+
 @dataclass
 class VerifyReport:
     blobs: int
@@ -166,6 +240,7 @@ class Checkpoint:
         self.path = path
         self.manifest = manifest
         self._staged: dict[str, list[bytes | memoryview]] = {}  # file -> checked pieces
+        self._prefetch: _Prefetch | None = None
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> Checkpoint:
@@ -210,7 +285,26 @@ class Checkpoint:
         if staged is not None:
             yield from staged
             return
+        ahead = self._prefetch.take(ref.file) if self._prefetch is not None else None
+        if ahead is not None:
+            yield from ahead
+            return
         yield from self._read_pieces(ref)
+
+    @contextlib.contextmanager
+    def prefetching(self, refs: list[ck.blob_ref]) -> Iterator[None]:
+        """While inside, `pieces` of these blobs come from a few threads that read and hash
+        them ahead of their use, in this order, each holding at most PREFETCH_DEPTH pieces
+        (host memory stays bounded whatever the checkpoint's size). Each blob is still read
+        once and checked as its last piece is taken; a blob asked for before its turn is read
+        by the caller. Leaving stops the threads and drops what was read ahead."""
+        prefetch = _Prefetch(self, refs)
+        self._prefetch = prefetch
+        try:
+            yield
+        finally:
+            self._prefetch = None
+            prefetch.close()
 
     def stage(self, budget: int, refs: list[ck.blob_ref] | None = None) -> bool:
         """Read and check every blob (or `refs`) once, into host memory, by several threads;
@@ -233,7 +327,7 @@ class Checkpoint:
             raise
         return True
 
-    def _read_pieces(self, ref: ck.blob_ref) -> Iterator[bytes | memoryview]:
+    def _read_pieces(self, ref: ck.blob_ref) -> Generator[bytes | memoryview, None, None]:
         file = self._file(ref)
         try:
             f = open_in(self.path, file.relative_to(self.path))
@@ -249,16 +343,18 @@ class Checkpoint:
                     f"blob is {stored} bytes, the manifest says {ref.stored_size} (truncated?)",
                 )
             reader = _HashingReader(f)
+            source: Generator[bytes | memoryview, None, None]
             if ref.codec == ck.blob_codec.BLOB_ZSTD:
-                source: Iterator[bytes | memoryview] = zstd_pieces(reader, PIECE, file)
+                source = (piece for piece in zstd_pieces(reader, PIECE, file))
             else:
                 source = _read_ahead(f, reader.digest, PIECE, file)
             produced = 0
-            for piece in source:
-                produced += len(piece)
-                if produced > ref.size:
-                    raise CheckpointError(file, f"blob decodes to more than {ref.size} bytes")
-                yield piece
+            with contextlib.closing(source):  # its reading thread ends before `f` closes
+                for piece in source:
+                    produced += len(piece)
+                    if produced > ref.size:
+                        raise CheckpointError(file, f"blob decodes to more than {ref.size} bytes")
+                    yield piece
             if reader.read(1):
                 raise CheckpointError(file, "bytes after the end of the compressed blob")
             if reader.digest.digest() != bytes(ref.sha256):

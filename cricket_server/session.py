@@ -144,10 +144,16 @@ class SessionManager:
         return session
 
     def adopt(
-        self, session_id: int, token_digest: TokenDigest, peer: str, client_name: str
+        self,
+        session_id: int,
+        token_digest: TokenDigest,
+        peer: str,
+        client_name: str,
+        resumable: bool = True,
     ) -> Session:
         """A session with a given id, waiting for the HELLO of a client with the token of
-        `token_digest` (restore). The token itself is not known until then."""
+        `token_digest` (restore). The token itself is not known until then; no HELLO takes
+        it while `resumable` is False (a restore sets it once everything is back)."""
         bsession = self.backend.open_session()
         with self._lock:
             if session_id == 0 or session_id in self._sessions:
@@ -158,7 +164,7 @@ class SessionManager:
             session = Session(self, session_id, bsession, peer, client_name)
             session.token = b""
             session.token_digest = token_digest
-            session.resumable = True
+            session.resumable = resumable
             self._sessions[session_id] = session
         return session
 

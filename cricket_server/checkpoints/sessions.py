@@ -11,9 +11,10 @@ allocations at their addresses (`SessionMemory.alloc_at`), and then the context 
   every device of the session synchronized. It works on a `Session` wherever that lives, so
   a worker process can snapshot its own session into a part of the checkpoint directory.
 - `write_checkpoint(manager, sessions, target)`: one checkpoint directory of those sessions.
-- `restore_checkpoint(manager, path)`: verify everything, then re-create every session
-  (waiting for its client's HELLO with its token); on any failure everything made so far is
-  released and a `CheckpointError` is raised.
+- `restore_checkpoint(manager, path)`: check the manifest, then re-create every session,
+  its blobs read ahead in parallel and checked as they are copied; only once all of it is
+  back does a session wait for its client's HELLO with its token. On any failure
+  everything made so far is released and a `CheckpointError` is raised.
 
 Module globals: a reload puts a global where the backend chooses (on `cuda` the driver
 chooses); its contents are restored at the new address, and a moved global is reported
@@ -36,7 +37,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from checkpoint.format import CheckpointError
-from checkpoint.reader import Checkpoint, blob_refs, staging_budget
+from checkpoint.reader import Checkpoint, blob_refs
 from checkpoint.tokens import TokenDigest
 from checkpoint.writer import BlobSink, CheckpointWriter
 from cricket_server.backends.base import CudaError
@@ -752,11 +753,17 @@ def restore_checkpoint(
     only: set[int] | None = None,
     verified: bool = False,
 ) -> RestoreReport:
-    """Verify the checkpoint at `path`, then bring back every session in it (all or none).
+    """Bring back every session in the checkpoint at `path` (all or none).
+
+    The manifest and what this server can hold are checked before the device is touched.
+    Blobs are then read once, by a few threads ahead of their use (`Checkpoint.prefetching`),
+    hashed as they are read and copied to the device piece by piece as they arrive; a blob
+    that fails its check fails the restore, which releases everything made so far. No client
+    can take a restored session (HELLO with its token) before every blob has been checked.
 
     `only`: the ids of the sessions to bring back (a worker of cricket-restart restores one);
-    `verified`: the caller has verified the whole checkpoint already (blobs are still checked
-    as they are copied, and a failure still releases everything)."""
+    `verified`: the caller has verified the whole checkpoint already (the blobs are checked
+    again as they are copied either way)."""
     start = time.monotonic()
     ckpt = Checkpoint.open(path)
     ckpt.check_manifest()  # what `cricket-checkpoint verify` checks, with or without `verified`
@@ -765,19 +772,24 @@ def restore_checkpoint(
         missing = sorted(only - {s.session_id for s in images})
         raise CheckpointError(ckpt.path, f"holds no session {', '.join(map(hex, missing))}")
     check_fits(manager, ckpt, images)
-    if not verified and not ckpt.stage(staging_budget(), _blobs_of(images)):
-        ckpt.verify()  # too large to stage: read twice (the second pass checks again)
     report = RestoreReport([], 0, 0.0)
     try:
-        for image in images:
-            session = manager.adopt(
-                image.session_id, TokenDigest.of_image(image), image.peer, image.client_name
-            )
-            report.sessions.append(session)
-            with session.lock:
-                _Restorer(ckpt, session, report, progress).run(image)
-            buffer_ids = [a.buffer_id for a in image.allocations]
-            manager.advance_buffer_ids(max(buffer_ids, default=0))
+        with ckpt.prefetching(_blobs_of(images)):
+            for image in images:
+                session = manager.adopt(
+                    image.session_id,
+                    TokenDigest.of_image(image),
+                    image.peer,
+                    image.client_name,
+                    resumable=False,  # no client takes it before every blob is checked
+                )
+                report.sessions.append(session)
+                with session.lock:
+                    _Restorer(ckpt, session, report, progress).run(image)
+                buffer_ids = [a.buffer_id for a in image.allocations]
+                manager.advance_buffer_ids(max(buffer_ids, default=0))
+        for session in report.sessions:
+            session.resumable = True
     except BaseException as e:
         for session in report.sessions:
             session.close("restore failed")
