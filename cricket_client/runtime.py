@@ -546,22 +546,31 @@ def _function(conn: Connection, func: Any) -> tuple[int, int]:
     return 0, as_int(func)
 
 
-def cudaLaunchKernel(
-    func: Any, gridDim: Any, blockDim: Any, args: Any, sharedMem: int, stream: Any
+def _launch_kernel(
+    call: str, launch: Any, tail: tuple[Any, ...],
+    func: Any, gridDim: Any, blockDim: Any, args: Any, sharedMem: int, stream: Any,
 ) -> tuple[Any]:
-    sharedMem = size_t(sharedMem, "cudaLaunchKernel: sharedMem")
+    """A runtime launch (`call`) through the driver's `launch` (cuLaunchKernel and its
+    variants), whose arguments after the kernel parameters are `tail`."""
+    sharedMem = size_t(sharedMem, f"{call}: sharedMem")
     err, conn = _ready()
     if err:
         return _ret(err)
-    grid = as_dim3(gridDim, "cudaLaunchKernel: gridDim")
-    block = as_dim3(blockDim, "cudaLaunchKernel: blockDim")
+    grid = as_dim3(gridDim, f"{call}: gridDim")
+    block = as_dim3(blockDim, f"{call}: blockDim")
     err, fn = _function(conn, func)
     if err:
         return _ret(err)
-    result = driver.cuLaunchKernel(
-        CUfunction(fn), *grid, *block, sharedMem, _stream(stream), args, 0
-    )
-    return _ret(result[0])
+    return _ret(launch(CUfunction(fn), *grid, *block, sharedMem, _stream(stream), args, *tail)[0])
+
+
+def cudaLaunchKernel(
+    func: Any, gridDim: Any, blockDim: Any, args: Any, sharedMem: int, stream: Any
+) -> tuple[Any]:
+    return _launch_kernel(
+        "cudaLaunchKernel", driver.cuLaunchKernel, (0,),
+        func, gridDim, blockDim, args, sharedMem, stream,
+    )  # fmt: skip
 
 
 _FUNC_ATTRIBUTES: dict[str, CUfunction_attribute] = {

@@ -23,6 +23,7 @@ from .runtime import (
     _SUCCESS,
     _fail,
     _function,
+    _launch_kernel,
     _ready,
     _ret,
     _stream,
@@ -31,7 +32,6 @@ from .runtime import (
 )
 from .runtime_state import connection_state, initialize
 from .runtime_state import thread_state as _thread_state
-from .runtime_types import as_dim3
 
 __all__ = [
     "cudaDeviceCanAccessPeer",
@@ -122,19 +122,10 @@ def cudaOccupancyAvailableDynamicSMemPerBlock(
 def cudaLaunchCooperativeKernel(
     func: Any, gridDim: Any, blockDim: Any, args: Any, sharedMem: int, stream: Any
 ) -> tuple[Any]:
-    sharedMem = size_t(sharedMem, "cudaLaunchCooperativeKernel: sharedMem")
-    err, conn = _ready()
-    if err:
-        return _ret(err)
-    grid = as_dim3(gridDim, "cudaLaunchCooperativeKernel: gridDim")
-    block = as_dim3(blockDim, "cudaLaunchCooperativeKernel: blockDim")
-    err, fn = _function(conn, func)
-    if err:
-        return _ret(err)
-    result = driver.cuLaunchCooperativeKernel(
-        CUfunction(fn), *grid, *block, sharedMem, _stream(stream), args
-    )
-    return _ret(result[0])
+    return _launch_kernel(
+        "cudaLaunchCooperativeKernel", driver.cuLaunchCooperativeKernel, (),
+        func, gridDim, blockDim, args, sharedMem, stream,
+    )  # fmt: skip
 
 
 # -- streams --------------------------------------------------------------------------------
