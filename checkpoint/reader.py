@@ -33,20 +33,6 @@ VERIFY_THREADS = 8
 PREFETCH_THREADS = 4  # blobs a restore reads (and hashes) at once, ahead of their use
 PREFETCH_DEPTH = 2  # checked pieces a prefetched blob holds ready for its taker; with the
 # pieces its read-ahead thread holds, at most THREADS x (DEPTH + 4) x PIECE bytes (1.5 GiB)
-STAGING_SHARE = 0.5  # of the host memory available, at most, held by a staged checkpoint
-
-
-def staging_budget() -> int:
-    """Bytes of host memory a restore may stage a checkpoint in (`Checkpoint.stage`): a share
-    of what /proc/meminfo calls available; 0 where that cannot be read."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(int(line.split()[1]) * 1024 * STAGING_SHARE)
-    except (OSError, ValueError):
-        pass
-    return 0
 
 
 def open_in(root: Path, rel: Path) -> BinaryIO:
@@ -239,7 +225,6 @@ class Checkpoint:
     def __init__(self, path: Path, manifest: ck.manifest_body) -> None:
         self.path = path
         self.manifest = manifest
-        self._staged: dict[str, list[bytes | memoryview]] = {}  # file -> checked pieces
         self._prefetch: _Prefetch | None = None
 
     @classmethod
@@ -279,12 +264,7 @@ class Checkpoint:
     def pieces(self, ref: ck.blob_ref) -> Iterator[bytes | memoryview]:
         """The decoded contents of a blob in pieces of at most PIECE bytes, read as they are
         taken. The checks (stored size first; sha256 and decoded size once the last piece is
-        taken) raise CheckpointError naming the file, possibly after some pieces. A staged
-        blob (`stage`) comes from memory, checked already, and is dropped once given."""
-        staged = self._staged.pop(ref.file, None)
-        if staged is not None:
-            yield from staged
-            return
+        taken) raise CheckpointError naming the file, possibly after some pieces."""
         ahead = self._prefetch.take(ref.file) if self._prefetch is not None else None
         if ahead is not None:
             yield from ahead
@@ -305,27 +285,6 @@ class Checkpoint:
         finally:
             self._prefetch = None
             prefetch.close()
-
-    def stage(self, budget: int, refs: list[ck.blob_ref] | None = None) -> bool:
-        """Read and check every blob (or `refs`) once, into host memory, by several threads;
-        False (nothing read) when their decoded size exceeds `budget`. Afterwards `pieces`
-        serves them from memory: a restore verifies everything before it touches the device
-        and still reads the disk only once. Raises the first problem (CheckpointError)."""
-        refs = [ref for _what, ref in blob_refs(self.manifest)] if refs is None else refs
-        if sum(r.size for r in refs) > budget:
-            return False
-
-        def load(ref: ck.blob_ref) -> tuple[str, list[bytes | memoryview]]:
-            return ref.file, list(self._read_pieces(ref))
-
-        workers = min(len(refs), os.cpu_count() or 1, VERIFY_THREADS) or 1
-        try:
-            with ThreadPoolExecutor(workers, thread_name_prefix="checkpoint-stage") as pool:
-                self._staged.update(pool.map(load, refs))
-        except BaseException:
-            self._staged.clear()
-            raise
-        return True
 
     def _read_pieces(self, ref: ck.blob_ref) -> Generator[bytes | memoryview, None, None]:
         file = self._file(ref)

@@ -751,7 +751,6 @@ def restore_checkpoint(
     *,
     progress: Progress = _no_progress,
     only: set[int] | None = None,
-    verified: bool = False,
 ) -> RestoreReport:
     """Bring back every session in the checkpoint at `path` (all or none).
 
@@ -761,12 +760,10 @@ def restore_checkpoint(
     that fails its check fails the restore, which releases everything made so far. No client
     can take a restored session (HELLO with its token) before every blob has been checked.
 
-    `only`: the ids of the sessions to bring back (a worker of cricket-restart restores one);
-    `verified`: the caller has verified the whole checkpoint already (the blobs are checked
-    again as they are copied either way)."""
+    `only`: the ids of the sessions to bring back (a worker of cricket-restart restores one)."""
     start = time.monotonic()
     ckpt = Checkpoint.open(path)
-    ckpt.check_manifest()  # what `cricket-checkpoint verify` checks, with or without `verified`
+    ckpt.check_manifest()  # what `cricket-checkpoint verify` checks
     images = [s for s in ckpt.manifest.sessions if only is None or s.session_id in only]
     if only is not None and len(images) != len(only):
         missing = sorted(only - {s.session_id for s in images})

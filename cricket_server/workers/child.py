@@ -260,7 +260,7 @@ class Worker:
         from cricket_server.checkpoints.sessions import restore_checkpoint
 
         try:
-            report = restore_checkpoint(self.manager, path, only={session_id}, verified=True)
+            report = restore_checkpoint(self.manager, path, only={session_id})
         except CheckpointError as exc:
             log.error("restore of session %#x failed: %s", session_id, exc)
             self.channel.send("restore-failed", str(exc).replace("\n", " ")[:3000])

@@ -212,7 +212,7 @@ def _count_reads(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     return reads
 
 
-def test_a_restore_that_fits_in_host_memory_reads_each_blob_once(
+def test_a_restore_reads_each_blob_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     old, state = build(manager())
@@ -222,31 +222,3 @@ def test_a_restore_that_fits_in_host_memory_reads_each_blob_once(
     assert reads and set(reads.values()) == {1}
     for ptr, data in state["data"].items():  # type: ignore[attr-defined]
         assert bytes(s.memcpy_dtoh(ptr, len(data))) == data
-
-
-def test_a_restore_larger_than_host_memory_still_reads_each_blob_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    old, state = build(manager())
-    write_checkpoint(old.manager, [old], tmp_path / "c")
-    monkeypatch.setattr("checkpoint.reader.staging_budget", lambda: 1000)
-    reads = _count_reads(monkeypatch)
-    (s,) = restore_checkpoint(manager(), tmp_path / "c").sessions
-    assert reads and set(reads.values()) == {1}
-    for ptr, data in state["data"].items():  # type: ignore[attr-defined]
-        assert bytes(s.memcpy_dtoh(ptr, len(data))) == data
-
-
-def test_staging_a_damaged_blob_fails_naming_it_and_keeps_nothing(tmp_path: Path) -> None:
-    old, _state = build(manager())
-    write_checkpoint(old.manager, [old], tmp_path / "c")
-    ckpt = Checkpoint.open(tmp_path / "c")
-    blob = max((tmp_path / "c").rglob("alloc-*"), key=lambda p: p.stat().st_size)
-    raw = bytearray(blob.read_bytes())
-    raw[len(raw) // 2] ^= 1
-    blob.write_bytes(bytes(raw))
-    with pytest.raises(CheckpointError) as failed:
-        ckpt.stage(1 << 40)
-    assert failed.value.path == str(blob)
-    assert ckpt._staged == {}
-    assert not ckpt.stage(10)  # over the budget: nothing read

@@ -263,13 +263,13 @@ def test_verify_lists_every_problem_of_the_manifest(checkpoint_dir: Path) -> Non
 def test_a_worker_restoring_a_verified_checkpoint_still_checks_the_manifest(
     checkpoint_dir: Path,
 ) -> None:
-    """A worker of cricket-restart --isolation process restores with `verified` (its parent
-    read every blob); the manifest checks still run in the worker."""
+    """A worker of cricket-restart --isolation process restores after its parent verified
+    every blob; the manifest checks still run in the worker."""
     rewrite(checkpoint_dir, _overlap)
     sid = Checkpoint.open(checkpoint_dir).manifest.sessions[0].session_id
     m = manager()
     with pytest.raises(CheckpointError, match="overlaps allocation"):
-        restore_checkpoint(m, checkpoint_dir, only={sid}, verified=True)
+        restore_checkpoint(m, checkpoint_dir, only={sid})
     assert m.sessions() == []
 
 
