@@ -11,6 +11,7 @@ import pytest
 
 import cricket_client
 from cricket_client import driver as cuda
+from cricket_client import runtime as cudart
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ROOT / "tests" / "kernels"
@@ -24,6 +25,15 @@ def check(result: tuple[Any, ...]) -> Any:
     """The outputs of a driver call that must succeed (None, one value or a tuple)."""
     err, *values = result
     assert err == SUCCESS, f"{err!r}: {cricket_client.last_error_message()}"
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def ok(result: tuple[Any, ...]) -> Any:
+    """The outputs of a runtime call that must succeed (None, one value or a tuple)."""
+    err, *values = result
+    assert err == cudart.cudaError_t.cudaSuccess, f"{err!r}: {cricket_client.last_error_message()}"
     if not values:
         return None
     return values[0] if len(values) == 1 else tuple(values)

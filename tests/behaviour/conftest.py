@@ -20,6 +20,7 @@ from server_harness import running_server
 
 import cricket_client
 from cricket_client import driver as cuda
+from cricket_client import runtime as cudart
 
 
 @pytest.fixture(scope="session")
@@ -33,6 +34,16 @@ def session(server_address: str) -> Iterator[cricket_client.Connection]:
     """This test's session, the default connection of cricket_client.driver."""
     conn = open_session(server_address, make_default=True)
     yield conn
+    conn.close()
+
+
+@pytest.fixture
+def rt(server_address: str) -> Iterator[cricket_client.Connection]:
+    """A runtime program's connection: the default one, with a clean last error for this thread."""
+    conn = cricket_client.connect(server_address)
+    cudart.cudaGetLastError()
+    yield conn
+    cudart.cudaGetLastError()
     conn.close()
 
 

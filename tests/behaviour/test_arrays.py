@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from behaviour_helpers import check, foreign_handle_message
+from behaviour_helpers import check, foreign_handle_message, ok
 
 import cricket_client
 from cricket_client import driver as cuda
@@ -22,14 +22,6 @@ D2H = cudart.cudaMemcpyKind.cudaMemcpyDeviceToHost
 D2D = cudart.cudaMemcpyKind.cudaMemcpyDeviceToDevice
 FLOAT = cudart.cudaChannelFormatKind.cudaChannelFormatKindFloat
 UNSIGNED = cudart.cudaChannelFormatKind.cudaChannelFormatKindUnsigned
-
-
-def ok(result: tuple[Any, ...]) -> Any:
-    err, *values = result
-    assert err == OK, f"{err!r}: {cricket_client.last_error_message()}"
-    if not values:
-        return None
-    return values[0] if len(values) == 1 else tuple(values)
 
 
 def float_desc() -> Any:

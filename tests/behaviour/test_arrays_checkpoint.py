@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from behaviour_helpers import open_session
+from behaviour_helpers import ok, open_session
 from checkpoint_helpers import ServerProcess, server_list, start_restart, start_server
 
 import cricket_client
@@ -27,14 +27,6 @@ D2H = cudart.cudaMemcpyKind.cudaMemcpyDeviceToHost
 @pytest.fixture
 def servers() -> Iterator[list[ServerProcess]]:
     yield from server_list()
-
-
-def ok(result: tuple[Any, ...]) -> Any:
-    err, *values = result
-    assert err == OK, f"{err!r}: {cricket_client.last_error_message()}"
-    if not values:
-        return None
-    return values[0] if len(values) == 1 else tuple(values)
 
 
 def _texture(array: Any) -> Any:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from behaviour_helpers import foreign_handle_message
+from behaviour_helpers import foreign_handle_message, ok
 
 import cricket_client
 from cricket_client import driver as cuda
@@ -16,14 +16,6 @@ from cricket_client import runtime as cudart
 OK = cudart.cudaError_t.cudaSuccess
 FLOAT = cudart.cudaChannelFormatKind.cudaChannelFormatKindFloat
 UNSIGNED = cudart.cudaChannelFormatKind.cudaChannelFormatKindUnsigned
-
-
-def ok(result: tuple[Any, ...]) -> Any:
-    err, *values = result
-    assert err == OK, f"{err!r}: {cricket_client.last_error_message()}"
-    if not values:
-        return None
-    return values[0] if len(values) == 1 else tuple(values)
 
 
 def _array(flags: int = 0) -> Any:

@@ -4,31 +4,13 @@ id and streams the runtime can ask for; a context that is not one answers an err
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
-import pytest
+from behaviour_helpers import ok
 
 import cricket_client
 from cricket_client import driver as cuda
 from cricket_client import runtime as cudart
 
 OK = cudart.cudaError_t.cudaSuccess
-
-
-def ok(result: tuple[Any, ...]) -> Any:
-    err, *values = result
-    assert err == OK, f"{err!r}: {cricket_client.last_error_message()}"
-    return values[0] if len(values) == 1 else tuple(values)
-
-
-@pytest.fixture
-def rt(server_address: str) -> Iterator[cricket_client.Connection]:
-    conn = cricket_client.connect(server_address)
-    cudart.cudaGetLastError()
-    yield conn
-    cudart.cudaGetLastError()
-    conn.close()
 
 
 def test_a_devices_execution_context_is_its_primary_context(rt: cricket_client.Connection) -> None:

@@ -4,12 +4,11 @@ cudaGraphInstantiate, cudaGraphLaunch, ...) on a connection where no driver call
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
-from behaviour_helpers import KERNELS
+from behaviour_helpers import KERNELS, ok
 
 import cricket_client
 from cricket_client import runtime as cudart
@@ -19,23 +18,6 @@ H2D = cudart.cudaMemcpyKind.cudaMemcpyHostToDevice
 D2H = cudart.cudaMemcpyKind.cudaMemcpyDeviceToHost
 N = 1024
 BLOCK = 128
-
-
-def ok(result: tuple[Any, ...]) -> Any:
-    err, *values = result
-    assert err == OK, f"{err!r}: {cricket_client.last_error_message()}"
-    if not values:
-        return None
-    return values[0] if len(values) == 1 else tuple(values)
-
-
-@pytest.fixture
-def rt(server_address: str) -> Iterator[cricket_client.Connection]:
-    conn = cricket_client.connect(server_address)
-    cudart.cudaGetLastError()
-    yield conn
-    cudart.cudaGetLastError()
-    conn.close()
 
 
 @pytest.fixture

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
-from behaviour_helpers import KERNELS
+from behaviour_helpers import KERNELS, ok
 
 import cricket_client
 from cricket_client import driver as cuda
@@ -23,25 +22,6 @@ D2H = cudart.cudaMemcpyKind.cudaMemcpyDeviceToHost
 D2D = cudart.cudaMemcpyKind.cudaMemcpyDeviceToDevice
 H2H = cudart.cudaMemcpyKind.cudaMemcpyHostToHost
 DEFAULT = cudart.cudaMemcpyKind.cudaMemcpyDefault
-
-
-def ok(result: tuple[Any, ...]) -> Any:
-    """The outputs of a runtime call that must succeed."""
-    err, *values = result
-    assert err == OK, f"{err!r}: {cricket_client.last_error_message()}"
-    if not values:
-        return None
-    return values[0] if len(values) == 1 else tuple(values)
-
-
-@pytest.fixture
-def rt(server_address: str) -> Iterator[cricket_client.Connection]:
-    """A fresh connection, the default one, and a clean last error for this thread."""
-    conn = cricket_client.connect(server_address)
-    cudart.cudaGetLastError()
-    yield conn
-    cudart.cudaGetLastError()
-    conn.close()
 
 
 def test_devices_and_versions(rt: cricket_client.Connection) -> None:

@@ -4,11 +4,8 @@ one device (and refuses two, naming them), getLocalRuntimeVersion is the server'
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 import numpy as np
-import pytest
+from behaviour_helpers import ok
 
 import cricket_client
 from cricket_client import runtime as cudart
@@ -18,23 +15,6 @@ H2D = cudart.cudaMemcpyKind.cudaMemcpyHostToDevice
 D2H = cudart.cudaMemcpyKind.cudaMemcpyDeviceToHost
 D2D = cudart.cudaMemcpyKind.cudaMemcpyDeviceToDevice
 UNSIGNED = cudart.cudaChannelFormatKind.cudaChannelFormatKindUnsigned
-
-
-def ok(result: tuple[Any, ...]) -> Any:
-    err, *values = result
-    assert err == OK, f"{err!r}: {cricket_client.last_error_message()}"
-    if not values:
-        return None
-    return values[0] if len(values) == 1 else tuple(values)
-
-
-@pytest.fixture
-def rt(server_address: str) -> Iterator[cricket_client.Connection]:
-    conn = cricket_client.connect(server_address)
-    cudart.cudaGetLastError()
-    yield conn
-    cudart.cudaGetLastError()
-    conn.close()
 
 
 def test_memset3d_sets_every_slice(rt: cricket_client.Connection) -> None:

@@ -3,11 +3,8 @@ primary context, and a context the driver made current is the one the runtime us
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 import numpy as np
-import pytest
+from behaviour_helpers import ok
 
 import cricket_client
 from cricket_client import driver as cuda
@@ -16,24 +13,7 @@ from cricket_client import runtime as cudart
 OK = cudart.cudaError_t.cudaSuccess
 
 
-def ok(result: tuple[Any, ...]) -> Any:
-    err, *values = result
-    assert int(err) == 0, f"{err!r}: {cricket_client.last_error_message()}"
-    if not values:
-        return None
-    return values[0] if len(values) == 1 else tuple(values)
-
-
-@pytest.fixture
-def fresh(server_address: str) -> Iterator[cricket_client.Connection]:
-    conn = cricket_client.connect(server_address)
-    cudart.cudaGetLastError()
-    yield conn
-    cudart.cudaGetLastError()
-    conn.close()
-
-
-def test_runtime_makes_the_primary_context_current(fresh: cricket_client.Connection) -> None:
+def test_runtime_makes_the_primary_context_current(rt: cricket_client.Connection) -> None:
     ptr = ok(cudart.cudaMalloc(1024))  # first runtime call: primary context of device 0
     current = ok(cuda.cuCtxGetCurrent())
     primary = ok(cuda.cuDevicePrimaryCtxRetain(ok(cuda.cuDeviceGet(0))))
@@ -47,7 +27,7 @@ def test_runtime_makes_the_primary_context_current(fresh: cricket_client.Connect
 
 
 def test_driver_and_runtime_share_memory_streams_and_events(
-    fresh: cricket_client.Connection,
+    rt: cricket_client.Connection,
 ) -> None:
     n = 4096
     rt_ptr = ok(cudart.cudaMalloc(n))
@@ -70,7 +50,7 @@ def test_driver_and_runtime_share_memory_streams_and_events(
     ok(cudart.cudaStreamDestroy(stream))
 
 
-def test_runtime_uses_a_context_the_driver_made_current(fresh: cricket_client.Connection) -> None:
+def test_runtime_uses_a_context_the_driver_made_current(rt: cricket_client.Connection) -> None:
     ok(cuda.cuInit(0))
     ctx = ok(cuda.cuCtxCreate(None, 0, ok(cuda.cuDeviceGet(0))))
     ptr = ok(cudart.cudaMalloc(256))
@@ -81,7 +61,7 @@ def test_runtime_uses_a_context_the_driver_made_current(fresh: cricket_client.Co
     ok(cuda.cuCtxDestroy(ctx))
 
 
-def test_runtime_errors_are_driver_results_by_number(fresh: cricket_client.Connection) -> None:
+def test_runtime_errors_are_driver_results_by_number(rt: cricket_client.Connection) -> None:
     (rt_err,) = cudart.cudaFree(0x10)  # initializes, as the runtime does
     (drv_err,) = cuda.cuMemFree(0x10)
     assert int(drv_err) == int(rt_err) == int(cudart.cudaError_t.cudaErrorInvalidValue)

@@ -17,6 +17,7 @@ from server_harness import Server, running_server, start_server
 import cricket_client
 from cricket_client import driver as cuda
 from cricket_client import runtime as cudart
+from cricket_client.runtime_state import thread_state
 
 BACKEND = os.environ.get("CRICKET_TEST_BACKEND", "sim")
 SUCCESS = cuda.CUresult.CUDA_SUCCESS
@@ -52,6 +53,7 @@ def conn(server: Server) -> Iterator[cricket_client.Connection]:
         connection.close()
         pytest.skip("the server has fewer than two devices")
     yield connection
+    thread_state().device = 0  # the runtime's device is the thread's: leave it as others expect
     connection.close()
 
 
