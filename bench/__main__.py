@@ -1,8 +1,10 @@
 """`make bench`: run every benchmark, print one table, write bench/results/<host>.json.
 
-Usage: python -m bench [--only xdr,rpc,driver,isolation,copies,alloc,graphs,native] [--out PATH]
+Usage: python -m bench [--only xdr,rpc,driver,isolation,copies,alloc,graphs,native,step] [--out PATH]
 
-`copies` also draws bench/results/<host>-copies.png (bandwidth against size per data path).
+`copies` also draws bench/results/<host>-copies.png (bandwidth against size per data path);
+`step` draws bench/results/<host>-step.png (a decoding step split into client CPU, server CPU
+and the rest).
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ from bench.common import Row, print_table, write_report
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
-    parser.add_argument("--only", default="xdr,rpc,driver,isolation,copies,alloc,graphs",
+    parser.add_argument("--only", default="xdr,rpc,driver,isolation,copies,alloc,graphs,step",
                         help="comma-separated: xdr, rpc, driver, isolation, copies, alloc "
-                        "(also: load, graphs, native)")
+                        "(also: load, native)")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--quick", action="store_true", help="fewer repeats, no 1 GiB copies")
     args = parser.parse_args(argv)
@@ -51,6 +53,10 @@ def main(argv: list[str] | None = None) -> int:
 
         rows += graphs.run(quick=args.quick)
 
+    if "step" in wanted:
+        from bench import step_split
+
+        rows += step_split.run(quick=args.quick, plot_path=out.with_name(out.stem + "-step.png"))
     if "native" in wanted:
         from bench import native_door
 

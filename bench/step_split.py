@@ -1,0 +1,189 @@
+"""Where the time of one decoding step goes (issue: hide the network), remote against local.
+
+    python -m bench --only step [--quick]      (also draws <out>-step.png)
+
+The step is `bench.driver_remote`'s decoding loop (a 4 KiB HtoD, 10 launches, a 4-byte DtoH
+that the next step waits for). It runs on a fresh cricket-server with spinning off, and the
+CPU time of each end is read from the kernel's scheduler statistics
+(/proc/PID/task/TID/schedstat: nanoseconds on a CPU) over the whole loop:
+
+- client CPU: every thread of this process (encoding, system calls, the client's Python);
+- server CPU: every thread of the server and of its worker processes (decoding, dispatch,
+  the backend's calls; on `cuda` that includes the driver's own CPU time for each call);
+- the rest: wall time in which neither end ran: the network, wake-ups, and waiting for
+  the GPU (on `sim` the device's work is server CPU).
+
+Where a GPU answers locally, the same loop runs on local cuda-python first: its CPU time is
+the driver's, and the rest is waiting for the GPU, the floor that a remote step cannot beat.
+Each end's CPU can overlap the other's; the rest is never negative here because both ends
+wait for each other in a synchronous step.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from bench.common import Row, median_latency_us
+from bench.raw_socket import echo_peer, round_trip_fn
+from bench.server_proc import cricket_server_process
+
+STEPS = 2000
+QUICK_STEPS = 300
+WARMUP_STEPS = 50
+
+
+@dataclass(frozen=True)
+class StepSplit:
+    """Microseconds per step: wall, each end's CPU, and what neither end spent on a CPU."""
+
+    wall_us: float
+    client_cpu_us: float
+    server_cpu_us: float
+
+    @property
+    def rest_us(self) -> float:
+        return max(0.0, self.wall_us - self.client_cpu_us - self.server_cpu_us)
+
+
+def _task_cpu_ns(pid: int) -> int:
+    """Nanoseconds on a CPU of every thread of `pid` (0 for a process that just ended)."""
+    total = 0
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:
+        return 0
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+            continue
+    return total
+
+
+def _descendants(pid: int) -> list[int]:
+    """`pid` and every process below it (a server's isolation workers)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        found.append(p)
+        todo.extend(children.get(p, []))
+    return found
+
+
+def process_tree_cpu_ns(pid: int) -> int:
+    return sum(_task_cpu_ns(p) for p in _descendants(pid))
+
+
+def measure(loop: Callable[[int], float], steps: int, server_pid: int | None) -> StepSplit:
+    """Run `loop(steps)` (seconds of its timed part) and split its time per step."""
+    loop(WARMUP_STEPS)
+    me = os.getpid()
+    client0 = _task_cpu_ns(me)
+    server0 = process_tree_cpu_ns(server_pid) if server_pid else 0
+    t0 = time.perf_counter()
+    loop(steps)
+    wall = time.perf_counter() - t0
+    client = _task_cpu_ns(me) - client0
+    server = (process_tree_cpu_ns(server_pid) - server0) if server_pid else 0
+    return StepSplit(wall * 1e6 / steps, client / 1e3 / steps, server / 1e3 / steps)
+
+
+def _loop(cu: ModuleType) -> tuple[Callable[[int], float], Callable[[], None]]:
+    from bench.driver_remote import Workload
+
+    work = Workload(cu)
+    return work.decoding_loop_s, work.close
+
+
+def plot(splits: dict[str, StepSplit], out: Path, title: str) -> Path:
+    """One horizontal stacked bar per run: client CPU, server CPU, the rest."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    parts = (("client CPU", "client_cpu_us", "tab:blue"),
+             ("server CPU (incl. driver calls)", "server_cpu_us", "tab:orange"),
+             ("rest: network, wake-ups, GPU", "rest_us", "tab:gray"))
+    labels = list(splits)
+    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.8 * len(labels)))
+    left = [0.0] * len(labels)
+    for name, attr, color in parts:
+        widths = [getattr(splits[k], attr) for k in labels]
+        ax.barh(labels, widths, left=left, color=color, label=name)
+        left = [a + b for a, b in zip(left, widths, strict=True)]
+    for y, k in enumerate(labels):
+        ax.text(splits[k].wall_us, y, f" {splits[k].wall_us:.0f} us", va="center", fontsize=8)
+    ax.set_xlabel("microseconds per decoding step (wall)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(loc="lower right", fontsize=8)
+    ax.invert_yaxis()
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
+def run(quick: bool = False, plot_path: Path | None = None) -> list[Row]:
+    from bench.driver_remote import _local_driver
+
+    steps = QUICK_STEPS if quick else STEPS
+    local_cu = _local_driver()
+    backend = "cuda" if local_cu else "sim"
+    splits: dict[str, StepSplit] = {}
+    if local_cu is not None:
+        loop, close = _loop(local_cu)
+        splits["local cuda-python"] = measure(loop, steps, None)
+        close()
+    import cricket_client
+    from cricket_client import driver as remote_cu
+
+    with cricket_server_process(backend, spin_us=0) as (address, pid):
+        conn = cricket_client.connect(address)
+        loop, close = _loop(remote_cu)
+        splits[f"remote [{backend}], spin off"] = measure(loop, steps, pid)
+        close()
+        conn.close()
+    with echo_peer() as sock:
+        raw_rtt = median_latency_us(round_trip_fn(sock), 2000)["median_us"]
+    local = splits.get("local cuda-python")
+    rows = []
+    for label, s in splits.items():
+        base = local.wall_us if local and s is not local else None
+        rows.append(Row(f"step split: {label}, wall per step", s.wall_us, "us",
+                        "local cuda-python step" if base else "", base,
+                        s.wall_us / base if base else None, "P4 <= 1.5" if base else "",
+                        extra={"client_cpu_us": s.client_cpu_us,
+                               "server_cpu_us": s.server_cpu_us, "rest_us": s.rest_us,
+                               "steps": steps}))
+        rows.append(Row(f"step split: {label}, client CPU per step", s.client_cpu_us, "us"))
+        if s is not local:
+            rows.append(Row(f"step split: {label}, server CPU per step", s.server_cpu_us, "us"))
+        rows.append(Row(f"step split: {label}, rest per step", s.rest_us, "us"))
+        if s is not local:
+            rows.append(Row(f"step split: {label}, wall per step in round trips", s.wall_us, "us",
+                            "raw Python socket 100-byte round trip, TCP", raw_rtt,
+                            s.wall_us / raw_rtt))
+    if plot_path is not None:
+        plot(splits, plot_path, f"Decoding step ({steps} steps: HtoD 4 KiB, 10 launches, "
+             f"DtoH 4 B), {os.cpu_count()} CPUs")
+        print(f"wrote {plot_path}")
+    return rows
