@@ -20,7 +20,7 @@ from bench.common import Row, print_table, write_report
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("--only", default="xdr,rpc,driver,isolation,copies,alloc,graphs,step",
-                        help="comma-separated: xdr, rpc, driver, isolation, copies, alloc "
+                        help="comma-separated: xdr, rpc, driver, isolation, copies, alloc, graphs, step "
                         "(also: load, native)")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--quick", action="store_true", help="fewer repeats, no 1 GiB copies")
