@@ -70,7 +70,7 @@ class cudaConditionalNodeParams(CUDA_CONDITIONAL_NODE_PARAMS):
 
 
 def _driver_alloc(p: Any) -> Any:
-    out = dm.CUDA_MEM_ALLOC_NODE_PARAMS()
+    out: Any = dm.CUDA_MEM_ALLOC_NODE_PARAMS()
     out.poolProps.location.type = int(p.poolProps.location.type)
     out.poolProps.location.id = int(p.poolProps.location.id)
     out.poolProps.allocType = int(p.poolProps.allocType)
@@ -161,7 +161,7 @@ def add_conditional(
     """cudaGraphAddNode's conditional arm: phGraph_out gets the body graphs."""
 
     def add() -> tuple[Any, ...]:
-        params = CUgraphNodeParams()
+        params: Any = CUgraphNodeParams()
         params.type = CUgraphNodeType.CU_GRAPH_NODE_TYPE_CONDITIONAL
         params.conditional.handle = as_int(conditional.handle)
         params.conditional.type = int(conditional.type)

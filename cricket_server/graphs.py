@@ -230,6 +230,7 @@ def _conditional(
     )
 
 
-def _path(key: object, body: int) -> tuple[object, ...]:
+def _path(key: object, body: int) -> tuple[int, ...]:
     """The key prefix of a body's nodes: the conditional node's key and the body's index."""
-    return (*(key if isinstance(key, tuple) else (key,)), -1 - body)
+    prefix = key if isinstance(key, tuple) else (key,)
+    return (*(int(k) for k in prefix), -1 - body)
