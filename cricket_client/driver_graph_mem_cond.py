@@ -25,27 +25,11 @@ from ._types import CUdeviceptr, Handle, as_int
 from ._types_vmm import cuuint64_t
 from .connection import Connection, get_connection
 from .plain_types import (
-    CUDA_CONDITIONAL_NODE_PARAMS,
     CUDA_MEM_ALLOC_NODE_PARAMS,
-    CUDA_MEM_FREE_NODE_PARAMS,
-    CUDA_MEM_ALLOC_NODE_PARAMS_v1,
-    CUDA_MEM_ALLOC_NODE_PARAMS_v1_st,
-    CUDA_MEM_ALLOC_NODE_PARAMS_v2,
-    CUDA_MEM_ALLOC_NODE_PARAMS_v2_st,
-    CUDA_MEM_FREE_NODE_PARAMS_st,
     CUgraphConditionalHandle,
 )
 
-__all__ = [
-    "CUgraphConditionalHandle",
-    "CUDA_MEM_ALLOC_NODE_PARAMS",
-    "CUDA_MEM_ALLOC_NODE_PARAMS_v1",
-    "CUDA_MEM_ALLOC_NODE_PARAMS_v1_st",
-    "CUDA_MEM_ALLOC_NODE_PARAMS_v2",
-    "CUDA_MEM_ALLOC_NODE_PARAMS_v2_st",
-    "CUDA_MEM_FREE_NODE_PARAMS",
-    "CUDA_MEM_FREE_NODE_PARAMS_st",
-    "CUDA_CONDITIONAL_NODE_PARAMS",
+__all__ = [  # their types (CUDA_MEM_ALLOC_NODE_PARAMS, ...) are `plain_types`'
     "cuGraphAddMemAllocNode",
     "cuGraphAddMemFreeNode",
     "cuGraphMemAllocNodeGetParams",
