@@ -730,7 +730,7 @@ class SessionGraphs(
         return super().memcpy_2d_dtoh(src, spitch, width, height, stream)
 
     def mem_alloc_async(self, size: int, stream: int) -> int:
-        if self._capture_of(stream) is not None:  # no memory allocation nodes remotely
+        if self._capture_of(stream) is not None:  # SessionGraphNodes makes it a node first
             raise self._unsupported_in_capture("cuMemAllocAsync", stream)
         return super().mem_alloc_async(size, stream)
 
