@@ -188,3 +188,22 @@ def test_graphmem_attributes_count_whole_granules(
     assert values[0] >= size and len(set(values)) == 1  # as cuda-python's test_cuda_graphMem_attr
     check(cuda.cuGraphDestroy(graph))
     check(cuda.cuStreamDestroy(stream))
+
+
+def test_runtime_add_node_alloc_and_free_arms(session: cricket_client.Connection) -> None:
+    err, graph = cudart.cudaGraphCreate(0)
+    assert err == RT_SUCCESS
+    params = cudart.cudaGraphNodeParams()
+    params.type = cudart.cudaGraphNodeType.cudaGraphNodeTypeMemAlloc
+    params.alloc.poolProps.location.type = cudart.cudaMemLocationType.cudaMemLocationTypeDevice
+    params.alloc.poolProps.allocType = cudart.cudaMemAllocationType.cudaMemAllocationTypePinned
+    params.alloc.bytesize = N
+    err, alloc = cudart.cudaGraphAddNode(graph, None, None, 0, params)
+    assert err == RT_SUCCESS and params.alloc.dptr != 0
+    free = cudart.cudaGraphNodeParams()
+    free.type = cudart.cudaGraphNodeType.cudaGraphNodeTypeMemFree
+    free.free.dptr = params.alloc.dptr
+    err, node = cudart.cudaGraphAddNode(graph, [alloc], None, 1, free)
+    assert err == RT_SUCCESS
+    err, dptr = cudart.cudaGraphMemFreeNodeGetParams(node)
+    assert (err, int(dptr)) == (RT_SUCCESS, params.alloc.dptr)
