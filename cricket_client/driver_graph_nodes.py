@@ -2,8 +2,9 @@
 620), and the ids of graphs, execs and nodes and a node's graph (623-627): cuGraphAddNode, cuGraphNodeSetParams, cuGraphExecNodeSetParams take a CUgraphNodeParams
 and travel as the typed node calls do (the same node parameters on the wire: kernel, memcpy, memset, child
 graph, empty, event record and wait); cuGraphMemcpyNodeGetParams and
-cuGraphMemsetNodeGetParams read a node back. Node types the server does not build (host,
-memory allocation and free, conditional, batch memory operations, external semaphores)
+cuGraphMemsetNodeGetParams read a node back. Memory alloc and free and conditional nodes are
+`driver_graph_mem_cond`'s. Node types the server does not build (host, batch memory
+operations, external semaphores)
 answer CUDA_ERROR_NOT_SUPPORTED naming the type. Re-exported by `cricket_client.driver`.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from . import driver_graph_mem_cond
 from . import driver_graphs as dg
 from ._enums import CUgraphNodeType, CUmemorytype
 from ._types import CUdeviceptr
@@ -58,6 +60,9 @@ def _wire_node(conn: Connection, call: str, p: Any) -> tuple[int, Any]:
     if kind == _T.CU_GRAPH_NODE_TYPE_EVENT_RECORD:
         event = dg._u64(p.eventRecord.event, f"{call}: eventRecord.event")
         return 0, dg._node(conn, dg._RECORD, event)
+    more = driver_graph_mem_cond.wire_params(conn, call, p)
+    if more is not None:
+        return more
     try:
         name = _T(kind).name
     except ValueError:
@@ -81,7 +86,10 @@ def cuGraphAddNode(
     err, node = _wire_node(conn, call, nodeParams)
     if err:
         return dg._out(err, None)
-    return dg._add(conn, hGraph, deps, node)
+    err, added = dg._add(conn, hGraph, deps, node)
+    if not err:  # what CUDA returns in nodeParams: an allocation's address, body graphs
+        err = driver_graph_mem_cond.fill_outputs(conn, added, nodeParams, dg.CUgraph)
+    return dg._out(err, added if not err else None)
 
 
 def cuGraphNodeSetParams(hNode: Any, nodeParams: Any) -> tuple[Any]:

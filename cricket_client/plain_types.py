@@ -15,9 +15,14 @@ from __future__ import annotations
 import ctypes
 from typing import Any, ClassVar
 
-from ._enums import CUexecAffinityType, CUgraphNodeType, CUstreamBatchMemOpType
-from ._types import CUdeviceptr, CUfunction, Handle, as_int
-from ._types_vmm import cuuint64_t
+from ._enums import (
+    CUexecAffinityType,
+    CUgraphConditionalNodeType,
+    CUgraphNodeType,
+    CUstreamBatchMemOpType,
+)
+from ._types import CUcontext, CUdeviceptr, CUfunction, Handle, as_int
+from ._types_vmm import CUmemPoolProps, cuuint64_t
 from .array_types import (
     CUDA_MEMCPY3D,
     CUDA_TEXTURE_DESC,
@@ -28,7 +33,7 @@ from .array_types import (
     cudaPitchedPtr,
     cudaPos,
 )
-from .driver_graphs import CUDA_KERNEL_NODE_PARAMS
+from .driver_graphs import CUDA_KERNEL_NODE_PARAMS, CUgraph
 from .runtime_types import Struct
 
 __all__ = [
@@ -55,6 +60,15 @@ __all__ = [
     "CUmemDecompressParams_st",
     "CUgraphNodeParams",
     "CUgraphNodeParams_st",
+    "CUgraphConditionalHandle",
+    "CUDA_MEM_ALLOC_NODE_PARAMS",
+    "CUDA_MEM_ALLOC_NODE_PARAMS_v1",
+    "CUDA_MEM_ALLOC_NODE_PARAMS_v1_st",
+    "CUDA_MEM_ALLOC_NODE_PARAMS_v2",
+    "CUDA_MEM_ALLOC_NODE_PARAMS_v2_st",
+    "CUDA_MEM_FREE_NODE_PARAMS",
+    "CUDA_MEM_FREE_NODE_PARAMS_st",
+    "CUDA_CONDITIONAL_NODE_PARAMS",
 ]  # the driver's; the runtime's (cuda*) are imported by name in cricket_client.runtime
 
 
@@ -395,7 +409,7 @@ class CUmemDecompressParams_st(ValueStruct):
 CUmemDecompressParams = CUmemDecompressParams_st
 
 
-# -- the polymorphic graph node parameters (data only: cuGraphAddNode is not remoted) ----------
+# -- the polymorphic graph node parameters ----------------------------------------------------
 
 
 class _HostKeepingMemcpy3D(CUDA_MEMCPY3D):
@@ -444,13 +458,62 @@ class _EventNode(ValueStruct):
     FIELDS: ClassVar[dict[str, Any]] = {"event": 0}
 
 
+# -- graph memory and conditional node parameters ---------------------------------------------
+
+
+class CUgraphConditionalHandle(Handle):
+    _hex = False
+    __slots__ = ()
+
+
+class CUDA_MEM_ALLOC_NODE_PARAMS(ValueStruct):
+    FIELDS: ClassVar[dict[str, Any]] = {
+        "poolProps": CUmemPoolProps, "accessDescs": [], "accessDescCount": 0, "bytesize": 0,
+        "dptr": CUdeviceptr(0),
+    }  # fmt: skip
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, CUdeviceptr(as_int(value)) if name == "dptr" else value)
+
+
+CUDA_MEM_ALLOC_NODE_PARAMS_v1 = CUDA_MEM_ALLOC_NODE_PARAMS
+CUDA_MEM_ALLOC_NODE_PARAMS_v1_st = CUDA_MEM_ALLOC_NODE_PARAMS
+CUDA_MEM_ALLOC_NODE_PARAMS_v2 = CUDA_MEM_ALLOC_NODE_PARAMS
+CUDA_MEM_ALLOC_NODE_PARAMS_v2_st = CUDA_MEM_ALLOC_NODE_PARAMS
+
+
+class CUDA_MEM_FREE_NODE_PARAMS(ValueStruct):
+    FIELDS: ClassVar[dict[str, Any]] = {"dptr": CUdeviceptr(0)}
+
+
+CUDA_MEM_FREE_NODE_PARAMS_st = CUDA_MEM_FREE_NODE_PARAMS
+
+
+class CUDA_CONDITIONAL_NODE_PARAMS(ValueStruct):
+    """`phGraph_out` has `size` entries: 0 until the node is added, then its body graphs."""
+
+    FIELDS: ClassVar[dict[str, Any]] = {
+        "handle": CUgraphConditionalHandle(0), "type": CUgraphConditionalNodeType(0), "size": 0,
+        "phGraph_out": [], "ctx": CUcontext(0),
+    }  # fmt: skip
+    GRAPH: ClassVar[type[Handle]] = CUgraph
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name == "size":
+            size = int(value)
+            graphs = list(getattr(self, "phGraph_out", []))[:size]
+            super().__setattr__("phGraph_out", graphs + [self.GRAPH(0)] * (size - len(graphs)))
+
+
 class CUgraphNodeParams(ValueStruct):
     """What cuGraphAddNode builds: `type` names the arm that is read."""
 
     FIELDS: ClassVar[dict[str, Any]] = {
         "type": CUgraphNodeType(0), "kernel": CUDA_KERNEL_NODE_PARAMS, "memcpy": _MemcpyNode,
         "memset": _MemsetNode, "graph": _ChildGraph, "eventWait": _EventNode,
-        "eventRecord": _EventNode,
+        "eventRecord": _EventNode, "alloc": CUDA_MEM_ALLOC_NODE_PARAMS,
+        "free": CUDA_MEM_FREE_NODE_PARAMS, "conditional": CUDA_CONDITIONAL_NODE_PARAMS,
     }  # fmt: skip
 
 

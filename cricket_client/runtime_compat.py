@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from . import driver_arrays as da
+from . import runtime_graph_mem_cond as rm
 from . import runtime_graphs as rg
 from ._args import c_int, size_t
 from ._runtime_enums import cudaError_t, cudaGraphNodeType, cudaMemcpyKind
@@ -200,7 +201,8 @@ class cudaGraphNodeParams(ValueStruct):
     FIELDS: ClassVar[dict[str, Any]] = {
         "type": cudaGraphNodeType(0), "kernel": rg.cudaKernelNodeParams, "memcpy": _RtMemcpyNode,
         "memset": rg.cudaMemsetParams, "graph": _RtChildGraph, "eventWait": _RtEventNode,
-        "eventRecord": _RtEventNode,
+        "eventRecord": _RtEventNode, "alloc": rm.cudaMemAllocNodeParams,
+        "free": rm.cudaMemFreeNodeParams, "conditional": rm.cudaConditionalNodeParams,
     }  # fmt: skip
 
 
@@ -219,6 +221,9 @@ def cudaGraphAddNode(
         t.cudaGraphNodeTypeEmpty: lambda: rg.cudaGraphAddEmptyNode(graph, deps, n),
         t.cudaGraphNodeTypeWaitEvent: lambda: rg.cudaGraphAddEventWaitNode(graph, deps, n, p.eventWait.event),
         t.cudaGraphNodeTypeEventRecord: lambda: rg.cudaGraphAddEventRecordNode(graph, deps, n, p.eventRecord.event),
+        t.cudaGraphNodeTypeMemAlloc: lambda: rm.cudaGraphAddMemAllocNode(graph, deps, n, p.alloc),
+        t.cudaGraphNodeTypeMemFree: lambda: rm.cudaGraphAddMemFreeNode(graph, deps, n, p.free.dptr),
+        t.cudaGraphNodeTypeConditional: lambda: rm.add_conditional(graph, deps, n, p.conditional),
     }  # fmt: skip
     add = adders.get(kind)  # type: ignore[call-overload]
     edges = any(int(getattr(e, "type", 0) or 0) for e in dependencyData or ())

@@ -1,4 +1,5 @@
-"""CRICKET_V1 procedures 400-449: CUDA graphs and stream capture.
+"""CRICKET_V1 procedures 400-449 and 681-699: CUDA graphs, stream capture, graph memory and
+conditional nodes.
 
 Mixed into `CricketService`; every procedure runs through its `_run` (counted for replay,
 errors as CUresults, kept for GET_ERROR_MESSAGE). The work is `Session`'s
@@ -170,3 +171,27 @@ class GraphProcedures:
         return self._status(
             ctx, "cuMemcpyAsync", lambda s: s.capture_host_copy(stream, params)
         )
+
+    # -- graph memory and conditional nodes: procedures 681-699 -----------------------------
+    def CU_GRAPH_CONDITIONAL_HANDLE_CREATE(
+        self, ctx: Any, graph: int, default: int, flags: int
+    ) -> proto.u64_result:
+        return self._result(
+            proto.u64_result, ctx, "cuGraphConditionalHandleCreate",
+            lambda s: s.graph_conditional_handle_create(graph, default, flags),
+        )
+
+    def CU_DEVICE_GET_GRAPH_MEM_ATTRIBUTE(self, ctx: Any, dev: int, attr: int) -> proto.u64_result:
+        return self._result(
+            proto.u64_result, ctx, "cuDeviceGetGraphMemAttribute",
+            lambda s: s.device_get_graph_mem_attribute(dev, attr),
+        )
+
+    def CU_DEVICE_SET_GRAPH_MEM_ATTRIBUTE(self, ctx: Any, dev: int, attr: int, value: int) -> int:
+        return self._status(
+            ctx, "cuDeviceSetGraphMemAttribute",
+            lambda s: s.device_set_graph_mem_attribute(dev, attr, value),
+        )
+
+    def CU_DEVICE_GRAPH_MEM_TRIM(self, ctx: Any, dev: int) -> int:
+        return self._status(ctx, "cuDeviceGraphMemTrim", lambda s: s.device_graph_mem_trim(dev))

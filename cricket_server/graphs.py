@@ -30,6 +30,17 @@ NODE_GRAPH = 4
 NODE_EMPTY = 5
 NODE_WAIT_EVENT = 6
 NODE_EVENT_RECORD = 7
+NODE_MEM_ALLOC = 10
+NODE_MEM_FREE = 11
+NODE_CONDITIONAL = 13
+
+# CUgraphConditionalNodeType, and the handle flag CU_GRAPH_COND_ASSIGN_DEFAULT
+COND_IF = 0
+COND_WHILE = 1
+COND_SWITCH = 2
+COND_ASSIGN_DEFAULT = 1
+# what a conditional body may hold (CUDA's rule, applied recursively)
+BODY_NODE_TYPES = (NODE_KERNEL, NODE_MEMCPY, NODE_MEMSET, NODE_GRAPH, NODE_EMPTY, NODE_CONDITIONAL)
 
 # CUstreamCaptureStatus
 CAPTURE_NONE = 0
@@ -90,6 +101,9 @@ class ExecNode:
           host inputs (to the device) or outputs (from it)
     set: (dst, pitch, value, element size, width, height)
     event: the backend event of a wait or record node
+    conditional: (handle, CUgraphConditionalNodeType, default value, handle flags, bodies),
+          each body the exec nodes of one body graph (keys unique in the exec); the handle
+          is the session's value, which kernels of the exec may carry as an argument
     """
 
     key: object
@@ -99,6 +113,7 @@ class ExecNode:
     copy: tuple[bool, int, bool, int, int] | None = None
     set: tuple[int, int, int, int, int, int] | None = None
     event: object | None = None
+    conditional: tuple[int, int, int, int, tuple[tuple[ExecNode, ...], ...]] | None = None
 
 
 def topological(call: str, nodes: Sequence[GraphNodeRecord]) -> list[GraphNodeRecord]:
@@ -137,6 +152,7 @@ def flatten(
     outer_deps: tuple[object, ...] = (),
     host: list[HostCopy] | None = None,
     depth: int = 0,
+    in_body: bool = False,
 ) -> tuple[list[ExecNode], list[HostCopy]]:
     """The exec nodes of a graph in topological order, child graphs expanded: a child's
     roots wait for what its node waits for, and what waits for the child node waits for
@@ -153,6 +169,16 @@ def flatten(
         deps: tuple[object, ...] = tuple(k for d in node.deps for k in ends.get(d, ()))
         if not node.deps:
             deps = outer_deps
+        if in_body and node.type not in BODY_NODE_TYPES:
+            raise CudaError(
+                CUDA_ERROR_INVALID_VALUE,
+                f"{call}: a conditional body holds a node of type {node.type} (kernel, memcpy, "
+                "memset, empty, child graph and conditional nodes only)",
+            )
+        if node.type == NODE_CONDITIONAL:
+            out.append(_conditional(call, node, key, deps, children, resolve, depth))
+            ends[node.handle] = (key,)
+            continue
         if node.type == NODE_GRAPH:
             inner, _ = flatten(
                 call,
@@ -163,6 +189,7 @@ def flatten(
                 deps,
                 host,
                 depth + 1,
+                in_body,
             )
             out.extend(inner)
             ends[node.handle] = tuple(n.key for n in inner) or deps
@@ -170,3 +197,40 @@ def flatten(
         out.append(resolve(node, key, deps, host))
         ends[node.handle] = (key,)
     return out, host
+
+
+def _conditional(
+    call: str,
+    node: GraphNodeRecord,
+    key: object,
+    deps: tuple[object, ...],
+    children: Callable[[int], Sequence[GraphNodeRecord]],
+    resolve: Resolve,
+    depth: int,
+) -> ExecNode:
+    """A conditional node with its bodies flattened (each its own list: a body runs 0 or more
+    times per launch, so client host memory, which travels once per launch, is refused)."""
+    p = node.params.value
+    bodies = []
+    for i, body in enumerate(p.bodies):
+        host: list[HostCopy] = []
+        inner, _ = flatten(
+            call, children(int(body)), children, resolve, _path(key, i), (), host, depth + 1, True
+        )
+        if host:
+            raise CudaError(
+                CUDA_ERROR_INVALID_VALUE,
+                f"{call}: a conditional body copies to or from client host memory (not "
+                "supported remotely: host bytes travel once per launch)",
+            )
+        bodies.append(tuple(inner))
+    return ExecNode(
+        key, NODE_CONDITIONAL, deps,
+        conditional=(int(p.handle), int(p.type), int(p.default_value), int(p.flags), tuple(bodies)),
+    )
+
+
+def _path(key: object, body: int) -> tuple[int, ...]:
+    """The key prefix of a body's nodes: the conditional node's key and the body's index."""
+    prefix = key if isinstance(key, tuple) else (key,)
+    return (*(int(k) for k in prefix), -1 - body)

@@ -50,7 +50,7 @@ from cricket_server.session_core import (
     HeapFactory,
     SessionCore,
 )
-from cricket_server.session_graphs import SessionGraphs
+from cricket_server.session_graph_nodes import SessionGraphNodes
 from cricket_server.session_link import SessionLink
 from cricket_server.session_memcalls import PITCH_ALIGNMENT, SessionMemoryCalls
 from cricket_server.session_mempools import SessionMemPools
@@ -246,7 +246,7 @@ class SessionManager:
 
 class Session(
     SessionLink,
-    SessionGraphs,
+    SessionGraphNodes,
     SessionPeers,
     SessionContexts,
     SessionMemPools,

@@ -314,11 +314,15 @@ class SessionGraphs(
         mapping: dict[int, int] = {}
         for h in graph.nodes:
             node = self._node(call, h)
-            params = node.params
-            if node.type == NODE_GRAPH:
-                params = proto.graph_node_params(NODE_GRAPH, self.graph_clone(int(params.value)))
+            params = self._clone_params(call, node)
             mapping[h] = self._add_node(clone, ctx.handle, params, [mapping[d] for d in node.deps])
         return clone.handle
+
+    def _clone_params(self, call: str, node: GraphNodeRecord) -> Any:
+        """A clone's copy of `node`'s parameters (a child graph is cloned too)."""
+        if node.type == NODE_GRAPH:
+            return proto.graph_node_params(NODE_GRAPH, self.graph_clone(int(node.params.value)))
+        return node.params
 
     def node_type(self, handle: int) -> int:
         return self._node("cuGraphNodeGetType", handle).type
@@ -726,7 +730,7 @@ class SessionGraphs(
         return super().memcpy_2d_dtoh(src, spitch, width, height, stream)
 
     def mem_alloc_async(self, size: int, stream: int) -> int:
-        if self._capture_of(stream) is not None:  # no memory allocation nodes remotely
+        if self._capture_of(stream) is not None:  # SessionGraphNodes makes it a node first
             raise self._unsupported_in_capture("cuMemAllocAsync", stream)
         return super().mem_alloc_async(size, stream)
 

@@ -171,6 +171,10 @@ __all__ = [
     'CU_STREAM_GET_CAPTURE_INFO',
     'CU_STREAM_CAPTURE_HOST_COPY',
     'CU_STREAM_CAPTURE_PROHIBIT',
+    'CU_GRAPH_CONDITIONAL_HANDLE_CREATE',
+    'CU_DEVICE_GET_GRAPH_MEM_ATTRIBUTE',
+    'CU_DEVICE_SET_GRAPH_MEM_ATTRIBUTE',
+    'CU_DEVICE_GRAPH_MEM_TRIM',
     'CU_MEM_GET_ALLOCATION_GRANULARITY',
     'CU_MEM_ADDRESS_RESERVE',
     'CU_MEM_ADDRESS_FREE',
@@ -256,6 +260,8 @@ __all__ = [
     'graph_kernel_params',
     'graph_memcpy_params',
     'graph_memset_params',
+    'graph_mem_alloc_params',
+    'graph_conditional_params',
     'graph_node_params',
     'graph_node_params_result',
     'graph_nodes_result',
@@ -343,6 +349,8 @@ __all__ = [
     'xdr_graph_kernel_params',
     'xdr_graph_memcpy_params',
     'xdr_graph_memset_params',
+    'xdr_graph_mem_alloc_params',
+    'xdr_graph_conditional_params',
     'xdr_graph_node_params',
     'xdr_graph_node_params_result',
     'xdr_graph_nodes_result',
@@ -534,6 +542,10 @@ CU_STREAM_END_CAPTURE = 421
 CU_STREAM_GET_CAPTURE_INFO = 422
 CU_STREAM_CAPTURE_HOST_COPY = 423
 CU_STREAM_CAPTURE_PROHIBIT = 680
+CU_GRAPH_CONDITIONAL_HANDLE_CREATE = 681
+CU_DEVICE_GET_GRAPH_MEM_ATTRIBUTE = 682
+CU_DEVICE_SET_GRAPH_MEM_ATTRIBUTE = 683
+CU_DEVICE_GRAPH_MEM_TRIM = 684
 CU_MEM_GET_ALLOCATION_GRANULARITY = 450
 CU_MEM_ADDRESS_RESERVE = 451
 CU_MEM_ADDRESS_FREE = 452
@@ -1956,6 +1968,58 @@ class graph_memset_params:
 
 
 @_dc.dataclass(slots=True)
+class graph_mem_alloc_params:
+    """struct graph_mem_alloc_params."""
+
+    device: int
+    bytesize: int
+    dptr: cu_ptr
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        try:
+            return _xdr_graph_mem_alloc_params__S0(self.device, self.bytesize, self.dptr)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_graph_mem_alloc_params.diagnose(self, e)) from None
+
+    @classmethod
+    def decode(cls, data: Any) -> graph_mem_alloc_params:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        try:
+            a0_0, a0_1, a0_2, = _xdr_graph_mem_alloc_params__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('graph_mem_alloc_params', 20, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct graph_mem_alloc_params: %s is not a declared enum value' % e) from None
+        return graph_mem_alloc_params(a0_0, a0_1, a0_2)
+
+
+@_dc.dataclass(slots=True)
+class graph_conditional_params:
+    """struct graph_conditional_params."""
+
+    handle: int
+    type: int
+    size: int
+    bodies: graph_node_list
+    default_value: int
+    flags: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_graph_conditional_params.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> graph_conditional_params:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_graph_conditional_params.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
 class graph_node_params:
     """union graph_node_params: ``type`` selects the arm; ``value`` holds its value."""
 
@@ -1963,22 +2027,31 @@ class graph_node_params:
     value: Any = None
 
     kernel = _xdr.arm_property(
-        'graph_node_params', 'kernel', 'type', frozenset([0]), frozenset([0, 1, 2, 4, 5, 6, 7])
+        'graph_node_params', 'kernel', 'type', frozenset([0]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 13])
     )
     copy = _xdr.arm_property(
-        'graph_node_params', 'copy', 'type', frozenset([1]), frozenset([0, 1, 2, 4, 5, 6, 7])
+        'graph_node_params', 'copy', 'type', frozenset([1]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 13])
     )
     set = _xdr.arm_property(
-        'graph_node_params', 'set', 'type', frozenset([2]), frozenset([0, 1, 2, 4, 5, 6, 7])
+        'graph_node_params', 'set', 'type', frozenset([2]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 13])
     )
     child_graph = _xdr.arm_property(
-        'graph_node_params', 'child_graph', 'type', frozenset([4]), frozenset([0, 1, 2, 4, 5, 6, 7])
+        'graph_node_params', 'child_graph', 'type', frozenset([4]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 13])
     )
     wait_event = _xdr.arm_property(
-        'graph_node_params', 'wait_event', 'type', frozenset([6]), frozenset([0, 1, 2, 4, 5, 6, 7])
+        'graph_node_params', 'wait_event', 'type', frozenset([6]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 13])
     )
     record_event = _xdr.arm_property(
-        'graph_node_params', 'record_event', 'type', frozenset([7]), frozenset([0, 1, 2, 4, 5, 6, 7])
+        'graph_node_params', 'record_event', 'type', frozenset([7]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 13])
+    )
+    alloc = _xdr.arm_property(
+        'graph_node_params', 'alloc', 'type', frozenset([10]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 13])
+    )
+    free_ptr = _xdr.arm_property(
+        'graph_node_params', 'free_ptr', 'type', frozenset([11]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 13])
+    )
+    conditional = _xdr.arm_property(
+        'graph_node_params', 'conditional', 'type', frozenset([13]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 13])
     )
 
     def encode(self) -> bytes:
@@ -2446,6 +2519,8 @@ xdr_cluster_config = _xdr.Struct('cluster_config')
 xdr_graph_kernel_params = _xdr.Struct('graph_kernel_params')
 xdr_graph_memcpy_params = _xdr.Struct('graph_memcpy_params')
 xdr_graph_memset_params = _xdr.Struct('graph_memset_params')
+xdr_graph_mem_alloc_params = _xdr.Struct('graph_mem_alloc_params')
+xdr_graph_conditional_params = _xdr.Struct('graph_conditional_params')
 xdr_graph_node_params = _xdr.Union('graph_node_params')
 xdr_graph_node_params_result = _xdr.Union('graph_node_params_result')
 xdr_graph_nodes_result = _xdr.Union('graph_nodes_result')
@@ -3325,6 +3400,65 @@ def _xdr_graph_memset_params__unpack(dec: _xdr.Decoder) -> graph_memset_params:
     return graph_memset_params(a0_0, a0_1, a0_2, a0_3, a0_4, a0_5)
 
 
+_xdr_graph_mem_alloc_params__st0 = _struct.Struct('>iQQ')
+_xdr_graph_mem_alloc_params__S0, _xdr_graph_mem_alloc_params__U0 = _xdr_graph_mem_alloc_params__st0.pack, _xdr_graph_mem_alloc_params__st0.unpack_from
+_xdr_graph_mem_alloc_params__W0 = _xdr_graph_mem_alloc_params__st0.unpack
+
+
+def _xdr_graph_mem_alloc_params__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_graph_mem_alloc_params__S0(v.device, v.bytesize, v.dptr)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_graph_mem_alloc_params.diagnose(v, e)) from None
+
+
+def _xdr_graph_mem_alloc_params__unpack(dec: _xdr.Decoder) -> graph_mem_alloc_params:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, = _xdr_graph_mem_alloc_params__U0(dec.mv, pos)
+        dec.pos = pos + 20
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct graph_mem_alloc_params: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct graph_mem_alloc_params: %s is not a declared enum value' % e) from None
+    return graph_mem_alloc_params(a0_0, a0_1, a0_2)
+
+
+_xdr_graph_conditional_params__st0 = _struct.Struct('>QiI')
+_xdr_graph_conditional_params__S0, _xdr_graph_conditional_params__U0 = _xdr_graph_conditional_params__st0.pack, _xdr_graph_conditional_params__st0.unpack_from
+_xdr_graph_conditional_params__st2 = _struct.Struct('>II')
+_xdr_graph_conditional_params__S2, _xdr_graph_conditional_params__U2 = _xdr_graph_conditional_params__st2.pack, _xdr_graph_conditional_params__st2.unpack_from
+
+
+def _xdr_graph_conditional_params__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_graph_conditional_params__S0(v.handle, v.type, v.size)
+        _xdr_graph_conditional_params__p3(enc, v.bodies)
+        enc.buf += _xdr_graph_conditional_params__S2(v.default_value, v.flags)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_graph_conditional_params.diagnose(v, e)) from None
+
+
+def _xdr_graph_conditional_params__unpack(dec: _xdr.Decoder) -> graph_conditional_params:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, = _xdr_graph_conditional_params__U0(dec.mv, pos)
+        dec.pos = pos + 16
+        f3 = _xdr_graph_conditional_params__u3(dec)
+        pos = dec.pos
+        a4_0, a4_1, = _xdr_graph_conditional_params__U2(dec.mv, pos)
+        dec.pos = pos + 8
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct graph_conditional_params: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct graph_conditional_params: %s is not a declared enum value' % e) from None
+    return graph_conditional_params(a0_0, a0_1, a0_2, f3, a4_0, a4_1)
+
+
 def _xdr_graph_edges__pack(enc: _xdr.Encoder, v: Any) -> None:
     try:
         _xdr_graph_edges__p0(enc, v.from_nodes)
@@ -4155,6 +4289,28 @@ xdr_graph_memset_params.define(
     coders=(_xdr_graph_memset_params__pack, _xdr_graph_memset_params__unpack),
     whole=(graph_memset_params.encode, graph_memset_params.decode),
 )
+xdr_graph_mem_alloc_params.define(
+    graph_mem_alloc_params,
+    [
+        ('device', _xdr.xdr_int),
+        ('bytesize', _xdr.xdr_u_hyper),
+        ('dptr', xdr_cu_ptr),
+    ],
+    coders=(_xdr_graph_mem_alloc_params__pack, _xdr_graph_mem_alloc_params__unpack),
+    whole=(graph_mem_alloc_params.encode, graph_mem_alloc_params.decode),
+)
+xdr_graph_conditional_params.define(
+    graph_conditional_params,
+    [
+        ('handle', _xdr.xdr_u_hyper),
+        ('type', _xdr.xdr_int),
+        ('size', _xdr.xdr_u_int),
+        ('bodies', xdr_graph_node_list),
+        ('default_value', _xdr.xdr_u_int),
+        ('flags', _xdr.xdr_u_int),
+    ],
+    coders=(_xdr_graph_conditional_params__pack, _xdr_graph_conditional_params__unpack),
+)
 xdr_graph_node_params.define(
     graph_node_params,
     'type',
@@ -4167,6 +4323,9 @@ xdr_graph_node_params.define(
         ((5,), _xdr.xdr_void),
         ((6,), xdr_cu_handle),
         ((7,), xdr_cu_handle),
+        ((10,), xdr_graph_mem_alloc_params),
+        ((11,), xdr_cu_ptr),
+        ((13,), xdr_graph_conditional_params),
     ],
 )
 xdr_graph_node_params_result.define(
@@ -4372,6 +4531,8 @@ _xdr_cluster_config__p7 = xdr_cluster_config.fields[7][1].packer()
 _xdr_cluster_config__u7 = xdr_cluster_config.fields[7][1].unpacker()
 _xdr_graph_kernel_params__p8 = xdr_graph_kernel_params.fields[8][1].packer()
 _xdr_graph_kernel_params__u8 = xdr_graph_kernel_params.fields[8][1].unpacker()
+_xdr_graph_conditional_params__p3 = xdr_graph_conditional_params.fields[3][1].packer()
+_xdr_graph_conditional_params__u3 = xdr_graph_conditional_params.fields[3][1].unpacker()
 _xdr_graph_edges__p0 = xdr_graph_edges.fields[0][1].packer()
 _xdr_graph_edges__u0 = xdr_graph_edges.fields[0][1].unpacker()
 _xdr_graph_edges__p1 = xdr_graph_edges.fields[1][1].packer()
@@ -5559,13 +5720,57 @@ def _plan_a33_decode_args(body: Any) -> tuple[Any, ...]:
     return _plan_a33_AU(body)  # type: ignore[no-any-return]
 
 
-_plan_a34_A = _struct.Struct('>QQQQ')
+_plan_a34_A = _struct.Struct('>QII')
 _plan_a34_AP, _plan_a34_AU = _plan_a34_A.pack, _plan_a34_A.unpack
 
 
-def _plan_a34_encode_args(a0: Any, a1: Any, a2: Any, a3: Any) -> Any:
+def _plan_a34_encode_args(a0: Any, a1: Any, a2: Any) -> Any:
     try:
-        return _plan_a34_AP(a0, a1, a2, a3)
+        return _plan_a34_AP(a0, a1, a2)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    xdr_cu_handle.pack(enc, a0)
+    _xdr.xdr_u_int.pack(enc, a1)
+    _xdr.xdr_u_int.pack(enc, a2)
+    return enc.buffers()
+
+
+def _plan_a34_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 16:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 16' % len(body))
+    return _plan_a34_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_a35_A = _struct.Struct('>iiQ')
+_plan_a35_AP, _plan_a35_AU = _plan_a35_A.pack, _plan_a35_A.unpack
+
+
+def _plan_a35_encode_args(a0: Any, a1: Any, a2: Any) -> Any:
+    try:
+        return _plan_a35_AP(a0, a1, a2)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    _xdr.xdr_int.pack(enc, a0)
+    _xdr.xdr_int.pack(enc, a1)
+    _xdr.xdr_u_hyper.pack(enc, a2)
+    return enc.buffers()
+
+
+def _plan_a35_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 16:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 16' % len(body))
+    return _plan_a35_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_a36_A = _struct.Struct('>QQQQ')
+_plan_a36_AP, _plan_a36_AU = _plan_a36_A.pack, _plan_a36_A.unpack
+
+
+def _plan_a36_encode_args(a0: Any, a1: Any, a2: Any, a3: Any) -> Any:
+    try:
+        return _plan_a36_AP(a0, a1, a2, a3)
     except (_struct.error, TypeError, OverflowError):
         pass  # the codecs say what is wrong
     enc = _xdr.Encoder()
@@ -5576,19 +5781,19 @@ def _plan_a34_encode_args(a0: Any, a1: Any, a2: Any, a3: Any) -> Any:
     return enc.buffers()
 
 
-def _plan_a34_decode_args(body: Any) -> tuple[Any, ...]:
+def _plan_a36_decode_args(body: Any) -> tuple[Any, ...]:
     if len(body) != 32:
         raise _xdr.XdrDecodeError('arguments of %d bytes, not 32' % len(body))
-    return _plan_a34_AU(body)  # type: ignore[no-any-return]
+    return _plan_a36_AU(body)  # type: ignore[no-any-return]
 
 
-_plan_a35_A = _struct.Struct('>QQQQQ')
-_plan_a35_AP, _plan_a35_AU = _plan_a35_A.pack, _plan_a35_A.unpack
+_plan_a37_A = _struct.Struct('>QQQQQ')
+_plan_a37_AP, _plan_a37_AU = _plan_a37_A.pack, _plan_a37_A.unpack
 
 
-def _plan_a35_encode_args(a0: Any, a1: Any, a2: Any, a3: Any, a4: Any) -> Any:
+def _plan_a37_encode_args(a0: Any, a1: Any, a2: Any, a3: Any, a4: Any) -> Any:
     try:
-        return _plan_a35_AP(a0, a1, a2, a3, a4)
+        return _plan_a37_AP(a0, a1, a2, a3, a4)
     except (_struct.error, TypeError, OverflowError):
         pass  # the codecs say what is wrong
     enc = _xdr.Encoder()
@@ -5600,19 +5805,19 @@ def _plan_a35_encode_args(a0: Any, a1: Any, a2: Any, a3: Any, a4: Any) -> Any:
     return enc.buffers()
 
 
-def _plan_a35_decode_args(body: Any) -> tuple[Any, ...]:
+def _plan_a37_decode_args(body: Any) -> tuple[Any, ...]:
     if len(body) != 40:
         raise _xdr.XdrDecodeError('arguments of %d bytes, not 40' % len(body))
-    return _plan_a35_AU(body)  # type: ignore[no-any-return]
+    return _plan_a37_AU(body)  # type: ignore[no-any-return]
 
 
-_plan_a36_A = _struct.Struct('>QiQ')
-_plan_a36_AP, _plan_a36_AU = _plan_a36_A.pack, _plan_a36_A.unpack
+_plan_a38_A = _struct.Struct('>QiQ')
+_plan_a38_AP, _plan_a38_AU = _plan_a38_A.pack, _plan_a38_A.unpack
 
 
-def _plan_a36_encode_args(a0: Any, a1: Any, a2: Any) -> Any:
+def _plan_a38_encode_args(a0: Any, a1: Any, a2: Any) -> Any:
     try:
-        return _plan_a36_AP(a0, a1, a2)
+        return _plan_a38_AP(a0, a1, a2)
     except (_struct.error, TypeError, OverflowError):
         pass  # the codecs say what is wrong
     enc = _xdr.Encoder()
@@ -5622,19 +5827,19 @@ def _plan_a36_encode_args(a0: Any, a1: Any, a2: Any) -> Any:
     return enc.buffers()
 
 
-def _plan_a36_decode_args(body: Any) -> tuple[Any, ...]:
+def _plan_a38_decode_args(body: Any) -> tuple[Any, ...]:
     if len(body) != 20:
         raise _xdr.XdrDecodeError('arguments of %d bytes, not 20' % len(body))
-    return _plan_a36_AU(body)  # type: ignore[no-any-return]
+    return _plan_a38_AU(body)  # type: ignore[no-any-return]
 
 
-_plan_a37_A = _struct.Struct('>QQQ')
-_plan_a37_AP, _plan_a37_AU = _plan_a37_A.pack, _plan_a37_A.unpack
+_plan_a39_A = _struct.Struct('>QQQ')
+_plan_a39_AP, _plan_a39_AU = _plan_a39_A.pack, _plan_a39_A.unpack
 
 
-def _plan_a37_encode_args(a0: Any, a1: Any, a2: Any) -> Any:
+def _plan_a39_encode_args(a0: Any, a1: Any, a2: Any) -> Any:
     try:
-        return _plan_a37_AP(a0, a1, a2)
+        return _plan_a39_AP(a0, a1, a2)
     except (_struct.error, TypeError, OverflowError):
         pass  # the codecs say what is wrong
     enc = _xdr.Encoder()
@@ -5644,10 +5849,10 @@ def _plan_a37_encode_args(a0: Any, a1: Any, a2: Any) -> Any:
     return enc.buffers()
 
 
-def _plan_a37_decode_args(body: Any) -> tuple[Any, ...]:
+def _plan_a39_decode_args(body: Any) -> tuple[Any, ...]:
     if len(body) != 24:
         raise _xdr.XdrDecodeError('arguments of %d bytes, not 24' % len(body))
-    return _plan_a37_AU(body)  # type: ignore[no-any-return]
+    return _plan_a39_AU(body)  # type: ignore[no-any-return]
 
 
 class CRICKET_V1_Client:
@@ -7840,6 +8045,72 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 680, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
+    def CU_GRAPH_CONDITIONAL_HANDLE_CREATE(self, arg1: cu_handle, arg2: int, arg3: int, *, timeout: float | None = None) -> u64_result:
+        """Call CU_GRAPH_CONDITIONAL_HANDLE_CREATE (681) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_u_int.pack(_enc, arg2)
+        _xdr.xdr_u_int.pack(_enc, arg3)
+        body = self._rpc.call(0x20c0ffee, 1, 681, _enc.buffers(), timeout=timeout)
+        return xdr_u64_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_CONDITIONAL_HANDLE_CREATE_async(self, arg1: cu_handle, arg2: int, arg3: int) -> _Pending:
+        """Send CU_GRAPH_CONDITIONAL_HANDLE_CREATE (681); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_u_int.pack(_enc, arg2)
+        _xdr.xdr_u_int.pack(_enc, arg3)
+        call = self._rpc.call_async(0x20c0ffee, 1, 681, _enc.buffers())
+        return _Pending(call, xdr_u64_result.decode)
+
+    def CU_DEVICE_GET_GRAPH_MEM_ATTRIBUTE(self, arg1: int, arg2: int, *, timeout: float | None = None) -> u64_result:
+        """Call CU_DEVICE_GET_GRAPH_MEM_ATTRIBUTE (682) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 682, _enc.buffers(), timeout=timeout)
+        return xdr_u64_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_DEVICE_GET_GRAPH_MEM_ATTRIBUTE_async(self, arg1: int, arg2: int) -> _Pending:
+        """Send CU_DEVICE_GET_GRAPH_MEM_ATTRIBUTE (682); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 682, _enc.buffers())
+        return _Pending(call, xdr_u64_result.decode)
+
+    def CU_DEVICE_SET_GRAPH_MEM_ATTRIBUTE(self, arg1: int, arg2: int, arg3: int, *, timeout: float | None = None) -> int:
+        """Call CU_DEVICE_SET_GRAPH_MEM_ATTRIBUTE (683) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        _xdr.xdr_u_hyper.pack(_enc, arg3)
+        body = self._rpc.call(0x20c0ffee, 1, 683, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_DEVICE_SET_GRAPH_MEM_ATTRIBUTE_async(self, arg1: int, arg2: int, arg3: int) -> _Pending:
+        """Send CU_DEVICE_SET_GRAPH_MEM_ATTRIBUTE (683); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        _xdr.xdr_u_hyper.pack(_enc, arg3)
+        call = self._rpc.call_async(0x20c0ffee, 1, 683, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_DEVICE_GRAPH_MEM_TRIM(self, arg1: int, *, timeout: float | None = None) -> int:
+        """Call CU_DEVICE_GRAPH_MEM_TRIM (684) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 684, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_DEVICE_GRAPH_MEM_TRIM_async(self, arg1: int) -> _Pending:
+        """Send CU_DEVICE_GRAPH_MEM_TRIM (684); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 684, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
     def CU_MEM_GET_ALLOCATION_GRANULARITY(self, arg1: mem_alloc_prop, arg2: int, *, timeout: float | None = None) -> u64_result:
         """Call CU_MEM_GET_ALLOCATION_GRANULARITY (450) and wait for its result."""
         _enc = _xdr.Encoder()
@@ -8998,6 +9269,26 @@ class CRICKET_V1_Server:
             _Facts(replay='readonly', handles=((0, ('stream',)),)),
             plan=_Plan(encode_args=_plan_a21_encode_args, decode_args=_plan_a21_decode_args, decode_reply=_xdr_plan_status),
         ),
+        681: _Procedure(
+            681, 'CU_GRAPH_CONDITIONAL_HANDLE_CREATE', (xdr_cu_handle, _xdr.xdr_u_int, _xdr.xdr_u_int), xdr_u64_result,
+            _Facts(replay='replay', handles=((0, ('graph',)),)),
+            plan=_Plan(encode_args=_plan_a34_encode_args, decode_args=_plan_a34_decode_args, decode_reply=_plan_xdr_u64_result_decode_reply, encode_result=_plan_xdr_u64_result_encode_result),
+        ),
+        682: _Procedure(
+            682, 'CU_DEVICE_GET_GRAPH_MEM_ATTRIBUTE', (_xdr.xdr_int, _xdr.xdr_int), xdr_u64_result,
+            _Facts(replay='readonly'),
+            plan=_Plan(encode_args=_plan_a3_encode_args, decode_args=_plan_a3_decode_args, decode_reply=_plan_xdr_u64_result_decode_reply, encode_result=_plan_xdr_u64_result_encode_result),
+        ),
+        683: _Procedure(
+            683, 'CU_DEVICE_SET_GRAPH_MEM_ATTRIBUTE', (_xdr.xdr_int, _xdr.xdr_int, _xdr.xdr_u_hyper), _xdr.xdr_int,
+            _Facts(replay='replay'),
+            plan=_Plan(encode_args=_plan_a35_encode_args, decode_args=_plan_a35_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        684: _Procedure(
+            684, 'CU_DEVICE_GRAPH_MEM_TRIM', (_xdr.xdr_int,), _xdr.xdr_int,
+            _Facts(replay='replay'),
+            plan=_Plan(encode_args=_plan_a2_encode_args, decode_args=_plan_a2_decode_args, decode_reply=_xdr_plan_status),
+        ),
         450: _Procedure(
             450, 'CU_MEM_GET_ALLOCATION_GRANULARITY', (xdr_mem_alloc_prop, _xdr.xdr_int), xdr_u64_result,
             _Facts(replay='readonly'),
@@ -9006,7 +9297,7 @@ class CRICKET_V1_Server:
         451: _Procedure(
             451, 'CU_MEM_ADDRESS_RESERVE', (_xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_ptr, _xdr.xdr_u_hyper), xdr_ptr_result,
             _Facts(replay='replay'),
-            plan=_Plan(encode_args=_plan_a34_encode_args, decode_args=_plan_a34_decode_args, decode_reply=_plan_xdr_ptr_result_decode_reply, encode_result=_plan_xdr_ptr_result_encode_result),
+            plan=_Plan(encode_args=_plan_a36_encode_args, decode_args=_plan_a36_decode_args, decode_reply=_plan_xdr_ptr_result_decode_reply, encode_result=_plan_xdr_ptr_result_encode_result),
         ),
         452: _Procedure(
             452, 'CU_MEM_ADDRESS_FREE', (xdr_cu_ptr, _xdr.xdr_u_hyper), _xdr.xdr_int,
@@ -9026,7 +9317,7 @@ class CRICKET_V1_Server:
         455: _Procedure(
             455, 'CU_MEM_MAP', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle, _xdr.xdr_u_hyper), _xdr.xdr_int,
             _Facts(replay='replay', handles=((3, ('memhandle',)),)),
-            plan=_Plan(encode_args=_plan_a35_encode_args, decode_args=_plan_a35_decode_args, decode_reply=_xdr_plan_status),
+            plan=_Plan(encode_args=_plan_a37_encode_args, decode_args=_plan_a37_decode_args, decode_reply=_xdr_plan_status),
         ),
         456: _Procedure(
             456, 'CU_MEM_UNMAP', (xdr_cu_ptr, _xdr.xdr_u_hyper), _xdr.xdr_int,
@@ -9081,7 +9372,7 @@ class CRICKET_V1_Server:
         475: _Procedure(
             475, 'CU_MEM_POOL_SET_ATTRIBUTE', (xdr_cu_handle, _xdr.xdr_int, _xdr.xdr_u_hyper), _xdr.xdr_int,
             _Facts(replay='replay', handles=((0, ('mempool',)),)),
-            plan=_Plan(encode_args=_plan_a36_encode_args, decode_args=_plan_a36_decode_args, decode_reply=_xdr_plan_status),
+            plan=_Plan(encode_args=_plan_a38_encode_args, decode_args=_plan_a38_decode_args, decode_reply=_xdr_plan_status),
         ),
         476: _Procedure(
             476, 'CU_MEM_POOL_GET_ATTRIBUTE', (xdr_cu_handle, _xdr.xdr_int), xdr_u64_result,
@@ -9096,7 +9387,7 @@ class CRICKET_V1_Server:
         478: _Procedure(
             478, 'CU_MEM_ALLOC_FROM_POOL_ASYNC', (_xdr.xdr_u_hyper, xdr_cu_handle, xdr_cu_handle), xdr_ptr_result,
             _Facts(replay='replay', handles=((1, ('mempool',)), (2, ('stream',)))),
-            plan=_Plan(encode_args=_plan_a37_encode_args, decode_args=_plan_a37_decode_args, decode_reply=_plan_xdr_ptr_result_decode_reply, encode_result=_plan_xdr_ptr_result_encode_result),
+            plan=_Plan(encode_args=_plan_a39_encode_args, decode_args=_plan_a39_decode_args, decode_reply=_plan_xdr_ptr_result_decode_reply, encode_result=_plan_xdr_ptr_result_encode_result),
         ),
         620: _Procedure(
             620, 'CU_GRAPH_DESTROY_NODE', (xdr_cu_handle,), _xdr.xdr_int,
@@ -9712,6 +10003,22 @@ class CRICKET_V1_Server:
         """CU_STREAM_CAPTURE_PROHIBIT (680): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_STREAM_CAPTURE_PROHIBIT")
 
+    def CU_GRAPH_CONDITIONAL_HANDLE_CREATE(self, ctx: Any, arg1: cu_handle, arg2: int, arg3: int) -> u64_result:
+        """CU_GRAPH_CONDITIONAL_HANDLE_CREATE (681): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_CONDITIONAL_HANDLE_CREATE")
+
+    def CU_DEVICE_GET_GRAPH_MEM_ATTRIBUTE(self, ctx: Any, arg1: int, arg2: int) -> u64_result:
+        """CU_DEVICE_GET_GRAPH_MEM_ATTRIBUTE (682): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_DEVICE_GET_GRAPH_MEM_ATTRIBUTE")
+
+    def CU_DEVICE_SET_GRAPH_MEM_ATTRIBUTE(self, ctx: Any, arg1: int, arg2: int, arg3: int) -> int:
+        """CU_DEVICE_SET_GRAPH_MEM_ATTRIBUTE (683): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_DEVICE_SET_GRAPH_MEM_ATTRIBUTE")
+
+    def CU_DEVICE_GRAPH_MEM_TRIM(self, ctx: Any, arg1: int) -> int:
+        """CU_DEVICE_GRAPH_MEM_TRIM (684): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_DEVICE_GRAPH_MEM_TRIM")
+
     def CU_MEM_GET_ALLOCATION_GRANULARITY(self, ctx: Any, arg1: mem_alloc_prop, arg2: int) -> u64_result:
         """CU_MEM_GET_ALLOCATION_GRANULARITY (450): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_MEM_GET_ALLOCATION_GRANULARITY")
@@ -9887,6 +10194,8 @@ _xdr.ready_all(
     xdr_graph_kernel_params,
     xdr_graph_memcpy_params,
     xdr_graph_memset_params,
+    xdr_graph_mem_alloc_params,
+    xdr_graph_conditional_params,
     xdr_graph_node_params,
     xdr_graph_node_params_result,
     xdr_graph_nodes_result,

@@ -122,6 +122,7 @@ def restore_graphs(
             e.handle, GraphExecRecord, ctx=e.ctx, obj=obj, flags=e.flags, nodes=nodes,
             host_copies=host,
         )
+    session.adopt_graph_nodes()  # memory and conditional nodes' bookkeeping
 
 
 def graph_handles(s: ck.session_image) -> Iterator[int]:

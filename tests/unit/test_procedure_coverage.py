@@ -77,7 +77,7 @@ BACKEND_NEEDS: dict[str, tuple[str, ...]] = {
     "CU_MEMCPY_DTOD_ASYNC": ("memcpy_dtod",),
     "CU_MEMSET": ("memset",),
     "CU_MEMSET_ASYNC": ("memset",),
-    "CU_MEM_ALLOC_ASYNC": ("chunk_backing", "event_query", "event_synchronize", "event_destroy", "set_device"),
+    "CU_MEM_ALLOC_ASYNC": ("chunk_backing", "device_count", "event_query", "event_synchronize", "event_destroy", "set_device"),
     "CU_MEM_FREE_ASYNC": ("event_create", "event_record", "event_destroy", "set_device"),
     "CU_POINTER_GET_ATTRIBUTES": (),
     "CU_MODULE_LOAD_DATA": ("module_load",),
@@ -199,16 +199,21 @@ BACKEND_NEEDS: dict[str, tuple[str, ...]] = {
     "CU_GRAPH_LAUNCH": ("graph_launch",),
     "CU_GRAPH_LAUNCH_SYNC": ("graph_launch",),
     "CU_GRAPH_EXEC_NODE_SET_PARAMS": (
+        "device_count",
         "func_param_info",
         "graph_exec_set_node",
         "kernel_get_function",
     ),
-    "CU_GRAPH_EXEC_UPDATE": ("func_param_info", "graph_exec_set_node", "kernel_get_function"),
+    "CU_GRAPH_EXEC_UPDATE": ("device_count", "func_param_info", "graph_exec_set_node", "kernel_get_function"),
     "CU_STREAM_BEGIN_CAPTURE": (),
     "CU_STREAM_END_CAPTURE": (),
     "CU_STREAM_GET_CAPTURE_INFO": (),
     "CU_STREAM_CAPTURE_HOST_COPY": (),
     "CU_STREAM_CAPTURE_PROHIBIT": (),  # capture modes (680-699)
+    "CU_GRAPH_CONDITIONAL_HANDLE_CREATE": (),  # graph memory and conditional nodes (681-699)
+    "CU_DEVICE_GET_GRAPH_MEM_ATTRIBUTE": ("device_count",),
+    "CU_DEVICE_SET_GRAPH_MEM_ATTRIBUTE": ("device_count",),
+    "CU_DEVICE_GRAPH_MEM_TRIM": ("device_count",),
     # virtual memory management and memory pools
     "CU_MEM_GET_ALLOCATION_GRANULARITY": ("device_count",),
     "CU_MEM_ADDRESS_RESERVE": (),

@@ -70,6 +70,7 @@ READ_ONLY_BINDING_TESTS = {
 READ_ONLY_LINK = {"CU_LINK"}  # a link makes no server state: nothing to replay
 # a refusal the client reports for a capture: it changes nothing a checkpoint holds
 READ_ONLY_CAPTURE = {"CU_STREAM_CAPTURE_PROHIBIT"}
+READ_ONLY_GRAPH_NODES = {"CU_DEVICE_GET_GRAPH_MEM_ATTRIBUTE"}
 PROCEDURES = proto.CRICKET_V1_Server.PROCEDURES
 SPEC_PATH = Path(__file__).parents[2] / "rpc_spec" / "cricket.x"
 
@@ -85,7 +86,7 @@ def test_the_spec_gives_the_replay_lists_the_client_kept() -> None:
     assert facts.uncounted() == UNCOUNTED_BEFORE
     assert facts.read_only() == (
         READ_ONLY_BEFORE | READ_ONLY_VMM_POOLS | READ_ONLY_BINDING_TESTS | READ_ONLY_LINK
-        | READ_ONLY_CAPTURE
+        | READ_ONLY_CAPTURE | READ_ONLY_GRAPH_NODES
     )
     stated = {p.name: p.facts.replay for p in PROCEDURES.values()}
     assert set(stated.values()) == {"replay", "readonly", "uncounted"}  # every one states one

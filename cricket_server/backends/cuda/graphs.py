@@ -5,6 +5,15 @@ Client host memory in memcpy nodes becomes page-locked buffers of the exec's own
 first waits for the exec's previous launch to be done with them (an event recorded after
 each launch), fills the host-to-device ones with the bytes the client sent, launches, and,
 when the exec copies to host memory, waits for the stream and returns those buffers' bytes.
+
+Conditional nodes are the driver's: each exec creates a real conditional handle per node
+(cuGraphConditionalHandleCreate on the real graph that holds the node, with the session
+handle's default value and flags) and fills the body graphs the driver returns. A kernel sets
+a condition with cudaGraphSetConditional(handle, value) and gets the handle as an argument
+from the program, which knows the session's value: in the packed arguments of the exec's
+kernel nodes, each 8-byte aligned word equal to a session handle of the exec becomes the real
+handle (session handles are distinctive 64-bit values, see `session_graph_nodes`). Memory
+alloc and free nodes are empty nodes here: their memory is the session heap's.
 """
 
 from __future__ import annotations
@@ -19,7 +28,7 @@ from ._driver import call, driver
 
 __all__ = ["CudaExec", "CudaGraphs"]
 
-_KERNEL, _MEMCPY, _MEMSET, _EMPTY, _WAIT, _RECORD = 0, 1, 2, 5, 6, 7
+_KERNEL, _MEMCPY, _MEMSET, _EMPTY, _WAIT, _RECORD, _CONDITIONAL = 0, 1, 2, 5, 6, 7, 13
 
 
 @dataclass
@@ -31,6 +40,7 @@ class CudaExec:
     outputs: list[tuple[int, int]] = field(default_factory=list)
     done: Any = None  # event recorded after each launch that uses the pinned buffers
     launched: bool = False
+    handles: dict[int, int] = field(default_factory=dict)  # session -> real conditional handle
 
 
 class CudaGraphs(BackendSession):
@@ -49,9 +59,7 @@ class CudaGraphs(BackendSession):
         graph = call(driver.cuGraphCreate, 0)
         made = CudaExec(graph, None, {})
         try:
-            for node in nodes:
-                deps = [made.nodes[k] for k in node.deps]
-                made.nodes[node.key] = self._add_node(made, graph, deps, node, state.context.handle)
+            self._populate(made, graph, nodes, state.context.handle)
             made.exec = call(driver.cuGraphInstantiate, graph, 0)
             if made.inputs or made.outputs:
                 flags = driver.CUevent_flags.CU_EVENT_DISABLE_TIMING
@@ -62,13 +70,44 @@ class CudaGraphs(BackendSession):
         self._graph_execs()[id(made)] = made
         return made
 
+    def _populate(self, made: CudaExec, graph: Any, nodes: Sequence[Any], ctx: Any) -> None:
+        """Add `nodes` to the real `graph` (a conditional's bodies recursively); the real
+        handles of this level's conditionals are made first, for the kernels that set them."""
+        for node in nodes:
+            if node.type == _CONDITIONAL:
+                handle, _, default, flags, _ = node.conditional
+                real = call(driver.cuGraphConditionalHandleCreate, graph, ctx, default, flags)
+                made.handles[handle] = int(real)
+        for node in nodes:
+            deps = [made.nodes[k] for k in node.deps]
+            if node.type == _CONDITIONAL:
+                made.nodes[node.key] = self._add_conditional(made, graph, deps, node, ctx)
+            else:
+                made.nodes[node.key] = self._add_node(made, graph, deps, node, ctx)
+
+    def _add_conditional(
+        self, made: CudaExec, graph: Any, deps: list[Any], node: Any, ctx: Any
+    ) -> Any:
+        handle, kind, _, _, bodies = node.conditional
+        p = driver.CUgraphNodeParams()
+        p.type = driver.CUgraphNodeType.CU_GRAPH_NODE_TYPE_CONDITIONAL
+        p.conditional.handle = driver.CUgraphConditionalHandle(made.handles[handle])
+        p.conditional.type = driver.CUgraphConditionalNodeType(kind)
+        p.conditional.size = len(bodies)
+        p.conditional.ctx = ctx
+        added = call(driver.cuGraphAddNode, graph, deps, None, len(deps), p)
+        for body_graph, body in zip(p.conditional.phGraph_out, bodies, strict=True):
+            self._populate(made, body_graph, body, ctx)
+        return added
+
     def _pinned(self, size: int) -> int:
         return int(call(driver.cuMemHostAlloc, size, driver.CU_MEMHOSTALLOC_PORTABLE))
 
     def _add_node(self, made: CudaExec, graph: Any, deps: list[Any], node: Any, ctx: Any) -> Any:
         n = len(deps)
         if node.type == _KERNEL:
-            return call(driver.cuGraphAddKernelNode, graph, deps, n, self._kernel_params(node))
+            params = self._kernel_params(node, made.handles)
+            return call(driver.cuGraphAddKernelNode, graph, deps, n, params)
         if node.type == _MEMCPY:
             dst_host, dst, src_host, src, size = node.copy
             p = driver.CUDA_MEMCPY3D()
@@ -100,8 +139,9 @@ class CudaGraphs(BackendSession):
             return call(driver.cuGraphAddEventWaitNode, graph, deps, n, node.event)
         return call(driver.cuGraphAddEmptyNode, graph, deps, n)
 
-    def _kernel_params(self, node: Any) -> Any:
+    def _kernel_params(self, node: Any, handles: dict[int, int]) -> Any:
         func, grid, block, shared, params = node.kernel
+        params = _real_handles(params, handles)
         p = driver.CUDA_KERNEL_NODE_PARAMS()
         p.func = func
         p.gridDimX, p.gridDimY, p.gridDimZ = grid
@@ -131,7 +171,8 @@ class CudaGraphs(BackendSession):
         if target is None:
             raise CudaError(CUDA_ERROR_INVALID_VALUE, "cuGraphExecKernelNodeSetParams: no such node")
         if node.type == _KERNEL:
-            call(driver.cuGraphExecKernelNodeSetParams, made.exec, target, self._kernel_params(node))
+            params = self._kernel_params(node, made.handles)
+            call(driver.cuGraphExecKernelNodeSetParams, made.exec, target, params)
         elif node.type == _MEMSET:
             call(
                 driver.cuGraphExecMemsetNodeSetParams,
@@ -204,3 +245,16 @@ class CudaGraphs(BackendSession):
                 errors.append(e)
         self._graph_execs().clear()
         return errors
+
+
+def _real_handles(params: bytes, handles: dict[int, int]) -> bytes:
+    """Packed kernel arguments with each 8-byte aligned session conditional handle replaced by
+    the exec's real one."""
+    if not handles:
+        return params
+    data = bytearray(params)
+    for offset in range(0, len(data) - 7, 8):
+        real = handles.get(int.from_bytes(data[offset : offset + 8], "little"))
+        if real is not None:
+            data[offset : offset + 8] = real.to_bytes(8, "little")
+    return bytes(data)

@@ -1,6 +1,12 @@
 """CUDA graphs on the sim backend: an exec is its nodes in topological order, and a launch
 queues each on the stream with the backend's own calls (launch, copies, memset, events), so
 the stream's order respects every dependency.
+
+Conditional nodes decide with their handle's value at each launch: the default value when the
+handle assigns it (CU_GRAPH_COND_ASSIGN_DEFAULT), else 0, since sim kernels cannot set a
+condition. IF runs body 0 when the value is non-zero (body 1, if any, when it is zero), SWITCH
+runs body[value] (none past the last), WHILE runs while it is non-zero, so a WHILE whose value
+starts non-zero could never end here and is refused at instantiation.
 """
 
 from __future__ import annotations
@@ -8,8 +14,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from cricket_server.backends.base import BackendSession
+from cricket_server.backends.base import CUDA_ERROR_NOT_SUPPORTED, BackendSession, CudaError
 from cricket_server.graphs import (
+    COND_ASSIGN_DEFAULT,
+    COND_IF,
+    COND_SWITCH,
+    COND_WHILE,
+    NODE_CONDITIONAL,
     NODE_EVENT_RECORD,
     NODE_KERNEL,
     NODE_MEMCPY,
@@ -30,6 +41,7 @@ class ReplayGraphs(BackendSession):
     """Graph execs that replay their nodes on the launch stream (mixed into SimSession)."""
 
     def graph_instantiate(self, nodes: Sequence[ExecNode]) -> object:
+        _check_conditionals(nodes)
         return ReplayExec(list(nodes))
 
     def graph_exec_set_node(self, exec_: object, node: ExecNode) -> None:
@@ -46,8 +58,21 @@ class ReplayGraphs(BackendSession):
     ) -> list[bytes | memoryview]:
         assert isinstance(exec_, ReplayExec)
         out: list[bytes | memoryview] = []
-        for node in exec_.nodes:
-            if node.type == NODE_KERNEL and node.kernel is not None:
+        self._replay(exec_.nodes, stream, host_in, out)
+        return out
+
+    def _replay(
+        self,
+        nodes: Sequence[ExecNode],
+        stream: object | None,
+        host_in: Sequence[memoryview],
+        out: list[bytes | memoryview],
+    ) -> None:
+        for node in nodes:
+            if node.type == NODE_CONDITIONAL and node.conditional is not None:
+                for body in _bodies_run(node.conditional):
+                    self._replay(body, stream, host_in, out)
+            elif node.type == NODE_KERNEL and node.kernel is not None:
                 func, grid, block, shared, params = node.kernel
                 self.launch(func, grid, block, shared, stream, memoryview(params))
             elif node.type == NODE_MEMCPY and node.copy is not None:
@@ -66,4 +91,35 @@ class ReplayGraphs(BackendSession):
                 self.event_record(node.event, stream)
             elif node.type == NODE_WAIT_EVENT:
                 self.stream_wait_event(stream, node.event, 0)
-        return out
+
+
+def _value(conditional: tuple) -> int:  # type: ignore[type-arg]
+    _, _, default, flags, _ = conditional
+    return int(default) if flags & COND_ASSIGN_DEFAULT else 0
+
+
+def _bodies_run(conditional: tuple) -> list[tuple[ExecNode, ...]]:  # type: ignore[type-arg]
+    """The bodies a conditional node runs this launch, in order."""
+    kind, bodies, value = conditional[1], conditional[4], _value(conditional)
+    if kind == COND_IF:
+        if value:
+            return [bodies[0]]
+        return [bodies[1]] if len(bodies) > 1 else []
+    if kind == COND_SWITCH:
+        return [bodies[value]] if value < len(bodies) else []
+    return []  # COND_WHILE: its value is 0 here (instantiation refused a non-zero one)
+
+
+def _check_conditionals(nodes: Sequence[ExecNode]) -> None:
+    for node in nodes:
+        if node.type != NODE_CONDITIONAL or node.conditional is None:
+            continue
+        if node.conditional[1] == COND_WHILE and _value(node.conditional):
+            raise CudaError(
+                CUDA_ERROR_NOT_SUPPORTED,
+                f"cuGraphInstantiate: the WHILE conditional node {node.key!r} starts with a "
+                "non-zero value; on the sim backend no kernel can set it to 0, so it would "
+                "never end",
+            )
+        for body in node.conditional[4]:
+            _check_conditionals(body)
