@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from server_harness import LIMIT, ROOT, Server, running_server
+from test_native_door import cricket_run
 
 from cricket_client.native import library_path
 from cricket_client.native.export_tables import TRACED
@@ -37,16 +38,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         yield srv
 
 
-def cricket_run(server: Server, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "cricket_client.run", "--server", server.address, "--", *args]
-    return subprocess.run(
-        command, capture_output=True, text=True, timeout=RUN_LIMIT, cwd=ROOT,
-        env={**os.environ, **(env or {})},
-    )  # fmt: skip
-
-
 def test_the_table_slots_serve_modules_contexts_storage_and_refuse_the_unknown(server: Server) -> None:
-    done = cricket_run(server, sys.executable, str(HERE / "native_tables_program.py"), str(FATBIN))
+    done = cricket_run(server, "--", sys.executable, str(HERE / "native_tables_program.py"), str(FATBIN))
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     for expected in (
@@ -96,7 +89,7 @@ def test_a_runtime_program_gets_every_table_it_asks_for_and_stops_at_the_integri
     server: Server, runtime_programs: dict[str, Path], kind: str
 ) -> None:
     env = {"CRICKET_NATIVE_TRACE": "1", "LD_LIBRARY_PATH": str(CUDA_HOME / "lib64")}
-    done = cricket_run(server, str(runtime_programs[kind]), env=env)
+    done = cricket_run(server, "--", str(runtime_programs[kind]), env=env)
     assert done.stdout.splitlines()[0] == "cudaGetDeviceCount: 801 (cudaErrorNotSupported)", done.stdout
     called = re.findall(r"cricket: table (\w+) \{[0-9A-F-]+\} slot (\d+) \(\w+\) called", done.stderr)
     assert [(name, int(index)) for name, index in called] == list(TRACED), done.stderr
