@@ -34,9 +34,10 @@ class BuildWithNative(build_py):
         builder = _load("_cricket_build_native", HERE / "cricket_client" / "native" / "build.py")
         tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
         folder = Path(self.build_lib) / "cricket_client" / "native" / "_lib" / tag
-        source = signatures.c_source(*builder.source_facts(enums))
+        tables = _load("_cricket_build_tables", HERE / "cricket_client" / "native" / "export_tables.py")
+        source = signatures.c_source(*builder.source_facts(enums)) + "\n" + tables.c_source()
         try:
-            builder.compile_library(folder, signatures.python_declarations(), source)
+            builder.compile_library(folder, signatures.python_declarations() + tables.CDEF, source)
         except Exception as exc:  # the Python-only client installs and works without it
             print(
                 f"warning: the native libcuda.so.1 was not built ({exc}); it needs gcc and the "

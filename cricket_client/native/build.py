@@ -64,9 +64,12 @@ def _link_args() -> list[str]:
 def build(directory: Path) -> Path:
     """Build the library into `directory`; its path."""
     from .. import _enums
+    from . import export_tables
     from .signatures import c_source, python_declarations
 
-    return compile_library(directory, python_declarations(), c_source(*source_facts(_enums)))
+    cdef = python_declarations() + export_tables.CDEF
+    source = c_source(*source_facts(_enums)) + "\n" + export_tables.c_source()
+    return compile_library(directory, cdef, source)
 
 
 def compile_library(directory: Path, cdef: str, source: str) -> Path:

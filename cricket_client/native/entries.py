@@ -32,6 +32,7 @@ from ..connection import get_connection as _conn
 from ..errors import CricketClientError, NotSupportedRemotely
 from ..host_buffers import HostBufferError
 from ..runtime_host import PINNED
+from . import export_slots
 from .launch_pack import ParamPacker
 from .signatures import select_symbol
 
@@ -224,13 +225,17 @@ _BYPASS_PROBE = "f8cff95121468b4eb9e2fb469e7c0dd9"
 
 @_entry
 def cuGetExportTable(ppExportTable: int, pExportTableId: Any) -> int:
-    """Private tables of the CUDA runtime (static in cuda.bindings.runtime, CuPy, PyTorch) are
-    not offered: NOT_SUPPORTED, naming the table once."""
+    """Private tables of the CUDA runtime (static in cuda.bindings.runtime, CuPy, PyTorch): the
+    ones declared in export_tables.py; any other answers NOT_SUPPORTED, naming the table once."""
     uuid = bytes(ffi.buffer(pExportTableId, 16)).hex() if pExportTableId else "NULL"
     if ppExportTable:
         ffi.cast("uintptr_t *", ppExportTable)[0] = 0
     if uuid == _BYPASS_PROBE:
         return NOT_FOUND
+    if ppExportTable and pExportTableId:
+        found = export_slots.get_export_table(ppExportTable, bytes.fromhex(uuid))
+        if found is not None:
+            return found
     message = (
         f"cuGetExportTable {{{uuid}}}: private CUDA runtime tables are not supported remotely "
         "by Cricket (native libcuda)"

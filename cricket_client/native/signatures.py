@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .families import FAMILY_ENTRIES, FAMILY_HANDLES, FAMILY_SINCE, FAMILY_TYPES
 from .launch_pack import PACK_C, PACK_CDEF
+from .runtime_entries import RUNTIME_ENTRIES
 
 __all__ = [
     "ENTRIES",
@@ -171,6 +172,7 @@ ENTRIES: list[tuple[str, str]] = [
     ("cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags", "int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize, unsigned int flags"),
     ("cuOccupancyMaxPotentialBlockSize", "int *minGridSize, int *blockSize, CUfunction func, void *blockSizeToDynamicSMemSize, size_t dynamicSMemSize, int blockSizeLimit"),
     *FAMILY_ENTRIES,
+    *RUNTIME_ENTRIES,
 ]
 
 # Entries implemented by the C code alone (never reach Python).

@@ -36,7 +36,10 @@ STEPS: dict[str, list[tuple[str, str]]] = {
     ],
 }
 
-_LOGGED = re.compile(r"(\w+ is not supported remotely[^\n]*|cuGetExportTable \{[0-9a-f]+\}[^\n]*)")
+_LOGGED = re.compile(
+    r"(\w+ is not supported remotely[^\n]*|cuGetExportTable \{[0-9a-f]+\}[^\n]*"
+    r"|cuGetExportTable: table \w+ \{[0-9A-F-]+\} slot \d+[^\n]*)"
+)
 
 
 def run_step(server: str, code: str, timeout: float) -> subprocess.CompletedProcess[str]:

@@ -1,0 +1,282 @@
+"""The Python side of the runtime's private tables (declared in export_tables.py): one function
+per implemented slot, each expressed with calls the client already remotes.
+
+Imported only inside the library. Every slot call arrives at `_export_slot` with the table and
+slot index and the arguments as integers; it is logged with `CRICKET_NATIVE_TRACE=1`, and a
+slot without an implementation answers CUDA_ERROR_NOT_SUPPORTED naming its table and slot.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import struct
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from _cricket_libcuda import ffi, lib  # type: ignore[import-not-found]
+
+from .. import driver
+from .._types import as_int
+from ..connection import get_connection as _conn
+from ..errors import NotSupportedRemotely
+from .export_tables import TABLES, Slot, Table, table_by_id
+
+__all__ = ["IMPLEMENTATIONS", "get_export_table"]
+
+log = logging.getLogger("cricket_client.native")
+
+SUCCESS = 0
+INVALID_VALUE = 1
+INVALID_HANDLE = 400
+NOT_SUPPORTED = 801
+UNKNOWN = 999
+
+_TRACE = bool(os.environ.get("CRICKET_NATIVE_TRACE"))
+_lock = threading.Lock()
+_warned: set[tuple[int, int]] = set()
+
+
+def _local_error(message: str) -> None:
+    try:
+        _conn().set_local_error(message)
+    except Exception:  # no session (yet): the log names it
+        log.debug("no session to record %r", message)
+
+
+def get_export_table(out: int, uuid: bytes) -> int | None:
+    """Write the table with id `uuid` to `*out` and answer CUDA_SUCCESS; None when no table of
+    that id is declared (the caller names it)."""
+    found = table_by_id(uuid)
+    if found is None:
+        return None
+    index, table = found
+    ffi.cast("uintptr_t *", out)[0] = lib.cricket_export_table(index)
+    if _TRACE:
+        log.warning("cuGetExportTable %s %s -> %d pointers", table.name, table.guid, table.length)
+    return SUCCESS
+
+
+# -- the slots ------------------------------------------------------------------------------
+
+
+def _signed(value: int, bits: int = 32) -> int:
+    value &= (1 << bits) - 1
+    return value - (1 << bits) if value >> (bits - 1) else value
+
+
+def _write_pointer(address: int, value: int) -> None:
+    ffi.cast("uintptr_t *", address)[0] = value
+
+
+FATBINC_MAGIC = 0x466243B1  # __fatBinC_Wrapper_t.magic (fatbinary_section.h)
+_WRAPPER = struct.Struct("<iiQQ")  # magic, version, data (the fatbin), filename_or_fatbins
+
+
+def _load_fatbin(call: str, module: int, fatbin: int) -> int:
+    """Load the fatbin at host address `fatbin` as cuModuleLoadFatBinary does; the module's
+    handle to `*module`."""
+    if not module or not fatbin:
+        _local_error(f"{call}: NULL module pointer or image")
+        return INVALID_VALUE
+    err, handle = driver.cuModuleLoadFatBinary(fatbin)
+    err = int(err)
+    if not err:
+        _write_pointer(module, as_int(handle))
+    return err
+
+
+def _wrapped_fatbin(call: str, wrapper: int) -> int | None:
+    """The fatbin address a __fatBinC_Wrapper_t holds (version 1: the fatbin alone), or None
+    (the reason recorded)."""
+    if not wrapper:
+        _local_error(f"{call}: NULL fat binary wrapper")
+        return None
+    magic, version, data, _extra = _WRAPPER.unpack(ctypes.string_at(wrapper, _WRAPPER.size))
+    if magic != FATBINC_MAGIC:
+        _local_error(f"{call}: not a fat binary wrapper (magic {magic & 0xFFFFFFFF:#x})")
+        return None
+    if version != 1:  # 2: relocatable device code with prelinked fatbins (-rdc)
+        raise NotSupportedRemotely(
+            f"{call}: fat binary wrapper version {version} (relocatable device code) is not "
+            "supported remotely"
+        )
+    return data
+
+
+def module_from_wrapper(module: int, wrapper: int) -> int:
+    call = "CUDART_INTERFACE slot 1 (module from a fat binary wrapper)"
+    data = _wrapped_fatbin(call, wrapper)
+    return INVALID_VALUE if data is None else _load_fatbin(call, module, data)
+
+
+def _no_extras(call: str, arg3: int, arg4: int, arg5: int) -> None:
+    if arg3 or arg4 or (arg5 & 0xFFFFFFFF):
+        raise NotSupportedRemotely(
+            f"{call}: arguments 3-5 ({arg3:#x}, {arg4:#x}, {arg5 & 0xFFFFFFFF}) have no known "
+            "meaning; only NULL, NULL, 0 are supported remotely"
+        )
+
+
+def module_from_wrapper_ext1(module: int, wrapper: int, arg3: int, arg4: int, arg5: int) -> int:
+    call = "CUDART_INTERFACE slot 6 (module from a fat binary wrapper)"
+    _no_extras(call, arg3, arg4, arg5)
+    data = _wrapped_fatbin(call, wrapper)
+    return INVALID_VALUE if data is None else _load_fatbin(call, module, data)
+
+
+def module_from_fatbin_ext2(fatbin: int, module: int, arg3: int, arg4: int, arg5: int) -> int:
+    call = "CUDART_INTERFACE slot 8 (module from a fat binary)"
+    _no_extras(call, arg3, arg4, arg5)
+    return _load_fatbin(call, module, fatbin)
+
+
+def primary_context(pctx: int, dev: int) -> int:
+    if not pctx:
+        return INVALID_VALUE
+    err, ctx = driver.cuDevicePrimaryCtxRetain(_signed(dev))
+    err = int(err)
+    if not err:
+        _write_pointer(pctx, as_int(ctx))
+    return err
+
+
+# Context-local storage: (context, key) -> (value, destructor), kept by the client. A NULL
+# context means the calling thread's current one. The destructors are not run (the entries of a
+# destroyed context stay until the program ends).
+_storage: dict[tuple[int, int], tuple[int, int]] = {}
+
+
+def _context(ctx: int) -> int | None:
+    if ctx:
+        return ctx
+    err, current = driver.cuCtxGetCurrent()
+    if int(err) or current is None or not as_int(current):
+        return None
+    return as_int(current)
+
+
+def cls_put(ctx: int, key: int, value: int, destructor: int) -> int:
+    target = _context(ctx)
+    if target is None:
+        return INVALID_HANDLE
+    with _lock:
+        _storage[(target, key)] = (value, destructor)
+    return SUCCESS
+
+
+def cls_delete(ctx: int, key: int) -> int:
+    target = _context(ctx)
+    with _lock:
+        found = _storage.pop((target, key), None) if target is not None else None
+    return SUCCESS if found is not None else INVALID_HANDLE
+
+
+def cls_get(value: int, ctx: int, key: int) -> int:
+    if not value:
+        return INVALID_VALUE
+    target = _context(ctx)
+    with _lock:
+        found = _storage.get((target, key)) if target is not None else None
+    if found is None:
+        return INVALID_HANDLE
+    _write_pointer(value, found[0])
+    return SUCCESS
+
+
+EAGER_LOADING = 1  # CU_MODULE_EAGER_LOADING
+
+
+@ffi.def_extern(name="py_cuModuleGetLoadingMode", error=UNKNOWN)
+def _module_loading_mode(mode: Any) -> int:
+    """Eager: every image travels whole to the server when it is loaded."""
+    if mode == ffi.NULL:
+        return INVALID_VALUE
+    mode[0] = EAGER_LOADING
+    return SUCCESS
+
+
+# Tool callback areas: the runtime gets a driver-owned buffer and its size for each (the sizes
+# the public notes give, 1024 and 14; read as counts of 32-bit words, the buffers hold that
+# many). Zeroed: no tool (CUPTI) is subscribed through this driver.
+_CALLBACK_SIZES = {2: 1024, 6: 14}
+_CALLBACK_AREAS = {k: ffi.new("uint32_t[]", n) for k, n in _CALLBACK_SIZES.items()}
+
+
+def _callback_area(which: int, ptr: int, size: int) -> int:
+    if ptr:
+        _write_pointer(ptr, int(ffi.cast("uintptr_t", _CALLBACK_AREAS[which])))
+    if size:
+        _write_pointer(size, _CALLBACK_SIZES[which])
+    return SUCCESS
+
+
+def callback_area_1(ptr: int, size: int) -> int:
+    return _callback_area(2, ptr, size)
+
+
+def callback_area_2(ptr: int, size: int) -> int:
+    return _callback_area(6, ptr, size)
+
+
+IMPLEMENTATIONS: dict[str, Callable[..., int]] = {
+    "callback_area_1": callback_area_1,
+    "callback_area_2": callback_area_2,
+    "module_from_wrapper": module_from_wrapper,
+    "module_from_wrapper_ext1": module_from_wrapper_ext1,
+    "module_from_fatbin_ext2": module_from_fatbin_ext2,
+    "primary_context": primary_context,
+    "cls_put": cls_put,
+    "cls_delete": cls_delete,
+    "cls_get": cls_get,
+}
+
+
+# -- dispatch -------------------------------------------------------------------------------
+
+
+def _describe(table: Table, slot: Slot, args: list[int]) -> str:
+    shown = ", ".join(hex(a) for a in args)
+    return f"table {table.name} {table.guid} slot {slot.index} ({slot.name}) called ({shown})"
+
+
+def _unsupported(table: Table, slot: Slot, args: list[int]) -> int:
+    message = (
+        f"cuGetExportTable: {_describe(table, slot, args)}: not supported remotely by Cricket "
+        "(native libcuda)"
+    )
+    with _lock:
+        first = (id(table), slot.index) not in _warned
+        _warned.add((id(table), slot.index))
+    if first:
+        log.warning("cricket: %s", message)
+    _local_error(message)
+    return NOT_SUPPORTED
+
+
+def _failed(kind: Any, exc: BaseException, tb: Any) -> None:
+    if isinstance(exc, NotSupportedRemotely | NotImplementedError):
+        log.warning("cricket: %s", exc)
+    else:
+        log.error("a private table slot failed in the client", exc_info=(kind, exc, tb))
+    _local_error(str(exc))
+
+
+@ffi.def_extern(name="py_export_slot", error=UNKNOWN, onerror=_failed)
+def _export_slot(t: int, s: int, raw: Any, n: int) -> int:
+    table = TABLES[t]
+    slot = table.slot(s)
+    args = [int(raw[i]) for i in range(n)]
+    if _TRACE:
+        log.warning("cricket: %s", _describe(table, slot, args))
+    impl = IMPLEMENTATIONS.get(slot.implementation or "")
+    if impl is None:
+        return _unsupported(table, slot, args)
+    try:
+        return impl(*args)
+    except (NotSupportedRemotely, NotImplementedError) as exc:
+        log.warning("cricket: %s", exc)
+        _local_error(str(exc))
+        return NOT_SUPPORTED

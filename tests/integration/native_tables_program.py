@@ -1,0 +1,100 @@
+"""Calls the driver's private tables as the CUDA runtime does (run under `cricket-run --`, so
+"libcuda.so.1" is the native library): a module from a fat binary wrapper around a fatbin
+(CUDART_INTERFACE slots 1, 6 and 8), the primary context (slot 2), a launch of its kernel,
+context-local storage, the tool callback areas, an unknown slot and an unknown table. Prints one
+line per check. Argument: the fatbin (tests/kernels/test_kernels.fatbin)."""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+import sys
+from ctypes import POINTER, byref, c_int, c_size_t, c_uint, c_uint64, c_void_p
+from pathlib import Path
+from typing import Any
+
+cuda = ctypes.CDLL("libcuda.so.1")
+CUresult = c_int
+
+
+def table(uuid: str) -> tuple[int, ctypes.Array[c_void_p] | None]:
+    out = c_void_p()
+    err = cuda.cuGetExportTable(byref(out), (ctypes.c_char * 16).from_buffer_copy(bytes.fromhex(uuid)))
+    if err:
+        return err, None
+    return 0, (c_void_p * 16).from_address(out.value)
+
+
+def slot(t: ctypes.Array[c_void_p], index: int, restype: object, *argtypes: object) -> Any:
+    return ctypes.CFUNCTYPE(restype, *argtypes)(t[index])
+
+
+def main() -> None:
+    image = Path(sys.argv[1]).read_bytes()
+    assert cuda.cuInit(0) == 0
+    _, cudart = table("6bd5fb6c5bf4e74a8987d93912fd9df9")
+    assert cudart is not None
+    print("cudart size", cudart[0])
+
+    ctx = c_void_p()
+    err = slot(cudart, 2, CUresult, POINTER(c_void_p), c_int)(byref(ctx), 0)
+    print("primary context", err, bool(ctx.value))
+    assert cuda.cuCtxSetCurrent(ctx) == 0
+
+    fatbin = ctypes.create_string_buffer(image, len(image))
+    wrapper = ctypes.create_string_buffer(struct.pack("<iiQQ", 0x466243B1, 1, ctypes.addressof(fatbin), 0))
+    module = c_void_p()
+    err = slot(cudart, 1, CUresult, POINTER(c_void_p), c_void_p)(byref(module), ctypes.addressof(wrapper))
+    print("module from wrapper", err, bool(module.value))
+
+    fn = c_void_p()
+    assert cuda.cuModuleGetFunction(byref(fn), module, b"vector_add") == 0
+    n = 256
+    a, b, c = c_uint64(), c_uint64(), c_uint64()
+    for p in (a, b, c):
+        assert cuda.cuMemAlloc_v2(byref(p), n * 4) == 0
+    xs = (ctypes.c_float * n)(*range(n))
+    ys = (ctypes.c_float * n)(*([0.5] * n))
+    cuda.cuMemcpyHtoD_v2(a, xs, n * 4)
+    cuda.cuMemcpyHtoD_v2(b, ys, n * 4)
+    count = c_int(n)
+    params = (c_void_p * 4)(*(ctypes.cast(byref(x), c_void_p) for x in (a, b, c, count)))
+    err = cuda.cuLaunchKernel(fn, 1, 1, 1, n, 1, 1, 0, None, params, None)
+    out = (ctypes.c_float * n)()
+    cuda.cuMemcpyDtoH_v2(out, c, n * 4)
+    print("launch", err, out[0] == 0.5 and out[n - 1] == n - 0.5)
+
+    module8 = c_void_p()
+    ext2 = slot(cudart, 8, CUresult, c_void_p, POINTER(c_void_p), c_void_p, c_void_p, c_uint)
+    print("module from fatbin", ext2(ctypes.addressof(fatbin), byref(module8), None, None, 0), bool(module8.value))
+    module6 = c_void_p()
+    ext1 = slot(cudart, 6, CUresult, POINTER(c_void_p), c_void_p, c_void_p, c_void_p, c_uint)
+    print("module ext1", ext1(byref(module6), ctypes.addressof(wrapper), None, None, 0), bool(module6.value))
+    print("module ext1 with arguments", ext1(byref(module6), ctypes.addressof(wrapper), None, None, 7))
+    bad = ctypes.create_string_buffer(struct.pack("<iiQQ", 0x12345678, 1, ctypes.addressof(fatbin), 0))
+    print("bad wrapper", slot(cudart, 1, CUresult, POINTER(c_void_p), c_void_p)(byref(module), ctypes.addressof(bad)))
+
+    _, cls = table("c693336e1121df11a8c368f355d89593")
+    assert cls is not None
+    put = slot(cls, 0, CUresult, c_void_p, c_void_p, c_void_p, c_void_p)
+    delete = slot(cls, 1, CUresult, c_void_p, c_void_p)
+    get = slot(cls, 2, CUresult, POINTER(c_void_p), c_void_p, c_void_p)
+    value = c_void_p()
+    print("cls put", put(ctx, 0x1234, 0xBEEF, None))
+    print("cls get", get(byref(value), ctx, 0x1234), hex(value.value or 0))
+    print("cls get current", get(byref(value), None, 0x1234), hex(value.value or 0))
+    print("cls delete", delete(ctx, 0x1234), "then get", get(byref(value), ctx, 0x1234))
+
+    _, hooks = table("a094798c2e742e7493f20800200c0a66")
+    assert hooks is not None
+    area, size = c_void_p(), c_size_t()
+    slot(hooks, 2, None, POINTER(c_void_p), POINTER(c_size_t))(byref(area), byref(size))
+    print("callback area", bool(area.value), size.value, ctypes.string_at(area.value, 64) == bytes(64))
+
+    print("unknown slot", slot(cudart, 3, CUresult)())
+    print("unknown table", table("00112233445566778899aabbccddeeff")[0])
+    print("done")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""The CUDA runtime's private driver tables through the native library (`cuGetExportTable`),
+against a sim server: the slots the runtime calls answer as declared in
+cricket_client.native.export_tables, in the order the runtime calls them, and a program built
+with nvcc stops, with a message naming the table and slot, where the runtime asks the driver to
+prove it is NVIDIA's (INTEGRITY_CHECK), which is not offered."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from server_harness import LIMIT, ROOT, Server, running_server
+from test_native_door import cricket_run
+
+from cricket_client.native import library_path
+from cricket_client.native.export_tables import TRACED
+
+HERE = Path(__file__).resolve().parent
+FATBIN = ROOT / "tests" / "kernels" / "test_kernels.fatbin"
+RUN_LIMIT = 4 * LIMIT
+CUDA_HOME = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda"))
+
+
+def _nvcc() -> str | None:
+    return shutil.which("nvcc") or (str(CUDA_HOME / "bin" / "nvcc") if (CUDA_HOME / "bin" / "nvcc").exists() else None)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    library_path()
+    with running_server(tmp_path_factory.mktemp("tables")) as srv:
+        yield srv
+
+
+def test_the_table_slots_serve_modules_contexts_storage_and_refuse_the_unknown(server: Server) -> None:
+    done = cricket_run(server, "--", sys.executable, str(HERE / "native_tables_program.py"), str(FATBIN))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    for expected in (
+        "cudart size 104",  # 13 pointers
+        "primary context 0 True",
+        "module from wrapper 0 True",
+        "launch 0 True",  # vector_add of the module the wrapper's fatbin made
+        "module from fatbin 0 True",
+        "module ext1 0 True",
+        "module ext1 with arguments 801",
+        "bad wrapper 1",
+        "cls put 0",
+        "cls get 0 0xbeef",
+        "cls get current 0 0xbeef",
+        "cls delete 0 then get 400",
+        "callback area True 1024 True",
+        "unknown slot 801",
+        "unknown table 801",
+        "done",
+    ):
+        assert expected in lines, (expected, done.stdout, done.stderr)
+    assert "table CUDART_INTERFACE {6BD5FB6C-5BF4-E74A-8987-D93912FD9DF9} slot 3 (unknown) called" in done.stderr
+    assert "cuGetExportTable {00112233445566778899aabbccddeeff}" in done.stderr
+
+
+@pytest.fixture(scope="module")
+def runtime_programs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    nvcc = _nvcc()
+    if nvcc is None:
+        pytest.skip("needs nvcc (CUDA 12 or 13 toolkit) to build a CUDA runtime program")
+    if not (CUDA_HOME / "lib64").is_dir():
+        pytest.skip(f"needs the CUDA runtime libraries in {CUDA_HOME}/lib64")
+    folder = tmp_path_factory.mktemp("runtime")
+    built = {}
+    for kind in ("static", "shared"):
+        out = folder / f"program_{kind}"
+        subprocess.run(
+            [nvcc, "-arch=sm_90", f"-cudart={kind}", "-o", str(out), str(HERE / "native_runtime_program.cu")],
+            check=True, capture_output=True, timeout=RUN_LIMIT,
+        )  # fmt: skip
+        built[kind] = out
+    return built
+
+
+@pytest.mark.parametrize("kind", ["static", "shared"])
+def test_a_runtime_program_gets_every_table_it_asks_for_and_stops_at_the_integrity_check(
+    server: Server, runtime_programs: dict[str, Path], kind: str
+) -> None:
+    env = {"CRICKET_NATIVE_TRACE": "1", "LD_LIBRARY_PATH": str(CUDA_HOME / "lib64")}
+    done = cricket_run(server, "--", str(runtime_programs[kind]), env=env)
+    assert done.stdout.splitlines()[0] == "cudaGetDeviceCount: 801 (cudaErrorNotSupported)", done.stdout
+    called = re.findall(r"cricket: table (\w+) \{[0-9A-F-]+\} slot (\d+) \(\w+\) called", done.stderr)
+    assert [(name, int(index)) for name, index in called] == list(TRACED), done.stderr
+    assert re.search(
+        r"table INTEGRITY_CHECK \{D4082055-BDE6-704B-8D34-BA123C66E1F2\} slot 1 \(integrity_check\) "
+        r"called \(0x[0-9a-f]+, 0x[0-9a-f]+, 0x[0-9a-f]+\): not supported remotely",
+        done.stderr,
+    ), done.stderr
+    # every table it asked for was handed out: no id left unnamed
+    assert "private CUDA runtime tables are not supported" not in done.stderr
