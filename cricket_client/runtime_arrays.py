@@ -515,6 +515,10 @@ def _runtime_resource(w: Any) -> cudaResourceDesc:
     desc = cudaResourceDesc(resType=cudaResourceType(w.res_type), flags=w.flags)
     if w.res_type == cudaResourceType.cudaResourceTypeArray:
         desc.res.array.array = cudaArray_t(w.array)
+    elif w.res_type == cudaResourceType.cudaResourceTypeMipmappedArray:
+        from .resource_types import cudaMipmappedArray_t
+
+        desc.res.mipmap.mipmap = cudaMipmappedArray_t(w.array)
     elif w.res_type == cudaResourceType.cudaResourceTypeLinear:
         lin = desc.res.linear
         lin.devPtr, lin.desc, lin.sizeInBytes = w.ptr, channel_desc(w.format, w.channels), w.size
@@ -572,6 +576,11 @@ def _resource_format(conn: Connection, res: Any) -> int:
     """The CUarray_format a resource's texels have (its array's, or its own)."""
     if res.res_type == cudaResourceType.cudaResourceTypeArray:
         _err, info = da.array_info(conn, res.array)
+        return info.format if info is not None else 0
+    if res.res_type == cudaResourceType.cudaResourceTypeMipmappedArray:
+        from .driver_mipmaps import mipmap_info
+
+        _err, info, _levels = mipmap_info(conn, res.array)
         return info.format if info is not None else 0
     return int(res.format)
 

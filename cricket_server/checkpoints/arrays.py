@@ -62,7 +62,12 @@ def snapshot_arrays(
 ) -> tuple[list[ck.array_image], list[ck.tex_object_image]]:  # fmt: skip
     arrays = []
     records = sorted(
-        (r for r in session.handles.records() if isinstance(r, ArrayRecord)), key=lambda r: r.handle
+        (
+            r
+            for r in session.handles.records()
+            if type(r) is ArrayRecord and not r.mipmap  # levels go with their mipmapped array
+        ),
+        key=lambda r: r.handle,
     )
     for a in records:
         blob = sink.write(
@@ -139,6 +144,9 @@ def restore_arrays(
                 b.array_destroy(obj)
                 raise
             written += _write_array(session, ckpt, record, a.contents)
+    from cricket_server.checkpoints.mipmaps import restore_mipmaps
+
+    written += restore_mipmaps(session, ckpt, image, devs, fail)
     fillers: list[tuple[int, bool, int]] = []  # (device, surface, value)
     try:
         for t in sorted(image.tex_objects, key=lambda t: t.value):

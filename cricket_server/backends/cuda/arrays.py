@@ -19,6 +19,7 @@ from ..arrays import (
     PLACE_HOST,
     RESOURCE_ARRAY,
     RESOURCE_LINEAR,
+    RESOURCE_MIPMAPPED_ARRAY,
     ArrayDesc,
     Copy3D,
     Place,
@@ -42,6 +43,8 @@ def resource_desc(res: ResourceDesc) -> Any:
     rd.resType = driver.CUresourcetype(res.res_type)
     if res.res_type == RESOURCE_ARRAY:
         rd.res.array.hArray = res.array
+    elif res.res_type == RESOURCE_MIPMAPPED_ARRAY:
+        rd.res.mipmap.hMipmappedArray = res.array
     elif res.res_type == RESOURCE_LINEAR:
         rd.res.linear.devPtr = driver.CUdeviceptr(res.ptr)
         rd.res.linear.format = driver.CUarray_format(res.format)
