@@ -180,7 +180,10 @@ def channel_desc(fmt: int, channels: int) -> cudaChannelFormatDesc:
 # -- arrays ---------------------------------------------------------------------------------
 
 
-def _malloc_array(call: str, desc: Any, w: int, h: int, d: int, flags: int) -> tuple[Any, ...]:
+def _malloc_array(
+    call: str, desc: Any, w: int, h: int, d: int, flags: int, levels: int = 0
+) -> tuple[Any, ...]:
+    """An array, or with `levels` a mipmapped array of that many levels."""
     err, conn = _ready()
     if err:
         return _ret(err, None)
@@ -191,6 +194,12 @@ def _malloc_array(call: str, desc: Any, w: int, h: int, d: int, flags: int) -> t
         return _fail(
             conn, _BAD_CHANNELS, f"{call}: no array format for {desc!r}".replace("\n", " "), 1
         )
+    if levels:
+        from .driver_mipmaps import mipmap_create
+        from .resource_types import cudaMipmappedArray_t
+
+        err, handle = mipmap_create(conn, w, h, d, found[0], found[1], flags, levels)
+        return _ret(err, cudaMipmappedArray_t(handle), conn=conn)
     err, handle = da.array_create(conn, w, h, d, found[0], found[1], flags)
     return _ret(err, cudaArray_t(handle), conn=conn)
 

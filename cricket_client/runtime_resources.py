@@ -20,7 +20,7 @@ from .resource_types import (
     cudaDevSmResource,
     cudaMipmappedArray_t,
 )
-from .runtime_arrays import _BAD_CHANNELS, _INVALID_VALUE, _SUCCESS, _fail, _ready, _ret, format_of
+from .runtime_arrays import _SUCCESS, _malloc_array, _ready, _ret
 
 __all__ = [
     "cudaMallocMipmappedArray",
@@ -46,22 +46,13 @@ def cudaMallocMipmappedArray(
     desc: Any, extent: Any, numLevels: int, flags: int
 ) -> tuple[Any, cudaMipmappedArray_t | None]:
     call = "cudaMallocMipmappedArray"
-    err, conn = _ready()
-    if err:
-        return _ret(err, None)
-    if desc is None:
-        return _fail(conn, _INVALID_VALUE, f"{call}: desc is None", 1)
-    found = format_of(desc)
-    if found is None:
-        return _fail(
-            conn, _BAD_CHANNELS, f"{call}: no array format for {desc!r}".replace("\n", " "), 1
-        )
-    err, handle = dm.mipmap_create(
-        conn, size_t(extent.width, f"{call}: width"), size_t(extent.height, f"{call}: height"),
-        size_t(extent.depth, f"{call}: depth"), found[0], found[1], uint(flags, f"{call}: flags"),
-        uint(numLevels, f"{call}: numLevels"),
+    levels = uint(numLevels, f"{call}: numLevels")
+    if not levels:
+        return (cudaError_t.cudaErrorInvalidValue, None)
+    return _malloc_array(  # type: ignore[return-value]
+        call, desc, size_t(extent.width, f"{call}: width"), size_t(extent.height, f"{call}: height"),
+        size_t(extent.depth, f"{call}: depth"), uint(flags, f"{call}: flags"), levels,
     )  # fmt: skip
-    return _ret(err, cudaMipmappedArray_t(handle), conn=conn)
 
 
 def cudaFreeMipmappedArray(mipmappedArray: Any) -> tuple[Any]:

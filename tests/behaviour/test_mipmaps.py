@@ -16,20 +16,12 @@ import cricket_client
 from cricket_client import driver as cuda
 from cricket_client import runtime as cudart
 
-OK = cudart.cudaError_t.cudaSuccess
 H2D = cudart.cudaMemcpyKind.cudaMemcpyHostToDevice
 D2H = cudart.cudaMemcpyKind.cudaMemcpyDeviceToHost
 FLOAT = cudart.cudaChannelFormatKind.cudaChannelFormatKindFloat
 ARRAY = cuda.CUmemorytype.CU_MEMORYTYPE_ARRAY
 HOST = cuda.CUmemorytype.CU_MEMORYTYPE_HOST
 
-
-def ok(result: tuple[Any, ...]) -> Any:
-    err, *values = result
-    assert err == OK, f"{err!r}: {cricket_client.last_error_message()}"
-    if not values:
-        return None
-    return values[0] if len(values) == 1 else tuple(values)
 
 
 def extent(w: int, h: int, d: int = 0) -> Any:
@@ -39,44 +31,44 @@ def extent(w: int, h: int, d: int = 0) -> Any:
 def test_sparse_float4_mipmap_has_the_h200_sparse_properties(
     session: cricket_client.Connection,
 ) -> None:
-    desc = ok(cudart.cudaCreateChannelDesc(32, 32, 32, 32, FLOAT))
+    desc = check(cudart.cudaCreateChannelDesc(32, 32, 32, 32, FLOAT))
     levels = int(1.0 + math.log(1000, 2))
-    mipmap = ok(cudart.cudaMallocMipmappedArray(desc, extent(1000, 500), levels, cudart.cudaArraySparse))
-    props = ok(cudart.cudaMipmappedArrayGetSparseProperties(mipmap))
+    mipmap = check(cudart.cudaMallocMipmappedArray(desc, extent(1000, 500), levels, cudart.cudaArraySparse))
+    props = check(cudart.cudaMipmappedArrayGetSparseProperties(mipmap))
     tile = props.tileExtent
     assert (tile.width, tile.height, tile.depth) == (64, 64, 1)
     assert (props.miptailFirstLevel, props.miptailSize, props.flags) == (3, 196608, 0)
-    level = ok(cudart.cudaGetMipmappedArrayLevel(mipmap, levels - 1))
-    _desc, ext, _flags = ok(cudart.cudaArrayGetInfo(level))
+    level = check(cudart.cudaGetMipmappedArrayLevel(mipmap, levels - 1))
+    _desc, ext, _flags = check(cudart.cudaArrayGetInfo(level))
     assert (ext.width, ext.height) == (1, 1)
     err, _ = cudart.cudaGetMipmappedArrayLevel(mipmap, levels)
     assert err == cudart.cudaError_t.cudaErrorInvalidValue
-    ok(cudart.cudaFreeMipmappedArray(mipmap))
+    check(cudart.cudaFreeMipmappedArray(mipmap))
 
 
 def test_too_many_levels_are_refused(session: cricket_client.Connection) -> None:
-    desc = ok(cudart.cudaCreateChannelDesc(32, 0, 0, 0, FLOAT))
+    desc = check(cudart.cudaCreateChannelDesc(32, 0, 0, 0, FLOAT))
     err, mipmap = cudart.cudaMallocMipmappedArray(desc, extent(16, 8), 6, 0)
     assert err == cudart.cudaError_t.cudaErrorInvalidValue and mipmap is None
 
 
 def test_runtime_levels_take_2d_copies(session: cricket_client.Connection) -> None:
-    desc = ok(cudart.cudaCreateChannelDesc(32, 0, 0, 0, FLOAT))
-    mipmap = ok(cudart.cudaMallocMipmappedArray(desc, extent(40, 24), 4, 0))
+    desc = check(cudart.cudaCreateChannelDesc(32, 0, 0, 0, FLOAT))
+    mipmap = check(cudart.cudaMallocMipmappedArray(desc, extent(40, 24), 4, 0))
     for lv in range(4):
-        level = ok(cudart.cudaGetMipmappedArrayLevel(mipmap, lv))
-        _d, ext, _f = ok(cudart.cudaArrayGetInfo(level))
+        level = check(cudart.cudaGetMipmappedArrayLevel(mipmap, lv))
+        _d, ext, _f = check(cudart.cudaArrayGetInfo(level))
         w, h = 40 >> lv, 24 >> lv
         assert (ext.width, ext.height) == (w, h)
         host = np.arange(w * h, dtype=np.float32).reshape(h, w) + 1000 * lv
-        ok(cudart.cudaMemcpy2DToArray(level, 0, 0, host, w * 4, w * 4, h, H2D))
+        check(cudart.cudaMemcpy2DToArray(level, 0, 0, host, w * 4, w * 4, h, H2D))
     for lv in range(4):
-        level = ok(cudart.cudaGetMipmappedArrayLevel(mipmap, lv))
+        level = check(cudart.cudaGetMipmappedArrayLevel(mipmap, lv))
         w, h = 40 >> lv, 24 >> lv
         out = np.zeros((h, w), dtype=np.float32)
-        ok(cudart.cudaMemcpy2DFromArray(out, w * 4, level, 0, 0, w * 4, h, D2H))
+        check(cudart.cudaMemcpy2DFromArray(out, w * 4, level, 0, 0, w * 4, h, D2H))
         assert np.array_equal(out, np.arange(w * h, dtype=np.float32).reshape(h, w) + 1000 * lv)
-    ok(cudart.cudaFreeMipmappedArray(mipmap))
+    check(cudart.cudaFreeMipmappedArray(mipmap))
 
 
 def _driver_mipmap(w: int, h: int, levels: int, flags: int = 0) -> Any:
@@ -153,10 +145,10 @@ def test_texture_object_over_a_mipmapped_array(session: cricket_client.Connectio
 def test_another_sessions_mipmapped_array_is_refused(
     session: cricket_client.Connection, other_session: cricket_client.Connection
 ) -> None:
-    desc = ok(cudart.cudaCreateChannelDesc(32, 0, 0, 0, FLOAT))
+    desc = check(cudart.cudaCreateChannelDesc(32, 0, 0, 0, FLOAT))
     with other_session.active():
-        theirs = ok(cudart.cudaMallocMipmappedArray(desc, extent(16, 16), 2, 0))
-        their_level = ok(cudart.cudaGetMipmappedArrayLevel(theirs, 0))
+        theirs = check(cudart.cudaMallocMipmappedArray(desc, extent(16, 16), 2, 0))
+        their_level = check(cudart.cudaGetMipmappedArrayLevel(theirs, 0))
     err, _ = cudart.cudaGetMipmappedArrayLevel(theirs, 0)
     assert err == cudart.cudaError_t.cudaErrorInvalidResourceHandle
     assert foreign_handle_message() in cricket_client.last_error_message()
@@ -166,4 +158,4 @@ def test_another_sessions_mipmapped_array_is_refused(
     (err,) = cudart.cudaFreeMipmappedArray(theirs)
     assert err == cudart.cudaError_t.cudaErrorInvalidResourceHandle
     with other_session.active():
-        ok(cudart.cudaFreeMipmappedArray(theirs))  # still theirs
+        check(cudart.cudaFreeMipmappedArray(theirs))  # still theirs

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -20,7 +19,6 @@ from checkpoint.reader import Checkpoint
 from cricket_client import driver as cuda
 from cricket_client import runtime as cudart
 
-OK = cudart.cudaError_t.cudaSuccess
 FLOAT = cudart.cudaChannelFormatKind.cudaChannelFormatKindFloat
 H2D = cudart.cudaMemcpyKind.cudaMemcpyHostToDevice
 D2H = cudart.cudaMemcpyKind.cudaMemcpyDeviceToHost
@@ -30,13 +28,6 @@ D2H = cudart.cudaMemcpyKind.cudaMemcpyDeviceToHost
 def servers() -> Iterator[list[ServerProcess]]:
     yield from server_list()
 
-
-def ok(result: tuple[Any, ...]) -> Any:
-    err, *values = result
-    assert err == OK, f"{err!r}: {cricket_client.last_error_message()}"
-    if not values:
-        return None
-    return values[0] if len(values) == 1 else tuple(values)
 
 
 def _level_image(lv: int, w: int, h: int) -> np.ndarray:
@@ -50,15 +41,15 @@ def test_a_mipmapped_array_comes_back_after_a_restart(
     server = start_server(servers, tmp_path, isolation)
     conn = open_session(server.address, make_default=True)
     try:
-        desc = ok(cudart.cudaCreateChannelDesc(32, 0, 0, 0, FLOAT))
+        desc = check(cudart.cudaCreateChannelDesc(32, 0, 0, 0, FLOAT))
         w, h, levels = 48, 20, 5
-        mipmap = ok(cudart.cudaMallocMipmappedArray(desc, cudart.make_cudaExtent(w, h, 0), levels, 0))
+        mipmap = check(cudart.cudaMallocMipmappedArray(desc, cudart.make_cudaExtent(w, h, 0), levels, 0))
         handles = []
         for lv in range(levels):
-            level = ok(cudart.cudaGetMipmappedArrayLevel(mipmap, lv))
+            level = check(cudart.cudaGetMipmappedArrayLevel(mipmap, lv))
             handles.append(int(level))
             lw, lh = max(1, w >> lv), max(1, h >> lv)
-            ok(cudart.cudaMemcpy2DToArray(
+            check(cudart.cudaMemcpy2DToArray(
                 level, 0, 0, _level_image(lv, lw, lh), lw * 4, lw * 4, lh, H2D
             ))  # fmt: skip
         res = cudart.cudaResourceDesc()
@@ -67,7 +58,7 @@ def test_a_mipmapped_array_comes_back_after_a_restart(
         tex = cudart.cudaTextureDesc()
         tex.normalizedCoords = 1
         tex.maxMipmapLevelClamp = float(levels - 1)
-        obj = ok(cudart.cudaCreateTextureObject(res, tex, None))
+        obj = check(cudart.cudaCreateTextureObject(res, tex, None))
 
         cricket_client.checkpoint(tmp_path / "ckpt")
         (s,) = Checkpoint.open(tmp_path / "ckpt").manifest.sessions
@@ -79,17 +70,17 @@ def test_a_mipmapped_array_comes_back_after_a_restart(
         restarted = start_restart(servers, tmp_path, tmp_path / "ckpt")
         monkeypatch.setenv(cricket_client.ADDRESS_ENV, restarted.address)
         for lv in range(levels):
-            level = ok(cudart.cudaGetMipmappedArrayLevel(mipmap, lv))
+            level = check(cudart.cudaGetMipmappedArrayLevel(mipmap, lv))
             assert int(level) == handles[lv]
             lw, lh = max(1, w >> lv), max(1, h >> lv)
             out = np.zeros((lh, lw), dtype=np.float32)
-            ok(cudart.cudaMemcpy2DFromArray(out, lw * 4, level, 0, 0, lw * 4, lh, D2H))
+            check(cudart.cudaMemcpy2DFromArray(out, lw * 4, level, 0, 0, lw * 4, lh, D2H))
             assert np.array_equal(out, _level_image(lv, lw, lh))
-        got = ok(cudart.cudaGetTextureObjectResourceDesc(obj))
+        got = check(cudart.cudaGetTextureObjectResourceDesc(obj))
         assert got.resType == cudart.cudaResourceType.cudaResourceTypeMipmappedArray
         assert int(got.res.mipmap.mipmap) == int(mipmap)
-        ok(cudart.cudaDestroyTextureObject(obj))
-        ok(cudart.cudaFreeMipmappedArray(mipmap))
+        check(cudart.cudaDestroyTextureObject(obj))
+        check(cudart.cudaFreeMipmappedArray(mipmap))
     finally:
         conn.close()
 

@@ -37,6 +37,16 @@ def _address(buf: bytearray) -> int:
     return ctypes.addressof((ctypes.c_char * len(buf)).from_buffer(buf)) if buf else 0
 
 
+def array3d_descriptor(desc: ArrayDesc) -> Any:
+    """A CUDA_ARRAY3D_DESCRIPTOR of `desc`."""
+    d = driver.CUDA_ARRAY3D_DESCRIPTOR()
+    d.Width, d.Height, d.Depth = desc.width, desc.height, desc.depth
+    d.Format = driver.CUarray_format(desc.format)
+    d.NumChannels = desc.channels
+    d.Flags = desc.flags
+    return d
+
+
 def resource_desc(res: ResourceDesc) -> Any:
     """A CUDA_RESOURCE_DESC of `res` (array objects are CUarrays already)."""
     rd = driver.CUDA_RESOURCE_DESC()
@@ -128,12 +138,7 @@ class CudaArrays:
 
     def array_create(self, desc: ArrayDesc) -> object:
         self._state()
-        d = driver.CUDA_ARRAY3D_DESCRIPTOR()
-        d.Width, d.Height, d.Depth = desc.width, desc.height, desc.depth
-        d.Format = driver.CUarray_format(desc.format)
-        d.NumChannels = desc.channels
-        d.Flags = desc.flags
-        array = call(driver.cuArray3DCreate, d)
+        array = call(driver.cuArray3DCreate, array3d_descriptor(desc))
         self._made()["arrays"][int(array)] = (self._dev, array)
         return array
 

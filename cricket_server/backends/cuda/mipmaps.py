@@ -14,6 +14,7 @@ from ..arrays import ArrayDesc
 from ..base import CudaError
 from ..mipmaps import SparseProps
 from ._driver import call, driver
+from .arrays import array3d_descriptor
 
 __all__ = ["CudaMipmaps"]
 
@@ -40,12 +41,7 @@ class CudaMipmaps:
 
     def mipmap_create(self, desc: ArrayDesc, levels: int) -> tuple[object, list[object]]:
         self._state()
-        d = driver.CUDA_ARRAY3D_DESCRIPTOR()
-        d.Width, d.Height, d.Depth = desc.width, desc.height, desc.depth
-        d.Format = driver.CUarray_format(desc.format)
-        d.NumChannels = desc.channels
-        d.Flags = desc.flags
-        mipmap = call(driver.cuMipmappedArrayCreate, d, levels)
+        mipmap = call(driver.cuMipmappedArrayCreate, array3d_descriptor(desc), levels)
         self._mipmaps()[int(mipmap)] = (self._dev, mipmap)
         try:
             arrays = [call(driver.cuMipmappedArrayGetLevel, mipmap, lv) for lv in range(levels)]
