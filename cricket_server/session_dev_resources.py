@@ -112,6 +112,8 @@ class SessionDevResources(SessionCore):
         call = "cuDevSmResourceSplitByCount"
         self.require_init(call)
         res = self._given_resource(call, w)
+        if wanted:  # never more groups than SMs: the driver's result array is this long
+            wanted = min(wanted, max(res.sm_count, 1))
         groups, count, remainder = self.bsession.sm_split(res, wanted, flags, min_count)
         return proto.sm_split(
             groups=[self._issue(g) for g in groups], count=count, remainder=self._issue(remainder)

@@ -37,6 +37,8 @@ def test_device_resource_and_its_splits(session: cricket_client.Connection) -> N
     groups, same, remainder = check(cuda.cuDevSmResourceSplitByCount(count, res, 0, 2))
     assert same == count and len(groups) == count
     assert sum(g.sm.smCount for g in groups) + remainder.sm.smCount == sms
+    groups, most, _rest = check(cuda.cuDevSmResourceSplitByCount(1 << 30, res, 0, 2))
+    assert most == count and len(groups) == count  # as many as fit, however many are asked
     groups, three, remainder = check(cuda.cuDevSmResourceSplitByCount(3, res, 0, 2))
     assert three == 3 and len(groups) == 3
     sizes = {g.sm.smCount for g in groups}

@@ -159,3 +159,19 @@ def test_another_sessions_mipmapped_array_is_refused(
     assert err == cudart.cudaError_t.cudaErrorInvalidResourceHandle
     with other_session.active():
         check(cudart.cudaFreeMipmappedArray(theirs))  # still theirs
+
+
+def test_memory_requirements_of_deferred_mapping_arrays(session: cricket_client.Connection) -> None:
+    dev = check(cuda.cuDeviceGet(0))
+    d = cuda.CUDA_ARRAY3D_DESCRIPTOR()
+    d.Width, d.Height, d.Depth = 300, 200, 0
+    d.Format, d.NumChannels = cuda.CUarray_format.CU_AD_FORMAT_FLOAT, 1
+    d.Flags = cuda.CUDA_ARRAY3D_DEFERRED_MAPPING
+    array = check(cuda.cuArray3DCreate(d))
+    req = check(cuda.cuArrayGetMemoryRequirements(array, dev))
+    assert req.size >= 300 * 200 * 4 and req.alignment > 0
+    check(cuda.cuArrayDestroy(array))
+    mipmap = check(cuda.cuMipmappedArrayCreate(d, 4))
+    req = check(cuda.cuMipmappedArrayGetMemoryRequirements(mipmap, dev))
+    assert req.size >= 300 * 200 * 4 and req.alignment > 0
+    check(cuda.cuMipmappedArrayDestroy(mipmap))
