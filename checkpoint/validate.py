@@ -36,6 +36,7 @@ from rpc_spec import cricket_rpc as proto
 from rpc_spec.handles import HandleKind, kind_of
 
 ADDRESS_LIMIT = 1 << 64
+UNBACKED = 0x40 | 0x80  # CUDA_ARRAY3D_SPARSE, _DEFERRED_MAPPING: no contents kept
 # CUarray_format -> bytes a channel (the formats arrays are made with)
 ARRAY_FORMAT_BYTES = {0x01: 1, 0x02: 2, 0x03: 4, 0x08: 1, 0x09: 2, 0x0A: 4, 0x10: 2, 0x20: 4}
 
@@ -162,6 +163,8 @@ def _array_problems(s: ck.session_image, ctx_problem: Any) -> Iterator[str]:
         yield from ctx_problem(f"array {arr.handle:#x}", arr.ctx)
         element = ARRAY_FORMAT_BYTES.get(arr.format, 0) * arr.channels
         size = arr.width * element * max(arr.height, 1) * max(arr.depth, 1)
+        if arr.flags & UNBACKED:
+            size = 0
         if not element or arr.contents.size != size:
             yield (
                 f"array {arr.handle:#x} holds {size} bytes (format {arr.format:#x}, "

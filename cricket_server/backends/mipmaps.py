@@ -23,6 +23,10 @@ levels from there on, rounded up to whole tiles (per layer; flags 0). On the H20
 sparse 1000 x 500 array of 10 levels answers tile 64 x 64 x 1, mip tail from level 3 of
 196608 bytes, which this rule gives (tests/unit/test_mipmap_rules.py).
 
+Sparse and deferred-mapping arrays have no memory of their own until tiles or memory are
+mapped to them (cuMemMapArrayAsync, cuArrayMapping... are not remoted), so a checkpoint keeps
+no contents for them (`unbacked`).
+
 Memory requirements (cuArrayGetMemoryRequirements) under the same model: every level's bytes
 rounded up to whole tiles, aligned to a tile.
 """
@@ -42,6 +46,7 @@ __all__ = [
     "max_levels",
     "sparse_properties",
     "memory_requirements",
+    "unbacked",
 ]
 
 ARRAY3D_SPARSE = 0x40
@@ -116,3 +121,9 @@ def sparse_properties(desc: ArrayDesc, levels: int) -> SparseProps:
 def memory_requirements(desc: ArrayDesc, levels: int) -> tuple[int, int]:
     """(size, alignment) of the memory an array of these levels needs (the model above)."""
     return sum(_round_tiles(d.nbytes) for d in level_descs(desc, levels)), TILE_BYTES
+
+
+def unbacked(flags: int) -> bool:
+    """Whether an array of these CUDA_ARRAY3D_* flags has no memory of its own (sparse or
+    deferred mapping): a checkpoint keeps no contents for it."""
+    return bool(flags & (ARRAY3D_SPARSE | ARRAY3D_DEFERRED_MAPPING))

@@ -103,3 +103,40 @@ def test_a_green_context_refuses_a_checkpoint_until_destroyed(
         assert cricket_client.checkpoint(tmp_path / "ckpt").sessions == 1
     finally:
         conn.close()
+
+
+def test_sparse_and_deferred_arrays_come_back_without_contents(
+    tmp_path: Path, servers: list[ServerProcess], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = start_server(servers, tmp_path)
+    conn = open_session(server.address, make_default=True)
+    try:
+        float4 = check(cudart.cudaCreateChannelDesc(32, 32, 32, 32, FLOAT))
+        sparse = check(cudart.cudaMallocMipmappedArray(
+            float4, cudart.make_cudaExtent(256, 128, 0), 9, cudart.cudaArraySparse
+        ))  # fmt: skip
+        before = check(cudart.cudaMipmappedArrayGetSparseProperties(sparse))
+        level = check(cudart.cudaGetMipmappedArrayLevel(sparse, 8))
+        d = cuda.CUDA_ARRAY3D_DESCRIPTOR()
+        d.Width, d.Height, d.Format, d.NumChannels = 64, 64, cuda.CUarray_format.CU_AD_FORMAT_FLOAT, 1
+        d.Flags = cuda.CUDA_ARRAY3D_DEFERRED_MAPPING
+        deferred = check(cuda.cuArray3DCreate(d))
+
+        cricket_client.checkpoint(tmp_path / "ckpt")
+        (s,) = Checkpoint.open(tmp_path / "ckpt").manifest.sessions
+        assert [a.contents.size for a in s.arrays] == [0]
+        assert {lv.contents.size for lv in s.mipmaps[0].levels} == {0}
+        server.kill()
+
+        restarted = start_restart(servers, tmp_path, tmp_path / "ckpt")
+        monkeypatch.setenv(cricket_client.ADDRESS_ENV, restarted.address)
+        after = check(cudart.cudaMipmappedArrayGetSparseProperties(sparse))
+        assert (after.miptailFirstLevel, after.miptailSize) == (
+            before.miptailFirstLevel, before.miptailSize
+        )  # fmt: skip
+        assert int(check(cudart.cudaGetMipmappedArrayLevel(sparse, 8))) == int(level)
+        assert check(cuda.cuArray3DGetDescriptor(deferred)).Flags == cuda.CUDA_ARRAY3D_DEFERRED_MAPPING
+        check(cuda.cuArrayDestroy(deferred))
+        check(cudart.cudaFreeMipmappedArray(sparse))
+    finally:
+        conn.close()
