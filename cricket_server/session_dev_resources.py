@@ -145,16 +145,17 @@ class SessionDevResources(SessionCore):
         call = "cuGreenCtxDestroy"
         self.require_init(call)
         green = self.green(call, handle)
-        ctx = self.handles.get(call, HandleKind.CONTEXT, green.context, ContextRecord)
-        self._free_made_in(ctx)
+        if green.context in self.handles:  # (cuCtxDestroy may have taken it already)
+            ctx = self.handles.get(call, HandleKind.CONTEXT, green.context, ContextRecord)
+            self._free_made_in(ctx)
         with self._on_device(green.dev):
             if green.join is not None:
                 self.bsession.stream_destroy(green.join)
             if green.gate is not None:
                 self.bsession.event_destroy(green.gate)
             self.bsession.green_ctx_destroy(green.obj)
-        self._stack = [h for h in self._stack if h != ctx.handle]
-        self.handles.remove(ctx.handle)
+        self._stack = [h for h in self._stack if h != green.context]
+        self.handles.remove(green.context)
         self.handles.remove(handle)
         self._sync_device()
 
