@@ -109,11 +109,8 @@ def test_what_green_contexts_refuse(
     desc = check(cuda.cuDevResourceGenerateDesc([made], 1))
     err, green = cuda.cuGreenCtxCreate(desc, check(cuda.cuDeviceGet(0)), DEFAULT_STREAM)
     assert err == cuda.CUresult.CUDA_ERROR_INVALID_VALUE and green is None
-    green, _group = _green(8)
-    err, stream = cuda.cuGreenCtxStreamCreate(green, 0, 0)
-    assert err == cuda.CUresult.CUDA_ERROR_INVALID_VALUE and stream is None
-    with other_session.active():
-        check(cuda.cuInit(0))
+    with other_session.active():  # (before this session has one: under process isolation
+        check(cuda.cuInit(0))  # the two sessions' handle values may be the same)
         theirs, _ = _green(8)
     err, _ = cuda.cuGreenCtxGetDevResource(theirs, SM)
     assert err == cuda.CUresult.CUDA_ERROR_INVALID_HANDLE
@@ -122,6 +119,9 @@ def test_what_green_contexts_refuse(
     assert err == cuda.CUresult.CUDA_ERROR_INVALID_HANDLE
     with other_session.active():
         check(cuda.cuGreenCtxDestroy(theirs))
+    green, _group = _green(8)
+    err, stream = cuda.cuGreenCtxStreamCreate(green, 0, 0)
+    assert err == cuda.CUresult.CUDA_ERROR_INVALID_VALUE and stream is None
     check(cuda.cuGreenCtxDestroy(green))
     (err,) = cuda.cuGreenCtxDestroy(green)
     assert err == cuda.CUresult.CUDA_ERROR_INVALID_HANDLE
