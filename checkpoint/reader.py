@@ -89,6 +89,9 @@ def blob_refs(body: ck.manifest_body) -> Iterator[tuple[str, ck.blob_ref]]:
             yield f"{sid} allocation {a.ptr:#x} ({a.size} bytes)", a.contents
         for arr in s.arrays:
             yield f"{sid} array {arr.handle:#x}", arr.contents
+        for mm in s.mipmaps:
+            for arr in mm.levels:
+                yield f"{sid} mipmapped array {mm.handle:#x} level {arr.handle:#x}", arr.contents
         for ph in s.vmm.physicals:
             yield f"{sid} physical allocation {ph.handle:#x} ({ph.size} bytes)", ph.contents
 

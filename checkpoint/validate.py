@@ -36,6 +36,7 @@ from rpc_spec import cricket_rpc as proto
 from rpc_spec.handles import HandleKind, kind_of
 
 ADDRESS_LIMIT = 1 << 64
+UNBACKED = 0x40 | 0x80  # CUDA_ARRAY3D_SPARSE, _DEFERRED_MAPPING: no contents kept
 # CUarray_format -> bytes a channel (the formats arrays are made with)
 ARRAY_FORMAT_BYTES = {0x01: 1, 0x02: 2, 0x03: 4, 0x08: 1, 0x09: 2, 0x0A: 4, 0x10: 2, 0x20: 4}
 
@@ -70,6 +71,10 @@ def _handles(s: ck.session_image) -> Iterator[tuple[HandleKind, int, str]]:
         yield HandleKind.EVENT, e.handle, "event"
     for arr in s.arrays:
         yield HandleKind.ARRAY, arr.handle, "array"
+    for mm in s.mipmaps:
+        yield HandleKind.MIPMAP, mm.handle, "mipmapped array"
+        for arr in mm.levels:
+            yield HandleKind.ARRAY, arr.handle, f"mipmapped array {mm.handle:#x} level"
     for g in s.graphs:
         yield HandleKind.GRAPH, g.handle, "graph"
         for n in g.nodes:
@@ -93,6 +98,9 @@ def _blobs(s: ck.session_image) -> Iterator[tuple[str, ck.blob_ref]]:
         yield f"allocation {a.ptr:#x}", a.contents
     for arr in s.arrays:
         yield f"array {arr.handle:#x}", arr.contents
+    for mm in s.mipmaps:
+        for arr in mm.levels:
+            yield f"mipmapped array {mm.handle:#x} level {arr.handle:#x}", arr.contents
     for ph in s.vmm.physicals:
         yield f"physical allocation {ph.handle:#x}", ph.contents
 
@@ -148,11 +156,15 @@ def _session_problems(s: ck.session_image, va: tuple[int, int]) -> Iterator[str]
 
 def _array_problems(s: ck.session_image, ctx_problem: Any) -> Iterator[str]:
     """Arrays whose blob is not their size, objects naming a missing context or array."""
-    arrays = {arr.handle for arr in s.arrays}
-    for arr in s.arrays:
+    levels = [arr for mm in s.mipmaps for arr in mm.levels]
+    arrays = {arr.handle for arr in [*s.arrays, *levels]}
+    mipmaps = {mm.handle for mm in s.mipmaps}
+    for arr in [*s.arrays, *levels]:
         yield from ctx_problem(f"array {arr.handle:#x}", arr.ctx)
         element = ARRAY_FORMAT_BYTES.get(arr.format, 0) * arr.channels
         size = arr.width * element * max(arr.height, 1) * max(arr.depth, 1)
+        if arr.flags & UNBACKED:
+            size = 0
         if not element or arr.contents.size != size:
             yield (
                 f"array {arr.handle:#x} holds {size} bytes (format {arr.format:#x}, "
@@ -167,6 +179,8 @@ def _array_problems(s: ck.session_image, ctx_problem: Any) -> Iterator[str]:
             continue
         if res.res_type == 0 and res.array not in arrays:
             yield f"object {t.value:#x} names array {res.array:#x}, which is not in it"
+        if res.res_type == 1 and res.array not in mipmaps:
+            yield f"object {t.value:#x} names mipmapped array {res.array:#x}, which is not in it"
 
 
 def _allocation_problems(

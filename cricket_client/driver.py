@@ -680,12 +680,23 @@ from .driver_flags import *  # noqa: E402, F403  (flags, attributes, launch vari
 from .driver_graph_mem_cond import *  # noqa: E402, F403  (graph memory, conditional nodes)
 from .driver_graph_nodes import *  # noqa: E402, F403  (polymorphic graph node calls)
 from .driver_graphs import *  # noqa: E402, F403
+from .driver_green_ctx import *  # noqa: E402, F403  (device resources, green contexts)
 from .driver_link import *  # noqa: E402, F403  (the linker: links on the server)
+from .driver_mipmaps import *  # noqa: E402, F403  (mipmapped and sparse arrays)
 from .driver_names import *  # noqa: E402, F403  (cuFuncGetName, cuKernelGetName)
 from .driver_peers import *  # noqa: E402, F403  (several devices)
 from .driver_unshared import *  # noqa: E402, F403  (memory a remote client cannot share)
 from .driver_vmm import *  # noqa: E402, F403  (virtual memory management, memory pools)
 from .plain_types import *  # noqa: E402, F403  (value types that hold no GPU state)
+from .resource_types import (  # noqa: E402, F401
+    CUDA_ARRAY_MEMORY_REQUIREMENTS,
+    CUDA_ARRAY_SPARSE_PROPERTIES,
+    CUdevResource,
+    CUdevResourceDesc,
+    CUdevSmResource,
+    CUgreenCtx,
+    CUmipmappedArray,
+)  # fmt: skip
 
 # -- everything else ------------------------------------------------------------------------
 

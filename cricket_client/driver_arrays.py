@@ -566,6 +566,10 @@ def driver_resource(r: Any) -> CUDA_RESOURCE_DESC:
     desc = CUDA_RESOURCE_DESC(resType=CUresourcetype(r.res_type), flags=r.flags)
     if r.res_type == 0:
         desc.res.array.hArray = CUarray(r.array)
+    elif r.res_type == 1:
+        from .resource_types import CUmipmappedArray
+
+        desc.res.mipmap.hMipmappedArray = CUmipmappedArray(r.array)
     elif r.res_type == 2:
         lin = desc.res.linear
         lin.devPtr, lin.format = CUdeviceptr(r.ptr), CUarray_format(r.format)

@@ -708,6 +708,7 @@ from .runtime_flags import *  # noqa: E402, F403  (flags, launch variants, devic
 from .runtime_graph_mem_cond import *  # noqa: E402, F403  (graph memory, conditional nodes)
 from .runtime_graphs import *  # noqa: E402, F403
 from .runtime_mempool import *  # noqa: E402, F403  (memory pools)
+from .runtime_resources import *  # noqa: E402, F403  (mipmapped arrays, device resources)
 
 # -- everything else ------------------------------------------------------------------------
 

@@ -180,7 +180,10 @@ def channel_desc(fmt: int, channels: int) -> cudaChannelFormatDesc:
 # -- arrays ---------------------------------------------------------------------------------
 
 
-def _malloc_array(call: str, desc: Any, w: int, h: int, d: int, flags: int) -> tuple[Any, ...]:
+def _malloc_array(
+    call: str, desc: Any, w: int, h: int, d: int, flags: int, levels: int = 0
+) -> tuple[Any, ...]:
+    """An array, or with `levels` a mipmapped array of that many levels."""
     err, conn = _ready()
     if err:
         return _ret(err, None)
@@ -191,6 +194,12 @@ def _malloc_array(call: str, desc: Any, w: int, h: int, d: int, flags: int) -> t
         return _fail(
             conn, _BAD_CHANNELS, f"{call}: no array format for {desc!r}".replace("\n", " "), 1
         )
+    if levels:
+        from .driver_mipmaps import mipmap_create
+        from .resource_types import cudaMipmappedArray_t
+
+        err, handle = mipmap_create(conn, w, h, d, found[0], found[1], flags, levels)
+        return _ret(err, cudaMipmappedArray_t(handle), conn=conn)
     err, handle = da.array_create(conn, w, h, d, found[0], found[1], flags)
     return _ret(err, cudaArray_t(handle), conn=conn)
 
@@ -515,6 +524,10 @@ def _runtime_resource(w: Any) -> cudaResourceDesc:
     desc = cudaResourceDesc(resType=cudaResourceType(w.res_type), flags=w.flags)
     if w.res_type == cudaResourceType.cudaResourceTypeArray:
         desc.res.array.array = cudaArray_t(w.array)
+    elif w.res_type == cudaResourceType.cudaResourceTypeMipmappedArray:
+        from .resource_types import cudaMipmappedArray_t
+
+        desc.res.mipmap.mipmap = cudaMipmappedArray_t(w.array)
     elif w.res_type == cudaResourceType.cudaResourceTypeLinear:
         lin = desc.res.linear
         lin.devPtr, lin.desc, lin.sizeInBytes = w.ptr, channel_desc(w.format, w.channels), w.size
@@ -572,6 +585,11 @@ def _resource_format(conn: Connection, res: Any) -> int:
     """The CUarray_format a resource's texels have (its array's, or its own)."""
     if res.res_type == cudaResourceType.cudaResourceTypeArray:
         _err, info = da.array_info(conn, res.array)
+        return info.format if info is not None else 0
+    if res.res_type == cudaResourceType.cudaResourceTypeMipmappedArray:
+        from .driver_mipmaps import mipmap_info
+
+        _err, info, _levels = mipmap_info(conn, res.array)
         return info.format if info is not None else 0
     return int(res.format)
 

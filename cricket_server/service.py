@@ -35,6 +35,7 @@ from cricket_server.launch_batch import Launch, decode_launch_batch_args
 from cricket_server.limits import confine_checkpoint_path
 from cricket_server.service_arrays import ArrayProcedures
 from cricket_server.service_flags import FlagsProcedures
+from cricket_server.service_resources import DevResourceProcedures, MipmapProcedures
 from cricket_server.service_vmm_pools import VmmPoolProcedures
 from cricket_server.session import Session, SessionManager, negotiate_version
 from rpc_spec import cricket_rpc as proto
@@ -111,6 +112,8 @@ class CricketService(
     FlagsProcedures,
     DataPathProcedures,
     ArrayProcedures,
+    MipmapProcedures,
+    DevResourceProcedures,
     VmmPoolProcedures,
     proto.CRICKET_V1_Server,
 ):

@@ -51,9 +51,11 @@ from cricket_server.session_core import (
     SessionCore,
 )
 from cricket_server.session_graph_nodes import SessionGraphNodes
+from cricket_server.session_dev_resources import SessionDevResources
 from cricket_server.session_link import SessionLink
 from cricket_server.session_memcalls import PITCH_ALIGNMENT, SessionMemoryCalls
 from cricket_server.session_mempools import SessionMemPools
+from cricket_server.session_mipmaps import SessionMipmaps
 from cricket_server.session_modules import SessionModules
 from cricket_server.session_peers import SessionPeers
 from cricket_server.session_runtime import SessionRuntime
@@ -255,6 +257,8 @@ class Session(
     SessionModules,
     SessionStreams,
     SessionRuntime,
+    SessionMipmaps,
+    SessionDevResources,
     SessionArrays,
     SessionCheckpoint,
     SessionCore,

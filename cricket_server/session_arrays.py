@@ -21,6 +21,7 @@ from cricket_server.backends.arrays import (
     PLACE_HOST,
     RESOURCE_ARRAY,
     RESOURCE_LINEAR,
+    RESOURCE_MIPMAPPED_ARRAY,
     RESOURCE_PITCH2D,
     ArrayDesc,
     Copy3D,
@@ -51,6 +52,7 @@ MAX_DIM = 1 << 31  # larger than any device accepts; keeps the products below 2*
 class ArrayRecord(Record):
     obj: object
     desc: ArrayDesc
+    mipmap: int = 0  # a level of this mipmapped array (it goes with it)
 
 
 @dataclass
@@ -120,6 +122,12 @@ class SessionArrays(SessionCore):
         call = "cuArrayDestroy"
         self.require_init(call)
         record = self.array(call, handle)
+        if record.mipmap:
+            raise CudaError(
+                CUDA_ERROR_INVALID_VALUE,
+                f"{call}: {handle:#x} is a level of mipmapped array {record.mipmap:#x}; "
+                "it goes with cuMipmappedArrayDestroy",
+            )
         self.bsession.synchronize()  # as cuArrayDestroy, which waits for work that may use it
         self.bsession.array_destroy(record.obj)
         self.handles.remove(handle)
@@ -230,6 +238,11 @@ class SessionArrays(SessionCore):
         if r.res_type == RESOURCE_ARRAY:
             record = self.array(f"{call}: resource", r.array)
             return ResourceDesc(RESOURCE_ARRAY, array=record.obj, flags=r.flags)
+        if r.res_type == RESOURCE_MIPMAPPED_ARRAY:
+            mipmap = self.handles.get(
+                f"{call}: resource", HandleKind.MIPMAP, r.array, ArrayRecord
+            )
+            return ResourceDesc(RESOURCE_MIPMAPPED_ARRAY, array=mipmap.obj, flags=r.flags)
         if r.res_type in (RESOURCE_LINEAR, RESOURCE_PITCH2D):
             if r.format not in FORMAT_BYTES or r.channels not in (1, 2, 4):
                 raise CudaError(
@@ -252,8 +265,9 @@ class SessionArrays(SessionCore):
                 width=r.width, height=r.height, pitch=r.pitch, flags=r.flags,
             )  # fmt: skip
         raise CudaError(
-            CUDA_ERROR_NOT_SUPPORTED if r.res_type == 1 else CUDA_ERROR_INVALID_VALUE,
-            f"{call}: resource type {r.res_type} (array 0, linear 2 and pitch 2D 3 are taken)",
+            CUDA_ERROR_INVALID_VALUE,
+            f"{call}: resource type {r.res_type} (array 0, mipmapped array 1, linear 2 and "
+            "pitch 2D 3 are taken)",
         )
 
     @staticmethod
@@ -365,11 +379,15 @@ class SessionArrays(SessionCore):
             del self.objects()[obj.value]
 
     def _free_array(self, record: ArrayRecord) -> None:
-        """Destroy an array and the objects made on it (closing a context or the session)."""
+        """Destroy an array and the objects made on it (closing a context or the session); a
+        mipmapped array (it has `levels`) with its levels, a level only with its array."""
+        levels: list[int] | None = getattr(record, "levels", None)
+        gone = {record.handle, *(levels or ())}
         for obj in [
             o
             for o in self.objects().values()
-            if o.res.res_type == RESOURCE_ARRAY and o.res.array == record.handle
+            if o.res.res_type in (RESOURCE_ARRAY, RESOURCE_MIPMAPPED_ARRAY)
+            and o.res.array in gone
         ]:
             (
                 self.bsession.surf_object_destroy
@@ -377,5 +395,10 @@ class SessionArrays(SessionCore):
                 else self.bsession.tex_object_destroy
             )(obj.value)
             del self.objects()[obj.value]
-        self.bsession.array_destroy(record.obj)
+        if levels is not None:
+            self.bsession.mipmap_destroy(record.obj)
+            for handle in levels:
+                self.handles.remove(handle)
+        elif not record.mipmap:
+            self.bsession.array_destroy(record.obj)
         self.handles.remove(record.handle)

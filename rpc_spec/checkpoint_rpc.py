@@ -39,6 +39,7 @@ __all__ = [
     'graph_node_image',
     'graph_image',
     'graph_exec_image',
+    'mipmap_image',
     'vmm_reservation_image',
     'vmm_physical_image',
     'vmm_access_image',
@@ -72,6 +73,7 @@ __all__ = [
     'xdr_graph_node_image',
     'xdr_graph_image',
     'xdr_graph_exec_image',
+    'xdr_mipmap_image',
     'xdr_vmm_reservation_image',
     'xdr_vmm_physical_image',
     'xdr_vmm_access_image',
@@ -579,6 +581,30 @@ class graph_exec_image:
 
 
 @_dc.dataclass(slots=True)
+class mipmap_image:
+    """struct mipmap_image."""
+
+    handle: ckpt_handle
+    ctx: ckpt_handle
+    width: int
+    height: int
+    depth: int
+    format: int
+    channels: int
+    flags: int
+    levels: list[array_image]
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_mipmap_image.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> mipmap_image:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_mipmap_image.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
 class vmm_reservation_image:
     """struct vmm_reservation_image."""
 
@@ -759,6 +785,7 @@ class session_image:
     graph_execs: list[graph_exec_image]
     vmm: vmm_image
     pools: list[mempool_image]
+    mipmaps: list[mipmap_image]
 
     def encode(self) -> bytes:
         """The XDR encoding of this value."""
@@ -833,6 +860,7 @@ xdr_setting_image = _xdr.Struct('setting_image')
 xdr_graph_node_image = _xdr.Struct('graph_node_image')
 xdr_graph_image = _xdr.Struct('graph_image')
 xdr_graph_exec_image = _xdr.Struct('graph_exec_image')
+xdr_mipmap_image = _xdr.Struct('mipmap_image')
 xdr_vmm_reservation_image = _xdr.Struct('vmm_reservation_image')
 xdr_vmm_physical_image = _xdr.Struct('vmm_physical_image')
 xdr_vmm_access_image = _xdr.Struct('vmm_access_image')
@@ -1413,6 +1441,33 @@ def _xdr_graph_exec_image__unpack(dec: _xdr.Decoder) -> graph_exec_image:
     return graph_exec_image(a0_0, a0_1, a0_2, f3)
 
 
+_xdr_mipmap_image__st0 = _struct.Struct('>QQQQQiII')
+_xdr_mipmap_image__S0, _xdr_mipmap_image__U0 = _xdr_mipmap_image__st0.pack, _xdr_mipmap_image__st0.unpack_from
+
+
+def _xdr_mipmap_image__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_mipmap_image__S0(v.handle, v.ctx, v.width, v.height, v.depth, v.format, v.channels, v.flags)
+        _xdr_mipmap_image__p8(enc, v.levels)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_mipmap_image.diagnose(v, e)) from None
+
+
+def _xdr_mipmap_image__unpack(dec: _xdr.Decoder) -> mipmap_image:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, a0_7, = _xdr_mipmap_image__U0(dec.mv, pos)
+        dec.pos = pos + 52
+        f8 = _xdr_mipmap_image__u8(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct mipmap_image: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct mipmap_image: %s is not a declared enum value' % e) from None
+    return mipmap_image(a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, a0_7, f8)
+
+
 _xdr_vmm_reservation_image__st0 = _struct.Struct('>QQ')
 _xdr_vmm_reservation_image__S0, _xdr_vmm_reservation_image__U0 = _xdr_vmm_reservation_image__st0.pack, _xdr_vmm_reservation_image__st0.unpack_from
 _xdr_vmm_reservation_image__W0 = _xdr_vmm_reservation_image__st0.unpack
@@ -1616,6 +1671,7 @@ def _xdr_session_image__pack(enc: _xdr.Encoder, v: Any) -> None:
         _xdr_session_image__p20(enc, v.graph_execs)
         _xdr_session_image__p21(enc, v.vmm)
         _xdr_session_image__p22(enc, v.pools)
+        _xdr_session_image__p23(enc, v.mipmaps)
     except RecursionError:
         raise
     except Exception as e:
@@ -1653,11 +1709,12 @@ def _xdr_session_image__unpack(dec: _xdr.Decoder) -> session_image:
         f20 = _xdr_session_image__u20(dec)
         f21 = _xdr_session_image__u21(dec)
         f22 = _xdr_session_image__u22(dec)
+        f23 = _xdr_session_image__u23(dec)
     except _struct.error:
         raise _xdr.XdrDecodeError('struct session_image: data ends early at offset %d' % dec.pos) from None
     except KeyError as e:
         raise _xdr.XdrDecodeError('struct session_image: %s is not a declared enum value' % e) from None
-    return session_image(a0_0, f1, f2, f3, f4, f5, a6_0, a6_1, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21, f22)
+    return session_image(a0_0, f1, f2, f3, f4, f5, a6_0, a6_1, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21, f22, f23)
 
 
 _xdr_manifest_body__st1 = _struct.Struct('>Q')
@@ -1935,6 +1992,21 @@ xdr_graph_exec_image.define(
     ],
     coders=(_xdr_graph_exec_image__pack, _xdr_graph_exec_image__unpack),
 )
+xdr_mipmap_image.define(
+    mipmap_image,
+    [
+        ('handle', xdr_ckpt_handle),
+        ('ctx', xdr_ckpt_handle),
+        ('width', _xdr.xdr_u_hyper),
+        ('height', _xdr.xdr_u_hyper),
+        ('depth', _xdr.xdr_u_hyper),
+        ('format', _xdr.xdr_int),
+        ('channels', _xdr.xdr_u_int),
+        ('flags', _xdr.xdr_u_int),
+        ('levels', _xdr.VarArray(xdr_array_image, None)),
+    ],
+    coders=(_xdr_mipmap_image__pack, _xdr_mipmap_image__unpack),
+)
 xdr_vmm_reservation_image.define(
     vmm_reservation_image,
     [
@@ -2037,6 +2109,7 @@ xdr_session_image.define(
         ('graph_execs', _xdr.VarArray(xdr_graph_exec_image, None)),
         ('vmm', xdr_vmm_image),
         ('pools', _xdr.VarArray(xdr_mempool_image, None)),
+        ('mipmaps', _xdr.VarArray(xdr_mipmap_image, None)),
     ],
     coders=(_xdr_session_image__pack, _xdr_session_image__unpack),
 )
@@ -2118,6 +2191,8 @@ _xdr_graph_image__p3 = xdr_graph_image.fields[3][1].packer()
 _xdr_graph_image__u3 = xdr_graph_image.fields[3][1].unpacker()
 _xdr_graph_exec_image__p3 = xdr_graph_exec_image.fields[3][1].packer()
 _xdr_graph_exec_image__u3 = xdr_graph_exec_image.fields[3][1].unpacker()
+_xdr_mipmap_image__p8 = xdr_mipmap_image.fields[8][1].packer()
+_xdr_mipmap_image__u8 = xdr_mipmap_image.fields[8][1].unpacker()
 _xdr_vmm_physical_image__p11 = xdr_vmm_physical_image.fields[11][1].packer()
 _xdr_vmm_physical_image__u11 = xdr_vmm_physical_image.fields[11][1].unpacker()
 _xdr_vmm_mapping_image__p4 = xdr_vmm_mapping_image.fields[4][1].packer()
@@ -2172,6 +2247,8 @@ _xdr_session_image__p21 = xdr_session_image.fields[21][1].packer()
 _xdr_session_image__u21 = xdr_session_image.fields[21][1].unpacker()
 _xdr_session_image__p22 = xdr_session_image.fields[22][1].packer()
 _xdr_session_image__u22 = xdr_session_image.fields[22][1].unpacker()
+_xdr_session_image__p23 = xdr_session_image.fields[23][1].packer()
+_xdr_session_image__u23 = xdr_session_image.fields[23][1].unpacker()
 _xdr_manifest_body__p0 = xdr_manifest_body.fields[0][1].packer()
 _xdr_manifest_body__u0 = xdr_manifest_body.fields[0][1].unpacker()
 _xdr_manifest_body__p2 = xdr_manifest_body.fields[2][1].packer()
@@ -2212,6 +2289,7 @@ _xdr.ready_all(
     xdr_graph_node_image,
     xdr_graph_image,
     xdr_graph_exec_image,
+    xdr_mipmap_image,
     xdr_vmm_reservation_image,
     xdr_vmm_physical_image,
     xdr_vmm_access_image,

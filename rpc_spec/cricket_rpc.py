@@ -27,6 +27,7 @@ __all__ = [
     'MAX_DEVICE_ATTRS',
     'MAX_GRAPH_NODES',
     'MAX_LINK_INPUTS',
+    'MAX_DEV_RESOURCES',
     'CRICKET_PROG',
     'CRICKET_V1',
     'HELLO',
@@ -204,6 +205,24 @@ __all__ = [
     'CU_GRAPH_NODE_GET_TOOLS_ID',
     'CU_GRAPH_NODE_GET_CONTAINING_GRAPH',
     'CU_LINK',
+    'MIPMAP_CREATE',
+    'MIPMAP_DESTROY',
+    'MIPMAP_GET_LEVEL',
+    'MIPMAP_GET_SPARSE_PROPERTIES',
+    'ARRAY_GET_SPARSE_PROPERTIES',
+    'MIPMAP_GET_MEMORY_REQUIREMENTS',
+    'ARRAY_GET_MEMORY_REQUIREMENTS',
+    'MIPMAP_GET_DESCRIPTOR',
+    'CU_DEVICE_GET_DEV_RESOURCE',
+    'CU_DEV_SM_RESOURCE_SPLIT_BY_COUNT',
+    'CU_GREEN_CTX_CREATE',
+    'CU_GREEN_CTX_DESTROY',
+    'CU_GREEN_CTX_GET_DEV_RESOURCE',
+    'CU_CTX_FROM_GREEN_CTX',
+    'CU_CTX_GET_DEV_RESOURCE',
+    'CU_GREEN_CTX_EVENT',
+    'CU_GREEN_CTX_STREAM_CREATE',
+    'CU_STREAM_GET_GREEN_CTX',
     'int_result',
     'u64_result',
     'handle_result',
@@ -280,6 +299,14 @@ __all__ = [
     'link_input',
     'linked_image',
     'link_result',
+    'sparse_properties',
+    'sparse_properties_result',
+    'memory_requirements',
+    'memory_requirements_result',
+    'dev_resource',
+    'dev_resource_result',
+    'sm_split',
+    'sm_split_result',
     'cu_ptr',
     'cu_handle',
     'mem_data',
@@ -293,6 +320,7 @@ __all__ = [
     'graph_node_list',
     'mem_access_list',
     'link_input_list',
+    'dev_resource_list',
     'xdr_int_result',
     'xdr_u64_result',
     'xdr_handle_result',
@@ -369,6 +397,14 @@ __all__ = [
     'xdr_link_input',
     'xdr_linked_image',
     'xdr_link_result',
+    'xdr_sparse_properties',
+    'xdr_sparse_properties_result',
+    'xdr_memory_requirements',
+    'xdr_memory_requirements_result',
+    'xdr_dev_resource',
+    'xdr_dev_resource_result',
+    'xdr_sm_split',
+    'xdr_sm_split_result',
     'xdr_cu_ptr',
     'xdr_cu_handle',
     'xdr_mem_data',
@@ -382,6 +418,7 @@ __all__ = [
     'xdr_graph_node_list',
     'xdr_mem_access_list',
     'xdr_link_input_list',
+    'xdr_dev_resource_list',
     'CRICKET_V1_Client',
     'CRICKET_V1_Server',
 ]
@@ -398,6 +435,7 @@ MAX_LAUNCH_BATCH = 1024
 MAX_DEVICE_ATTRS = 256
 MAX_GRAPH_NODES = 65536
 MAX_LINK_INPUTS = 1024
+MAX_DEV_RESOURCES = 1024
 CRICKET_PROG = 0x20c0ffee
 CRICKET_V1 = 1
 HELLO = 1
@@ -575,6 +613,24 @@ CU_GRAPH_NODE_GET_LOCAL_ID = 625
 CU_GRAPH_NODE_GET_TOOLS_ID = 626
 CU_GRAPH_NODE_GET_CONTAINING_GRAPH = 627
 CU_LINK = 640
+MIPMAP_CREATE = 520
+MIPMAP_DESTROY = 521
+MIPMAP_GET_LEVEL = 522
+MIPMAP_GET_SPARSE_PROPERTIES = 523
+ARRAY_GET_SPARSE_PROPERTIES = 524
+MIPMAP_GET_MEMORY_REQUIREMENTS = 525
+ARRAY_GET_MEMORY_REQUIREMENTS = 526
+MIPMAP_GET_DESCRIPTOR = 527
+CU_DEVICE_GET_DEV_RESOURCE = 660
+CU_DEV_SM_RESOURCE_SPLIT_BY_COUNT = 661
+CU_GREEN_CTX_CREATE = 662
+CU_GREEN_CTX_DESTROY = 663
+CU_GREEN_CTX_GET_DEV_RESOURCE = 664
+CU_CTX_FROM_GREEN_CTX = 665
+CU_CTX_GET_DEV_RESOURCE = 666
+CU_GREEN_CTX_EVENT = 667
+CU_GREEN_CTX_STREAM_CREATE = 668
+CU_STREAM_GET_GREEN_CTX = 669
 
 
 @_dc.dataclass(slots=True)
@@ -2462,6 +2518,206 @@ class link_result:
         return xdr_link_result.decode(data)  # type: ignore[no-any-return]
 
 
+@_dc.dataclass(slots=True)
+class sparse_properties:
+    """struct sparse_properties."""
+
+    tile_width: int
+    tile_height: int
+    tile_depth: int
+    miptail_first_level: int
+    miptail_size: int
+    flags: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        try:
+            return _xdr_sparse_properties__S0(self.tile_width, self.tile_height, self.tile_depth, self.miptail_first_level, self.miptail_size, self.flags)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_sparse_properties.diagnose(self, e)) from None
+
+    @classmethod
+    def decode(cls, data: Any) -> sparse_properties:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        try:
+            a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, = _xdr_sparse_properties__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('sparse_properties', 28, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct sparse_properties: %s is not a declared enum value' % e) from None
+        return sparse_properties(a0_0, a0_1, a0_2, a0_3, a0_4, a0_5)
+
+
+@_dc.dataclass(slots=True)
+class sparse_properties_result:
+    """union sparse_properties_result: ``err`` selects the arm; ``value`` holds its value."""
+
+    err: int
+    value: Any = None
+
+    value_ = _xdr.arm_property(
+        'sparse_properties_result', 'value', 'err', frozenset([0]), frozenset([0])
+    )
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_sparse_properties_result.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> sparse_properties_result:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_sparse_properties_result.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class memory_requirements:
+    """struct memory_requirements."""
+
+    size: int
+    alignment: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        try:
+            return _xdr_memory_requirements__S0(self.size, self.alignment)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_memory_requirements.diagnose(self, e)) from None
+
+    @classmethod
+    def decode(cls, data: Any) -> memory_requirements:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        try:
+            a0_0, a0_1, = _xdr_memory_requirements__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('memory_requirements', 16, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct memory_requirements: %s is not a declared enum value' % e) from None
+        return memory_requirements(a0_0, a0_1)
+
+
+@_dc.dataclass(slots=True)
+class memory_requirements_result:
+    """union memory_requirements_result: ``err`` selects the arm; ``value`` holds its value."""
+
+    err: int
+    value: Any = None
+
+    value_ = _xdr.arm_property(
+        'memory_requirements_result', 'value', 'err', frozenset([0]), frozenset([0])
+    )
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_memory_requirements_result.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> memory_requirements_result:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_memory_requirements_result.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class dev_resource:
+    """struct dev_resource."""
+
+    id: int
+    type: int
+    sm_count: int
+    min_partition: int
+    alignment: int
+    flags: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        try:
+            return _xdr_dev_resource__S0(self.id, self.type, self.sm_count, self.min_partition, self.alignment, self.flags)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_dev_resource.diagnose(self, e)) from None
+
+    @classmethod
+    def decode(cls, data: Any) -> dev_resource:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        try:
+            a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, = _xdr_dev_resource__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('dev_resource', 28, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct dev_resource: %s is not a declared enum value' % e) from None
+        return dev_resource(a0_0, a0_1, a0_2, a0_3, a0_4, a0_5)
+
+
+@_dc.dataclass(slots=True)
+class dev_resource_result:
+    """union dev_resource_result: ``err`` selects the arm; ``value`` holds its value."""
+
+    err: int
+    value: Any = None
+
+    value_ = _xdr.arm_property(
+        'dev_resource_result', 'value', 'err', frozenset([0]), frozenset([0])
+    )
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_dev_resource_result.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> dev_resource_result:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_dev_resource_result.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class sm_split:
+    """struct sm_split."""
+
+    groups: list[dev_resource]
+    count: int
+    remainder: dev_resource
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_sm_split.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> sm_split:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_sm_split.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class sm_split_result:
+    """union sm_split_result: ``err`` selects the arm; ``value`` holds its value."""
+
+    err: int
+    value: Any = None
+
+    value_ = _xdr.arm_property(
+        'sm_split_result', 'value', 'err', frozenset([0]), frozenset([0])
+    )
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_sm_split_result.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> sm_split_result:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_sm_split_result.decode(data)  # type: ignore[no-any-return]
+
+
 # Codecs, named like rpcgen's C functions.
 xdr_int_result = _xdr.Union('int_result')
 xdr_u64_result = _xdr.Union('u64_result')
@@ -2539,6 +2795,14 @@ xdr_mem_pool_props = _xdr.Struct('mem_pool_props')
 xdr_link_input = _xdr.Struct('link_input')
 xdr_linked_image = _xdr.Struct('linked_image')
 xdr_link_result = _xdr.Union('link_result')
+xdr_sparse_properties = _xdr.Struct('sparse_properties')
+xdr_sparse_properties_result = _xdr.Union('sparse_properties_result')
+xdr_memory_requirements = _xdr.Struct('memory_requirements')
+xdr_memory_requirements_result = _xdr.Union('memory_requirements_result')
+xdr_dev_resource = _xdr.Struct('dev_resource')
+xdr_dev_resource_result = _xdr.Union('dev_resource_result')
+xdr_sm_split = _xdr.Struct('sm_split')
+xdr_sm_split_result = _xdr.Union('sm_split_result')
 xdr_cu_ptr = _xdr.xdr_u_hyper
 xdr_cu_handle = _xdr.xdr_u_hyper
 xdr_mem_data = _xdr.VarOpaque(None)
@@ -2552,6 +2816,7 @@ xdr_launch_attribute_list = _xdr.VarArray(xdr_launch_attribute, MAX_ATTRS)
 xdr_graph_node_list = _xdr.VarArray(xdr_cu_handle, MAX_GRAPH_NODES)
 xdr_mem_access_list = _xdr.VarArray(xdr_mem_access_desc, MAX_ATTRS)
 xdr_link_input_list = _xdr.VarArray(xdr_link_input, MAX_LINK_INPUTS)
+xdr_dev_resource_list = _xdr.VarArray(xdr_dev_resource, MAX_DEV_RESOURCES)
 
 
 _xdr_int_pair__st0 = _struct.Struct('>ii')
@@ -3717,6 +3982,111 @@ def _xdr_linked_image__unpack(dec: _xdr.Decoder) -> linked_image:
     return linked_image(f0, f1)
 
 
+_xdr_sparse_properties__st0 = _struct.Struct('>IIIIQI')
+_xdr_sparse_properties__S0, _xdr_sparse_properties__U0 = _xdr_sparse_properties__st0.pack, _xdr_sparse_properties__st0.unpack_from
+_xdr_sparse_properties__W0 = _xdr_sparse_properties__st0.unpack
+
+
+def _xdr_sparse_properties__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_sparse_properties__S0(v.tile_width, v.tile_height, v.tile_depth, v.miptail_first_level, v.miptail_size, v.flags)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_sparse_properties.diagnose(v, e)) from None
+
+
+def _xdr_sparse_properties__unpack(dec: _xdr.Decoder) -> sparse_properties:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, = _xdr_sparse_properties__U0(dec.mv, pos)
+        dec.pos = pos + 28
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct sparse_properties: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct sparse_properties: %s is not a declared enum value' % e) from None
+    return sparse_properties(a0_0, a0_1, a0_2, a0_3, a0_4, a0_5)
+
+
+_xdr_memory_requirements__st0 = _struct.Struct('>QQ')
+_xdr_memory_requirements__S0, _xdr_memory_requirements__U0 = _xdr_memory_requirements__st0.pack, _xdr_memory_requirements__st0.unpack_from
+_xdr_memory_requirements__W0 = _xdr_memory_requirements__st0.unpack
+
+
+def _xdr_memory_requirements__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_memory_requirements__S0(v.size, v.alignment)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_memory_requirements.diagnose(v, e)) from None
+
+
+def _xdr_memory_requirements__unpack(dec: _xdr.Decoder) -> memory_requirements:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, = _xdr_memory_requirements__U0(dec.mv, pos)
+        dec.pos = pos + 16
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct memory_requirements: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct memory_requirements: %s is not a declared enum value' % e) from None
+    return memory_requirements(a0_0, a0_1)
+
+
+_xdr_dev_resource__st0 = _struct.Struct('>QiIIII')
+_xdr_dev_resource__S0, _xdr_dev_resource__U0 = _xdr_dev_resource__st0.pack, _xdr_dev_resource__st0.unpack_from
+_xdr_dev_resource__W0 = _xdr_dev_resource__st0.unpack
+
+
+def _xdr_dev_resource__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_dev_resource__S0(v.id, v.type, v.sm_count, v.min_partition, v.alignment, v.flags)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_dev_resource.diagnose(v, e)) from None
+
+
+def _xdr_dev_resource__unpack(dec: _xdr.Decoder) -> dev_resource:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, = _xdr_dev_resource__U0(dec.mv, pos)
+        dec.pos = pos + 28
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct dev_resource: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct dev_resource: %s is not a declared enum value' % e) from None
+    return dev_resource(a0_0, a0_1, a0_2, a0_3, a0_4, a0_5)
+
+
+_xdr_sm_split__st1 = _struct.Struct('>IQiIIII')
+_xdr_sm_split__S1, _xdr_sm_split__U1 = _xdr_sm_split__st1.pack, _xdr_sm_split__st1.unpack_from
+
+
+def _xdr_sm_split__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        _xdr_sm_split__p0(enc, v.groups)
+        enc.buf += _xdr_sm_split__S1(v.count, v.remainder.id, v.remainder.type, v.remainder.sm_count, v.remainder.min_partition, v.remainder.alignment, v.remainder.flags)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_sm_split.diagnose(v, e)) from None
+
+
+def _xdr_sm_split__unpack(dec: _xdr.Decoder) -> sm_split:
+    try:
+        f0 = _xdr_sm_split__u0(dec)
+        pos = dec.pos
+        a1_0, a1_1, a1_2, a1_3, a1_4, a1_5, a1_6, = _xdr_sm_split__U1(dec.mv, pos)
+        dec.pos = pos + 32
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct sm_split: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct sm_split: %s is not a declared enum value' % e) from None
+    return sm_split(f0, a1_0, dev_resource(a1_1, a1_2, a1_3, a1_4, a1_5, a1_6))
+
+
 xdr_int_result.define(
     int_result,
     'err',
@@ -4487,6 +4857,86 @@ xdr_link_result.define(
     ],
     default=_xdr.String(None),
 )
+xdr_sparse_properties.define(
+    sparse_properties,
+    [
+        ('tile_width', _xdr.xdr_u_int),
+        ('tile_height', _xdr.xdr_u_int),
+        ('tile_depth', _xdr.xdr_u_int),
+        ('miptail_first_level', _xdr.xdr_u_int),
+        ('miptail_size', _xdr.xdr_u_hyper),
+        ('flags', _xdr.xdr_u_int),
+    ],
+    coders=(_xdr_sparse_properties__pack, _xdr_sparse_properties__unpack),
+    whole=(sparse_properties.encode, sparse_properties.decode),
+)
+xdr_sparse_properties_result.define(
+    sparse_properties_result,
+    'err',
+    _xdr.xdr_int,
+    [
+        ((0,), xdr_sparse_properties),
+    ],
+    default=_xdr.xdr_void,
+)
+xdr_memory_requirements.define(
+    memory_requirements,
+    [
+        ('size', _xdr.xdr_u_hyper),
+        ('alignment', _xdr.xdr_u_hyper),
+    ],
+    coders=(_xdr_memory_requirements__pack, _xdr_memory_requirements__unpack),
+    whole=(memory_requirements.encode, memory_requirements.decode),
+)
+xdr_memory_requirements_result.define(
+    memory_requirements_result,
+    'err',
+    _xdr.xdr_int,
+    [
+        ((0,), xdr_memory_requirements),
+    ],
+    default=_xdr.xdr_void,
+)
+xdr_dev_resource.define(
+    dev_resource,
+    [
+        ('id', _xdr.xdr_u_hyper),
+        ('type', _xdr.xdr_int),
+        ('sm_count', _xdr.xdr_u_int),
+        ('min_partition', _xdr.xdr_u_int),
+        ('alignment', _xdr.xdr_u_int),
+        ('flags', _xdr.xdr_u_int),
+    ],
+    coders=(_xdr_dev_resource__pack, _xdr_dev_resource__unpack),
+    whole=(dev_resource.encode, dev_resource.decode),
+)
+xdr_dev_resource_result.define(
+    dev_resource_result,
+    'err',
+    _xdr.xdr_int,
+    [
+        ((0,), xdr_dev_resource),
+    ],
+    default=_xdr.xdr_void,
+)
+xdr_sm_split.define(
+    sm_split,
+    [
+        ('groups', _xdr.VarArray(xdr_dev_resource, MAX_DEV_RESOURCES)),
+        ('count', _xdr.xdr_u_int),
+        ('remainder', xdr_dev_resource),
+    ],
+    coders=(_xdr_sm_split__pack, _xdr_sm_split__unpack),
+)
+xdr_sm_split_result.define(
+    sm_split_result,
+    'err',
+    _xdr.xdr_int,
+    [
+        ((0,), xdr_sm_split),
+    ],
+    default=_xdr.xdr_void,
+)
 
 # What the struct coders call: enum members, the functions of other codecs.
 _xdr_hello_args__p1 = xdr_hello_args.fields[1][1].packer()
@@ -4549,6 +4999,8 @@ _xdr_linked_image__p0 = xdr_linked_image.fields[0][1].packer()
 _xdr_linked_image__u0 = xdr_linked_image.fields[0][1].unpacker()
 _xdr_linked_image__p1 = xdr_linked_image.fields[1][1].packer()
 _xdr_linked_image__u1 = xdr_linked_image.fields[1][1].unpacker()
+_xdr_sm_split__p0 = xdr_sm_split.fields[0][1].packer()
+_xdr_sm_split__u0 = xdr_sm_split.fields[0][1].unpacker()
 
 # Typedefs: the Python type each name stands for.
 cu_ptr = int
@@ -4564,6 +5016,7 @@ launch_attribute_list = list
 graph_node_list = list
 mem_access_list = list
 link_input_list = list
+dev_resource_list = list
 
 # Codecs of procedure arguments and results without a name of their own.
 _codec1 = _xdr.String(MAX_NAME)
@@ -5853,6 +6306,124 @@ def _plan_a39_decode_args(body: Any) -> tuple[Any, ...]:
     if len(body) != 24:
         raise _xdr.XdrDecodeError('arguments of %d bytes, not 24' % len(body))
     return _plan_a39_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_xdr_sparse_properties_result_R = _struct.Struct('>iIIIIQI')
+_plan_xdr_sparse_properties_result_RP, _plan_xdr_sparse_properties_result_RU = _plan_xdr_sparse_properties_result_R.pack, _plan_xdr_sparse_properties_result_R.unpack
+
+
+def _plan_xdr_sparse_properties_result_decode_reply(body: Any) -> tuple[Any, ...]:
+    if len(body) == 32:
+        r = _plan_xdr_sparse_properties_result_RU(body)
+        if r[0] == 0:
+            return r  # type: ignore[no-any-return]
+    elif len(body) == 4:
+        (err,) = _xdr_plan_I(body)
+        if err != 0:
+            return (err, None, None, None, None, None, None)
+    v = xdr_sparse_properties_result.decode(body)  # what else the codec takes, or its error
+    if v.value is None:
+        return (v.err, None, None, None, None, None, None)
+    return (v.err, v.value.tile_width, v.value.tile_height, v.value.tile_depth, v.value.miptail_first_level, v.value.miptail_size, v.value.flags)
+
+
+def _plan_xdr_sparse_properties_result_encode_result(v: Any) -> list[Any]:
+    try:
+        if v.err == 0:
+            return [_plan_xdr_sparse_properties_result_RP(0, v.value.tile_width, v.value.tile_height, v.value.tile_depth, v.value.miptail_first_level, v.value.miptail_size, v.value.flags)]
+        if v.value is None:
+            return [_xdr_plan_IP(v.err)]
+    except (_struct.error, TypeError, OverflowError, AttributeError):
+        pass  # the codec says what is wrong
+    enc = _xdr.Encoder()
+    xdr_sparse_properties_result.pack(enc, v)
+    return [b for b in enc.buffers() if len(b)]
+
+
+_plan_xdr_memory_requirements_result_R = _struct.Struct('>iQQ')
+_plan_xdr_memory_requirements_result_RP, _plan_xdr_memory_requirements_result_RU = _plan_xdr_memory_requirements_result_R.pack, _plan_xdr_memory_requirements_result_R.unpack
+
+
+def _plan_xdr_memory_requirements_result_decode_reply(body: Any) -> tuple[Any, ...]:
+    if len(body) == 20:
+        r = _plan_xdr_memory_requirements_result_RU(body)
+        if r[0] == 0:
+            return r  # type: ignore[no-any-return]
+    elif len(body) == 4:
+        (err,) = _xdr_plan_I(body)
+        if err != 0:
+            return (err, None, None)
+    v = xdr_memory_requirements_result.decode(body)  # what else the codec takes, or its error
+    if v.value is None:
+        return (v.err, None, None)
+    return (v.err, v.value.size, v.value.alignment)
+
+
+def _plan_xdr_memory_requirements_result_encode_result(v: Any) -> list[Any]:
+    try:
+        if v.err == 0:
+            return [_plan_xdr_memory_requirements_result_RP(0, v.value.size, v.value.alignment)]
+        if v.value is None:
+            return [_xdr_plan_IP(v.err)]
+    except (_struct.error, TypeError, OverflowError, AttributeError):
+        pass  # the codec says what is wrong
+    enc = _xdr.Encoder()
+    xdr_memory_requirements_result.pack(enc, v)
+    return [b for b in enc.buffers() if len(b)]
+
+
+_plan_xdr_dev_resource_result_R = _struct.Struct('>iQiIIII')
+_plan_xdr_dev_resource_result_RP, _plan_xdr_dev_resource_result_RU = _plan_xdr_dev_resource_result_R.pack, _plan_xdr_dev_resource_result_R.unpack
+
+
+def _plan_xdr_dev_resource_result_decode_reply(body: Any) -> tuple[Any, ...]:
+    if len(body) == 32:
+        r = _plan_xdr_dev_resource_result_RU(body)
+        if r[0] == 0:
+            return r  # type: ignore[no-any-return]
+    elif len(body) == 4:
+        (err,) = _xdr_plan_I(body)
+        if err != 0:
+            return (err, None, None, None, None, None, None)
+    v = xdr_dev_resource_result.decode(body)  # what else the codec takes, or its error
+    if v.value is None:
+        return (v.err, None, None, None, None, None, None)
+    return (v.err, v.value.id, v.value.type, v.value.sm_count, v.value.min_partition, v.value.alignment, v.value.flags)
+
+
+def _plan_xdr_dev_resource_result_encode_result(v: Any) -> list[Any]:
+    try:
+        if v.err == 0:
+            return [_plan_xdr_dev_resource_result_RP(0, v.value.id, v.value.type, v.value.sm_count, v.value.min_partition, v.value.alignment, v.value.flags)]
+        if v.value is None:
+            return [_xdr_plan_IP(v.err)]
+    except (_struct.error, TypeError, OverflowError, AttributeError):
+        pass  # the codec says what is wrong
+    enc = _xdr.Encoder()
+    xdr_dev_resource_result.pack(enc, v)
+    return [b for b in enc.buffers() if len(b)]
+
+
+_plan_a40_A = _struct.Struct('>QIi')
+_plan_a40_AP, _plan_a40_AU = _plan_a40_A.pack, _plan_a40_A.unpack
+
+
+def _plan_a40_encode_args(a0: Any, a1: Any, a2: Any) -> Any:
+    try:
+        return _plan_a40_AP(a0, a1, a2)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    xdr_cu_handle.pack(enc, a0)
+    _xdr.xdr_u_int.pack(enc, a1)
+    _xdr.xdr_int.pack(enc, a2)
+    return enc.buffers()
+
+
+def _plan_a40_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 16:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 16' % len(body))
+    return _plan_a40_AU(body)  # type: ignore[no-any-return]
 
 
 class CRICKET_V1_Client:
@@ -8563,6 +9134,290 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 640, _enc.buffers())
         return _Pending(call, xdr_link_result.decode)
 
+    def MIPMAP_CREATE(self, arg1: array_desc, arg2: int, *, timeout: float | None = None) -> handle_result:
+        """Call MIPMAP_CREATE (520) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_array_desc.pack(_enc, arg1)
+        _xdr.xdr_u_int.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 520, _enc.buffers(), timeout=timeout)
+        return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
+
+    def MIPMAP_CREATE_async(self, arg1: array_desc, arg2: int) -> _Pending:
+        """Send MIPMAP_CREATE (520); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_array_desc.pack(_enc, arg1)
+        _xdr.xdr_u_int.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 520, _enc.buffers())
+        return _Pending(call, xdr_handle_result.decode)
+
+    def MIPMAP_DESTROY(self, arg1: cu_handle, *, timeout: float | None = None) -> int:
+        """Call MIPMAP_DESTROY (521) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 521, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def MIPMAP_DESTROY_async(self, arg1: cu_handle) -> _Pending:
+        """Send MIPMAP_DESTROY (521); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 521, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def MIPMAP_GET_LEVEL(self, arg1: cu_handle, arg2: int, *, timeout: float | None = None) -> handle_result:
+        """Call MIPMAP_GET_LEVEL (522) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_u_int.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 522, _enc.buffers(), timeout=timeout)
+        return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
+
+    def MIPMAP_GET_LEVEL_async(self, arg1: cu_handle, arg2: int) -> _Pending:
+        """Send MIPMAP_GET_LEVEL (522); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_u_int.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 522, _enc.buffers())
+        return _Pending(call, xdr_handle_result.decode)
+
+    def MIPMAP_GET_SPARSE_PROPERTIES(self, arg1: cu_handle, *, timeout: float | None = None) -> sparse_properties_result:
+        """Call MIPMAP_GET_SPARSE_PROPERTIES (523) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 523, _enc.buffers(), timeout=timeout)
+        return xdr_sparse_properties_result.decode(body)  # type: ignore[no-any-return]
+
+    def MIPMAP_GET_SPARSE_PROPERTIES_async(self, arg1: cu_handle) -> _Pending:
+        """Send MIPMAP_GET_SPARSE_PROPERTIES (523); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 523, _enc.buffers())
+        return _Pending(call, xdr_sparse_properties_result.decode)
+
+    def ARRAY_GET_SPARSE_PROPERTIES(self, arg1: cu_handle, *, timeout: float | None = None) -> sparse_properties_result:
+        """Call ARRAY_GET_SPARSE_PROPERTIES (524) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 524, _enc.buffers(), timeout=timeout)
+        return xdr_sparse_properties_result.decode(body)  # type: ignore[no-any-return]
+
+    def ARRAY_GET_SPARSE_PROPERTIES_async(self, arg1: cu_handle) -> _Pending:
+        """Send ARRAY_GET_SPARSE_PROPERTIES (524); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 524, _enc.buffers())
+        return _Pending(call, xdr_sparse_properties_result.decode)
+
+    def MIPMAP_GET_MEMORY_REQUIREMENTS(self, arg1: cu_handle, arg2: int, *, timeout: float | None = None) -> memory_requirements_result:
+        """Call MIPMAP_GET_MEMORY_REQUIREMENTS (525) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 525, _enc.buffers(), timeout=timeout)
+        return xdr_memory_requirements_result.decode(body)  # type: ignore[no-any-return]
+
+    def MIPMAP_GET_MEMORY_REQUIREMENTS_async(self, arg1: cu_handle, arg2: int) -> _Pending:
+        """Send MIPMAP_GET_MEMORY_REQUIREMENTS (525); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 525, _enc.buffers())
+        return _Pending(call, xdr_memory_requirements_result.decode)
+
+    def ARRAY_GET_MEMORY_REQUIREMENTS(self, arg1: cu_handle, arg2: int, *, timeout: float | None = None) -> memory_requirements_result:
+        """Call ARRAY_GET_MEMORY_REQUIREMENTS (526) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 526, _enc.buffers(), timeout=timeout)
+        return xdr_memory_requirements_result.decode(body)  # type: ignore[no-any-return]
+
+    def ARRAY_GET_MEMORY_REQUIREMENTS_async(self, arg1: cu_handle, arg2: int) -> _Pending:
+        """Send ARRAY_GET_MEMORY_REQUIREMENTS (526); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 526, _enc.buffers())
+        return _Pending(call, xdr_memory_requirements_result.decode)
+
+    def MIPMAP_GET_DESCRIPTOR(self, arg1: cu_handle, *, timeout: float | None = None) -> array_desc_result:
+        """Call MIPMAP_GET_DESCRIPTOR (527) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 527, _enc.buffers(), timeout=timeout)
+        return xdr_array_desc_result.decode(body)  # type: ignore[no-any-return]
+
+    def MIPMAP_GET_DESCRIPTOR_async(self, arg1: cu_handle) -> _Pending:
+        """Send MIPMAP_GET_DESCRIPTOR (527); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 527, _enc.buffers())
+        return _Pending(call, xdr_array_desc_result.decode)
+
+    def CU_DEVICE_GET_DEV_RESOURCE(self, arg1: int, arg2: int, *, timeout: float | None = None) -> dev_resource_result:
+        """Call CU_DEVICE_GET_DEV_RESOURCE (660) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 660, _enc.buffers(), timeout=timeout)
+        return xdr_dev_resource_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_DEVICE_GET_DEV_RESOURCE_async(self, arg1: int, arg2: int) -> _Pending:
+        """Send CU_DEVICE_GET_DEV_RESOURCE (660); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 660, _enc.buffers())
+        return _Pending(call, xdr_dev_resource_result.decode)
+
+    def CU_DEV_SM_RESOURCE_SPLIT_BY_COUNT(self, arg1: int, arg2: dev_resource, arg3: int, arg4: int, *, timeout: float | None = None) -> sm_split_result:
+        """Call CU_DEV_SM_RESOURCE_SPLIT_BY_COUNT (661) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_u_int.pack(_enc, arg1)
+        xdr_dev_resource.pack(_enc, arg2)
+        _xdr.xdr_u_int.pack(_enc, arg3)
+        _xdr.xdr_u_int.pack(_enc, arg4)
+        body = self._rpc.call(0x20c0ffee, 1, 661, _enc.buffers(), timeout=timeout)
+        return xdr_sm_split_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_DEV_SM_RESOURCE_SPLIT_BY_COUNT_async(self, arg1: int, arg2: dev_resource, arg3: int, arg4: int) -> _Pending:
+        """Send CU_DEV_SM_RESOURCE_SPLIT_BY_COUNT (661); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_u_int.pack(_enc, arg1)
+        xdr_dev_resource.pack(_enc, arg2)
+        _xdr.xdr_u_int.pack(_enc, arg3)
+        _xdr.xdr_u_int.pack(_enc, arg4)
+        call = self._rpc.call_async(0x20c0ffee, 1, 661, _enc.buffers())
+        return _Pending(call, xdr_sm_split_result.decode)
+
+    def CU_GREEN_CTX_CREATE(self, arg1: dev_resource_list, arg2: int, arg3: int, *, timeout: float | None = None) -> handle_result:
+        """Call CU_GREEN_CTX_CREATE (662) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_dev_resource_list.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        _xdr.xdr_u_int.pack(_enc, arg3)
+        body = self._rpc.call(0x20c0ffee, 1, 662, _enc.buffers(), timeout=timeout)
+        return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GREEN_CTX_CREATE_async(self, arg1: dev_resource_list, arg2: int, arg3: int) -> _Pending:
+        """Send CU_GREEN_CTX_CREATE (662); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_dev_resource_list.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        _xdr.xdr_u_int.pack(_enc, arg3)
+        call = self._rpc.call_async(0x20c0ffee, 1, 662, _enc.buffers())
+        return _Pending(call, xdr_handle_result.decode)
+
+    def CU_GREEN_CTX_DESTROY(self, arg1: cu_handle, *, timeout: float | None = None) -> int:
+        """Call CU_GREEN_CTX_DESTROY (663) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 663, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GREEN_CTX_DESTROY_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_GREEN_CTX_DESTROY (663); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 663, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_GREEN_CTX_GET_DEV_RESOURCE(self, arg1: cu_handle, arg2: int, *, timeout: float | None = None) -> dev_resource_result:
+        """Call CU_GREEN_CTX_GET_DEV_RESOURCE (664) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 664, _enc.buffers(), timeout=timeout)
+        return xdr_dev_resource_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GREEN_CTX_GET_DEV_RESOURCE_async(self, arg1: cu_handle, arg2: int) -> _Pending:
+        """Send CU_GREEN_CTX_GET_DEV_RESOURCE (664); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 664, _enc.buffers())
+        return _Pending(call, xdr_dev_resource_result.decode)
+
+    def CU_CTX_FROM_GREEN_CTX(self, arg1: cu_handle, *, timeout: float | None = None) -> handle_result:
+        """Call CU_CTX_FROM_GREEN_CTX (665) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 665, _enc.buffers(), timeout=timeout)
+        return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_CTX_FROM_GREEN_CTX_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_CTX_FROM_GREEN_CTX (665); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 665, _enc.buffers())
+        return _Pending(call, xdr_handle_result.decode)
+
+    def CU_CTX_GET_DEV_RESOURCE(self, arg1: cu_handle, arg2: int, *, timeout: float | None = None) -> dev_resource_result:
+        """Call CU_CTX_GET_DEV_RESOURCE (666) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 666, _enc.buffers(), timeout=timeout)
+        return xdr_dev_resource_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_CTX_GET_DEV_RESOURCE_async(self, arg1: cu_handle, arg2: int) -> _Pending:
+        """Send CU_CTX_GET_DEV_RESOURCE (666); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 666, _enc.buffers())
+        return _Pending(call, xdr_dev_resource_result.decode)
+
+    def CU_GREEN_CTX_EVENT(self, arg1: cu_handle, arg2: cu_handle, arg3: bool, *, timeout: float | None = None) -> int:
+        """Call CU_GREEN_CTX_EVENT (667) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        _xdr.xdr_bool.pack(_enc, arg3)
+        body = self._rpc.call(0x20c0ffee, 1, 667, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GREEN_CTX_EVENT_async(self, arg1: cu_handle, arg2: cu_handle, arg3: bool) -> _Pending:
+        """Send CU_GREEN_CTX_EVENT (667); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        _xdr.xdr_bool.pack(_enc, arg3)
+        call = self._rpc.call_async(0x20c0ffee, 1, 667, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_GREEN_CTX_STREAM_CREATE(self, arg1: cu_handle, arg2: int, arg3: int, *, timeout: float | None = None) -> handle_result:
+        """Call CU_GREEN_CTX_STREAM_CREATE (668) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_u_int.pack(_enc, arg2)
+        _xdr.xdr_int.pack(_enc, arg3)
+        body = self._rpc.call(0x20c0ffee, 1, 668, _enc.buffers(), timeout=timeout)
+        return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GREEN_CTX_STREAM_CREATE_async(self, arg1: cu_handle, arg2: int, arg3: int) -> _Pending:
+        """Send CU_GREEN_CTX_STREAM_CREATE (668); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_u_int.pack(_enc, arg2)
+        _xdr.xdr_int.pack(_enc, arg3)
+        call = self._rpc.call_async(0x20c0ffee, 1, 668, _enc.buffers())
+        return _Pending(call, xdr_handle_result.decode)
+
+    def CU_STREAM_GET_GREEN_CTX(self, arg1: cu_handle, *, timeout: float | None = None) -> handle_result:
+        """Call CU_STREAM_GET_GREEN_CTX (669) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 669, _enc.buffers(), timeout=timeout)
+        return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_STREAM_GET_GREEN_CTX_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_STREAM_GET_GREEN_CTX (669); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 669, _enc.buffers())
+        return _Pending(call, xdr_handle_result.decode)
+
 
 class CRICKET_V1_Server:
     """Service of program CRICKET_PROG version CRICKET_V1: subclass it, override what
@@ -9433,6 +10288,95 @@ class CRICKET_V1_Server:
             640, 'CU_LINK', (xdr_link_input_list, xdr_option_list), xdr_link_result,
             _Facts(replay='readonly'),
         ),
+        520: _Procedure(
+            520, 'MIPMAP_CREATE', (xdr_array_desc, _xdr.xdr_u_int), xdr_handle_result,
+            _Facts(replay='replay'),
+            plan=_Plan(decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
+        ),
+        521: _Procedure(
+            521, 'MIPMAP_DESTROY', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('mipmap',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        522: _Procedure(
+            522, 'MIPMAP_GET_LEVEL', (xdr_cu_handle, _xdr.xdr_u_int), xdr_handle_result,
+            _Facts(replay='readonly', handles=((0, ('mipmap',)),)),
+            plan=_Plan(encode_args=_plan_a30_encode_args, decode_args=_plan_a30_decode_args, decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
+        ),
+        523: _Procedure(
+            523, 'MIPMAP_GET_SPARSE_PROPERTIES', (xdr_cu_handle,), xdr_sparse_properties_result,
+            _Facts(replay='readonly', handles=((0, ('mipmap',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_sparse_properties_result_decode_reply, encode_result=_plan_xdr_sparse_properties_result_encode_result),
+        ),
+        524: _Procedure(
+            524, 'ARRAY_GET_SPARSE_PROPERTIES', (xdr_cu_handle,), xdr_sparse_properties_result,
+            _Facts(replay='readonly', handles=((0, ('array',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_sparse_properties_result_decode_reply, encode_result=_plan_xdr_sparse_properties_result_encode_result),
+        ),
+        525: _Procedure(
+            525, 'MIPMAP_GET_MEMORY_REQUIREMENTS', (xdr_cu_handle, _xdr.xdr_int), xdr_memory_requirements_result,
+            _Facts(replay='readonly', handles=((0, ('mipmap',)),)),
+            plan=_Plan(encode_args=_plan_a21_encode_args, decode_args=_plan_a21_decode_args, decode_reply=_plan_xdr_memory_requirements_result_decode_reply, encode_result=_plan_xdr_memory_requirements_result_encode_result),
+        ),
+        526: _Procedure(
+            526, 'ARRAY_GET_MEMORY_REQUIREMENTS', (xdr_cu_handle, _xdr.xdr_int), xdr_memory_requirements_result,
+            _Facts(replay='readonly', handles=((0, ('array',)),)),
+            plan=_Plan(encode_args=_plan_a21_encode_args, decode_args=_plan_a21_decode_args, decode_reply=_plan_xdr_memory_requirements_result_decode_reply, encode_result=_plan_xdr_memory_requirements_result_encode_result),
+        ),
+        527: _Procedure(
+            527, 'MIPMAP_GET_DESCRIPTOR', (xdr_cu_handle,), xdr_array_desc_result,
+            _Facts(replay='readonly', handles=((0, ('mipmap',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_array_desc_result_decode_reply, encode_result=_plan_xdr_array_desc_result_encode_result),
+        ),
+        660: _Procedure(
+            660, 'CU_DEVICE_GET_DEV_RESOURCE', (_xdr.xdr_int, _xdr.xdr_int), xdr_dev_resource_result,
+            _Facts(replay='readonly'),
+            plan=_Plan(encode_args=_plan_a3_encode_args, decode_args=_plan_a3_decode_args, decode_reply=_plan_xdr_dev_resource_result_decode_reply, encode_result=_plan_xdr_dev_resource_result_encode_result),
+        ),
+        661: _Procedure(
+            661, 'CU_DEV_SM_RESOURCE_SPLIT_BY_COUNT', (_xdr.xdr_u_int, xdr_dev_resource, _xdr.xdr_u_int, _xdr.xdr_u_int), xdr_sm_split_result,
+            _Facts(replay='readonly'),
+        ),
+        662: _Procedure(
+            662, 'CU_GREEN_CTX_CREATE', (xdr_dev_resource_list, _xdr.xdr_int, _xdr.xdr_u_int), xdr_handle_result,
+            _Facts(replay='replay'),
+            plan=_Plan(decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
+        ),
+        663: _Procedure(
+            663, 'CU_GREEN_CTX_DESTROY', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('green_ctx',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        664: _Procedure(
+            664, 'CU_GREEN_CTX_GET_DEV_RESOURCE', (xdr_cu_handle, _xdr.xdr_int), xdr_dev_resource_result,
+            _Facts(replay='readonly', handles=((0, ('green_ctx',)),)),
+            plan=_Plan(encode_args=_plan_a21_encode_args, decode_args=_plan_a21_decode_args, decode_reply=_plan_xdr_dev_resource_result_decode_reply, encode_result=_plan_xdr_dev_resource_result_encode_result),
+        ),
+        665: _Procedure(
+            665, 'CU_CTX_FROM_GREEN_CTX', (xdr_cu_handle,), xdr_handle_result,
+            _Facts(replay='readonly', handles=((0, ('green_ctx',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
+        ),
+        666: _Procedure(
+            666, 'CU_CTX_GET_DEV_RESOURCE', (xdr_cu_handle, _xdr.xdr_int), xdr_dev_resource_result,
+            _Facts(replay='readonly', handles=((0, ('context',)),)),
+            plan=_Plan(encode_args=_plan_a21_encode_args, decode_args=_plan_a21_decode_args, decode_reply=_plan_xdr_dev_resource_result_decode_reply, encode_result=_plan_xdr_dev_resource_result_encode_result),
+        ),
+        667: _Procedure(
+            667, 'CU_GREEN_CTX_EVENT', (xdr_cu_handle, xdr_cu_handle, _xdr.xdr_bool), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('green_ctx',)), (1, ('event',)))),
+            plan=_Plan(decode_reply=_xdr_plan_status),
+        ),
+        668: _Procedure(
+            668, 'CU_GREEN_CTX_STREAM_CREATE', (xdr_cu_handle, _xdr.xdr_u_int, _xdr.xdr_int), xdr_handle_result,
+            _Facts(replay='replay', handles=((0, ('green_ctx',)),)),
+            plan=_Plan(encode_args=_plan_a40_encode_args, decode_args=_plan_a40_decode_args, decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
+        ),
+        669: _Procedure(
+            669, 'CU_STREAM_GET_GREEN_CTX', (xdr_cu_handle,), xdr_handle_result,
+            _Facts(replay='readonly', handles=((0, ('stream',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
+        ),
     }
 
     def HELLO(self, ctx: Any, arg1: hello_args) -> hello_result:
@@ -10135,6 +11079,78 @@ class CRICKET_V1_Server:
         """CU_LINK (640): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_LINK")
 
+    def MIPMAP_CREATE(self, ctx: Any, arg1: array_desc, arg2: int) -> handle_result:
+        """MIPMAP_CREATE (520): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.MIPMAP_CREATE")
+
+    def MIPMAP_DESTROY(self, ctx: Any, arg1: cu_handle) -> int:
+        """MIPMAP_DESTROY (521): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.MIPMAP_DESTROY")
+
+    def MIPMAP_GET_LEVEL(self, ctx: Any, arg1: cu_handle, arg2: int) -> handle_result:
+        """MIPMAP_GET_LEVEL (522): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.MIPMAP_GET_LEVEL")
+
+    def MIPMAP_GET_SPARSE_PROPERTIES(self, ctx: Any, arg1: cu_handle) -> sparse_properties_result:
+        """MIPMAP_GET_SPARSE_PROPERTIES (523): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.MIPMAP_GET_SPARSE_PROPERTIES")
+
+    def ARRAY_GET_SPARSE_PROPERTIES(self, ctx: Any, arg1: cu_handle) -> sparse_properties_result:
+        """ARRAY_GET_SPARSE_PROPERTIES (524): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.ARRAY_GET_SPARSE_PROPERTIES")
+
+    def MIPMAP_GET_MEMORY_REQUIREMENTS(self, ctx: Any, arg1: cu_handle, arg2: int) -> memory_requirements_result:
+        """MIPMAP_GET_MEMORY_REQUIREMENTS (525): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.MIPMAP_GET_MEMORY_REQUIREMENTS")
+
+    def ARRAY_GET_MEMORY_REQUIREMENTS(self, ctx: Any, arg1: cu_handle, arg2: int) -> memory_requirements_result:
+        """ARRAY_GET_MEMORY_REQUIREMENTS (526): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.ARRAY_GET_MEMORY_REQUIREMENTS")
+
+    def MIPMAP_GET_DESCRIPTOR(self, ctx: Any, arg1: cu_handle) -> array_desc_result:
+        """MIPMAP_GET_DESCRIPTOR (527): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.MIPMAP_GET_DESCRIPTOR")
+
+    def CU_DEVICE_GET_DEV_RESOURCE(self, ctx: Any, arg1: int, arg2: int) -> dev_resource_result:
+        """CU_DEVICE_GET_DEV_RESOURCE (660): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_DEVICE_GET_DEV_RESOURCE")
+
+    def CU_DEV_SM_RESOURCE_SPLIT_BY_COUNT(self, ctx: Any, arg1: int, arg2: dev_resource, arg3: int, arg4: int) -> sm_split_result:
+        """CU_DEV_SM_RESOURCE_SPLIT_BY_COUNT (661): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_DEV_SM_RESOURCE_SPLIT_BY_COUNT")
+
+    def CU_GREEN_CTX_CREATE(self, ctx: Any, arg1: dev_resource_list, arg2: int, arg3: int) -> handle_result:
+        """CU_GREEN_CTX_CREATE (662): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GREEN_CTX_CREATE")
+
+    def CU_GREEN_CTX_DESTROY(self, ctx: Any, arg1: cu_handle) -> int:
+        """CU_GREEN_CTX_DESTROY (663): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GREEN_CTX_DESTROY")
+
+    def CU_GREEN_CTX_GET_DEV_RESOURCE(self, ctx: Any, arg1: cu_handle, arg2: int) -> dev_resource_result:
+        """CU_GREEN_CTX_GET_DEV_RESOURCE (664): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GREEN_CTX_GET_DEV_RESOURCE")
+
+    def CU_CTX_FROM_GREEN_CTX(self, ctx: Any, arg1: cu_handle) -> handle_result:
+        """CU_CTX_FROM_GREEN_CTX (665): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_CTX_FROM_GREEN_CTX")
+
+    def CU_CTX_GET_DEV_RESOURCE(self, ctx: Any, arg1: cu_handle, arg2: int) -> dev_resource_result:
+        """CU_CTX_GET_DEV_RESOURCE (666): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_CTX_GET_DEV_RESOURCE")
+
+    def CU_GREEN_CTX_EVENT(self, ctx: Any, arg1: cu_handle, arg2: cu_handle, arg3: bool) -> int:
+        """CU_GREEN_CTX_EVENT (667): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GREEN_CTX_EVENT")
+
+    def CU_GREEN_CTX_STREAM_CREATE(self, ctx: Any, arg1: cu_handle, arg2: int, arg3: int) -> handle_result:
+        """CU_GREEN_CTX_STREAM_CREATE (668): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GREEN_CTX_STREAM_CREATE")
+
+    def CU_STREAM_GET_GREEN_CTX(self, ctx: Any, arg1: cu_handle) -> handle_result:
+        """CU_STREAM_GET_GREEN_CTX (669): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_STREAM_GET_GREEN_CTX")
+
 
 # Every codec is built now, at import (none is built while threads use it).
 _xdr.ready_all(
@@ -10214,6 +11230,14 @@ _xdr.ready_all(
     xdr_link_input,
     xdr_linked_image,
     xdr_link_result,
+    xdr_sparse_properties,
+    xdr_sparse_properties_result,
+    xdr_memory_requirements,
+    xdr_memory_requirements_result,
+    xdr_dev_resource,
+    xdr_dev_resource_result,
+    xdr_sm_split,
+    xdr_sm_split_result,
     xdr_cu_ptr,
     xdr_cu_handle,
     xdr_mem_data,
@@ -10227,5 +11251,6 @@ _xdr.ready_all(
     xdr_graph_node_list,
     xdr_mem_access_list,
     xdr_link_input_list,
+    xdr_dev_resource_list,
     _codec1,
 )

@@ -31,6 +31,8 @@ class HandleKind(enum.IntEnum):
     GRAPH_NODE = 0x0A
     MEMHANDLE = 0x20  # a physical allocation (cuMemCreate)
     MEMPOOL = 0x21  # a memory pool (cuMemPoolCreate, a device's default pool)
+    MIPMAP = 0x41  # a mipmapped array (its levels are arrays)
+    GREEN_CTX = 0x11  # a green context (cuGreenCtxCreate)
 
     @property
     def label(self) -> str:

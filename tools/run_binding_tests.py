@@ -1,7 +1,8 @@
 """Run cuda-python's binding tests locally and remotely and compare them, test by test.
 
     python3 tools/run_binding_tests.py TESTS_DIR [--backend cuda|sim] [--no-local]
-                                       [--out DIR] [--timeout SECONDS] [FILE ...]
+                                       [--door python|native] [--out DIR]
+                                       [--timeout SECONDS] [FILE ...]
 
 TESTS_DIR is a folder holding the test files of NVIDIA/cuda-python's cuda_bindings/tests
 (test_cuda.py, test_cudart.py, test_kernelParams.py, test_interoperability.py by default, with
@@ -10,8 +11,10 @@ The files are run as they are, never copied into the project.
 
 Local run: `python -m pytest FILES` in TESTS_DIR, with this machine's GPU.
 Remote run: a cricket-server with the backend named (`cuda`: this machine's GPU) on a free
-loopback port, and `python -m cricket_client.run --server ADDR -m pytest FILES` with
-CUDA_VISIBLE_DEVICES= in the client's environment only, so that nothing the tests do can reach
+loopback port, and `python -m cricket_client.run --server ADDR -m pytest FILES` (`--door
+python`: cuda.bindings swapped for the Python client's modules) or `... --server ADDR --
+python -m pytest FILES` (`--door native`: the real cuda.bindings on the project's native
+libcuda.so.1), with CUDA_VISIBLE_DEVICES= in the client's environment only, so that nothing the tests do can reach
 a GPU of the client. Both runs write JUnit XML to --out (default: a temporary folder), which
 this script reads to print every test's local and remote outcome, the counts, and the tests
 that pass locally and not remotely. It needs python3 with pytest, numpy and cuda-bindings; the
@@ -169,6 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("files", nargs="*", help=f"test files (default: {' '.join(DEFAULT_FILES)})")
     parser.add_argument("--backend", default="cuda", choices=("cuda", "sim"), help="server backend")
     parser.add_argument("--no-local", action="store_true", help="skip the local run (no GPU here)")
+    parser.add_argument("--door", default="python", choices=("python", "native"),
+                        help="the remote run's door: Python modules swapped, or the native "
+                        "libcuda.so.1 under the real cuda.bindings")
     parser.add_argument(
         "--out", type=Path, help="folder for logs and JUnit XML (default: temporary)"
     )
@@ -193,8 +199,9 @@ def main(argv: list[str] | None = None) -> int:
         print(exc, file=sys.stderr)
         return 2
     try:
+        door = ["--", sys.executable] if args.door == "native" else []
         command = [sys.executable, "-m", "cricket_client.run", "--server", server.address,
-                   *pytest_command(out, remote_xml, files, tests)]  # fmt: skip
+                   *door, *pytest_command(out, remote_xml, files, tests)]  # fmt: skip
         run("remote", command, environment(CUDA_VISIBLE_DEVICES=""), tests, out / "remote.log",
             args.timeout)  # fmt: skip
     finally:

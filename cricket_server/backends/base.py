@@ -28,6 +28,9 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from cricket_server.graphs import ExecNode
 
+    from .dev_resources import DevResource
+    from .mipmaps import SparseProps
+
 from .arrays import ArrayDesc, Copy3D, ResourceDesc, TextureDesc, ViewDesc
 
 PER_THREAD_STREAM = "per-thread"
@@ -388,6 +391,46 @@ class BackendSession(abc.ABC):
 
     def surf_object_destroy(self, value: int) -> None:
         raise not_supported("cuSurfObjectDestroy")
+
+    # -- mipmapped and sparse arrays (optional) -------------------------------------------
+    def mipmap_create(self, desc: ArrayDesc, levels: int) -> tuple[object, list[object]]:
+        """cuMipmappedArrayCreate on the current device: (the mipmapped array, its levels as
+        array objects memcpy_3d takes; they go with it). Desc and levels checked."""
+        raise not_supported("cuMipmappedArrayCreate")
+
+    def mipmap_destroy(self, mipmap: object) -> None:
+        raise not_supported("cuMipmappedArrayDestroy")
+
+    def sparse_properties(self, obj: object, mipmap: bool) -> SparseProps:
+        """cuArrayGetSparseProperties (`mipmap` False) / cuMipmappedArrayGetSparseProperties."""
+        raise not_supported("cuArrayGetSparseProperties")
+
+    def memory_requirements(self, obj: object, mipmap: bool, dev: int) -> tuple[int, int]:
+        """(size, alignment): cuArrayGetMemoryRequirements / cuMipmappedArrayGetMemoryRequirements."""
+        raise not_supported("cuArrayGetMemoryRequirements")
+
+    # -- device resources and green contexts (optional) -----------------------------------
+    def dev_resource(self, dev: int) -> DevResource:
+        """cuDeviceGetDevResource(dev, CU_DEV_RESOURCE_TYPE_SM)."""
+        raise not_supported("cuDeviceGetDevResource")
+
+    def sm_split(
+        self, res: DevResource, wanted: int, flags: int, min_count: int
+    ) -> tuple[list[DevResource], int, DevResource]:
+        """cuDevSmResourceSplitByCount: (groups, count, remainder); `wanted` 0 counts only
+        (no groups made)."""
+        raise not_supported("cuDevSmResourceSplitByCount")
+
+    def green_ctx_create(self, resources: list[DevResource], dev: int, flags: int) -> object:
+        """cuDevResourceGenerateDesc + cuGreenCtxCreate on device `dev`."""
+        raise not_supported("cuGreenCtxCreate")
+
+    def green_ctx_destroy(self, green: object) -> None:
+        raise not_supported("cuGreenCtxDestroy")
+
+    def green_ctx_resource(self, green: object) -> DevResource:
+        """cuGreenCtxGetDevResource(green, CU_DEV_RESOURCE_TYPE_SM)."""
+        raise not_supported("cuGreenCtxGetDevResource")
     # -- flags, attributes, launch variants (optional) --------------------------------------
     def ctx_set_cache_config(self, config: int) -> None:  # noqa: B027 - optional hook
         """cuCtxSetCacheConfig on the current device (CUfunc_cache 0..3, checked by the

@@ -2,7 +2,8 @@
 and what a restore makes again.
 
 An array's contents travel through the backend's 3D copy to host memory, slice by slice (rows
-at a time for large slices), into one blob, packed. Texture and surface objects are kept as
+at a time for large slices), into one blob, packed; a sparse or deferred-mapping array has
+none (no memory of its own remotely: an empty blob). Texture and surface objects are kept as
 what they were made from; their values are the driver's and reach kernels by value, so a
 restore must get the same values back. It creates them in order of value on a fresh
 context; a value below the one wanted is kept aside as a filler (drivers hand out increasing
@@ -20,6 +21,7 @@ from checkpoint.reader import Checkpoint
 from checkpoint.writer import BlobSink
 from cricket_server.backends.arrays import PLACE_ARRAY, PLACE_HOST, ArrayDesc, Copy3D, Place
 from cricket_server.backends.base import CudaError
+from cricket_server.backends.mipmaps import unbacked
 from cricket_server.session import Session
 from cricket_server.session_arrays import ArrayRecord, TexObject
 from rpc_spec import checkpoint_rpc as ck
@@ -45,6 +47,8 @@ def _array_pieces(
     session: Session, dev: int, record: ArrayRecord, progress: Callable[[int], None]
 ) -> Iterator[bytes]:
     d = record.desc
+    if unbacked(d.flags):
+        return
     with session.on_device(dev):
         for z, y, rows in _runs(d):
             copy = Copy3D(
@@ -62,7 +66,12 @@ def snapshot_arrays(
 ) -> tuple[list[ck.array_image], list[ck.tex_object_image]]:  # fmt: skip
     arrays = []
     records = sorted(
-        (r for r in session.handles.records() if isinstance(r, ArrayRecord)), key=lambda r: r.handle
+        (
+            r
+            for r in session.handles.records()
+            if type(r) is ArrayRecord and not r.mipmap  # levels go with their mipmapped array
+        ),
+        key=lambda r: r.handle,
     )
     for a in records:
         blob = sink.write(
@@ -101,6 +110,8 @@ def _write_array(session: Session, ckpt: Checkpoint, record: ArrayRecord, blob: 
     data = bytearray()
     for piece in ckpt.pieces(blob):
         data += piece
+    if unbacked(d.flags) and not data:
+        return 0
     if len(data) != d.nbytes:
         raise CheckpointError(
             ckpt.path,
@@ -139,6 +150,9 @@ def restore_arrays(
                 b.array_destroy(obj)
                 raise
             written += _write_array(session, ckpt, record, a.contents)
+    from cricket_server.checkpoints.mipmaps import restore_mipmaps
+
+    written += restore_mipmaps(session, ckpt, image, devs, fail)
     fillers: list[tuple[int, bool, int]] = []  # (device, surface, value)
     try:
         for t in sorted(image.tex_objects, key=lambda t: t.value):

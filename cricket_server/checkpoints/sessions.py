@@ -49,6 +49,7 @@ from cricket_server.checkpoints.graphs import (
     graph_images,
     restore_graphs,
 )
+from cricket_server.checkpoints.mipmaps import mipmap_handles, snapshot_mipmaps
 from cricket_server.checkpoints.vmm_pools import (
     restore_pools,
     restore_vmm,
@@ -183,6 +184,7 @@ def snapshot_session(
 ) -> ck.session_image:
     """The image of `session`, its blobs written through `sink` (hold `consistent_cut`)."""
     prefix = f"s{session.id:016x}"
+    session.refuse_green_checkpoint()
     contexts = _records(session, ContextRecord)
     devices = []
     for dev in session.devices_in_use():
@@ -292,6 +294,7 @@ def snapshot_session(
         graph_execs=exec_images(session),
         vmm=snapshot_vmm(session, sink, prefix, progress),
         pools=snapshot_pools(session),
+        mipmaps=snapshot_mipmaps(session, sink, prefix, partial(_device_of, session), progress),
     )
 
 
@@ -677,6 +680,7 @@ def _handles_of(s: ck.session_image) -> Iterator[int]:
             if k.function is not None:
                 yield k.function.handle
     yield from array_handles(s)
+    yield from mipmap_handles(s)
     yield from graph_handles(s)
 
 

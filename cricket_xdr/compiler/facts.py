@@ -35,7 +35,7 @@ ARGUMENT_FACTS = {
 # The kinds of handle an argument may hold (cricket_server.resources.HandleKind).
 HANDLE_KINDS = (
     "context", "module", "function", "library", "kernel", "stream", "event", "array",
-    "graph", "graph_exec", "graph_node", "memhandle", "mempool",
+    "graph", "graph_exec", "graph_node", "memhandle", "mempool", "mipmap", "green_ctx",
 )  # fmt: skip
 
 

@@ -54,6 +54,7 @@ def handles(session: cricket_client.Connection) -> dict[str, int]:
     library = _ok(stub.CU_LIBRARY_LOAD_DATA(image, [], [])).handle
     graph = _ok(stub.CU_GRAPH_CREATE(0))
     node = _ok(stub.CU_GRAPH_ADD_NODE(graph, [], proto.graph_node_params(5)))
+    sms = _ok(stub.CU_DEVICE_GET_DEV_RESOURCE(0, 1))
     return {
         "context": _ok(stub.CU_CTX_GET_CURRENT()),
         "module": module,
@@ -67,6 +68,8 @@ def handles(session: cricket_client.Connection) -> dict[str, int]:
         "graph_exec": _ok(stub.CU_GRAPH_INSTANTIATE(graph, 0)).exec,
         "memhandle": _ok(stub.CU_MEM_CREATE(2 << 20, _device_prop(), 0)),
         "mempool": _ok(stub.CU_DEVICE_GET_DEFAULT_MEM_POOL(0)),
+        "mipmap": _ok(stub.MIPMAP_CREATE(proto.array_desc(8, 8, 0, 0x20, 1, 0), 2)),
+        "green_ctx": _ok(stub.CU_GREEN_CTX_CREATE([sms], 0, 0)),
     }
 
 

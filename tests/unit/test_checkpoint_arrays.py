@@ -34,7 +34,7 @@ def _body(arrays: list[ck.array_image], objects: list[ck.tex_object_image]) -> c
         contexts=[ck.context_image(handle=CTX, dev=0, flags=0, primary=True, retain_count=1)],
         devices=[], modules=[], libraries=[], streams=[], events=[], allocations=[],
         arrays=arrays, tex_objects=objects, settings=[], graphs=[], graph_execs=[],
-        vmm=ck.vmm_image(reservations=[], physicals=[], mappings=[]), pools=[],
+        vmm=ck.vmm_image(reservations=[], physicals=[], mappings=[]), pools=[], mipmaps=[],
     )  # fmt: skip
     return ck.manifest_body(created_by="t", created_unix_ns=0, backend="sim", driver_version=0,
                             va_base=1 << 40, va_size=1 << 40, sessions=[session])  # fmt: skip

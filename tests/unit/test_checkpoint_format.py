@@ -61,6 +61,7 @@ def _blob_session(sink: BlobSink, contents: list[bytes]) -> ck.session_image:
         graph_execs=[],
         vmm=ck.vmm_image(reservations=[], physicals=[], mappings=[]),
         pools=[],
+        mipmaps=[],
     )
 
 

@@ -29,7 +29,7 @@ def _body(vmm: ck.vmm_image, pools: list[ck.mempool_image]) -> ck.manifest_body:
         peer="p", client_name="c", initialized=True, calls=1, context_stack=[CTX],
         contexts=[ck.context_image(handle=CTX, dev=0, flags=0, primary=True, retain_count=1)],
         devices=[], modules=[], libraries=[], streams=[], events=[], allocations=[alloc],
-        vmm=vmm, pools=pools, arrays=[], tex_objects=[], settings=[], graphs=[], graph_execs=[],
+        vmm=vmm, pools=pools, mipmaps=[], arrays=[], tex_objects=[], settings=[], graphs=[], graph_execs=[],
     )  # fmt: skip
     return ck.manifest_body(created_by="t", created_unix_ns=1, backend="sim", driver_version=1,
                             va_base=BASE, va_size=1 << 40, sessions=[session])  # fmt: skip

@@ -236,6 +236,26 @@ BACKEND_NEEDS: dict[str, tuple[str, ...]] = {
     "CU_MEM_POOL_TRIM_TO": ("event_query", "event_synchronize", "event_destroy", "set_device"),
     "CU_MEM_ALLOC_FROM_POOL_ASYNC": ("chunk_backing", "event_query", "event_synchronize", "event_destroy", "set_device"),
     "CU_LINK": ("link",),
+    # mipmapped and sparse arrays
+    "MIPMAP_CREATE": ("mipmap_create", "mipmap_destroy"),
+    "MIPMAP_DESTROY": ("mipmap_destroy", "synchronize", "tex_object_destroy", "surf_object_destroy", "array_destroy"),
+    "MIPMAP_GET_LEVEL": (),
+    "MIPMAP_GET_SPARSE_PROPERTIES": ("sparse_properties",),
+    "ARRAY_GET_SPARSE_PROPERTIES": ("sparse_properties",),
+    "MIPMAP_GET_MEMORY_REQUIREMENTS": ("device_count", "memory_requirements"),
+    "ARRAY_GET_MEMORY_REQUIREMENTS": ("device_count", "memory_requirements"),
+    "MIPMAP_GET_DESCRIPTOR": (),
+    # device resources and green contexts
+    "CU_DEVICE_GET_DEV_RESOURCE": ("device_count", "dev_resource", "set_device"),
+    "CU_DEV_SM_RESOURCE_SPLIT_BY_COUNT": ("sm_split",),
+    "CU_GREEN_CTX_CREATE": ("device_count", "green_ctx_create", "set_device"),
+    "CU_GREEN_CTX_DESTROY": ("green_ctx_destroy", "stream_destroy", "event_destroy", "set_device"),
+    "CU_GREEN_CTX_GET_DEV_RESOURCE": ("green_ctx_resource", "set_device"),
+    "CU_CTX_FROM_GREEN_CTX": (),
+    "CU_CTX_GET_DEV_RESOURCE": ("dev_resource", "green_ctx_resource", "set_device"),
+    "CU_GREEN_CTX_EVENT": ("stream_create", "event_create", "event_destroy", "event_record", "stream_wait_event", "set_device"),
+    "CU_GREEN_CTX_STREAM_CREATE": ("stream_create", "stream_wait_event", "set_device"),
+    "CU_STREAM_GET_GREEN_CTX": (),
 }
 
 BACKENDS: dict[str, tuple[type[Backend], type[BackendSession]]] = {

@@ -68,6 +68,13 @@ READ_ONLY_BINDING_TESTS = {
     "CU_GRAPH_NODE_GET_LOCAL_ID", "CU_GRAPH_NODE_GET_TOOLS_ID", "CU_GRAPH_NODE_GET_CONTAINING_GRAPH",
 }  # fmt: skip
 READ_ONLY_LINK = {"CU_LINK"}  # a link makes no server state: nothing to replay
+READ_ONLY_RESOURCES = {  # mipmapped and sparse arrays; device resources and green contexts
+    "MIPMAP_GET_LEVEL", "MIPMAP_GET_SPARSE_PROPERTIES", "ARRAY_GET_SPARSE_PROPERTIES",
+    "MIPMAP_GET_MEMORY_REQUIREMENTS", "ARRAY_GET_MEMORY_REQUIREMENTS", "MIPMAP_GET_DESCRIPTOR",
+    "CU_DEVICE_GET_DEV_RESOURCE", "CU_DEV_SM_RESOURCE_SPLIT_BY_COUNT",
+    "CU_GREEN_CTX_GET_DEV_RESOURCE", "CU_CTX_FROM_GREEN_CTX", "CU_CTX_GET_DEV_RESOURCE",
+    "CU_STREAM_GET_GREEN_CTX",
+}  # fmt: skip
 # a refusal the client reports for a capture: it changes nothing a checkpoint holds
 READ_ONLY_CAPTURE = {"CU_STREAM_CAPTURE_PROHIBIT"}
 READ_ONLY_GRAPH_NODES = {"CU_DEVICE_GET_GRAPH_MEM_ATTRIBUTE"}
@@ -86,7 +93,7 @@ def test_the_spec_gives_the_replay_lists_the_client_kept() -> None:
     assert facts.uncounted() == UNCOUNTED_BEFORE
     assert facts.read_only() == (
         READ_ONLY_BEFORE | READ_ONLY_VMM_POOLS | READ_ONLY_BINDING_TESTS | READ_ONLY_LINK
-        | READ_ONLY_CAPTURE | READ_ONLY_GRAPH_NODES
+        | READ_ONLY_RESOURCES | READ_ONLY_CAPTURE | READ_ONLY_GRAPH_NODES
     )
     stated = {p.name: p.facts.replay for p in PROCEDURES.values()}
     assert set(stated.values()) == {"replay", "readonly", "uncounted"}  # every one states one

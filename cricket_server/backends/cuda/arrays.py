@@ -19,6 +19,7 @@ from ..arrays import (
     PLACE_HOST,
     RESOURCE_ARRAY,
     RESOURCE_LINEAR,
+    RESOURCE_MIPMAPPED_ARRAY,
     ArrayDesc,
     Copy3D,
     Place,
@@ -36,12 +37,24 @@ def _address(buf: bytearray) -> int:
     return ctypes.addressof((ctypes.c_char * len(buf)).from_buffer(buf)) if buf else 0
 
 
+def array3d_descriptor(desc: ArrayDesc) -> Any:
+    """A CUDA_ARRAY3D_DESCRIPTOR of `desc`."""
+    d = driver.CUDA_ARRAY3D_DESCRIPTOR()
+    d.Width, d.Height, d.Depth = desc.width, desc.height, desc.depth
+    d.Format = driver.CUarray_format(desc.format)
+    d.NumChannels = desc.channels
+    d.Flags = desc.flags
+    return d
+
+
 def resource_desc(res: ResourceDesc) -> Any:
     """A CUDA_RESOURCE_DESC of `res` (array objects are CUarrays already)."""
     rd = driver.CUDA_RESOURCE_DESC()
     rd.resType = driver.CUresourcetype(res.res_type)
     if res.res_type == RESOURCE_ARRAY:
         rd.res.array.hArray = res.array
+    elif res.res_type == RESOURCE_MIPMAPPED_ARRAY:
+        rd.res.mipmap.hMipmappedArray = res.array
     elif res.res_type == RESOURCE_LINEAR:
         rd.res.linear.devPtr = driver.CUdeviceptr(res.ptr)
         rd.res.linear.format = driver.CUarray_format(res.format)
@@ -125,12 +138,7 @@ class CudaArrays:
 
     def array_create(self, desc: ArrayDesc) -> object:
         self._state()
-        d = driver.CUDA_ARRAY3D_DESCRIPTOR()
-        d.Width, d.Height, d.Depth = desc.width, desc.height, desc.depth
-        d.Format = driver.CUarray_format(desc.format)
-        d.NumChannels = desc.channels
-        d.Flags = desc.flags
-        array = call(driver.cuArray3DCreate, d)
+        array = call(driver.cuArray3DCreate, array3d_descriptor(desc))
         self._made()["arrays"][int(array)] = (self._dev, array)
         return array
 

@@ -26,12 +26,14 @@ from ..base import (
 from ._driver import call, driver, enum_value, error_text
 from .arrays import CudaArrays
 from .context import DeviceContext
+from .dev_resources import CudaDevResources
 from .graphs import CudaGraphs
 from .host_memory import HostRegistrations
 from .jit import JitOptions
 from .launch import ParamBuffer, ParamLayouts
 from .launch_ex import CudaLaunchVariants
 from .link import CudaLinker
+from .mipmaps import CudaMipmaps
 from .staging import PinnedStager
 from .vmm import VmmBacking
 from .vmm_calls import CudaVmm
@@ -85,7 +87,10 @@ class _DeviceState:
         return errors
 
 
-class CudaSession(CudaArrays, CudaLaunchVariants, CudaGraphs, CudaVmm, CudaLinker, BackendSession):
+class CudaSession(
+    CudaArrays, CudaMipmaps, CudaDevResources, CudaLaunchVariants, CudaGraphs, CudaVmm, CudaLinker,
+    BackendSession,
+):  # fmt: skip
     def __init__(self, backend: CudaBackend, staging_limit: int) -> None:
         self._backend = backend
         self._staging_limit = staging_limit
@@ -507,6 +512,8 @@ class CudaSession(CudaArrays, CudaLaunchVariants, CudaGraphs, CudaVmm, CudaLinke
             return
         errors: list[CudaError] = self._host.release_all()  # before the contexts go
         errors += self.release_arrays()
+        errors += self.release_mipmaps()  # after the texture objects on them
+        errors += self.release_green_ctxs()
         errors += self.close_graphs()
         for library in self._libraries.values():
             try:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from cricket_server.backends.arrays import (
     PLACE_DEVICE,
     PLACE_HOST,
+    RESOURCE_ARRAY,
     ArrayDesc,
     Copy3D,
     Place,
@@ -144,7 +145,7 @@ class SimArrays:
     def tex_object_create(
         self, res: ResourceDesc, tex: TextureDesc, view: ViewDesc | None, want: int = 0
     ) -> int:
-        if res.array is not None:
+        if res.array is not None and res.res_type == RESOURCE_ARRAY:
             _array(res.array, "cuTexObjectCreate")
         value = self._new_value(want, "cuTexObjectCreate")
         self._objects_table()[value] = (res, tex, view)

@@ -35,11 +35,13 @@ from cricket_server.backends.sim import device as dv
 from cricket_server.backends.sim import texture_kernels  # noqa: F401  (registers its kernels)
 from cricket_server.backends.sim.arrays import SimArrays
 from cricket_server.backends.sim.cubin import KernelInfo, ModuleImage, parse_image
+from cricket_server.backends.sim.dev_resources import SimDevResources
 from cricket_server.backends.sim.devmem import GRANULARITY, KernelMemory, SimChunkBacking, SimMemory
 from cricket_server.backends.sim.graphs import ReplayGraphs
 from cricket_server.backends.sim.kernels import KernelArgs, Launch, find_kernel
 from cricket_server.backends.sim.launch_ex import SimLaunchVariants
 from cricket_server.backends.sim.link import SimLinker
+from cricket_server.backends.sim.mipmaps import SimMipmaps
 from cricket_server.backends.sim.streams import (
     CU_EVENT_DISABLE_TIMING,
     CU_EVENT_INTERPROCESS,
@@ -201,7 +203,10 @@ class _DeviceState:
     module_heap: DeviceHeap | None = None
 
 
-class SimSession(SimArrays, SimLaunchVariants, ReplayGraphs, SimVmm, SimLinker, BackendSession):
+class SimSession(
+    SimArrays, SimMipmaps, SimDevResources, SimLaunchVariants, ReplayGraphs, SimVmm, SimLinker,
+    BackendSession,
+):  # fmt: skip
     """The device work of one client on the sim backend."""
 
     def __init__(self, backend: SimBackend) -> None:
