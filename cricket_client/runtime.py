@@ -707,6 +707,7 @@ from .runtime_compat import *  # noqa: E402, F403  (calls built from remoted cal
 from .runtime_flags import *  # noqa: E402, F403  (flags, launch variants, devices, shared memory)
 from .runtime_graphs import *  # noqa: E402, F403
 from .runtime_mempool import *  # noqa: E402, F403  (memory pools)
+from .runtime_tail import *  # noqa: E402, F403  (small library, kernel, stream and device calls)
 
 # -- everything else ------------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from cricket_server.launch_batch import Launch, decode_launch_batch_args
 from cricket_server.limits import confine_checkpoint_path
 from cricket_server.service_arrays import ArrayProcedures
 from cricket_server.service_flags import FlagsProcedures
+from cricket_server.service_tail import TailProcedures
 from cricket_server.service_vmm_pools import VmmPoolProcedures
 from cricket_server.session import Session, SessionManager, negotiate_version
 from rpc_spec import cricket_rpc as proto
@@ -112,6 +113,7 @@ class CricketService(
     DataPathProcedures,
     ArrayProcedures,
     VmmPoolProcedures,
+    TailProcedures,
     proto.CRICKET_V1_Server,
 ):
     """Serves CRICKET_V1 over the sessions of one `SessionManager`."""

@@ -27,6 +27,7 @@ __all__ = [
     'MAX_DEVICE_ATTRS',
     'MAX_GRAPH_NODES',
     'MAX_LINK_INPUTS',
+    'MAX_MODULE_FUNCTIONS',
     'CRICKET_PROG',
     'CRICKET_V1',
     'HELLO',
@@ -200,6 +201,21 @@ __all__ = [
     'CU_GRAPH_NODE_GET_TOOLS_ID',
     'CU_GRAPH_NODE_GET_CONTAINING_GRAPH',
     'CU_LINK',
+    'CU_MODULE_ENUMERATE_FUNCTIONS',
+    'CU_LIBRARY_ENUMERATE_KERNELS',
+    'CU_LIBRARY_GET_GLOBAL',
+    'CU_KERNEL_GET_LIBRARY',
+    'CU_FUNC_GET_MODULE',
+    'CU_FUNC_IS_LOADED',
+    'CU_FUNC_LOAD',
+    'CU_MODULE_GET_LOADING_MODE',
+    'CU_CTX_GET_API_VERSION',
+    'CU_CTX_GET_ID',
+    'CU_STREAM_GET_CTX',
+    'CU_STREAM_GET_ID',
+    'CU_STREAM_GET_DEVICE',
+    'CU_DEVICE_GET_TEXTURE_1D_LINEAR_MAX_WIDTH',
+    'CU_MEMSET_D2D',
     'int_result',
     'u64_result',
     'handle_result',
@@ -274,6 +290,7 @@ __all__ = [
     'link_input',
     'linked_image',
     'link_result',
+    'handle_list_result',
     'cu_ptr',
     'cu_handle',
     'mem_data',
@@ -287,6 +304,7 @@ __all__ = [
     'graph_node_list',
     'mem_access_list',
     'link_input_list',
+    'handle_list',
     'xdr_int_result',
     'xdr_u64_result',
     'xdr_handle_result',
@@ -361,6 +379,7 @@ __all__ = [
     'xdr_link_input',
     'xdr_linked_image',
     'xdr_link_result',
+    'xdr_handle_list_result',
     'xdr_cu_ptr',
     'xdr_cu_handle',
     'xdr_mem_data',
@@ -374,6 +393,7 @@ __all__ = [
     'xdr_graph_node_list',
     'xdr_mem_access_list',
     'xdr_link_input_list',
+    'xdr_handle_list',
     'CRICKET_V1_Client',
     'CRICKET_V1_Server',
 ]
@@ -390,6 +410,7 @@ MAX_LAUNCH_BATCH = 1024
 MAX_DEVICE_ATTRS = 256
 MAX_GRAPH_NODES = 65536
 MAX_LINK_INPUTS = 1024
+MAX_MODULE_FUNCTIONS = 65536
 CRICKET_PROG = 0x20c0ffee
 CRICKET_V1 = 1
 HELLO = 1
@@ -563,6 +584,21 @@ CU_GRAPH_NODE_GET_LOCAL_ID = 625
 CU_GRAPH_NODE_GET_TOOLS_ID = 626
 CU_GRAPH_NODE_GET_CONTAINING_GRAPH = 627
 CU_LINK = 640
+CU_MODULE_ENUMERATE_FUNCTIONS = 720
+CU_LIBRARY_ENUMERATE_KERNELS = 721
+CU_LIBRARY_GET_GLOBAL = 722
+CU_KERNEL_GET_LIBRARY = 723
+CU_FUNC_GET_MODULE = 724
+CU_FUNC_IS_LOADED = 725
+CU_FUNC_LOAD = 726
+CU_MODULE_GET_LOADING_MODE = 727
+CU_CTX_GET_API_VERSION = 730
+CU_CTX_GET_ID = 731
+CU_STREAM_GET_CTX = 732
+CU_STREAM_GET_ID = 733
+CU_STREAM_GET_DEVICE = 734
+CU_DEVICE_GET_TEXTURE_1D_LINEAR_MAX_WIDTH = 735
+CU_MEMSET_D2D = 750
 
 
 @_dc.dataclass(slots=True)
@@ -2389,6 +2425,27 @@ class link_result:
         return xdr_link_result.decode(data)  # type: ignore[no-any-return]
 
 
+@_dc.dataclass(slots=True)
+class handle_list_result:
+    """union handle_list_result: ``err`` selects the arm; ``value`` holds its value."""
+
+    err: int
+    value: Any = None
+
+    handles = _xdr.arm_property(
+        'handle_list_result', 'handles', 'err', frozenset([0]), frozenset([0])
+    )
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_handle_list_result.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> handle_list_result:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_handle_list_result.decode(data)  # type: ignore[no-any-return]
+
+
 # Codecs, named like rpcgen's C functions.
 xdr_int_result = _xdr.Union('int_result')
 xdr_u64_result = _xdr.Union('u64_result')
@@ -2464,6 +2521,7 @@ xdr_mem_pool_props = _xdr.Struct('mem_pool_props')
 xdr_link_input = _xdr.Struct('link_input')
 xdr_linked_image = _xdr.Struct('linked_image')
 xdr_link_result = _xdr.Union('link_result')
+xdr_handle_list_result = _xdr.Union('handle_list_result')
 xdr_cu_ptr = _xdr.xdr_u_hyper
 xdr_cu_handle = _xdr.xdr_u_hyper
 xdr_mem_data = _xdr.VarOpaque(None)
@@ -2477,6 +2535,7 @@ xdr_launch_attribute_list = _xdr.VarArray(xdr_launch_attribute, MAX_ATTRS)
 xdr_graph_node_list = _xdr.VarArray(xdr_cu_handle, MAX_GRAPH_NODES)
 xdr_mem_access_list = _xdr.VarArray(xdr_mem_access_desc, MAX_ATTRS)
 xdr_link_input_list = _xdr.VarArray(xdr_link_input, MAX_LINK_INPUTS)
+xdr_handle_list = _xdr.VarArray(xdr_cu_handle, MAX_MODULE_FUNCTIONS)
 
 
 _xdr_int_pair__st0 = _struct.Struct('>ii')
@@ -4328,6 +4387,15 @@ xdr_link_result.define(
     ],
     default=_xdr.String(None),
 )
+xdr_handle_list_result.define(
+    handle_list_result,
+    'err',
+    _xdr.xdr_int,
+    [
+        ((0,), xdr_handle_list),
+    ],
+    default=_xdr.xdr_void,
+)
 
 # What the struct coders call: enum members, the functions of other codecs.
 _xdr_hello_args__p1 = xdr_hello_args.fields[1][1].packer()
@@ -4403,6 +4471,7 @@ launch_attribute_list = list
 graph_node_list = list
 mem_access_list = list
 link_input_list = list
+handle_list = list
 
 # Codecs of procedure arguments and results without a name of their own.
 _codec1 = _xdr.String(MAX_NAME)
@@ -5648,6 +5717,54 @@ def _plan_a37_decode_args(body: Any) -> tuple[Any, ...]:
     if len(body) != 24:
         raise _xdr.XdrDecodeError('arguments of %d bytes, not 24' % len(body))
     return _plan_a37_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_a38_A = _struct.Struct('>iIi')
+_plan_a38_AP, _plan_a38_AU = _plan_a38_A.pack, _plan_a38_A.unpack
+
+
+def _plan_a38_encode_args(a0: Any, a1: Any, a2: Any) -> Any:
+    try:
+        return _plan_a38_AP(a0, a1, a2)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    _xdr.xdr_int.pack(enc, a0)
+    _xdr.xdr_u_int.pack(enc, a1)
+    _xdr.xdr_int.pack(enc, a2)
+    return enc.buffers()
+
+
+def _plan_a38_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 12:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 12' % len(body))
+    return _plan_a38_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_a39_A = _struct.Struct('>QQIIQQQ')
+_plan_a39_AP, _plan_a39_AU = _plan_a39_A.pack, _plan_a39_A.unpack
+
+
+def _plan_a39_encode_args(a0: Any, a1: Any, a2: Any, a3: Any, a4: Any, a5: Any, a6: Any) -> Any:
+    try:
+        return _plan_a39_AP(a0, a1, a2, a3, a4, a5, a6)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    xdr_cu_ptr.pack(enc, a0)
+    _xdr.xdr_u_hyper.pack(enc, a1)
+    _xdr.xdr_u_int.pack(enc, a2)
+    _xdr.xdr_u_int.pack(enc, a3)
+    _xdr.xdr_u_hyper.pack(enc, a4)
+    _xdr.xdr_u_hyper.pack(enc, a5)
+    xdr_cu_handle.pack(enc, a6)
+    return enc.buffers()
+
+
+def _plan_a39_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 48:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 48' % len(body))
+    return _plan_a39_AU(body)  # type: ignore[no-any-return]
 
 
 class CRICKET_V1_Client:
@@ -8292,6 +8409,230 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 640, _enc.buffers())
         return _Pending(call, xdr_link_result.decode)
 
+    def CU_MODULE_ENUMERATE_FUNCTIONS(self, arg1: cu_handle, *, timeout: float | None = None) -> handle_list_result:
+        """Call CU_MODULE_ENUMERATE_FUNCTIONS (720) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 720, _enc.buffers(), timeout=timeout)
+        return xdr_handle_list_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_MODULE_ENUMERATE_FUNCTIONS_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_MODULE_ENUMERATE_FUNCTIONS (720); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 720, _enc.buffers())
+        return _Pending(call, xdr_handle_list_result.decode)
+
+    def CU_LIBRARY_ENUMERATE_KERNELS(self, arg1: cu_handle, *, timeout: float | None = None) -> handle_list_result:
+        """Call CU_LIBRARY_ENUMERATE_KERNELS (721) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 721, _enc.buffers(), timeout=timeout)
+        return xdr_handle_list_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_LIBRARY_ENUMERATE_KERNELS_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_LIBRARY_ENUMERATE_KERNELS (721); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 721, _enc.buffers())
+        return _Pending(call, xdr_handle_list_result.decode)
+
+    def CU_LIBRARY_GET_GLOBAL(self, arg1: cu_handle, arg2: name_str, *, timeout: float | None = None) -> global_result:
+        """Call CU_LIBRARY_GET_GLOBAL (722) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_name_str.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 722, _enc.buffers(), timeout=timeout)
+        return xdr_global_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_LIBRARY_GET_GLOBAL_async(self, arg1: cu_handle, arg2: name_str) -> _Pending:
+        """Send CU_LIBRARY_GET_GLOBAL (722); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_name_str.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 722, _enc.buffers())
+        return _Pending(call, xdr_global_result.decode)
+
+    def CU_KERNEL_GET_LIBRARY(self, arg1: cu_handle, *, timeout: float | None = None) -> handle_result:
+        """Call CU_KERNEL_GET_LIBRARY (723) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 723, _enc.buffers(), timeout=timeout)
+        return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_KERNEL_GET_LIBRARY_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_KERNEL_GET_LIBRARY (723); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 723, _enc.buffers())
+        return _Pending(call, xdr_handle_result.decode)
+
+    def CU_FUNC_GET_MODULE(self, arg1: cu_handle, *, timeout: float | None = None) -> handle_result:
+        """Call CU_FUNC_GET_MODULE (724) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 724, _enc.buffers(), timeout=timeout)
+        return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_FUNC_GET_MODULE_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_FUNC_GET_MODULE (724); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 724, _enc.buffers())
+        return _Pending(call, xdr_handle_result.decode)
+
+    def CU_FUNC_IS_LOADED(self, arg1: cu_handle, *, timeout: float | None = None) -> int_result:
+        """Call CU_FUNC_IS_LOADED (725) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 725, _enc.buffers(), timeout=timeout)
+        return xdr_int_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_FUNC_IS_LOADED_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_FUNC_IS_LOADED (725); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 725, _enc.buffers())
+        return _Pending(call, xdr_int_result.decode)
+
+    def CU_FUNC_LOAD(self, arg1: cu_handle, *, timeout: float | None = None) -> int:
+        """Call CU_FUNC_LOAD (726) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 726, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_FUNC_LOAD_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_FUNC_LOAD (726); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 726, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_MODULE_GET_LOADING_MODE(self, *, timeout: float | None = None) -> int_result:
+        """Call CU_MODULE_GET_LOADING_MODE (727) and wait for its result."""
+        body = self._rpc.call(0x20c0ffee, 1, 727, b"", timeout=timeout)
+        return xdr_int_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_MODULE_GET_LOADING_MODE_async(self) -> _Pending:
+        """Send CU_MODULE_GET_LOADING_MODE (727); ``.result(timeout)`` gives the result."""
+        call = self._rpc.call_async(0x20c0ffee, 1, 727, b"")
+        return _Pending(call, xdr_int_result.decode)
+
+    def CU_CTX_GET_API_VERSION(self, arg1: cu_handle, *, timeout: float | None = None) -> int_result:
+        """Call CU_CTX_GET_API_VERSION (730) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 730, _enc.buffers(), timeout=timeout)
+        return xdr_int_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_CTX_GET_API_VERSION_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_CTX_GET_API_VERSION (730); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 730, _enc.buffers())
+        return _Pending(call, xdr_int_result.decode)
+
+    def CU_CTX_GET_ID(self, arg1: cu_handle, *, timeout: float | None = None) -> u64_result:
+        """Call CU_CTX_GET_ID (731) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 731, _enc.buffers(), timeout=timeout)
+        return xdr_u64_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_CTX_GET_ID_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_CTX_GET_ID (731); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 731, _enc.buffers())
+        return _Pending(call, xdr_u64_result.decode)
+
+    def CU_STREAM_GET_CTX(self, arg1: cu_handle, *, timeout: float | None = None) -> handle_result:
+        """Call CU_STREAM_GET_CTX (732) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 732, _enc.buffers(), timeout=timeout)
+        return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_STREAM_GET_CTX_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_STREAM_GET_CTX (732); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 732, _enc.buffers())
+        return _Pending(call, xdr_handle_result.decode)
+
+    def CU_STREAM_GET_ID(self, arg1: cu_handle, *, timeout: float | None = None) -> u64_result:
+        """Call CU_STREAM_GET_ID (733) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 733, _enc.buffers(), timeout=timeout)
+        return xdr_u64_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_STREAM_GET_ID_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_STREAM_GET_ID (733); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 733, _enc.buffers())
+        return _Pending(call, xdr_u64_result.decode)
+
+    def CU_STREAM_GET_DEVICE(self, arg1: cu_handle, *, timeout: float | None = None) -> int_result:
+        """Call CU_STREAM_GET_DEVICE (734) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 734, _enc.buffers(), timeout=timeout)
+        return xdr_int_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_STREAM_GET_DEVICE_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_STREAM_GET_DEVICE (734); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 734, _enc.buffers())
+        return _Pending(call, xdr_int_result.decode)
+
+    def CU_DEVICE_GET_TEXTURE_1D_LINEAR_MAX_WIDTH(self, arg1: int, arg2: int, arg3: int, *, timeout: float | None = None) -> u64_result:
+        """Call CU_DEVICE_GET_TEXTURE_1D_LINEAR_MAX_WIDTH (735) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        _xdr.xdr_u_int.pack(_enc, arg2)
+        _xdr.xdr_int.pack(_enc, arg3)
+        body = self._rpc.call(0x20c0ffee, 1, 735, _enc.buffers(), timeout=timeout)
+        return xdr_u64_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_DEVICE_GET_TEXTURE_1D_LINEAR_MAX_WIDTH_async(self, arg1: int, arg2: int, arg3: int) -> _Pending:
+        """Send CU_DEVICE_GET_TEXTURE_1D_LINEAR_MAX_WIDTH (735); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        _xdr.xdr_u_int.pack(_enc, arg2)
+        _xdr.xdr_int.pack(_enc, arg3)
+        call = self._rpc.call_async(0x20c0ffee, 1, 735, _enc.buffers())
+        return _Pending(call, xdr_u64_result.decode)
+
+    def CU_MEMSET_D2D(self, arg1: cu_ptr, arg2: int, arg3: int, arg4: int, arg5: int, arg6: int, arg7: cu_handle, *, timeout: float | None = None) -> int:
+        """Call CU_MEMSET_D2D (750) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_ptr.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        _xdr.xdr_u_int.pack(_enc, arg3)
+        _xdr.xdr_u_int.pack(_enc, arg4)
+        _xdr.xdr_u_hyper.pack(_enc, arg5)
+        _xdr.xdr_u_hyper.pack(_enc, arg6)
+        xdr_cu_handle.pack(_enc, arg7)
+        body = self._rpc.call(0x20c0ffee, 1, 750, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_MEMSET_D2D_async(self, arg1: cu_ptr, arg2: int, arg3: int, arg4: int, arg5: int, arg6: int, arg7: cu_handle) -> _Pending:
+        """Send CU_MEMSET_D2D (750); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_ptr.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        _xdr.xdr_u_int.pack(_enc, arg3)
+        _xdr.xdr_u_int.pack(_enc, arg4)
+        _xdr.xdr_u_hyper.pack(_enc, arg5)
+        _xdr.xdr_u_hyper.pack(_enc, arg6)
+        xdr_cu_handle.pack(_enc, arg7)
+        call = self._rpc.call_async(0x20c0ffee, 1, 750, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
 
 class CRICKET_V1_Server:
     """Service of program CRICKET_PROG version CRICKET_V1: subclass it, override what
@@ -9142,6 +9483,81 @@ class CRICKET_V1_Server:
             640, 'CU_LINK', (xdr_link_input_list, xdr_option_list), xdr_link_result,
             _Facts(replay='readonly'),
         ),
+        720: _Procedure(
+            720, 'CU_MODULE_ENUMERATE_FUNCTIONS', (xdr_cu_handle,), xdr_handle_list_result,
+            _Facts(replay='replay', handles=((0, ('module',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args),
+        ),
+        721: _Procedure(
+            721, 'CU_LIBRARY_ENUMERATE_KERNELS', (xdr_cu_handle,), xdr_handle_list_result,
+            _Facts(replay='replay', handles=((0, ('library',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args),
+        ),
+        722: _Procedure(
+            722, 'CU_LIBRARY_GET_GLOBAL', (xdr_cu_handle, xdr_name_str), xdr_global_result,
+            _Facts(replay='replay', handles=((0, ('library',)),)),
+            plan=_Plan(decode_reply=_plan_xdr_global_result_decode_reply, encode_result=_plan_xdr_global_result_encode_result),
+        ),
+        723: _Procedure(
+            723, 'CU_KERNEL_GET_LIBRARY', (xdr_cu_handle,), xdr_handle_result,
+            _Facts(replay='readonly', handles=((0, ('kernel',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
+        ),
+        724: _Procedure(
+            724, 'CU_FUNC_GET_MODULE', (xdr_cu_handle,), xdr_handle_result,
+            _Facts(replay='readonly', handles=((0, ('function',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
+        ),
+        725: _Procedure(
+            725, 'CU_FUNC_IS_LOADED', (xdr_cu_handle,), xdr_int_result,
+            _Facts(replay='readonly', handles=((0, ('function', 'kernel')),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
+        ),
+        726: _Procedure(
+            726, 'CU_FUNC_LOAD', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='readonly', handles=((0, ('function', 'kernel')),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        727: _Procedure(
+            727, 'CU_MODULE_GET_LOADING_MODE', (), xdr_int_result,
+            _Facts(replay='readonly'),
+            plan=_Plan(decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
+        ),
+        730: _Procedure(
+            730, 'CU_CTX_GET_API_VERSION', (xdr_cu_handle,), xdr_int_result,
+            _Facts(replay='readonly', handles=((0, ('context',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
+        ),
+        731: _Procedure(
+            731, 'CU_CTX_GET_ID', (xdr_cu_handle,), xdr_u64_result,
+            _Facts(replay='readonly', handles=((0, ('context',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_u64_result_decode_reply, encode_result=_plan_xdr_u64_result_encode_result),
+        ),
+        732: _Procedure(
+            732, 'CU_STREAM_GET_CTX', (xdr_cu_handle,), xdr_handle_result,
+            _Facts(replay='readonly', handles=((0, ('stream',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
+        ),
+        733: _Procedure(
+            733, 'CU_STREAM_GET_ID', (xdr_cu_handle,), xdr_u64_result,
+            _Facts(replay='readonly', handles=((0, ('stream',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_u64_result_decode_reply, encode_result=_plan_xdr_u64_result_encode_result),
+        ),
+        734: _Procedure(
+            734, 'CU_STREAM_GET_DEVICE', (xdr_cu_handle,), xdr_int_result,
+            _Facts(replay='readonly', handles=((0, ('stream',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
+        ),
+        735: _Procedure(
+            735, 'CU_DEVICE_GET_TEXTURE_1D_LINEAR_MAX_WIDTH', (_xdr.xdr_int, _xdr.xdr_u_int, _xdr.xdr_int), xdr_u64_result,
+            _Facts(replay='readonly'),
+            plan=_Plan(encode_args=_plan_a38_encode_args, decode_args=_plan_a38_decode_args, decode_reply=_plan_xdr_u64_result_decode_reply, encode_result=_plan_xdr_u64_result_encode_result),
+        ),
+        750: _Procedure(
+            750, 'CU_MEMSET_D2D', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_int, _xdr.xdr_u_int, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle), _xdr.xdr_int,
+            _Facts(pipelined=True, replay='replay', handles=((6, ('stream',)),)),
+            plan=_Plan(encode_args=_plan_a39_encode_args, decode_args=_plan_a39_decode_args, decode_reply=_xdr_plan_status),
+        ),
     }
 
     def HELLO(self, ctx: Any, arg1: hello_args) -> hello_result:
@@ -9828,6 +10244,66 @@ class CRICKET_V1_Server:
         """CU_LINK (640): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_LINK")
 
+    def CU_MODULE_ENUMERATE_FUNCTIONS(self, ctx: Any, arg1: cu_handle) -> handle_list_result:
+        """CU_MODULE_ENUMERATE_FUNCTIONS (720): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_MODULE_ENUMERATE_FUNCTIONS")
+
+    def CU_LIBRARY_ENUMERATE_KERNELS(self, ctx: Any, arg1: cu_handle) -> handle_list_result:
+        """CU_LIBRARY_ENUMERATE_KERNELS (721): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_LIBRARY_ENUMERATE_KERNELS")
+
+    def CU_LIBRARY_GET_GLOBAL(self, ctx: Any, arg1: cu_handle, arg2: name_str) -> global_result:
+        """CU_LIBRARY_GET_GLOBAL (722): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_LIBRARY_GET_GLOBAL")
+
+    def CU_KERNEL_GET_LIBRARY(self, ctx: Any, arg1: cu_handle) -> handle_result:
+        """CU_KERNEL_GET_LIBRARY (723): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_KERNEL_GET_LIBRARY")
+
+    def CU_FUNC_GET_MODULE(self, ctx: Any, arg1: cu_handle) -> handle_result:
+        """CU_FUNC_GET_MODULE (724): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_FUNC_GET_MODULE")
+
+    def CU_FUNC_IS_LOADED(self, ctx: Any, arg1: cu_handle) -> int_result:
+        """CU_FUNC_IS_LOADED (725): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_FUNC_IS_LOADED")
+
+    def CU_FUNC_LOAD(self, ctx: Any, arg1: cu_handle) -> int:
+        """CU_FUNC_LOAD (726): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_FUNC_LOAD")
+
+    def CU_MODULE_GET_LOADING_MODE(self, ctx: Any) -> int_result:
+        """CU_MODULE_GET_LOADING_MODE (727): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_MODULE_GET_LOADING_MODE")
+
+    def CU_CTX_GET_API_VERSION(self, ctx: Any, arg1: cu_handle) -> int_result:
+        """CU_CTX_GET_API_VERSION (730): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_CTX_GET_API_VERSION")
+
+    def CU_CTX_GET_ID(self, ctx: Any, arg1: cu_handle) -> u64_result:
+        """CU_CTX_GET_ID (731): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_CTX_GET_ID")
+
+    def CU_STREAM_GET_CTX(self, ctx: Any, arg1: cu_handle) -> handle_result:
+        """CU_STREAM_GET_CTX (732): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_STREAM_GET_CTX")
+
+    def CU_STREAM_GET_ID(self, ctx: Any, arg1: cu_handle) -> u64_result:
+        """CU_STREAM_GET_ID (733): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_STREAM_GET_ID")
+
+    def CU_STREAM_GET_DEVICE(self, ctx: Any, arg1: cu_handle) -> int_result:
+        """CU_STREAM_GET_DEVICE (734): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_STREAM_GET_DEVICE")
+
+    def CU_DEVICE_GET_TEXTURE_1D_LINEAR_MAX_WIDTH(self, ctx: Any, arg1: int, arg2: int, arg3: int) -> u64_result:
+        """CU_DEVICE_GET_TEXTURE_1D_LINEAR_MAX_WIDTH (735): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_DEVICE_GET_TEXTURE_1D_LINEAR_MAX_WIDTH")
+
+    def CU_MEMSET_D2D(self, ctx: Any, arg1: cu_ptr, arg2: int, arg3: int, arg4: int, arg5: int, arg6: int, arg7: cu_handle) -> int:
+        """CU_MEMSET_D2D (750): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_MEMSET_D2D")
+
 
 # Every codec is built now, at import (none is built while threads use it).
 _xdr.ready_all(
@@ -9905,6 +10381,7 @@ _xdr.ready_all(
     xdr_link_input,
     xdr_linked_image,
     xdr_link_result,
+    xdr_handle_list_result,
     xdr_cu_ptr,
     xdr_cu_handle,
     xdr_mem_data,
@@ -9918,5 +10395,6 @@ _xdr.ready_all(
     xdr_graph_node_list,
     xdr_mem_access_list,
     xdr_link_input_list,
+    xdr_handle_list,
     _codec1,
 )

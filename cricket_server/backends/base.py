@@ -51,6 +51,12 @@ CUDA_ERROR_NOT_SUPPORTED = 801
 CUDA_ERROR_UNKNOWN = 999
 
 
+# CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LINEAR_WIDTH, and the CUarray_format values
+# cuDeviceGetTexture1DLinearMaxWidth takes (the integer, half and float ones)
+MAXIMUM_TEXTURE1D_LINEAR_WIDTH = 69
+TEXTURE_FORMATS = frozenset({0x01, 0x02, 0x03, 0x08, 0x09, 0x0A, 0x10, 0x20})
+
+
 class CudaError(Exception):
     """A CUDA failure: `code` is the CUresult value, `message` names the call and the cause."""
 
@@ -438,6 +444,38 @@ class BackendSession(abc.ABC):
         copy (one address space, as on sim)."""
         self.memcpy_dtod(dst, src, size, stream)
 
+    # -- small queries (procedures 720-779) -------------------------------------------------
+    def module_function_names(self, module: object) -> list[str]:
+        """cuModuleEnumerateFunctions: the names of a module's functions, in the driver's
+        order."""
+        raise not_supported("cuModuleEnumerateFunctions")
+
+    def library_kernel_names(self, library: object) -> list[str]:
+        """cuLibraryEnumerateKernels: the names of a library's kernels, in the driver's order."""
+        raise not_supported("cuLibraryEnumerateKernels")
+
+    def library_get_global(self, library: object, name: str) -> GlobalInfo:
+        """cuLibraryGetGlobal in the current context."""
+        raise not_supported("cuLibraryGetGlobal")
+
+    def func_is_loaded(self, func: object) -> int:
+        """cuFuncIsLoaded (CUfunctionLoadingState). Default: loaded (a backend that loads
+        modules eagerly)."""
+        return 1
+
+    def func_load(self, func: object) -> None:  # noqa: B027 - optional hook
+        """cuFuncLoad. Default: nothing (functions are loaded with their module)."""
+
+    def module_loading_mode(self) -> int:
+        """cuModuleGetLoadingMode (CUmoduleLoadingMode). Default: eager (1)."""
+        return 1
+
+    def ctx_api_version(self) -> int:
+        """cuCtxGetApiVersion of the current device's context. Default: 3020, what CUDA
+        answers for every context made by the current API."""
+        return 3020
+
+
     # -- lifetime -------------------------------------------------------------------------
     @abc.abstractmethod
     def close(self) -> None:
@@ -501,6 +539,19 @@ class Backend(abc.ABC):
             )
         return 0
 
+
+    def texture_1d_linear_max_width(self, fmt: int, channels: int, dev: int) -> int:
+        """cuDeviceGetTexture1DLinearMaxWidth: elements of a 1D linear texture of `channels`
+        channels of CUarray_format `fmt`. Default: the device's
+        MAXIMUM_TEXTURE1D_LINEAR_WIDTH attribute for a known format and 1, 2 or 4 channels."""
+        call = "cuDeviceGetTexture1DLinearMaxWidth"
+        if fmt not in TEXTURE_FORMATS:
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{call}: unknown CUarray_format {fmt}")
+        if channels not in (1, 2, 4):
+            raise CudaError(
+                CUDA_ERROR_INVALID_VALUE, f"{call}: numChannels must be 1, 2 or 4, got {channels}"
+            )
+        return self.device_attribute(MAXIMUM_TEXTURE1D_LINEAR_WIDTH, dev)
 
 class MemoryKind(enum.IntEnum):
     DEVICE = 2  # CU_MEMORYTYPE_DEVICE

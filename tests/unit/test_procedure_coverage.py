@@ -231,6 +231,21 @@ BACKEND_NEEDS: dict[str, tuple[str, ...]] = {
     "CU_MEM_POOL_TRIM_TO": ("event_query", "event_synchronize", "event_destroy", "set_device"),
     "CU_MEM_ALLOC_FROM_POOL_ASYNC": ("chunk_backing", "event_query", "event_synchronize", "event_destroy", "set_device"),
     "CU_LINK": ("link",),
+    "CU_MODULE_ENUMERATE_FUNCTIONS": ("module_function_names", "module_get_function"),
+    "CU_LIBRARY_ENUMERATE_KERNELS": ("library_kernel_names", "library_get_kernel"),
+    "CU_LIBRARY_GET_GLOBAL": ("library_get_global",),
+    "CU_KERNEL_GET_LIBRARY": (),
+    "CU_FUNC_GET_MODULE": (),
+    "CU_FUNC_IS_LOADED": ("func_is_loaded", "kernel_get_function"),
+    "CU_FUNC_LOAD": ("func_load", "kernel_get_function"),
+    "CU_MODULE_GET_LOADING_MODE": ("module_loading_mode",),
+    "CU_CTX_GET_API_VERSION": ("ctx_api_version", "set_device"),
+    "CU_CTX_GET_ID": (),
+    "CU_STREAM_GET_CTX": (),
+    "CU_STREAM_GET_ID": (),
+    "CU_STREAM_GET_DEVICE": (),
+    "CU_DEVICE_GET_TEXTURE_1D_LINEAR_MAX_WIDTH": ("device_count", "texture_1d_linear_max_width"),
+    "CU_MEMSET_D2D": ("memset",),
 }
 
 BACKENDS: dict[str, tuple[type[Backend], type[BackendSession]]] = {

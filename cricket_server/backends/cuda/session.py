@@ -32,6 +32,7 @@ from .jit import JitOptions
 from .launch import ParamBuffer, ParamLayouts
 from .launch_ex import CudaLaunchVariants
 from .link import CudaLinker
+from .queries import CudaQueries
 from .staging import PinnedStager
 from .vmm import VmmBacking
 from .vmm_calls import CudaVmm
@@ -85,7 +86,9 @@ class _DeviceState:
         return errors
 
 
-class CudaSession(CudaArrays, CudaLaunchVariants, CudaGraphs, CudaVmm, CudaLinker, BackendSession):
+class CudaSession(
+    CudaArrays, CudaLaunchVariants, CudaGraphs, CudaVmm, CudaLinker, CudaQueries, BackendSession
+):
     def __init__(self, backend: CudaBackend, staging_limit: int) -> None:
         self._backend = backend
         self._staging_limit = staging_limit

@@ -476,6 +476,28 @@ class SimSession(SimArrays, SimLaunchVariants, ReplayGraphs, SimVmm, SimLinker, 
             )
         return self._function(kernel.function, "cuKernelGetFunction")
 
+    def module_function_names(self, module: object) -> list[str]:
+        """In the image's order (the order its kernels were parsed)."""
+        return list(self._module(module, "cuModuleEnumerateFunctions").functions)
+
+    def library_kernel_names(self, library: object) -> list[str]:
+        return list(self._library(library, "cuLibraryEnumerateKernels").module.functions)
+
+    def library_get_global(self, library: object, name: str) -> GlobalInfo:
+        mod = self._library(library, "cuLibraryGetGlobal").module
+        if name not in mod.globals:
+            have = ", ".join(sorted(mod.globals)) or "none"
+            raise CudaError(
+                CUDA_ERROR_NOT_FOUND,
+                f"cuLibraryGetGlobal: no global {name!r} in the library (globals: {have})",
+            )
+        return GlobalInfo(mod.globals[name], mod.image.globals[name].size)
+
+    def _library(self, library: object, call: str) -> SimLibrary:
+        if isinstance(library, SimLibrary) and library.module.loaded:
+            return library
+        raise CudaError(CUDA_ERROR_INVALID_HANDLE, f"{call}: {library!r} is not a loaded library")
+
     def func_get_attribute(self, attrib: int, func: object) -> int:
         fn = self._function(func, "cuFuncGetAttribute")
         info = fn.info

@@ -1,0 +1,361 @@
+"""Small driver calls written by hand: loading modules and libraries from files (read here,
+sent as data), listing a module's functions and a library's kernels, kernel attributes and
+parameters, loading states, pitched memsets of 16 and 32-bit values, PCI bus ids, and
+cuEventRecordWithFlags.
+
+A file named to cuModuleLoad or cuLibraryLoadFromFile is a file of the client (as the program
+meant): it is read here, and a missing or unreadable one is CUDA_ERROR_FILE_NOT_FOUND, as
+locally. Kernel calls that take a device (cuKernelGetAttribute, cuKernelSetAttribute,
+cuKernelSetCacheConfig) act on the kernel's function in the current context, which must be on
+that device.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from ._args import c_int, size_t, uint, unsigned
+from ._driver_base import _SUCCESS, _conn, _fail, _handle, _out, _stream
+from ._enums import (
+    CUevent_record_flags,
+    CUfunctionLoadingState,
+    CUmoduleLoadingMode,
+    CUresult,
+)
+from ._types import CUdevice, CUfunction, CUkernel, CUlibrary, CUmodule, as_int
+from .connection import Connection
+
+__all__ = [
+    "cuDeviceGetByPCIBusId",
+    "cuEventRecordWithFlags",
+    "cuFuncGetParamCount",
+    "cuFuncIsLoaded",
+    "cuKernelGetAttribute",
+    "cuKernelGetParamCount",
+    "cuKernelGetParamInfo",
+    "cuKernelSetAttribute",
+    "cuKernelSetCacheConfig",
+    "cuLibraryEnumerateKernels",
+    "cuLibraryGetKernelCount",
+    "cuLibraryLoadFromFile",
+    "cuMemsetD2D8",
+    "cuMemsetD2D8Async",
+    "cuMemsetD2D16",
+    "cuMemsetD2D16Async",
+    "cuMemsetD2D32",
+    "cuMemsetD2D32Async",
+    "cuModuleEnumerateFunctions",
+    "cuModuleGetFunctionCount",
+    "cuModuleGetLoadingMode",
+    "cuModuleLoad",
+    "cuStreamGetCtx_v2",
+]
+
+_INVALID_VALUE = CUresult.CUDA_ERROR_INVALID_VALUE
+_INVALID_DEVICE = CUresult.CUDA_ERROR_INVALID_DEVICE
+_FILE_NOT_FOUND = CUresult.CUDA_ERROR_FILE_NOT_FOUND
+
+
+# -- modules and libraries from files --------------------------------------------------------
+
+
+def read_image_file(conn: Connection, call: str, name: Any) -> bytes | None:
+    """The bytes of the client's file `name` (str, bytes or path), or None with the
+    connection's last error saying why (the caller answers CUDA_ERROR_FILE_NOT_FOUND)."""
+    try:
+        path = os.fsdecode(name)
+        with open(path, "rb") as f:
+            return f.read()
+    except (OSError, TypeError, ValueError) as exc:
+        conn.set_local_error(f"{call}: cannot read {name!r} on the client: {exc}")
+        return None
+
+
+def cuModuleLoad(fname: Any) -> tuple[Any, CUmodule | None]:
+    from .driver import cuModuleLoadData
+
+    conn = _conn()
+    data = read_image_file(conn, "cuModuleLoad", fname)
+    if data is None:
+        return (_FILE_NOT_FOUND, None)
+    return cuModuleLoadData(data)  # type: ignore[no-any-return]
+
+
+def cuLibraryLoadFromFile(
+    fileName: Any,
+    jitOptions: Sequence[Any] | None,
+    jitOptionsValues: Sequence[Any] | None,
+    numJitOptions: int,
+    libraryOptions: Sequence[Any] | None,
+    libraryOptionValues: Sequence[Any] | None,
+    numLibraryOptions: int,
+) -> tuple[Any, CUlibrary | None]:
+    from .driver import cuLibraryLoadData
+
+    conn = _conn()
+    data = read_image_file(conn, "cuLibraryLoadFromFile", fileName)
+    if data is None:
+        return (_FILE_NOT_FOUND, None)
+    return cuLibraryLoadData(  # type: ignore[no-any-return]
+        data,
+        jitOptions,
+        jitOptionsValues,
+        numJitOptions,
+        libraryOptions,
+        libraryOptionValues,
+        numLibraryOptions,
+    )
+
+
+# -- listing functions and kernels -----------------------------------------------------------
+
+
+def _listed(proc: str, handle: Any, what: str) -> tuple[int, list[int]]:
+    err, r = _conn().sync(proc, _handle(handle, what))
+    return (err, []) if err else (0, [int(h) for h in r.value])
+
+
+def cuModuleGetFunctionCount(mod: Any) -> tuple[Any, int | None]:
+    err, handles = _listed("CU_MODULE_ENUMERATE_FUNCTIONS", mod, "mod")
+    return _out(err, len(handles))
+
+
+def cuModuleEnumerateFunctions(numFunctions: int, mod: Any) -> tuple[Any, list[CUfunction] | None]:
+    """The first `numFunctions` functions (as many entries as asked, as cuda-python gives)."""
+    n = uint(numFunctions, "cuModuleEnumerateFunctions: numFunctions")
+    err, handles = _listed("CU_MODULE_ENUMERATE_FUNCTIONS", mod, "mod")
+    if err:
+        return _out(err, None)
+    return (_SUCCESS, [CUfunction(h) for h in (handles + [0] * n)[:n]])
+
+
+def cuLibraryGetKernelCount(lib: Any) -> tuple[Any, int | None]:
+    err, handles = _listed("CU_LIBRARY_ENUMERATE_KERNELS", lib, "lib")
+    return _out(err, len(handles))
+
+
+def cuLibraryEnumerateKernels(numKernels: int, lib: Any) -> tuple[Any, list[CUkernel] | None]:
+    n = uint(numKernels, "cuLibraryEnumerateKernels: numKernels")
+    err, handles = _listed("CU_LIBRARY_ENUMERATE_KERNELS", lib, "lib")
+    if err:
+        return _out(err, None)
+    return (_SUCCESS, [CUkernel(h) for h in (handles + [0] * n)[:n]])
+
+
+def cuModuleGetLoadingMode() -> tuple[Any, CUmoduleLoadingMode | None]:
+    err, value = _conn().call("CU_MODULE_GET_LOADING_MODE")
+    return _out(err, CUmoduleLoadingMode(value) if not err else None)
+
+
+def cuFuncIsLoaded(function: Any) -> tuple[Any, CUfunctionLoadingState | None]:
+    err, value = _conn().call("CU_FUNC_IS_LOADED", _handle(function, "function"))
+    return _out(err, CUfunctionLoadingState(value) if not err else None)
+
+
+# -- parameters and attributes of kernels and functions --------------------------------------
+
+
+def _param_count(call: str, func: Any, what: str) -> tuple[Any, int | None]:
+    err, layout = _conn().param_layout(_handle(func, what))
+    return _out(err, len(layout))
+
+
+def cuFuncGetParamCount(func: Any) -> tuple[Any, int | None]:
+    return _param_count("cuFuncGetParamCount", func, "func")
+
+
+def cuKernelGetParamCount(kernel: Any) -> tuple[Any, int | None]:
+    return _param_count("cuKernelGetParamCount", kernel, "kernel")
+
+
+def cuKernelGetParamInfo(kernel: Any, paramIndex: int) -> tuple[Any, int | None, int | None]:
+    conn = _conn()
+    err, layout = conn.param_layout(_handle(kernel, "kernel"))
+    if err:
+        return _out(err, None, None)
+    index = size_t(paramIndex, "cuKernelGetParamInfo: paramIndex")
+    if not 0 <= index < len(layout):
+        return _fail(
+            conn,
+            _INVALID_VALUE,
+            f"cuKernelGetParamInfo: kernel {as_int(kernel):#x} has {len(layout)} parameters, "
+            f"index {index} asked for",
+            2,
+        )
+    offset, size = layout[index]
+    return (_SUCCESS, offset, size)
+
+
+def _on_current_device(conn: Connection, call: str, dev: Any) -> int:
+    """0 when `dev` is the current context's device, else the CUresult (message set)."""
+    from .driver import cuCtxGetDevice
+
+    err, current = cuCtxGetDevice()
+    if err:
+        return int(err)
+    want = as_int(dev)
+    if as_int(current) != want:
+        _fail(
+            conn,
+            _INVALID_DEVICE,
+            f"{call}: device {want} is not the current context's device {as_int(current)} "
+            "(a kernel's function is taken in the current context)",
+            0,
+        )
+        return int(_INVALID_DEVICE)
+    return 0
+
+
+def cuKernelGetAttribute(attrib: Any, kernel: Any, dev: Any) -> tuple[Any, int | None]:
+    conn = _conn()
+    err = _on_current_device(conn, "cuKernelGetAttribute", dev)
+    if err:
+        return _out(err, None)
+    err, value = conn.call("CU_FUNC_GET_ATTRIBUTE", int(attrib), _handle(kernel, "kernel"))
+    return _out(err, value)
+
+
+def cuKernelSetAttribute(attrib: Any, val: int, kernel: Any, dev: Any) -> tuple[Any]:
+    val = c_int(val, "cuKernelSetAttribute: val")
+    conn = _conn()
+    err = _on_current_device(conn, "cuKernelSetAttribute", dev)
+    if err:
+        return _out(err)
+    return _out(conn.call("CU_FUNC_SET_ATTRIBUTE", _handle(kernel, "kernel"), int(attrib), val)[0])
+
+
+def cuKernelSetCacheConfig(kernel: Any, config: Any, dev: Any) -> tuple[Any]:
+    conn = _conn()
+    err = _on_current_device(conn, "cuKernelSetCacheConfig", dev)
+    if err:
+        return _out(err)
+    return _out(conn.call("CU_FUNC_SET_CACHE_CONFIG", _handle(kernel, "kernel"), int(config))[0])
+
+
+# -- streams and events ----------------------------------------------------------------------
+
+
+def cuStreamGetCtx_v2(hStream: Any) -> tuple[Any, Any, Any]:
+    """The stream's context; no stream belongs to a green context remotely (None)."""
+    from .driver import cuStreamGetCtx
+
+    err, ctx = cuStreamGetCtx(hStream)
+    return (err, ctx, None) if not err else (err, None, None)
+
+
+def cuEventRecordWithFlags(hEvent: Any, hStream: Any, flags: int) -> tuple[Any]:
+    """CU_EVENT_RECORD_EXTERNAL only changes what a stream capture makes of the record (an
+    external event node, which graphs here do not model): refused while the stream captures,
+    a plain record otherwise."""
+    from .driver import cuEventRecord
+    from .driver_graphs import cuStreamIsCapturing
+
+    call = "cuEventRecordWithFlags"
+    flags = uint(flags, f"{call}: flags")
+    external = int(CUevent_record_flags.CU_EVENT_RECORD_EXTERNAL)
+    if flags & ~external:
+        return _fail(_conn(), _INVALID_VALUE, f"{call}: unknown flags {flags:#x}", 0)
+    if flags & external:
+        err, status = cuStreamIsCapturing(hStream)
+        if err:
+            return (err,)
+        if int(status):
+            return _fail(
+                _conn(),
+                CUresult.CUDA_ERROR_NOT_SUPPORTED,
+                f"{call}: CU_EVENT_RECORD_EXTERNAL in a stream capture (external event nodes) "
+                "is not supported remotely",
+                0,
+            )
+    return cuEventRecord(hEvent, hStream)  # type: ignore[no-any-return]
+
+
+# -- pitched memsets -------------------------------------------------------------------------
+
+
+def _memset_2d(
+    size: int, dst: Any, pitch: int, value: int, width: int, height: int, stream: Any, asynchronous: bool
+) -> tuple[Any]:
+    call = f"cuMemsetD2D{8 * size}{'Async' if asynchronous else ''}"
+    pitch = size_t(pitch, f"{call}: dstPitch")
+    value = unsigned(value, size, f"{call}: value")
+    width = size_t(width, f"{call}: Width")
+    height = size_t(height, f"{call}: Height")
+    args = (_handle(dst, "dstDevice"), pitch, value, size, width, height)
+    conn = _conn()
+    if not asynchronous:
+        return _out(conn.sync("CU_MEMSET_D2D", *args, 0)[0])
+    conn.post("CU_MEMSET_D2D", *args, _stream(stream))
+    return (_SUCCESS,)
+
+
+def cuMemsetD2D8(dstDevice: Any, dstPitch: int, uc: int, Width: int, Height: int) -> tuple[Any]:
+    return _memset_2d(1, dstDevice, dstPitch, uc, Width, Height, None, False)
+
+
+def cuMemsetD2D16(dstDevice: Any, dstPitch: int, us: int, Width: int, Height: int) -> tuple[Any]:
+    return _memset_2d(2, dstDevice, dstPitch, us, Width, Height, None, False)
+
+
+def cuMemsetD2D32(dstDevice: Any, dstPitch: int, ui: int, Width: int, Height: int) -> tuple[Any]:
+    return _memset_2d(4, dstDevice, dstPitch, ui, Width, Height, None, False)
+
+
+def cuMemsetD2D8Async(
+    dstDevice: Any, dstPitch: int, uc: int, Width: int, Height: int, hStream: Any
+) -> tuple[Any]:
+    return _memset_2d(1, dstDevice, dstPitch, uc, Width, Height, hStream, True)
+
+
+def cuMemsetD2D16Async(
+    dstDevice: Any, dstPitch: int, us: int, Width: int, Height: int, hStream: Any
+) -> tuple[Any]:
+    return _memset_2d(2, dstDevice, dstPitch, us, Width, Height, hStream, True)
+
+
+def cuMemsetD2D32Async(
+    dstDevice: Any, dstPitch: int, ui: int, Width: int, Height: int, hStream: Any
+) -> tuple[Any]:
+    return _memset_2d(4, dstDevice, dstPitch, ui, Width, Height, hStream, True)
+
+
+# -- PCI bus ids -----------------------------------------------------------------------------
+
+# "[domain]:[bus]:[device].[function]", "[domain]:[bus]:[device]", "[bus]:[device].[function]"
+_BUS_ID = re.compile(
+    r"^\s*(?:(?P<domain>[0-9a-fA-F]+):)?(?P<bus>[0-9a-fA-F]+):(?P<device>[0-9a-fA-F]+)"
+    r"(?:\.(?P<function>[0-9a-fA-F]+))?\s*$"
+)
+
+
+def parse_bus_id(text: str) -> tuple[int, int, int] | None:
+    """(domain, bus, device) of a PCI bus id, or None when it is none."""
+    m = _BUS_ID.match(text)
+    if m is None or (m.group("domain") is None and m.group("function") is None):
+        return None
+    return int(m.group("domain") or "0", 16), int(m.group("bus"), 16), int(m.group("device"), 16)
+
+
+def cuDeviceGetByPCIBusId(pciBusId: Any) -> tuple[Any, CUdevice | None]:
+    """The server's device with that bus id (the ids cuDeviceGetPCIBusId answers)."""
+    from .driver import cuDeviceGetCount, cuDeviceGetPCIBusId
+
+    conn = _conn()
+    call = "cuDeviceGetByPCIBusId"
+    text = pciBusId.decode(errors="replace") if isinstance(pciBusId, bytes) else str(pciBusId)
+    wanted = parse_bus_id(text.split("\0", 1)[0])
+    if wanted is None:
+        return _fail(conn, _INVALID_VALUE, f"{call}: {text!r} is not a PCI bus id", 1)
+    err, count = cuDeviceGetCount()
+    if err or count is None:
+        return (err, None)
+    for dev in range(count):
+        err, raw = cuDeviceGetPCIBusId(64, CUdevice(dev))
+        if err or raw is None:
+            return (err, None)
+        if parse_bus_id(raw.split(b"\0", 1)[0].decode()) == wanted:
+            return (_SUCCESS, CUdevice(dev))
+    return _fail(conn, _INVALID_DEVICE, f"{call}: no device of the server has bus id {text!r}", 1)

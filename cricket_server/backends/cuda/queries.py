@@ -1,0 +1,61 @@
+"""The cuda backend's small queries (procedures 720-779): a module's functions and a
+library's kernels by name, library globals, loading state, a context's API version and the
+1D linear texture width, each asked of the driver in the session's current context."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..base import GlobalInfo
+from ._driver import call, driver, enum_value
+
+__all__ = ["CudaQueries", "texture_1d_linear_max_width"]
+
+
+def _text(raw: Any) -> str:
+    if isinstance(raw, str):
+        return raw
+    return bytes(raw).split(b"\0", 1)[0].decode()
+
+
+class CudaQueries:
+    _state: Any  # CudaSession: makes the session's device current
+
+    def module_function_names(self, module: object) -> list[str]:
+        self._state()
+        count = int(call(driver.cuModuleGetFunctionCount, module))
+        functions = call(driver.cuModuleEnumerateFunctions, count, module) if count else []
+        return [_text(call(driver.cuFuncGetName, f)) for f in functions]
+
+    def library_kernel_names(self, library: object) -> list[str]:
+        self._state()
+        count = int(call(driver.cuLibraryGetKernelCount, library))
+        kernels = call(driver.cuLibraryEnumerateKernels, count, library) if count else []
+        return [_text(call(driver.cuKernelGetName, k)) for k in kernels]
+
+    def library_get_global(self, library: object, name: str) -> GlobalInfo:
+        self._state()
+        address, size = call(driver.cuLibraryGetGlobal, library, name.encode(), what=repr(name))
+        return GlobalInfo(int(address), int(size))
+
+    def func_is_loaded(self, func: object) -> int:
+        self._state()
+        return int(call(driver.cuFuncIsLoaded, func))
+
+    def func_load(self, func: object) -> None:
+        self._state()
+        call(driver.cuFuncLoad, func)
+
+    def module_loading_mode(self) -> int:
+        self._state()
+        return int(call(driver.cuModuleGetLoadingMode))
+
+    def ctx_api_version(self) -> int:
+        state = self._state()
+        return int(call(driver.cuCtxGetApiVersion, state.context.handle))
+
+
+def texture_1d_linear_max_width(device: Any, fmt: int, channels: int) -> int:
+    """cuDeviceGetTexture1DLinearMaxWidth of the driver's device `device`."""
+    pformat = enum_value(driver.CUarray_format, fmt, "cuDeviceGetTexture1DLinearMaxWidth")
+    return int(call(driver.cuDeviceGetTexture1DLinearMaxWidth, pformat, channels, device))

@@ -1,0 +1,117 @@
+"""The procedures of small module, context, stream and memory calls (720-779); a mixin of
+`CricketService`, delegating to `SessionTail`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rpc_spec import cricket_rpc as proto
+
+if TYPE_CHECKING:
+    from cricket_server.session import Session
+
+
+class TailProcedures:
+    """Needs `CricketService._status`/`_result`."""
+
+    _status: Any
+    _result: Any
+
+    # -- modules, libraries, kernels, functions ---------------------------------------------
+    def CU_MODULE_ENUMERATE_FUNCTIONS(self, ctx: Any, module: int) -> proto.handle_list_result:
+        return self._result(
+            proto.handle_list_result,
+            ctx,
+            "cuModuleEnumerateFunctions",
+            lambda s: s.module_enumerate_functions(module),
+        )
+
+    def CU_LIBRARY_ENUMERATE_KERNELS(self, ctx: Any, library: int) -> proto.handle_list_result:
+        return self._result(
+            proto.handle_list_result,
+            ctx,
+            "cuLibraryEnumerateKernels",
+            lambda s: s.library_enumerate_kernels(library),
+        )
+
+    def CU_LIBRARY_GET_GLOBAL(self, ctx: Any, library: int, name: str) -> proto.global_result:
+        def found(s: Session) -> proto.global_info:
+            ptr, size = s.library_get_global(library, name)
+            return proto.global_info(ptr=ptr, size=size)
+
+        return self._result(proto.global_result, ctx, "cuLibraryGetGlobal", found)
+
+    def CU_KERNEL_GET_LIBRARY(self, ctx: Any, kernel: int) -> proto.handle_result:
+        return self._result(
+            proto.handle_result, ctx, "cuKernelGetLibrary", lambda s: s.kernel_get_library(kernel)
+        )
+
+    def CU_FUNC_GET_MODULE(self, ctx: Any, func: int) -> proto.handle_result:
+        return self._result(
+            proto.handle_result, ctx, "cuFuncGetModule", lambda s: s.func_get_module(func)
+        )
+
+    def CU_FUNC_IS_LOADED(self, ctx: Any, func: int) -> proto.int_result:
+        return self._result(
+            proto.int_result, ctx, "cuFuncIsLoaded", lambda s: s.func_is_loaded(func)
+        )
+
+    def CU_FUNC_LOAD(self, ctx: Any, func: int) -> int:
+        return self._status(ctx, "cuFuncLoad", lambda s: s.func_load(func))
+
+    def CU_MODULE_GET_LOADING_MODE(self, ctx: Any) -> proto.int_result:
+        return self._result(
+            proto.int_result, ctx, "cuModuleGetLoadingMode", lambda s: s.module_loading_mode()
+        )
+
+    # -- contexts, streams, devices ---------------------------------------------------------
+    def CU_CTX_GET_API_VERSION(self, ctx: Any, context: int) -> proto.int_result:
+        return self._result(
+            proto.int_result, ctx, "cuCtxGetApiVersion", lambda s: s.ctx_get_api_version(context)
+        )
+
+    def CU_CTX_GET_ID(self, ctx: Any, context: int) -> proto.u64_result:
+        return self._result(proto.u64_result, ctx, "cuCtxGetId", lambda s: s.ctx_get_id(context))
+
+    def CU_STREAM_GET_CTX(self, ctx: Any, stream: int) -> proto.handle_result:
+        return self._result(
+            proto.handle_result, ctx, "cuStreamGetCtx", lambda s: s.stream_get_ctx(stream)
+        )
+
+    def CU_STREAM_GET_ID(self, ctx: Any, stream: int) -> proto.u64_result:
+        return self._result(
+            proto.u64_result, ctx, "cuStreamGetId", lambda s: s.stream_get_id(stream)
+        )
+
+    def CU_STREAM_GET_DEVICE(self, ctx: Any, stream: int) -> proto.int_result:
+        return self._result(
+            proto.int_result, ctx, "cuStreamGetDevice", lambda s: s.stream_get_device(stream)
+        )
+
+    def CU_DEVICE_GET_TEXTURE_1D_LINEAR_MAX_WIDTH(
+        self, ctx: Any, fmt: int, channels: int, dev: int
+    ) -> proto.u64_result:
+        return self._result(
+            proto.u64_result,
+            ctx,
+            "cuDeviceGetTexture1DLinearMaxWidth",
+            lambda s: s.texture_1d_linear_max_width(fmt, channels, dev),
+        )
+
+    # -- memory -----------------------------------------------------------------------------
+    def CU_MEMSET_D2D(
+        self,
+        ctx: Any,
+        dst: int,
+        pitch: int,
+        value: int,
+        size: int,
+        width: int,
+        height: int,
+        stream: int,
+    ) -> int:
+        return self._status(
+            ctx,
+            f"cuMemsetD2D{8 * size}",
+            lambda s: s.memset_d2d(dst, pitch, value, size, width, height, stream),
+        )
