@@ -34,9 +34,11 @@ __all__ = [
     "cuCtxGetStreamPriorityRange",
     "cuCtxPopCurrent",
     "cuCtxPushCurrent",
+    "cuCtxRecordEvent",
     "cuCtxSetCurrent",
     "cuCtxSetLimit",
     "cuCtxSynchronize",
+    "cuCtxWaitEvent",
     "cuDeviceGet",
     "cuDeviceGetAttribute",
     "cuDeviceGetCount",
@@ -78,6 +80,7 @@ __all__ = [
     "cuModuleUnload",
     "cuOccupancyMaxActiveBlocksPerMultiprocessor",
     "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+    "cuStreamCopyAttributes",
     "cuStreamCreate",
     "cuStreamCreateWithPriority",
     "cuStreamDestroy",
@@ -473,3 +476,15 @@ def cuDeviceGetTexture1DLinearMaxWidth(pformat: Any, numChannels: int, dev: Any)
     if err:
         return _out(err, None)
     return (_SUCCESS, v0)
+
+
+def cuStreamCopyAttributes(dst: Any, src: Any) -> tuple[Any]:
+    return _out(_conn().call("CU_STREAM_COPY_ATTRIBUTES", _stream(dst), _stream(src))[0])
+
+
+def cuCtxRecordEvent(hCtx: Any, hEvent: Any) -> tuple[Any]:
+    return _out(_conn().call("CU_CTX_RECORD_EVENT", _handle(hCtx, "hCtx"), _handle(hEvent, "hEvent"))[0])
+
+
+def cuCtxWaitEvent(hCtx: Any, hEvent: Any) -> tuple[Any]:
+    return _out(_conn().call("CU_CTX_WAIT_EVENT", _handle(hCtx, "hCtx"), _handle(hEvent, "hEvent"))[0])

@@ -36,6 +36,7 @@ __all__ = [
     "cudaMemGetInfo",
     "cudaMemset",
     "cudaMemsetAsync",
+    "cudaStreamCopyAttributes",
     "cudaStreamCreate",
     "cudaStreamCreateWithFlags",
     "cudaStreamCreateWithPriority",
@@ -299,3 +300,10 @@ def cudaStreamGetId(hStream: Any) -> tuple[Any, int | None]:
     if err:
         return _ret(err, None)
     return (_SUCCESS, as_int(v0))
+
+
+def cudaStreamCopyAttributes(dst: Any, src: Any) -> tuple[Any]:
+    err = _ready()[0]
+    if err:
+        return _ret(err)
+    return _ret(driver.cuStreamCopyAttributes(_stream(dst), _stream(src))[0])

@@ -17,6 +17,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from . import driver_arrays as da
 from ._args import c_int, size_t, uint, unsigned
 from ._driver_base import _SUCCESS, _conn, _fail, _handle, _out, _stream
 from ._enums import (
@@ -41,6 +42,8 @@ __all__ = [
     "cuLibraryEnumerateKernels",
     "cuLibraryGetKernelCount",
     "cuLibraryLoadFromFile",
+    "cuMemcpyAtoHAsync",
+    "cuMemcpyHtoAAsync",
     "cuMemsetD2D8",
     "cuMemsetD2D8Async",
     "cuMemsetD2D16",
@@ -359,3 +362,30 @@ def cuDeviceGetByPCIBusId(pciBusId: Any) -> tuple[Any, CUdevice | None]:
         if parse_bus_id(raw.split(b"\0", 1)[0].decode()) == wanted:
             return (_SUCCESS, CUdevice(dev))
     return _fail(conn, _INVALID_DEVICE, f"{call}: no device of the server has bus id {text!r}", 1)
+
+
+# -- array copies ordered on a stream --------------------------------------------------------
+
+
+def cuMemcpyHtoAAsync(
+    dstArray: Any, dstOffset: int, srcHost: Any, ByteCount: int, hStream: Any
+) -> tuple[Any]:
+    """As cuMemcpyHtoA, ordered on `hStream` (answered when done: host memory is the
+    client's)."""
+    call = "cuMemcpyHtoAAsync"
+    return _out(da.array_linear_copy(
+        _conn(), call, as_int(dstArray), size_t(dstOffset, f"{call}: dstOffset"),
+        da.Side(da.MEMORY_HOST, host=srcHost), size_t(ByteCount, f"{call}: ByteCount"), True,
+        da.wire_stream(hStream),
+    ))  # fmt: skip
+
+
+def cuMemcpyAtoHAsync(
+    dstHost: Any, srcArray: Any, srcOffset: int, ByteCount: int, hStream: Any
+) -> tuple[Any]:
+    call = "cuMemcpyAtoHAsync"
+    return _out(da.array_linear_copy(
+        _conn(), call, as_int(srcArray), size_t(srcOffset, f"{call}: srcOffset"),
+        da.Side(da.MEMORY_HOST, host=dstHost), size_t(ByteCount, f"{call}: ByteCount"), False,
+        da.wire_stream(hStream),
+    ))  # fmt: skip

@@ -13,11 +13,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import driver
-from ._args import c_int, uint
+from . import driver_arrays as da
+from ._args import c_int, size_t, uint
 from ._enums import CUarray_format
 from ._runtime_enums import cudaChannelFormatKind, cudaError_t
 from ._types import CUdevice, CUfunction, CUkernel, CUlibrary, as_int
 from .runtime import _SUCCESS, _fail, _function, _ready, _ret, _stream, get_connection
+from .runtime_arrays import _linear
 from .runtime_state import connection_state, initialize
 from .runtime_state import thread_state as _thread_state
 from .runtime_types import cudaKernel_t, cudaLibrary_t
@@ -33,6 +35,8 @@ __all__ = [
     "cudaLibraryEnumerateKernels",
     "cudaLibraryGetKernelCount",
     "cudaLibraryLoadFromFile",
+    "cudaMemcpyFromArrayAsync",
+    "cudaMemcpyToArrayAsync",
     "cudaStreamGetDevice",
 ]
 
@@ -229,3 +233,24 @@ def cudaDeviceGetTexture1DLinearMaxWidth(fmtDesc: Any, device: int) -> tuple[Any
     if err:
         return _ret(err, None)
     return _ret(*driver.cuDeviceGetTexture1DLinearMaxWidth(fmt, channels, CUdevice(device)))
+
+
+# -- array copies ----------------------------------------------------------------------------
+
+
+def cudaMemcpyToArrayAsync(
+    dst: Any, wOffset: int, hOffset: int, src: Any, count: int, kind: Any, stream: Any
+) -> tuple[Any]:
+    """As cudaMemcpyToArray, ordered on `stream` (answered when done: host memory is the
+    client's)."""
+    c = "cudaMemcpyToArrayAsync"
+    return _linear(c, dst, size_t(wOffset, f"{c}: wOffset"), size_t(hOffset, f"{c}: hOffset"), src,
+                   size_t(count, f"{c}: count"), kind, True, da.wire_stream(_stream(stream)))  # fmt: skip
+
+
+def cudaMemcpyFromArrayAsync(
+    dst: Any, src: Any, wOffset: int, hOffset: int, count: int, kind: Any, stream: Any
+) -> tuple[Any]:
+    c = "cudaMemcpyFromArrayAsync"
+    return _linear(c, src, size_t(wOffset, f"{c}: wOffset"), size_t(hOffset, f"{c}: hOffset"), dst,
+                   size_t(count, f"{c}: count"), kind, False, da.wire_stream(_stream(stream)))  # fmt: skip

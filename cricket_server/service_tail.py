@@ -88,6 +88,15 @@ class TailProcedures:
             proto.int_result, ctx, "cuStreamGetDevice", lambda s: s.stream_get_device(stream)
         )
 
+    def CU_STREAM_COPY_ATTRIBUTES(self, ctx: Any, dst: int, src: int) -> int:
+        return self._status(ctx, "cuStreamCopyAttributes", lambda s: s.stream_copy_attributes(dst, src))
+
+    def CU_CTX_RECORD_EVENT(self, ctx: Any, context: int, event: int) -> int:
+        return self._status(ctx, "cuCtxRecordEvent", lambda s: s.ctx_record_event(context, event))
+
+    def CU_CTX_WAIT_EVENT(self, ctx: Any, context: int, event: int) -> int:
+        return self._status(ctx, "cuCtxWaitEvent", lambda s: s.ctx_wait_event(context, event))
+
     def CU_DEVICE_GET_TEXTURE_1D_LINEAR_MAX_WIDTH(
         self, ctx: Any, fmt: int, channels: int, dev: int
     ) -> proto.u64_result:

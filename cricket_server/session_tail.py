@@ -18,6 +18,7 @@ from cricket_server.backends.base import (
 )
 from cricket_server.resources import (
     ContextRecord,
+    EventRecord,
     FunctionRecord,
     HandleKind,
     KernelRecord,
@@ -27,6 +28,7 @@ from cricket_server.resources import (
     kind_of,
 )
 from cricket_server.session_core import STREAM_LEGACY, STREAM_PER_THREAD
+from cricket_server.session_flags import SA_MEM_SYNC_DOMAIN, SA_SYNCHRONIZATION_POLICY
 from cricket_server.session_memory import Span
 from cricket_server.session_modules import SessionModules
 from rpc_spec.handles import COUNTER_MASK
@@ -37,6 +39,7 @@ __all__ = ["SessionTail", "stream_id"]
 # streams take the context's counter times 4 plus 1 (legacy) or 2 (per-thread). Counters are
 # never reused in a server, so ids are unique, and a restore keeps them (it keeps handles).
 _LEGACY_ID, _PER_THREAD_ID = 1, 2
+COPIED_STREAM_ATTRIBUTES = (SA_SYNCHRONIZATION_POLICY, SA_MEM_SYNC_DOMAIN)
 
 
 def stream_id(stream: int, ctx: int) -> int:
@@ -51,12 +54,16 @@ def stream_id(stream: int, ctx: int) -> int:
 class SessionTail(SessionModules):
     """cuModuleEnumerateFunctions, cuLibraryEnumerateKernels, cuLibraryGetGlobal,
     cuKernelGetLibrary, cuFuncGetModule, cuFuncIsLoaded/Load, cuModuleGetLoadingMode,
-    cuCtxGetApiVersion/GetId, cuStreamGetCtx/GetId/GetDevice,
+    cuCtxGetApiVersion/GetId/RecordEvent/WaitEvent, cuStreamGetCtx/GetId/GetDevice/CopyAttributes,
     cuDeviceGetTexture1DLinearMaxWidth, cuMemsetD2D8/16/32(Async)."""
 
-    # from the session's other mixins (SessionRuntime, SessionGraphs)
+    # from the session's other mixins (SessionRuntime, SessionGraphs, SessionStreams,
+    # SessionFlags)
     memset_2d: Callable[[int, int, int, int, int, int], None]
     _capture_of: Callable[[int], Any]
+    _event: Callable[[str, int], EventRecord]
+    stream_get_attribute: Callable[[int, int], int]
+    stream_set_attribute: Callable[[int, int, int], None]
 
     # -- modules, libraries, kernels, functions ---------------------------------------------
     def module_enumerate_functions(self, handle: int) -> list[int]:
@@ -164,6 +171,31 @@ class SessionTail(SessionModules):
 
     def stream_get_device(self, stream: int) -> int:
         return self._stream_context("cuStreamGetDevice", stream).dev
+
+    def stream_copy_attributes(self, dst: int, src: int) -> None:
+        """The attributes a stream can be given here (synchronization policy, memory sync
+        domain); a priority is the stream's from its creation."""
+        call = "cuStreamCopyAttributes"
+        if self._stream_context(call, dst).handle != self._stream_context(call, src).handle:
+            raise CudaError(
+                CUDA_ERROR_INVALID_VALUE, f"{call}: streams {dst:#x} and {src:#x} are of two contexts"
+            )
+        for attr in COPIED_STREAM_ATTRIBUTES:
+            self.stream_set_attribute(dst, attr, self.stream_get_attribute(src, attr))
+
+    def ctx_record_event(self, handle: int, event: int) -> None:
+        call = "cuCtxRecordEvent"
+        ctx = self._context_or_current(call, handle)
+        record = self._event(call, event)
+        with self._on_device(ctx.dev):
+            self.bsession.ctx_record_event(record.obj)
+
+    def ctx_wait_event(self, handle: int, event: int) -> None:
+        call = "cuCtxWaitEvent"
+        ctx = self._context_or_current(call, handle)
+        record = self._event(call, event)
+        with self._on_device(ctx.dev):
+            self.bsession.ctx_wait_event(record.obj)
 
     def texture_1d_linear_max_width(self, fmt: int, channels: int, dev: int) -> int:
         call = "cuDeviceGetTexture1DLinearMaxWidth"

@@ -215,6 +215,9 @@ __all__ = [
     'CU_STREAM_GET_ID',
     'CU_STREAM_GET_DEVICE',
     'CU_DEVICE_GET_TEXTURE_1D_LINEAR_MAX_WIDTH',
+    'CU_STREAM_COPY_ATTRIBUTES',
+    'CU_CTX_RECORD_EVENT',
+    'CU_CTX_WAIT_EVENT',
     'CU_MEMSET_D2D',
     'int_result',
     'u64_result',
@@ -598,6 +601,9 @@ CU_STREAM_GET_CTX = 732
 CU_STREAM_GET_ID = 733
 CU_STREAM_GET_DEVICE = 734
 CU_DEVICE_GET_TEXTURE_1D_LINEAR_MAX_WIDTH = 735
+CU_STREAM_COPY_ATTRIBUTES = 736
+CU_CTX_RECORD_EVENT = 737
+CU_CTX_WAIT_EVENT = 738
 CU_MEMSET_D2D = 750
 
 
@@ -8607,6 +8613,54 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 735, _enc.buffers())
         return _Pending(call, xdr_u64_result.decode)
 
+    def CU_STREAM_COPY_ATTRIBUTES(self, arg1: cu_handle, arg2: cu_handle, *, timeout: float | None = None) -> int:
+        """Call CU_STREAM_COPY_ATTRIBUTES (736) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 736, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_STREAM_COPY_ATTRIBUTES_async(self, arg1: cu_handle, arg2: cu_handle) -> _Pending:
+        """Send CU_STREAM_COPY_ATTRIBUTES (736); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 736, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_CTX_RECORD_EVENT(self, arg1: cu_handle, arg2: cu_handle, *, timeout: float | None = None) -> int:
+        """Call CU_CTX_RECORD_EVENT (737) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 737, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_CTX_RECORD_EVENT_async(self, arg1: cu_handle, arg2: cu_handle) -> _Pending:
+        """Send CU_CTX_RECORD_EVENT (737); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 737, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_CTX_WAIT_EVENT(self, arg1: cu_handle, arg2: cu_handle, *, timeout: float | None = None) -> int:
+        """Call CU_CTX_WAIT_EVENT (738) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 738, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_CTX_WAIT_EVENT_async(self, arg1: cu_handle, arg2: cu_handle) -> _Pending:
+        """Send CU_CTX_WAIT_EVENT (738); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 738, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
     def CU_MEMSET_D2D(self, arg1: cu_ptr, arg2: int, arg3: int, arg4: int, arg5: int, arg6: int, arg7: cu_handle, *, timeout: float | None = None) -> int:
         """Call CU_MEMSET_D2D (750) and wait for its result."""
         _enc = _xdr.Encoder()
@@ -9553,6 +9607,21 @@ class CRICKET_V1_Server:
             _Facts(replay='readonly'),
             plan=_Plan(encode_args=_plan_a38_encode_args, decode_args=_plan_a38_decode_args, decode_reply=_plan_xdr_u64_result_decode_reply, encode_result=_plan_xdr_u64_result_encode_result),
         ),
+        736: _Procedure(
+            736, 'CU_STREAM_COPY_ATTRIBUTES', (xdr_cu_handle, xdr_cu_handle), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('stream',)), (1, ('stream',)))),
+            plan=_Plan(encode_args=_plan_a23_encode_args, decode_args=_plan_a23_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        737: _Procedure(
+            737, 'CU_CTX_RECORD_EVENT', (xdr_cu_handle, xdr_cu_handle), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('context',)), (1, ('event',)))),
+            plan=_Plan(encode_args=_plan_a23_encode_args, decode_args=_plan_a23_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        738: _Procedure(
+            738, 'CU_CTX_WAIT_EVENT', (xdr_cu_handle, xdr_cu_handle), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('context',)), (1, ('event',)))),
+            plan=_Plan(encode_args=_plan_a23_encode_args, decode_args=_plan_a23_decode_args, decode_reply=_xdr_plan_status),
+        ),
         750: _Procedure(
             750, 'CU_MEMSET_D2D', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_int, _xdr.xdr_u_int, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle), _xdr.xdr_int,
             _Facts(pipelined=True, replay='replay', handles=((6, ('stream',)),)),
@@ -10299,6 +10368,18 @@ class CRICKET_V1_Server:
     def CU_DEVICE_GET_TEXTURE_1D_LINEAR_MAX_WIDTH(self, ctx: Any, arg1: int, arg2: int, arg3: int) -> u64_result:
         """CU_DEVICE_GET_TEXTURE_1D_LINEAR_MAX_WIDTH (735): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_DEVICE_GET_TEXTURE_1D_LINEAR_MAX_WIDTH")
+
+    def CU_STREAM_COPY_ATTRIBUTES(self, ctx: Any, arg1: cu_handle, arg2: cu_handle) -> int:
+        """CU_STREAM_COPY_ATTRIBUTES (736): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_STREAM_COPY_ATTRIBUTES")
+
+    def CU_CTX_RECORD_EVENT(self, ctx: Any, arg1: cu_handle, arg2: cu_handle) -> int:
+        """CU_CTX_RECORD_EVENT (737): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_CTX_RECORD_EVENT")
+
+    def CU_CTX_WAIT_EVENT(self, ctx: Any, arg1: cu_handle, arg2: cu_handle) -> int:
+        """CU_CTX_WAIT_EVENT (738): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_CTX_WAIT_EVENT")
 
     def CU_MEMSET_D2D(self, ctx: Any, arg1: cu_ptr, arg2: int, arg3: int, arg4: int, arg5: int, arg6: int, arg7: cu_handle) -> int:
         """CU_MEMSET_D2D (750): not served unless overridden."""

@@ -470,6 +470,18 @@ class BackendSession(abc.ABC):
         """cuModuleGetLoadingMode (CUmoduleLoadingMode). Default: eager (1)."""
         return 1
 
+    def ctx_record_event(self, event: object) -> None:
+        """cuCtxRecordEvent in the current device's context: the event completes after all
+        work sent to it so far. Default: wait for that work, then record on the legacy
+        stream."""
+        self.synchronize()
+        self.event_record(event, None)
+
+    def ctx_wait_event(self, event: object) -> None:
+        """cuCtxWaitEvent: later work of the current device's context waits for the event.
+        Default: wait for the event here, so that everything sent after it follows."""
+        self.event_synchronize(event)
+
     def ctx_api_version(self) -> int:
         """cuCtxGetApiVersion of the current device's context. Default: 3020, what CUDA
         answers for every context made by the current API."""

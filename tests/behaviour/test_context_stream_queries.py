@@ -87,3 +87,46 @@ def test_runtime_device_and_stream_calls(rt: cricket_client.Connection) -> None:
     width = ok(cudart.cudaDeviceGetTexture1DLinearMaxWidth(desc, 0))
     dev = check(cuda.cuDeviceGet(0))
     assert width == check(cuda.cuDeviceGetTexture1DLinearMaxWidth(cuda.CUarray_format.CU_AD_FORMAT_FLOAT, 1, dev))
+
+
+def test_stream_copy_attributes(session: cricket_client.Connection) -> None:
+    src = check(cuda.cuStreamCreate(0))
+    dst = check(cuda.cuStreamCreate(0))
+    policy = cuda.CUstreamAttrID.CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY
+    value = cuda.CUstreamAttrValue()
+    value.syncPolicy = cuda.CUsynchronizationPolicy.CU_SYNC_POLICY_YIELD
+    check(cuda.cuStreamSetAttribute(src, policy, value))
+    check(cuda.cuStreamCopyAttributes(dst, src))
+    got = check(cuda.cuStreamGetAttribute(dst, policy))
+    assert int(got.syncPolicy) == int(cuda.CUsynchronizationPolicy.CU_SYNC_POLICY_YIELD)
+    check(cuda.cuStreamDestroy(src))
+    assert cuda.cuStreamCopyAttributes(dst, src) == (ERR.CUDA_ERROR_INVALID_HANDLE,)
+    check(cuda.cuStreamDestroy(dst))
+
+
+def test_runtime_stream_copy_attributes(rt: cricket_client.Connection) -> None:
+    src = ok(cudart.cudaStreamCreate())
+    dst = ok(cudart.cudaStreamCreate())
+    ok(cudart.cudaStreamCopyAttributes(dst, src))
+    ok(cudart.cudaStreamDestroy(src))
+    ok(cudart.cudaStreamDestroy(dst))
+
+
+def test_context_record_and_wait_event(session: cricket_client.Connection) -> None:
+    ctx = check(cuda.cuCtxGetCurrent())
+    stream = check(cuda.cuStreamCreate(cuda.CUstream_flags.CU_STREAM_NON_BLOCKING))
+    n = 1 << 20
+    ptr = check(cuda.cuMemAlloc(n))
+    check(cuda.cuMemsetD8Async(ptr, 0x5A, n, stream))
+    event = check(cuda.cuEventCreate(0))
+    check(cuda.cuCtxRecordEvent(ctx, event))  # all work of the context so far, that stream's too
+    check(cuda.cuEventSynchronize(event))
+    out = bytearray(16)
+    check(cuda.cuMemcpyDtoH(out, int(ptr) + n - 16, 16))  # the legacy stream: no wait for `stream`
+    assert out == b"\x5a" * 16
+    check(cuda.cuCtxWaitEvent(ctx, event))
+    check(cuda.cuCtxSynchronize())
+    check(cuda.cuEventDestroy(event))
+    assert cuda.cuCtxRecordEvent(ctx, event)[0] == ERR.CUDA_ERROR_INVALID_HANDLE
+    check(cuda.cuMemFree(ptr))
+    check(cuda.cuStreamDestroy(stream))

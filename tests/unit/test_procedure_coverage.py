@@ -245,6 +245,9 @@ BACKEND_NEEDS: dict[str, tuple[str, ...]] = {
     "CU_STREAM_GET_ID": (),
     "CU_STREAM_GET_DEVICE": (),
     "CU_DEVICE_GET_TEXTURE_1D_LINEAR_MAX_WIDTH": ("device_count", "texture_1d_linear_max_width"),
+    "CU_STREAM_COPY_ATTRIBUTES": ("stream_priority_range", "stream_set_attribute"),
+    "CU_CTX_RECORD_EVENT": ("ctx_record_event", "set_device"),
+    "CU_CTX_WAIT_EVENT": ("ctx_wait_event", "set_device"),
     "CU_MEMSET_D2D": ("memset",),
 }
 

@@ -1,6 +1,6 @@
 """The cuda backend's small queries (procedures 720-779): a module's functions and a
-library's kernels by name, library globals, loading state, a context's API version and the
-1D linear texture width, each asked of the driver in the session's current context."""
+library's kernels by name, library globals, loading state, a context's API version, events of a whole
+context and the 1D linear texture width, each asked of the driver in the session's current context."""
 
 from __future__ import annotations
 
@@ -49,6 +49,14 @@ class CudaQueries:
     def module_loading_mode(self) -> int:
         self._state()
         return int(call(driver.cuModuleGetLoadingMode))
+
+    def ctx_record_event(self, event: object) -> None:
+        state = self._state()
+        call(driver.cuCtxRecordEvent, state.context.handle, event)
+
+    def ctx_wait_event(self, event: object) -> None:
+        state = self._state()
+        call(driver.cuCtxWaitEvent, state.context.handle, event)
 
     def ctx_api_version(self) -> int:
         state = self._state()
