@@ -37,6 +37,7 @@ __all__ = [
     "cuCtxRecordEvent",
     "cuCtxSetCurrent",
     "cuCtxSetLimit",
+    "cuCtxSetSharedMemConfig",
     "cuCtxSynchronize",
     "cuCtxWaitEvent",
     "cuDeviceGet",
@@ -62,6 +63,7 @@ __all__ = [
     "cuFuncLoad",
     "cuFuncSetAttribute",
     "cuFuncSetCacheConfig",
+    "cuFuncSetSharedMemConfig",
     "cuInit",
     "cuKernelGetFunction",
     "cuKernelGetLibrary",
@@ -488,3 +490,11 @@ def cuCtxRecordEvent(hCtx: Any, hEvent: Any) -> tuple[Any]:
 
 def cuCtxWaitEvent(hCtx: Any, hEvent: Any) -> tuple[Any]:
     return _out(_conn().call("CU_CTX_WAIT_EVENT", _handle(hCtx, "hCtx"), _handle(hEvent, "hEvent"))[0])
+
+
+def cuCtxSetSharedMemConfig(config: Any) -> tuple[Any]:
+    return _out(_conn().call("CU_CTX_SET_SHARED_MEM_CONFIG", int(config))[0])
+
+
+def cuFuncSetSharedMemConfig(hfunc: Any, config: Any) -> tuple[Any]:
+    return _out(_conn().call("CU_FUNC_SET_SHARED_MEM_CONFIG", _handle(hfunc, "hfunc"), int(config))[0])

@@ -19,6 +19,7 @@ __all__ = [
     "cudaDeviceGetLimit",
     "cudaDeviceGetStreamPriorityRange",
     "cudaDeviceSetLimit",
+    "cudaDeviceSetSharedMemConfig",
     "cudaDeviceSynchronize",
     "cudaEventCreate",
     "cudaEventCreateWithFlags",
@@ -307,3 +308,10 @@ def cudaStreamCopyAttributes(dst: Any, src: Any) -> tuple[Any]:
     if err:
         return _ret(err)
     return _ret(driver.cuStreamCopyAttributes(_stream(dst), _stream(src))[0])
+
+
+def cudaDeviceSetSharedMemConfig(config: Any) -> tuple[Any]:
+    err = _ready()[0]
+    if err:
+        return _ret(err)
+    return _ret(driver.cuCtxSetSharedMemConfig(int(config))[0])

@@ -25,6 +25,7 @@ from ._enums import (
     CUfunctionLoadingState,
     CUmoduleLoadingMode,
     CUresult,
+    CUsharedconfig,
 )
 from ._types import CUdevice, CUfunction, CUkernel, CUlibrary, CUmodule, as_int
 from .connection import Connection
@@ -54,6 +55,7 @@ __all__ = [
     "cuModuleGetFunctionCount",
     "cuModuleGetLoadingMode",
     "cuModuleLoad",
+    "cuCtxGetSharedMemConfig",
     "cuStreamGetCtx_v2",
 ]
 
@@ -238,7 +240,13 @@ def cuKernelSetCacheConfig(kernel: Any, config: Any, dev: Any) -> tuple[Any]:
     return _out(conn.call("CU_FUNC_SET_CACHE_CONFIG", _handle(kernel, "kernel"), int(config))[0])
 
 
-# -- streams and events ----------------------------------------------------------------------
+# -- contexts, streams and events ------------------------------------------------------------
+
+
+def cuCtxGetSharedMemConfig() -> tuple[Any, CUsharedconfig | None]:
+    err, value = _conn().call("CU_CTX_GET_SHARED_MEM_CONFIG")
+    return _out(err, CUsharedconfig(value) if not err else None)
+
 
 
 def cuStreamGetCtx_v2(hStream: Any) -> tuple[Any, Any, Any]:

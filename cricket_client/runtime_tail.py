@@ -16,7 +16,7 @@ from . import driver
 from . import driver_arrays as da
 from ._args import c_int, size_t, uint
 from ._enums import CUarray_format
-from ._runtime_enums import cudaChannelFormatKind, cudaError_t
+from ._runtime_enums import cudaChannelFormatKind, cudaError_t, cudaSharedMemConfig
 from ._types import CUdevice, CUfunction, CUkernel, CUlibrary, as_int
 from .runtime import _SUCCESS, _fail, _function, _ready, _ret, _stream, get_connection
 from .runtime_arrays import _linear
@@ -28,8 +28,10 @@ __all__ = [
     "cudaChooseDevice",
     "cudaDeviceGetByPCIBusId",
     "cudaDeviceGetPCIBusId",
+    "cudaDeviceGetSharedMemConfig",
     "cudaDeviceGetTexture1DLinearMaxWidth",
     "cudaFuncGetParamCount",
+    "cudaFuncSetSharedMemConfig",
     "cudaInitDevice",
     "cudaKernelSetAttributeForDevice",
     "cudaLibraryEnumerateKernels",
@@ -95,6 +97,16 @@ def cudaFuncGetParamCount(func: Any) -> tuple[Any, int | None]:
     return _ret(*driver.cuFuncGetParamCount(CUfunction(fn)))
 
 
+def cudaFuncSetSharedMemConfig(func: Any, config: Any) -> tuple[Any]:
+    err, conn = _ready()
+    if err:
+        return _ret(err)
+    err, fn = _function(conn, func)
+    if err:
+        return _ret(err)
+    return _ret(driver.cuFuncSetSharedMemConfig(CUfunction(fn), int(config))[0])
+
+
 def cudaKernelSetAttributeForDevice(kernel: Any, attr: Any, value: int, device: int) -> tuple[Any]:
     """The attribute of the kernel's function on `device` (made current for the call, as
     the runtime's context of that device)."""
@@ -126,6 +138,14 @@ def cudaStreamGetDevice(hStream: Any) -> tuple[Any, int | None]:
         return _ret(err, None)
     err, dev = driver.cuStreamGetDevice(_stream(hStream))
     return _ret(err, as_int(dev) if not err else None)
+
+
+def cudaDeviceGetSharedMemConfig() -> tuple[Any, cudaSharedMemConfig | None]:
+    err = _ready()[0]
+    if err:
+        return _ret(err, None)
+    err, config = driver.cuCtxGetSharedMemConfig()
+    return _ret(err, cudaSharedMemConfig(int(config)) if not err else None)
 
 
 def _device_count(call: str) -> tuple[Any, int]:

@@ -97,6 +97,21 @@ class TailProcedures:
     def CU_CTX_WAIT_EVENT(self, ctx: Any, context: int, event: int) -> int:
         return self._status(ctx, "cuCtxWaitEvent", lambda s: s.ctx_wait_event(context, event))
 
+    def CU_CTX_GET_SHARED_MEM_CONFIG(self, ctx: Any) -> proto.int_result:
+        return self._result(
+            proto.int_result, ctx, "cuCtxGetSharedMemConfig", lambda s: s.ctx_get_shared_mem_config()
+        )
+
+    def CU_CTX_SET_SHARED_MEM_CONFIG(self, ctx: Any, config: int) -> int:
+        return self._status(
+            ctx, "cuCtxSetSharedMemConfig", lambda s: s.ctx_set_shared_mem_config(config)
+        )
+
+    def CU_FUNC_SET_SHARED_MEM_CONFIG(self, ctx: Any, func: int, config: int) -> int:
+        return self._status(
+            ctx, "cuFuncSetSharedMemConfig", lambda s: s.func_set_shared_mem_config(func, config)
+        )
+
     def CU_DEVICE_GET_TEXTURE_1D_LINEAR_MAX_WIDTH(
         self, ctx: Any, fmt: int, channels: int, dev: int
     ) -> proto.u64_result:

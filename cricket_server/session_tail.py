@@ -54,7 +54,8 @@ def stream_id(stream: int, ctx: int) -> int:
 class SessionTail(SessionModules):
     """cuModuleEnumerateFunctions, cuLibraryEnumerateKernels, cuLibraryGetGlobal,
     cuKernelGetLibrary, cuFuncGetModule, cuFuncIsLoaded/Load, cuModuleGetLoadingMode,
-    cuCtxGetApiVersion/GetId/RecordEvent/WaitEvent, cuStreamGetCtx/GetId/GetDevice/CopyAttributes,
+    cuCtxGetApiVersion/GetId/RecordEvent/WaitEvent/GetSharedMemConfig/SetSharedMemConfig,
+    cuFuncSetSharedMemConfig, cuStreamGetCtx/GetId/GetDevice/CopyAttributes,
     cuDeviceGetTexture1DLinearMaxWidth, cuMemsetD2D8/16/32(Async)."""
 
     # from the session's other mixins (SessionRuntime, SessionGraphs, SessionStreams,
@@ -196,6 +197,18 @@ class SessionTail(SessionModules):
         record = self._event(call, event)
         with self._on_device(ctx.dev):
             self.bsession.ctx_wait_event(record.obj)
+
+    def ctx_get_shared_mem_config(self) -> int:
+        self.current("cuCtxGetSharedMemConfig")
+        return self.bsession.ctx_get_shared_mem_config()
+
+    def ctx_set_shared_mem_config(self, config: int) -> None:
+        self.current("cuCtxSetSharedMemConfig")
+        self.bsession.ctx_set_shared_mem_config(config)
+
+    def func_set_shared_mem_config(self, handle: int, config: int) -> None:
+        call = "cuFuncSetSharedMemConfig"
+        self.bsession.func_set_shared_mem_config(self.function(call, handle).obj, config)
 
     def texture_1d_linear_max_width(self, fmt: int, channels: int, dev: int) -> int:
         call = "cuDeviceGetTexture1DLinearMaxWidth"

@@ -218,6 +218,9 @@ __all__ = [
     'CU_STREAM_COPY_ATTRIBUTES',
     'CU_CTX_RECORD_EVENT',
     'CU_CTX_WAIT_EVENT',
+    'CU_CTX_GET_SHARED_MEM_CONFIG',
+    'CU_CTX_SET_SHARED_MEM_CONFIG',
+    'CU_FUNC_SET_SHARED_MEM_CONFIG',
     'CU_MEMSET_D2D',
     'int_result',
     'u64_result',
@@ -604,6 +607,9 @@ CU_DEVICE_GET_TEXTURE_1D_LINEAR_MAX_WIDTH = 735
 CU_STREAM_COPY_ATTRIBUTES = 736
 CU_CTX_RECORD_EVENT = 737
 CU_CTX_WAIT_EVENT = 738
+CU_CTX_GET_SHARED_MEM_CONFIG = 739
+CU_CTX_SET_SHARED_MEM_CONFIG = 740
+CU_FUNC_SET_SHARED_MEM_CONFIG = 741
 CU_MEMSET_D2D = 750
 
 
@@ -8661,6 +8667,46 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 738, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
+    def CU_CTX_GET_SHARED_MEM_CONFIG(self, *, timeout: float | None = None) -> int_result:
+        """Call CU_CTX_GET_SHARED_MEM_CONFIG (739) and wait for its result."""
+        body = self._rpc.call(0x20c0ffee, 1, 739, b"", timeout=timeout)
+        return xdr_int_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_CTX_GET_SHARED_MEM_CONFIG_async(self) -> _Pending:
+        """Send CU_CTX_GET_SHARED_MEM_CONFIG (739); ``.result(timeout)`` gives the result."""
+        call = self._rpc.call_async(0x20c0ffee, 1, 739, b"")
+        return _Pending(call, xdr_int_result.decode)
+
+    def CU_CTX_SET_SHARED_MEM_CONFIG(self, arg1: int, *, timeout: float | None = None) -> int:
+        """Call CU_CTX_SET_SHARED_MEM_CONFIG (740) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 740, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_CTX_SET_SHARED_MEM_CONFIG_async(self, arg1: int) -> _Pending:
+        """Send CU_CTX_SET_SHARED_MEM_CONFIG (740); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 740, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_FUNC_SET_SHARED_MEM_CONFIG(self, arg1: cu_handle, arg2: int, *, timeout: float | None = None) -> int:
+        """Call CU_FUNC_SET_SHARED_MEM_CONFIG (741) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 741, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_FUNC_SET_SHARED_MEM_CONFIG_async(self, arg1: cu_handle, arg2: int) -> _Pending:
+        """Send CU_FUNC_SET_SHARED_MEM_CONFIG (741); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 741, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
     def CU_MEMSET_D2D(self, arg1: cu_ptr, arg2: int, arg3: int, arg4: int, arg5: int, arg6: int, arg7: cu_handle, *, timeout: float | None = None) -> int:
         """Call CU_MEMSET_D2D (750) and wait for its result."""
         _enc = _xdr.Encoder()
@@ -9622,6 +9668,21 @@ class CRICKET_V1_Server:
             _Facts(replay='replay', handles=((0, ('context',)), (1, ('event',)))),
             plan=_Plan(encode_args=_plan_a23_encode_args, decode_args=_plan_a23_decode_args, decode_reply=_xdr_plan_status),
         ),
+        739: _Procedure(
+            739, 'CU_CTX_GET_SHARED_MEM_CONFIG', (), xdr_int_result,
+            _Facts(replay='readonly'),
+            plan=_Plan(decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
+        ),
+        740: _Procedure(
+            740, 'CU_CTX_SET_SHARED_MEM_CONFIG', (_xdr.xdr_int,), _xdr.xdr_int,
+            _Facts(replay='replay'),
+            plan=_Plan(encode_args=_plan_a2_encode_args, decode_args=_plan_a2_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        741: _Procedure(
+            741, 'CU_FUNC_SET_SHARED_MEM_CONFIG', (xdr_cu_handle, _xdr.xdr_int), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('function', 'kernel')),)),
+            plan=_Plan(encode_args=_plan_a21_encode_args, decode_args=_plan_a21_decode_args, decode_reply=_xdr_plan_status),
+        ),
         750: _Procedure(
             750, 'CU_MEMSET_D2D', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_int, _xdr.xdr_u_int, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle), _xdr.xdr_int,
             _Facts(pipelined=True, replay='replay', handles=((6, ('stream',)),)),
@@ -10380,6 +10441,18 @@ class CRICKET_V1_Server:
     def CU_CTX_WAIT_EVENT(self, ctx: Any, arg1: cu_handle, arg2: cu_handle) -> int:
         """CU_CTX_WAIT_EVENT (738): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_CTX_WAIT_EVENT")
+
+    def CU_CTX_GET_SHARED_MEM_CONFIG(self, ctx: Any) -> int_result:
+        """CU_CTX_GET_SHARED_MEM_CONFIG (739): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_CTX_GET_SHARED_MEM_CONFIG")
+
+    def CU_CTX_SET_SHARED_MEM_CONFIG(self, ctx: Any, arg1: int) -> int:
+        """CU_CTX_SET_SHARED_MEM_CONFIG (740): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_CTX_SET_SHARED_MEM_CONFIG")
+
+    def CU_FUNC_SET_SHARED_MEM_CONFIG(self, ctx: Any, arg1: cu_handle, arg2: int) -> int:
+        """CU_FUNC_SET_SHARED_MEM_CONFIG (741): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_FUNC_SET_SHARED_MEM_CONFIG")
 
     def CU_MEMSET_D2D(self, ctx: Any, arg1: cu_ptr, arg2: int, arg3: int, arg4: int, arg5: int, arg6: int, arg7: cu_handle) -> int:
         """CU_MEMSET_D2D (750): not served unless overridden."""

@@ -482,6 +482,20 @@ class BackendSession(abc.ABC):
         Default: wait for the event here, so that everything sent after it follows."""
         self.event_synchronize(event)
 
+    def ctx_get_shared_mem_config(self) -> int:
+        """cuCtxGetSharedMemConfig (CUsharedconfig). Default: 4-byte banks (1), the fixed
+        bank size of every device without configurable banks (all since Maxwell)."""
+        return 1
+
+    def ctx_set_shared_mem_config(self, config: int) -> None:
+        """cuCtxSetSharedMemConfig. Default: a known CUsharedconfig (0-2) is taken and has no
+        effect, as on devices without configurable banks."""
+        check_shared_config("cuCtxSetSharedMemConfig", config)
+
+    def func_set_shared_mem_config(self, func: object, config: int) -> None:
+        """cuFuncSetSharedMemConfig. Default: as ctx_set_shared_mem_config."""
+        check_shared_config("cuFuncSetSharedMemConfig", config)
+
     def ctx_api_version(self) -> int:
         """cuCtxGetApiVersion of the current device's context. Default: 3020, what CUDA
         answers for every context made by the current API."""
@@ -567,3 +581,10 @@ class Backend(abc.ABC):
 
 class MemoryKind(enum.IntEnum):
     DEVICE = 2  # CU_MEMORYTYPE_DEVICE
+
+
+def check_shared_config(call: str, config: int) -> None:
+    """A CUsharedconfig value (0 default, 1 four-byte, 2 eight-byte banks), else
+    CUDA_ERROR_INVALID_VALUE naming the call."""
+    if not 0 <= config <= 2:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{call}: {config} is not a CUsharedconfig (0..2)")

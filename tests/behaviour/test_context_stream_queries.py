@@ -130,3 +130,20 @@ def test_context_record_and_wait_event(session: cricket_client.Connection) -> No
     assert cuda.cuCtxRecordEvent(ctx, event)[0] == ERR.CUDA_ERROR_INVALID_HANDLE
     check(cuda.cuMemFree(ptr))
     check(cuda.cuStreamDestroy(stream))
+
+
+def test_shared_memory_bank_configuration(session: cricket_client.Connection, kernels: object) -> None:
+    config = check(cuda.cuCtxGetSharedMemConfig())
+    assert config in set(cuda.CUsharedconfig)
+    check(cuda.cuCtxSetSharedMemConfig(config))
+    assert check(cuda.cuCtxGetSharedMemConfig()) == config
+    func = check(cuda.cuModuleGetFunction(kernels, b"saxpy"))
+    check(cuda.cuFuncSetSharedMemConfig(func, cuda.CUsharedconfig.CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE))
+    assert cuda.cuCtxSetSharedMemConfig(7) == (ERR.CUDA_ERROR_INVALID_VALUE,)
+
+
+def test_runtime_shared_memory_bank_configuration(rt: cricket_client.Connection) -> None:
+    config = ok(cudart.cudaDeviceGetSharedMemConfig())
+    assert isinstance(config, cudart.cudaSharedMemConfig)
+    assert int(config) == int(check(cuda.cuCtxGetSharedMemConfig()))
+    ok(cudart.cudaDeviceSetSharedMemConfig(config))

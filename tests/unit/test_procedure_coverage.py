@@ -248,6 +248,9 @@ BACKEND_NEEDS: dict[str, tuple[str, ...]] = {
     "CU_STREAM_COPY_ATTRIBUTES": ("stream_priority_range", "stream_set_attribute"),
     "CU_CTX_RECORD_EVENT": ("ctx_record_event", "set_device"),
     "CU_CTX_WAIT_EVENT": ("ctx_wait_event", "set_device"),
+    "CU_CTX_GET_SHARED_MEM_CONFIG": ("ctx_get_shared_mem_config",),
+    "CU_CTX_SET_SHARED_MEM_CONFIG": ("ctx_set_shared_mem_config",),
+    "CU_FUNC_SET_SHARED_MEM_CONFIG": ("func_set_shared_mem_config", "kernel_get_function"),
     "CU_MEMSET_D2D": ("memset",),
 }
 

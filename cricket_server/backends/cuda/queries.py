@@ -1,6 +1,6 @@
 """The cuda backend's small queries (procedures 720-779): a module's functions and a
-library's kernels by name, library globals, loading state, a context's API version, events of a whole
-context and the 1D linear texture width, each asked of the driver in the session's current context."""
+library's kernels by name, library globals, loading state, a context's API version and shared memory
+bank size, events of a whole context and the 1D linear texture width, each asked of the driver in the session's current context."""
 
 from __future__ import annotations
 
@@ -57,6 +57,20 @@ class CudaQueries:
     def ctx_wait_event(self, event: object) -> None:
         state = self._state()
         call(driver.cuCtxWaitEvent, state.context.handle, event)
+
+    def ctx_get_shared_mem_config(self) -> int:
+        self._state()
+        return int(call(driver.cuCtxGetSharedMemConfig))
+
+    def ctx_set_shared_mem_config(self, config: int) -> None:
+        self._state()
+        value = enum_value(driver.CUsharedconfig, config, "cuCtxSetSharedMemConfig")
+        call(driver.cuCtxSetSharedMemConfig, value)
+
+    def func_set_shared_mem_config(self, func: object, config: int) -> None:
+        self._state()
+        value = enum_value(driver.CUsharedconfig, config, "cuFuncSetSharedMemConfig")
+        call(driver.cuFuncSetSharedMemConfig, func, value)
 
     def ctx_api_version(self) -> int:
         state = self._state()
