@@ -145,7 +145,9 @@ def cudaDeviceGetSharedMemConfig() -> tuple[Any, cudaSharedMemConfig | None]:
     if err:
         return _ret(err, None)
     err, config = driver.cuCtxGetSharedMemConfig()
-    return _ret(err, cudaSharedMemConfig(int(config)) if not err else None)
+    if err or config is None:
+        return _ret(err, None)
+    return (_SUCCESS, cudaSharedMemConfig(int(config)))
 
 
 def _device_count(call: str) -> tuple[Any, int]:
