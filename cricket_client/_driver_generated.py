@@ -29,6 +29,7 @@ __all__ = [
     "cuCtxGetApiVersion",
     "cuCtxGetCurrent",
     "cuCtxGetDevice",
+    "cuCtxGetDevice_v2",
     "cuCtxGetId",
     "cuCtxGetLimit",
     "cuCtxGetStreamPriorityRange",
@@ -498,3 +499,10 @@ def cuCtxSetSharedMemConfig(config: Any) -> tuple[Any]:
 
 def cuFuncSetSharedMemConfig(hfunc: Any, config: Any) -> tuple[Any]:
     return _out(_conn().call("CU_FUNC_SET_SHARED_MEM_CONFIG", _handle(hfunc, "hfunc"), int(config))[0])
+
+
+def cuCtxGetDevice_v2(ctx: Any) -> tuple[Any, CUdevice | None]:
+    err, v0 = _conn().call("CU_CTX_GET_DEVICE_V2", _handle(ctx, "ctx"))
+    if err:
+        return _out(err, None)
+    return (_SUCCESS, CUdevice(v0))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from . import driver_arrays as da
 from ._args import c_int, size_t, uint, unsigned
@@ -28,9 +28,14 @@ from ._enums import (
     CUsharedconfig,
 )
 from ._types import CUdevice, CUfunction, CUkernel, CUlibrary, CUmodule, as_int
+from .array_types import CUDA_MEMCPY3D
 from .connection import Connection
+from .runtime_types import Struct
 
 __all__ = [
+    "CUDA_MEMCPY3D_PEER",
+    "cuMemcpy3DPeer",
+    "cuMemcpy3DPeerAsync",
     "cuDeviceGetByPCIBusId",
     "cuEventRecordWithFlags",
     "cuFuncGetParamCount",
@@ -397,3 +402,52 @@ def cuMemcpyAtoHAsync(
         da.Side(da.MEMORY_HOST, host=dstHost), size_t(ByteCount, f"{call}: ByteCount"), False,
         da.wire_stream(hStream),
     ))  # fmt: skip
+
+
+# -- 3D copies between contexts --------------------------------------------------------------
+
+
+class CUDA_MEMCPY3D_PEER(Struct):
+    """CUDA_MEMCPY3D with the context of each side."""
+
+    FIELDS: ClassVar[dict[str, Any]] = {
+        **CUDA_MEMCPY3D.FIELDS,
+        "srcContext": None,
+        "dstContext": None,
+    }
+
+
+def _peer(call: str, p: Any, stream: Any) -> tuple[Any]:
+    """A copy between contexts of one device is a 3D copy (one address space); between two
+    devices it is refused."""
+    from .driver import cuCtxGetDevice_v2
+
+    conn = _conn()
+    if p is None:
+        return _fail(conn, _INVALID_VALUE, f"{call}: pCopy is None", 0)  # type: ignore[return-value]
+    devices = []
+    for side in ("src", "dst"):
+        err, dev = cuCtxGetDevice_v2(getattr(p, f"{side}Context"))
+        if err or dev is None:
+            return (err,)
+        devices.append(int(dev))
+    if devices[0] != devices[1]:
+        return _fail(  # type: ignore[return-value]
+            conn,
+            CUresult.CUDA_ERROR_NOT_SUPPORTED,
+            f"{call}: copies between two devices (contexts of devices {devices[0]} and "
+            f"{devices[1]}) are not supported remotely; use cuMemcpyPeer for linear memory",
+            0,
+        )
+    same = CUDA_MEMCPY3D(**{name: getattr(p, name) for name in CUDA_MEMCPY3D.FIELDS})
+    if stream is None:
+        return da.cuMemcpy3D(same)
+    return da.cuMemcpy3DAsync(same, stream)
+
+
+def cuMemcpy3DPeer(pCopy: Any) -> tuple[Any]:
+    return _peer("cuMemcpy3DPeer", pCopy, None)
+
+
+def cuMemcpy3DPeerAsync(pCopy: Any, hStream: Any) -> tuple[Any]:
+    return _peer("cuMemcpy3DPeerAsync", pCopy, hStream)

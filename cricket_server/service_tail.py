@@ -70,6 +70,11 @@ class TailProcedures:
             proto.int_result, ctx, "cuCtxGetApiVersion", lambda s: s.ctx_get_api_version(context)
         )
 
+    def CU_CTX_GET_DEVICE_V2(self, ctx: Any, context: int) -> proto.int_result:
+        return self._result(
+            proto.int_result, ctx, "cuCtxGetDevice_v2", lambda s: s.ctx_device_of(context)
+        )
+
     def CU_CTX_GET_ID(self, ctx: Any, context: int) -> proto.u64_result:
         return self._result(proto.u64_result, ctx, "cuCtxGetId", lambda s: s.ctx_get_id(context))
 

@@ -54,7 +54,7 @@ def stream_id(stream: int, ctx: int) -> int:
 class SessionTail(SessionModules):
     """cuModuleEnumerateFunctions, cuLibraryEnumerateKernels, cuLibraryGetGlobal,
     cuKernelGetLibrary, cuFuncGetModule, cuFuncIsLoaded/Load, cuModuleGetLoadingMode,
-    cuCtxGetApiVersion/GetId/RecordEvent/WaitEvent/GetSharedMemConfig/SetSharedMemConfig,
+    cuCtxGetDevice_v2, cuCtxGetApiVersion/GetId/RecordEvent/WaitEvent/GetSharedMemConfig/SetSharedMemConfig,
     cuFuncSetSharedMemConfig, cuStreamGetCtx/GetId/GetDevice/CopyAttributes,
     cuDeviceGetTexture1DLinearMaxWidth, cuMemsetD2D8/16/32(Async)."""
 
@@ -152,6 +152,10 @@ class SessionTail(SessionModules):
         ctx = self._context_or_current("cuCtxGetApiVersion", handle)
         with self._on_device(ctx.dev):
             return self.bsession.ctx_api_version()
+
+    def ctx_device_of(self, handle: int) -> int:
+        """cuCtxGetDevice_v2."""
+        return self._context_or_current("cuCtxGetDevice_v2", handle).dev
 
     def ctx_get_id(self, handle: int) -> int:
         return self._context_or_current("cuCtxGetId", handle).handle & COUNTER_MASK

@@ -61,3 +61,37 @@ def test_runtime_async_array_copies(rt: cricket_client.Connection) -> None:
     ok(cudart.cudaFree(dev))
     ok(cudart.cudaStreamDestroy(stream))
     ok(cudart.cudaFreeArray(array))
+
+
+def test_3d_peer_copy_between_contexts_of_one_device(session: cricket_client.Connection) -> None:
+    primary = check(cuda.cuCtxGetCurrent())
+    dev = check(cuda.cuDeviceGet(0))
+    assert int(check(cuda.cuCtxGetDevice_v2(primary))) == int(check(cuda.cuCtxGetDevice_v2(None))) == 0
+    other = check(cuda.cuCtxCreate(None, 0, dev))  # current now
+    check(cuda.cuCtxSetCurrent(primary))
+    n = 4096
+    data = np.random.default_rng(3).integers(0, 255, n, dtype=np.uint8)
+    src = check(cuda.cuMemAlloc(n))
+    dst = check(cuda.cuMemAlloc(n))
+    check(cuda.cuMemcpyHtoD(src, data, n))
+    for asynchronous in (False, True):
+        check(cuda.cuMemsetD8(dst, 0, n))
+        p = cuda.CUDA_MEMCPY3D_PEER()
+        p.srcMemoryType = p.dstMemoryType = cuda.CUmemorytype.CU_MEMORYTYPE_DEVICE
+        p.srcDevice, p.dstDevice = src, dst
+        p.srcPitch = p.dstPitch = 1024
+        p.srcHeight = p.dstHeight = 4
+        p.WidthInBytes, p.Height, p.Depth = 1024, 4, 1
+        p.srcContext, p.dstContext = primary, other
+        if asynchronous:
+            check(cuda.cuMemcpy3DPeerAsync(p, 0))
+            check(cuda.cuCtxSynchronize())
+        else:
+            check(cuda.cuMemcpy3DPeer(p))
+        out = np.zeros(n, np.uint8)
+        check(cuda.cuMemcpyDtoH(out, dst, n))
+        assert np.array_equal(out, data)
+    assert cuda.cuMemcpy3DPeer(None) == (cuda.CUresult.CUDA_ERROR_INVALID_VALUE,)
+    check(cuda.cuMemFree(src))
+    check(cuda.cuMemFree(dst))
+    check(cuda.cuCtxDestroy(other))

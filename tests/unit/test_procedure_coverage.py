@@ -251,6 +251,7 @@ BACKEND_NEEDS: dict[str, tuple[str, ...]] = {
     "CU_CTX_GET_SHARED_MEM_CONFIG": ("ctx_get_shared_mem_config",),
     "CU_CTX_SET_SHARED_MEM_CONFIG": ("ctx_set_shared_mem_config",),
     "CU_FUNC_SET_SHARED_MEM_CONFIG": ("func_set_shared_mem_config", "kernel_get_function"),
+    "CU_CTX_GET_DEVICE_V2": (),
     "CU_MEMSET_D2D": ("memset",),
 }
 
