@@ -61,7 +61,12 @@ __all__ = [
     "cuModuleGetLoadingMode",
     "cuModuleLoad",
     "cuCtxGetSharedMemConfig",
+    "cuStreamBatchMemOp",
     "cuStreamGetCtx_v2",
+    "cuStreamWaitValue32",
+    "cuStreamWaitValue64",
+    "cuStreamWriteValue32",
+    "cuStreamWriteValue64",
 ]
 
 _INVALID_VALUE = CUresult.CUDA_ERROR_INVALID_VALUE
@@ -451,3 +456,69 @@ def cuMemcpy3DPeer(pCopy: Any) -> tuple[Any]:
 
 def cuMemcpy3DPeerAsync(pCopy: Any, hStream: Any) -> tuple[Any]:
     return _peer("cuMemcpy3DPeerAsync", pCopy, hStream)
+
+
+# -- stream memory operations ----------------------------------------------------------------
+
+_WAIT_32, _WRITE_32, _FLUSH, _WAIT_64, _WRITE_64, _BARRIER = 1, 2, 3, 4, 5, 6
+
+
+def _mem_ops(call: str, hStream: Any, ops: list[tuple[int, int, int, int]], flags: int) -> tuple[Any]:
+    """Posted in order on the stream (a failure arrives with the next synchronizing call)."""
+    conn = _conn()
+    wire = [conn.proto.stream_mem_op(op=o, flags=f, address=a, value=v) for o, f, a, v in ops]
+    conn.post("CU_STREAM_BATCH_MEM_OP", _stream(hStream), wire, uint(flags, f"{call}: flags"))
+    return (_SUCCESS,)
+
+
+def _value(value: Any, width: int, what: str) -> int:
+    return unsigned(as_int(value), width, what)
+
+
+def cuStreamWaitValue32(stream: Any, addr: Any, value: Any, flags: int) -> tuple[Any]:
+    v = _value(value, 4, "cuStreamWaitValue32: value")
+    f = uint(flags, "cuStreamWaitValue32: flags")
+    return _mem_ops("cuStreamWaitValue32", stream, [(_WAIT_32, f, _handle(addr, "addr"), v)], 0)
+
+
+def cuStreamWaitValue64(stream: Any, addr: Any, value: Any, flags: int) -> tuple[Any]:
+    v = _value(value, 8, "cuStreamWaitValue64: value")
+    f = uint(flags, "cuStreamWaitValue64: flags")
+    return _mem_ops("cuStreamWaitValue64", stream, [(_WAIT_64, f, _handle(addr, "addr"), v)], 0)
+
+
+def cuStreamWriteValue32(stream: Any, addr: Any, value: Any, flags: int) -> tuple[Any]:
+    v = _value(value, 4, "cuStreamWriteValue32: value")
+    f = uint(flags, "cuStreamWriteValue32: flags")
+    return _mem_ops("cuStreamWriteValue32", stream, [(_WRITE_32, f, _handle(addr, "addr"), v)], 0)
+
+
+def cuStreamWriteValue64(stream: Any, addr: Any, value: Any, flags: int) -> tuple[Any]:
+    v = _value(value, 8, "cuStreamWriteValue64: value")
+    f = uint(flags, "cuStreamWriteValue64: flags")
+    return _mem_ops("cuStreamWriteValue64", stream, [(_WRITE_64, f, _handle(addr, "addr"), v)], 0)
+
+
+def _mem_op(p: Any) -> tuple[int, int, int, int]:
+    """(operation, flags, address, value) of a CUstreamBatchMemOpParams, read from the arm
+    its operation names."""
+    op = int(p.operation)
+    if op in (_WAIT_32, _WAIT_64, _WRITE_32, _WRITE_64):
+        arm = p.waitValue if op in (_WAIT_32, _WAIT_64) else p.writeValue
+        value = as_int(arm.value64) if op in (_WAIT_64, _WRITE_64) else as_int(arm.value)
+        return op, int(arm.flags), as_int(arm.address), value
+    if op == _BARRIER:
+        return op, int(p.memoryBarrier.flags), 0, 0
+    if op == _FLUSH:
+        return op, int(p.flushRemoteWrites.flags), 0, 0
+    return op, 0, 0, 0
+
+
+def cuStreamBatchMemOp(stream: Any, count: int, paramArray: Sequence[Any] | None, flags: int) -> tuple[Any]:
+    n = uint(count, "cuStreamBatchMemOp: count")
+    params = list(paramArray or [])
+    if len(params) < n:
+        return _fail(  # type: ignore[return-value]
+            _conn(), _INVALID_VALUE, f"cuStreamBatchMemOp: count {n} but {len(params)} operations given", 0
+        )
+    return _mem_ops("cuStreamBatchMemOp", stream, [_mem_op(p) for p in params[:n]], flags)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from cricket_server.stream_mem_ops import StreamMemOp
 from rpc_spec import cricket_rpc as proto
 
 if TYPE_CHECKING:
@@ -143,4 +144,10 @@ class TailProcedures:
             ctx,
             f"cuMemsetD2D{8 * size}",
             lambda s: s.memset_d2d(dst, pitch, value, size, width, height, stream),
+        )
+
+    def CU_STREAM_BATCH_MEM_OP(self, ctx: Any, stream: int, ops: list[Any], flags: int) -> int:
+        checked = [StreamMemOp(int(m.op), int(m.flags), int(m.address), int(m.value)) for m in ops]
+        return self._status(
+            ctx, "cuStreamBatchMemOp", lambda s: s.stream_mem_ops(stream, checked, flags)
         )

@@ -8,7 +8,7 @@ and cuLibraryGetKernel would, so that a checkpoint keeps them like any other.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from cricket_server.backends.base import (
@@ -31,6 +31,7 @@ from cricket_server.session_core import STREAM_LEGACY, STREAM_PER_THREAD
 from cricket_server.session_flags import SA_MEM_SYNC_DOMAIN, SA_SYNCHRONIZATION_POLICY
 from cricket_server.session_memory import Span
 from cricket_server.session_modules import SessionModules
+from cricket_server.stream_mem_ops import StreamMemOp, check_op, value_size
 from rpc_spec.handles import COUNTER_MASK
 
 __all__ = ["SessionTail", "stream_id"]
@@ -56,7 +57,7 @@ class SessionTail(SessionModules):
     cuKernelGetLibrary, cuFuncGetModule, cuFuncIsLoaded/Load, cuModuleGetLoadingMode,
     cuCtxGetDevice_v2, cuCtxGetApiVersion/GetId/RecordEvent/WaitEvent/GetSharedMemConfig/SetSharedMemConfig,
     cuFuncSetSharedMemConfig, cuStreamGetCtx/GetId/GetDevice/CopyAttributes,
-    cuDeviceGetTexture1DLinearMaxWidth, cuMemsetD2D8/16/32(Async)."""
+    cuDeviceGetTexture1DLinearMaxWidth, cuMemsetD2D8/16/32(Async), cuStreamBatchMemOp."""
 
     # from the session's other mixins (SessionRuntime, SessionGraphs, SessionStreams,
     # SessionFlags)
@@ -251,3 +252,24 @@ class SessionTail(SessionModules):
         for r in range(height):
             self.bsession.memset(dst + r * pitch, value & mask, size, width, obj)
         return None
+
+    def stream_mem_ops(self, stream: int, ops: Sequence[StreamMemOp], flags: int) -> None:
+        """cuStreamBatchMemOp: every operation checked (its address in the session's
+        memory) before any runs."""
+        call = "cuStreamBatchMemOp"
+        self.current(call)
+        if flags:
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{call}: flags must be 0, got {flags}")
+        if self._capture_of(stream) is not None:
+            raise CudaError(
+                CUDA_ERROR_NOT_SUPPORTED,
+                f"{call}: stream memory operations in a stream capture (batch memory operation "
+                "nodes) are not supported remotely",
+            )
+        obj = self._stream(call, stream)
+        for m in ops:
+            check_op(call, m)
+            size = value_size(m.op)
+            if size:
+                self.memory.span(call, m.address, size)
+        self.bsession.stream_mem_ops(obj, ops)

@@ -28,6 +28,7 @@ __all__ = [
     'MAX_GRAPH_NODES',
     'MAX_LINK_INPUTS',
     'MAX_MODULE_FUNCTIONS',
+    'MAX_STREAM_MEM_OPS',
     'CRICKET_PROG',
     'CRICKET_V1',
     'HELLO',
@@ -223,6 +224,7 @@ __all__ = [
     'CU_FUNC_SET_SHARED_MEM_CONFIG',
     'CU_CTX_GET_DEVICE_V2',
     'CU_MEMSET_D2D',
+    'CU_STREAM_BATCH_MEM_OP',
     'int_result',
     'u64_result',
     'handle_result',
@@ -298,6 +300,7 @@ __all__ = [
     'linked_image',
     'link_result',
     'handle_list_result',
+    'stream_mem_op',
     'cu_ptr',
     'cu_handle',
     'mem_data',
@@ -312,6 +315,7 @@ __all__ = [
     'mem_access_list',
     'link_input_list',
     'handle_list',
+    'stream_mem_op_list',
     'xdr_int_result',
     'xdr_u64_result',
     'xdr_handle_result',
@@ -387,6 +391,7 @@ __all__ = [
     'xdr_linked_image',
     'xdr_link_result',
     'xdr_handle_list_result',
+    'xdr_stream_mem_op',
     'xdr_cu_ptr',
     'xdr_cu_handle',
     'xdr_mem_data',
@@ -401,6 +406,7 @@ __all__ = [
     'xdr_mem_access_list',
     'xdr_link_input_list',
     'xdr_handle_list',
+    'xdr_stream_mem_op_list',
     'CRICKET_V1_Client',
     'CRICKET_V1_Server',
 ]
@@ -418,6 +424,7 @@ MAX_DEVICE_ATTRS = 256
 MAX_GRAPH_NODES = 65536
 MAX_LINK_INPUTS = 1024
 MAX_MODULE_FUNCTIONS = 65536
+MAX_STREAM_MEM_OPS = 256
 CRICKET_PROG = 0x20c0ffee
 CRICKET_V1 = 1
 HELLO = 1
@@ -613,6 +620,7 @@ CU_CTX_SET_SHARED_MEM_CONFIG = 740
 CU_FUNC_SET_SHARED_MEM_CONFIG = 741
 CU_CTX_GET_DEVICE_V2 = 742
 CU_MEMSET_D2D = 750
+CU_STREAM_BATCH_MEM_OP = 751
 
 
 @_dc.dataclass(slots=True)
@@ -2460,6 +2468,38 @@ class handle_list_result:
         return xdr_handle_list_result.decode(data)  # type: ignore[no-any-return]
 
 
+@_dc.dataclass(slots=True)
+class stream_mem_op:
+    """struct stream_mem_op."""
+
+    op: int
+    flags: int
+    address: cu_ptr
+    value: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        try:
+            return _xdr_stream_mem_op__S0(self.op, self.flags, self.address, self.value)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_stream_mem_op.diagnose(self, e)) from None
+
+    @classmethod
+    def decode(cls, data: Any) -> stream_mem_op:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        try:
+            a0_0, a0_1, a0_2, a0_3, = _xdr_stream_mem_op__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('stream_mem_op', 24, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct stream_mem_op: %s is not a declared enum value' % e) from None
+        return stream_mem_op(a0_0, a0_1, a0_2, a0_3)
+
+
 # Codecs, named like rpcgen's C functions.
 xdr_int_result = _xdr.Union('int_result')
 xdr_u64_result = _xdr.Union('u64_result')
@@ -2536,6 +2576,7 @@ xdr_link_input = _xdr.Struct('link_input')
 xdr_linked_image = _xdr.Struct('linked_image')
 xdr_link_result = _xdr.Union('link_result')
 xdr_handle_list_result = _xdr.Union('handle_list_result')
+xdr_stream_mem_op = _xdr.Struct('stream_mem_op')
 xdr_cu_ptr = _xdr.xdr_u_hyper
 xdr_cu_handle = _xdr.xdr_u_hyper
 xdr_mem_data = _xdr.VarOpaque(None)
@@ -2550,6 +2591,7 @@ xdr_graph_node_list = _xdr.VarArray(xdr_cu_handle, MAX_GRAPH_NODES)
 xdr_mem_access_list = _xdr.VarArray(xdr_mem_access_desc, MAX_ATTRS)
 xdr_link_input_list = _xdr.VarArray(xdr_link_input, MAX_LINK_INPUTS)
 xdr_handle_list = _xdr.VarArray(xdr_cu_handle, MAX_MODULE_FUNCTIONS)
+xdr_stream_mem_op_list = _xdr.VarArray(xdr_stream_mem_op, MAX_STREAM_MEM_OPS)
 
 
 _xdr_int_pair__st0 = _struct.Struct('>ii')
@@ -3656,6 +3698,32 @@ def _xdr_linked_image__unpack(dec: _xdr.Decoder) -> linked_image:
     return linked_image(f0, f1)
 
 
+_xdr_stream_mem_op__st0 = _struct.Struct('>iIQQ')
+_xdr_stream_mem_op__S0, _xdr_stream_mem_op__U0 = _xdr_stream_mem_op__st0.pack, _xdr_stream_mem_op__st0.unpack_from
+_xdr_stream_mem_op__W0 = _xdr_stream_mem_op__st0.unpack
+
+
+def _xdr_stream_mem_op__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_stream_mem_op__S0(v.op, v.flags, v.address, v.value)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_stream_mem_op.diagnose(v, e)) from None
+
+
+def _xdr_stream_mem_op__unpack(dec: _xdr.Decoder) -> stream_mem_op:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, = _xdr_stream_mem_op__U0(dec.mv, pos)
+        dec.pos = pos + 24
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct stream_mem_op: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct stream_mem_op: %s is not a declared enum value' % e) from None
+    return stream_mem_op(a0_0, a0_1, a0_2, a0_3)
+
+
 xdr_int_result.define(
     int_result,
     'err',
@@ -4410,6 +4478,17 @@ xdr_handle_list_result.define(
     ],
     default=_xdr.xdr_void,
 )
+xdr_stream_mem_op.define(
+    stream_mem_op,
+    [
+        ('op', _xdr.xdr_int),
+        ('flags', _xdr.xdr_u_int),
+        ('address', xdr_cu_ptr),
+        ('value', _xdr.xdr_u_hyper),
+    ],
+    coders=(_xdr_stream_mem_op__pack, _xdr_stream_mem_op__unpack),
+    whole=(stream_mem_op.encode, stream_mem_op.decode),
+)
 
 # What the struct coders call: enum members, the functions of other codecs.
 _xdr_hello_args__p1 = xdr_hello_args.fields[1][1].packer()
@@ -4486,6 +4565,7 @@ graph_node_list = list
 mem_access_list = list
 link_input_list = list
 handle_list = list
+stream_mem_op_list = list
 
 # Codecs of procedure arguments and results without a name of their own.
 _codec1 = _xdr.String(MAX_NAME)
@@ -8749,6 +8829,24 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 750, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
+    def CU_STREAM_BATCH_MEM_OP(self, arg1: cu_handle, arg2: stream_mem_op_list, arg3: int, *, timeout: float | None = None) -> int:
+        """Call CU_STREAM_BATCH_MEM_OP (751) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_stream_mem_op_list.pack(_enc, arg2)
+        _xdr.xdr_u_int.pack(_enc, arg3)
+        body = self._rpc.call(0x20c0ffee, 1, 751, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_STREAM_BATCH_MEM_OP_async(self, arg1: cu_handle, arg2: stream_mem_op_list, arg3: int) -> _Pending:
+        """Send CU_STREAM_BATCH_MEM_OP (751); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_stream_mem_op_list.pack(_enc, arg2)
+        _xdr.xdr_u_int.pack(_enc, arg3)
+        call = self._rpc.call_async(0x20c0ffee, 1, 751, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
 
 class CRICKET_V1_Server:
     """Service of program CRICKET_PROG version CRICKET_V1: subclass it, override what
@@ -9709,6 +9807,11 @@ class CRICKET_V1_Server:
             _Facts(pipelined=True, replay='replay', handles=((6, ('stream',)),)),
             plan=_Plan(encode_args=_plan_a39_encode_args, decode_args=_plan_a39_decode_args, decode_reply=_xdr_plan_status),
         ),
+        751: _Procedure(
+            751, 'CU_STREAM_BATCH_MEM_OP', (xdr_cu_handle, xdr_stream_mem_op_list, _xdr.xdr_u_int), _xdr.xdr_int,
+            _Facts(pipelined=True, replay='replay', handles=((0, ('stream',)),)),
+            plan=_Plan(decode_reply=_xdr_plan_status),
+        ),
     }
 
     def HELLO(self, ctx: Any, arg1: hello_args) -> hello_result:
@@ -10483,6 +10586,10 @@ class CRICKET_V1_Server:
         """CU_MEMSET_D2D (750): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_MEMSET_D2D")
 
+    def CU_STREAM_BATCH_MEM_OP(self, ctx: Any, arg1: cu_handle, arg2: stream_mem_op_list, arg3: int) -> int:
+        """CU_STREAM_BATCH_MEM_OP (751): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_STREAM_BATCH_MEM_OP")
+
 
 # Every codec is built now, at import (none is built while threads use it).
 _xdr.ready_all(
@@ -10561,6 +10668,7 @@ _xdr.ready_all(
     xdr_linked_image,
     xdr_link_result,
     xdr_handle_list_result,
+    xdr_stream_mem_op,
     xdr_cu_ptr,
     xdr_cu_handle,
     xdr_mem_data,
@@ -10575,5 +10683,6 @@ _xdr.ready_all(
     xdr_mem_access_list,
     xdr_link_input_list,
     xdr_handle_list,
+    xdr_stream_mem_op_list,
     _codec1,
 )

@@ -23,7 +23,7 @@ import abc
 import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from cricket_server.graphs import ExecNode
@@ -495,6 +495,11 @@ class BackendSession(abc.ABC):
     def func_set_shared_mem_config(self, func: object, config: int) -> None:
         """cuFuncSetSharedMemConfig. Default: as ctx_set_shared_mem_config."""
         check_shared_config("cuFuncSetSharedMemConfig", config)
+
+    def stream_mem_ops(self, stream: object | None, ops: Sequence[Any]) -> None:
+        """cuStreamBatchMemOp: checked `cricket_server.stream_mem_ops.StreamMemOp`s, in
+        order on `stream`."""
+        raise not_supported("cuStreamBatchMemOp")
 
     def ctx_api_version(self) -> int:
         """cuCtxGetApiVersion of the current device's context. Default: 3020, what CUDA

@@ -253,6 +253,7 @@ BACKEND_NEEDS: dict[str, tuple[str, ...]] = {
     "CU_FUNC_SET_SHARED_MEM_CONFIG": ("func_set_shared_mem_config", "kernel_get_function"),
     "CU_CTX_GET_DEVICE_V2": (),
     "CU_MEMSET_D2D": ("memset",),
+    "CU_STREAM_BATCH_MEM_OP": ("stream_mem_ops",),
 }
 
 BACKENDS: dict[str, tuple[type[Backend], type[BackendSession]]] = {

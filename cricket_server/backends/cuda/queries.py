@@ -4,8 +4,10 @@ bank size, events of a whole context and the 1D linear texture width, each asked
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from ... import stream_mem_ops as smo
 from ..base import GlobalInfo
 from ._driver import call, driver, enum_value
 
@@ -18,8 +20,35 @@ def _text(raw: Any) -> str:
     return bytes(raw).split(b"\0", 1)[0].decode()
 
 
+_WAIT_WRITE = {
+    smo.WAIT_32: driver.cuStreamWaitValue32,
+    smo.WAIT_64: driver.cuStreamWaitValue64,
+    smo.WRITE_32: driver.cuStreamWriteValue32,
+    smo.WRITE_64: driver.cuStreamWriteValue64,
+}
+
+
 class CudaQueries:
     _state: Any  # CudaSession: makes the session's device current
+    _stream: Any  # CudaSession: the driver's stream of a backend stream (None: legacy)
+
+    def stream_mem_ops(self, stream: object | None, ops: Sequence[Any]) -> None:
+        """Each operation as its own call on the stream, in order (waits and writes through
+        cuStreamWaitValue/WriteValue, barriers and flushes through cuStreamBatchMemOp)."""
+        self._state()
+        s = self._stream(stream)
+        for m in ops:
+            fn = _WAIT_WRITE.get(m.op)
+            if fn is not None:
+                call(fn, s, driver.CUdeviceptr(m.address), m.value, m.flags)
+                continue
+            params = driver.CUstreamBatchMemOpParams()
+            kind = driver.CUstreamBatchMemOpType(m.op)
+            params.operation = kind
+            arm = params.memoryBarrier if m.op == smo.BARRIER else params.flushRemoteWrites
+            arm.operation = kind
+            arm.flags = m.flags
+            call(driver.cuStreamBatchMemOp, s, 1, [params], 0)
 
     def module_function_names(self, module: object) -> list[str]:
         self._state()

@@ -11,11 +11,14 @@ Address space: client allocations come from `address_space()` (the session layer
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from cricket_server import stream_mem_ops as smo
 from cricket_server.backends.base import (
     CUDA_ERROR_INVALID_DEVICE,
     CUDA_ERROR_INVALID_HANDLE,
@@ -37,7 +40,13 @@ from cricket_server.backends.sim.arrays import SimArrays
 from cricket_server.backends.sim.cubin import KernelInfo, ModuleImage, parse_image
 from cricket_server.backends.sim.devmem import GRANULARITY, KernelMemory, SimChunkBacking, SimMemory
 from cricket_server.backends.sim.graphs import ReplayGraphs
-from cricket_server.backends.sim.kernels import KernelArgs, Launch, find_kernel
+from cricket_server.backends.sim.kernels import (
+    CUDA_ERROR_LAUNCH_TIMEOUT,
+    WAIT_LIMIT_S,
+    KernelArgs,
+    Launch,
+    find_kernel,
+)
 from cricket_server.backends.sim.launch_ex import SimLaunchVariants
 from cricket_server.backends.sim.link import SimLinker
 from cricket_server.backends.sim.streams import (
@@ -384,6 +393,41 @@ class SimSession(SimArrays, SimLaunchVariants, ReplayGraphs, SimVmm, SimLinker, 
 
         if count:
             target.submit(fill)
+
+    def stream_mem_ops(self, stream: object | None, ops: Sequence[Any]) -> None:
+        """In stream order: a write stores its value, a wait polls its address until the
+        condition holds (giving up as a spinning kernel does), barriers and flushes have
+        nothing to order (one coherent memory)."""
+        call = "cuStreamBatchMemOp"
+        target = self._stream(stream, call)
+        target.context.check()
+        for m in ops:
+            size = smo.value_size(m.op)
+            if size:
+                self.memory.check(m.address, size, call)
+        cancelled = target.context.cancelled
+
+        def run() -> None:
+            for m in ops:
+                size = smo.value_size(m.op)
+                dtype = np.uint32 if size == 4 else np.uint64
+                if m.op in (smo.WRITE_32, smo.WRITE_64):
+                    self.memory.write(m.address, np.array([m.value], dtype=dtype), what=call)
+                elif m.op in (smo.WAIT_32, smo.WAIT_64):
+                    deadline = time.monotonic() + WAIT_LIMIT_S
+                    while not smo.wait_satisfied(
+                        m.flags, size, int(np.frombuffer(self.memory.read(m.address, size, what=call), dtype)[0]), m.value
+                    ):
+                        if cancelled.wait(0.0005):
+                            return
+                        if time.monotonic() > deadline:
+                            raise CudaError(
+                                CUDA_ERROR_LAUNCH_TIMEOUT,
+                                f"{call}: the value at {m.address:#x} did not meet the wait in {WAIT_LIMIT_S:.0f} s",
+                            )
+
+        if ops:
+            target.submit(run)
 
     def mem_get_info(self) -> tuple[int, int]:
         device = self.backend.device(self._dev)
