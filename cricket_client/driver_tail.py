@@ -12,6 +12,7 @@ that device.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 from collections.abc import Sequence
@@ -33,6 +34,10 @@ from .connection import Connection
 from .runtime_types import Struct
 
 __all__ = [
+    "CUtensorMap",
+    "cuTensorMapEncodeIm2col",
+    "cuTensorMapEncodeTiled",
+    "cuTensorMapReplaceAddress",
     "CUDA_MEMCPY3D_PEER",
     "cuMemcpy3DPeer",
     "cuMemcpy3DPeerAsync",
@@ -522,3 +527,101 @@ def cuStreamBatchMemOp(stream: Any, count: int, paramArray: Sequence[Any] | None
             _conn(), _INVALID_VALUE, f"cuStreamBatchMemOp: count {n} but {len(params)} operations given", 0
         )
     return _mem_ops("cuStreamBatchMemOp", stream, [_mem_op(p) for p in params[:n]], flags)
+
+
+# -- tensor maps -----------------------------------------------------------------------------
+
+_TENSOR_MAP_WORDS = 16  # 128 bytes
+
+
+class CUtensorMap(ctypes.Structure):
+    """A Hopper tensor map: 128 bytes the server's driver encodes. A kernel takes it by value
+    (pass it with type None, as a ctypes structure)."""
+
+    _fields_ = [("_words", ctypes.c_uint64 * _TENSOR_MAP_WORDS)]
+
+    @property
+    def opaque(self) -> list[Any]:
+        from .plain_types import cuuint64_t
+
+        return [cuuint64_t(int(w)) for w in self._words]
+
+    @opaque.setter
+    def opaque(self, values: Sequence[Any]) -> None:
+        words = [as_int(v) for v in values]
+        if len(words) != _TENSOR_MAP_WORDS:
+            raise ValueError(f"CUtensorMap.opaque takes {_TENSOR_MAP_WORDS} values, got {len(words)}")
+        self._words[:] = words
+
+    def getPtr(self) -> int:
+        return ctypes.addressof(self)
+
+    def _set(self, raw: bytes) -> None:
+        ctypes.memmove(ctypes.addressof(self), raw, ctypes.sizeof(self))
+
+
+def _ints(values: Sequence[Any] | None) -> list[int]:
+    return [as_int(v) for v in (values or [])]
+
+
+def _encode(call: str, kind: int, tensorDataType: Any, tensorRank: Any, globalAddress: Any,
+            globalDim: Any, globalStrides: Any, elementStrides: Any, interleave: Any, swizzle: Any,
+            l2Promotion: Any, oobFill: Any, **im2col_or_tiled: Any) -> tuple[Any, CUtensorMap | None]:  # fmt: skip
+    conn = _conn()
+    fields = {
+        "box_dim": [], "lower_corner": [], "upper_corner": [],
+        "channels_per_pixel": 0, "pixels_per_column": 0, **im2col_or_tiled,
+    }  # fmt: skip
+    args = conn.proto.tensor_map_args(
+        kind=kind, data_type=int(tensorDataType), rank=uint(as_int(tensorRank), f"{call}: tensorRank"),
+        address=_handle(globalAddress, "globalAddress"), global_dim=_ints(globalDim),
+        global_strides=_ints(globalStrides), element_strides=_ints(elementStrides),
+        interleave=int(interleave), swizzle=int(swizzle), l2_promotion=int(l2Promotion),
+        oob_fill=int(oobFill), **fields,
+    )  # fmt: skip
+    err, r = conn.sync("CU_TENSOR_MAP_ENCODE", args)
+    if err:
+        return _out(err, None)
+    made = CUtensorMap()
+    made._set(bytes(r.value))
+    return (_SUCCESS, made)
+
+
+def cuTensorMapEncodeTiled(
+    tensorDataType: Any, tensorRank: Any, globalAddress: Any, globalDim: Any, globalStrides: Any,
+    boxDim: Any, elementStrides: Any, interleave: Any, swizzle: Any, l2Promotion: Any, oobFill: Any,
+) -> tuple[Any, CUtensorMap | None]:  # fmt: skip
+    return _encode(
+        "cuTensorMapEncodeTiled", 0, tensorDataType, tensorRank, globalAddress, globalDim,
+        globalStrides, elementStrides, interleave, swizzle, l2Promotion, oobFill,
+        box_dim=_ints(boxDim),
+    )  # fmt: skip
+
+
+def cuTensorMapEncodeIm2col(
+    tensorDataType: Any, tensorRank: Any, globalAddress: Any, globalDim: Any, globalStrides: Any,
+    pixelBoxLowerCorner: Any, pixelBoxUpperCorner: Any, channelsPerPixel: Any,
+    pixelsPerColumn: Any, elementStrides: Any, interleave: Any, swizzle: Any, l2Promotion: Any,
+    oobFill: Any,
+) -> tuple[Any, CUtensorMap | None]:  # fmt: skip
+    call = "cuTensorMapEncodeIm2col"
+    return _encode(
+        call, 1, tensorDataType, tensorRank, globalAddress, globalDim, globalStrides,
+        elementStrides, interleave, swizzle, l2Promotion, oobFill,
+        lower_corner=[int(v) for v in pixelBoxLowerCorner or []],
+        upper_corner=[int(v) for v in pixelBoxUpperCorner or []],
+        channels_per_pixel=uint(as_int(channelsPerPixel), f"{call}: channelsPerPixel"),
+        pixels_per_column=uint(as_int(pixelsPerColumn), f"{call}: pixelsPerColumn"),
+    )  # fmt: skip
+
+
+def cuTensorMapReplaceAddress(tensorMap: Any, globalAddress: Any) -> tuple[Any]:
+    """The caller's CUtensorMap is changed in place, as locally."""
+    conn = _conn()
+    if not isinstance(tensorMap, CUtensorMap):
+        return _fail(conn, _INVALID_VALUE, "cuTensorMapReplaceAddress: tensorMap is not a CUtensorMap", 0)  # type: ignore[return-value]
+    err, r = conn.sync("CU_TENSOR_MAP_REPLACE_ADDRESS", bytes(tensorMap), _handle(globalAddress, "globalAddress"))
+    if err:
+        return _out(err)  # type: ignore[return-value]
+    tensorMap._set(bytes(r.value))
+    return (_SUCCESS,)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from cricket_server.stream_mem_ops import StreamMemOp
+from cricket_server.tensor_maps import TensorMapRequest
 from rpc_spec import cricket_rpc as proto
 
 if TYPE_CHECKING:
@@ -150,4 +151,28 @@ class TailProcedures:
         checked = [StreamMemOp(int(m.op), int(m.flags), int(m.address), int(m.value)) for m in ops]
         return self._status(
             ctx, "cuStreamBatchMemOp", lambda s: s.stream_mem_ops(stream, checked, flags)
+        )
+
+    def CU_TENSOR_MAP_ENCODE(self, ctx: Any, a: Any) -> proto.tensor_map_result:
+        request = TensorMapRequest(
+            kind=int(a.kind), data_type=int(a.data_type), rank=int(a.rank), address=int(a.address),
+            global_dim=tuple(a.global_dim), global_strides=tuple(a.global_strides),
+            box_dim=tuple(a.box_dim), lower_corner=tuple(a.lower_corner),
+            upper_corner=tuple(a.upper_corner), channels_per_pixel=int(a.channels_per_pixel),
+            pixels_per_column=int(a.pixels_per_column), element_strides=tuple(a.element_strides),
+            interleave=int(a.interleave), swizzle=int(a.swizzle),
+            l2_promotion=int(a.l2_promotion), oob_fill=int(a.oob_fill),
+        )  # fmt: skip
+        return self._result(
+            proto.tensor_map_result, ctx, request.call, lambda s: s.tensor_map_encode(request)
+        )
+
+    def CU_TENSOR_MAP_REPLACE_ADDRESS(
+        self, ctx: Any, tensor_map: bytes, address: int
+    ) -> proto.tensor_map_result:
+        return self._result(
+            proto.tensor_map_result,
+            ctx,
+            "cuTensorMapReplaceAddress",
+            lambda s: s.tensor_map_replace_address(tensor_map, address),
         )

@@ -32,6 +32,7 @@ from cricket_server.session_flags import SA_MEM_SYNC_DOMAIN, SA_SYNCHRONIZATION_
 from cricket_server.session_memory import Span
 from cricket_server.session_modules import SessionModules
 from cricket_server.stream_mem_ops import StreamMemOp, check_op, value_size
+from cricket_server.tensor_maps import TENSOR_MAP_BYTES, TensorMapRequest, tensor_extent
 from rpc_spec.handles import COUNTER_MASK
 
 __all__ = ["SessionTail", "stream_id"]
@@ -57,7 +58,8 @@ class SessionTail(SessionModules):
     cuKernelGetLibrary, cuFuncGetModule, cuFuncIsLoaded/Load, cuModuleGetLoadingMode,
     cuCtxGetDevice_v2, cuCtxGetApiVersion/GetId/RecordEvent/WaitEvent/GetSharedMemConfig/SetSharedMemConfig,
     cuFuncSetSharedMemConfig, cuStreamGetCtx/GetId/GetDevice/CopyAttributes,
-    cuDeviceGetTexture1DLinearMaxWidth, cuMemsetD2D8/16/32(Async), cuStreamBatchMemOp."""
+    cuDeviceGetTexture1DLinearMaxWidth, cuMemsetD2D8/16/32(Async), cuStreamBatchMemOp,
+    cuTensorMapEncodeTiled/Im2col, cuTensorMapReplaceAddress."""
 
     # from the session's other mixins (SessionRuntime, SessionGraphs, SessionStreams,
     # SessionFlags)
@@ -273,3 +275,19 @@ class SessionTail(SessionModules):
             if size:
                 self.memory.span(call, m.address, size)
         self.bsession.stream_mem_ops(obj, ops)
+
+    # -- tensor maps ------------------------------------------------------------------------
+    def tensor_map_encode(self, request: TensorMapRequest) -> bytes:
+        """The whole tensor must lie in the session's memory; the driver checks the rest."""
+        call = request.call
+        self.current(call)
+        self.memory.span(call, request.address, tensor_extent(request))
+        return self.bsession.tensor_map_encode(request)
+
+    def tensor_map_replace_address(self, tensor_map: bytes, address: int) -> bytes:
+        call = "cuTensorMapReplaceAddress"
+        self.current(call)
+        if len(tensor_map) != TENSOR_MAP_BYTES:
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{call}: a tensor map is {TENSOR_MAP_BYTES} bytes")
+        self.memory.span(call, address, 1)
+        return self.bsession.tensor_map_replace_address(bytes(tensor_map), address)

@@ -29,6 +29,8 @@ __all__ = [
     'MAX_LINK_INPUTS',
     'MAX_MODULE_FUNCTIONS',
     'MAX_STREAM_MEM_OPS',
+    'TENSOR_MAP_BYTES',
+    'MAX_TENSOR_RANK',
     'CRICKET_PROG',
     'CRICKET_V1',
     'HELLO',
@@ -225,6 +227,8 @@ __all__ = [
     'CU_CTX_GET_DEVICE_V2',
     'CU_MEMSET_D2D',
     'CU_STREAM_BATCH_MEM_OP',
+    'CU_TENSOR_MAP_ENCODE',
+    'CU_TENSOR_MAP_REPLACE_ADDRESS',
     'int_result',
     'u64_result',
     'handle_result',
@@ -301,6 +305,8 @@ __all__ = [
     'link_result',
     'handle_list_result',
     'stream_mem_op',
+    'tensor_map_args',
+    'tensor_map_result',
     'cu_ptr',
     'cu_handle',
     'mem_data',
@@ -316,6 +322,7 @@ __all__ = [
     'link_input_list',
     'handle_list',
     'stream_mem_op_list',
+    'tensor_map',
     'xdr_int_result',
     'xdr_u64_result',
     'xdr_handle_result',
@@ -392,6 +399,8 @@ __all__ = [
     'xdr_link_result',
     'xdr_handle_list_result',
     'xdr_stream_mem_op',
+    'xdr_tensor_map_args',
+    'xdr_tensor_map_result',
     'xdr_cu_ptr',
     'xdr_cu_handle',
     'xdr_mem_data',
@@ -407,6 +416,7 @@ __all__ = [
     'xdr_link_input_list',
     'xdr_handle_list',
     'xdr_stream_mem_op_list',
+    'xdr_tensor_map',
     'CRICKET_V1_Client',
     'CRICKET_V1_Server',
 ]
@@ -425,6 +435,8 @@ MAX_GRAPH_NODES = 65536
 MAX_LINK_INPUTS = 1024
 MAX_MODULE_FUNCTIONS = 65536
 MAX_STREAM_MEM_OPS = 256
+TENSOR_MAP_BYTES = 128
+MAX_TENSOR_RANK = 5
 CRICKET_PROG = 0x20c0ffee
 CRICKET_V1 = 1
 HELLO = 1
@@ -621,6 +633,8 @@ CU_FUNC_SET_SHARED_MEM_CONFIG = 741
 CU_CTX_GET_DEVICE_V2 = 742
 CU_MEMSET_D2D = 750
 CU_STREAM_BATCH_MEM_OP = 751
+CU_TENSOR_MAP_ENCODE = 760
+CU_TENSOR_MAP_REPLACE_ADDRESS = 761
 
 
 @_dc.dataclass(slots=True)
@@ -2500,6 +2514,58 @@ class stream_mem_op:
         return stream_mem_op(a0_0, a0_1, a0_2, a0_3)
 
 
+@_dc.dataclass(slots=True)
+class tensor_map_args:
+    """struct tensor_map_args."""
+
+    kind: int
+    data_type: int
+    rank: int
+    address: cu_ptr
+    global_dim: list[int]
+    global_strides: list[int]
+    box_dim: list[int]
+    lower_corner: list[int]
+    upper_corner: list[int]
+    channels_per_pixel: int
+    pixels_per_column: int
+    element_strides: list[int]
+    interleave: int
+    swizzle: int
+    l2_promotion: int
+    oob_fill: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_tensor_map_args.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> tensor_map_args:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_tensor_map_args.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class tensor_map_result:
+    """union tensor_map_result: ``err`` selects the arm; ``value`` holds its value."""
+
+    err: int
+    value: Any = None
+
+    map = _xdr.arm_property(
+        'tensor_map_result', 'map', 'err', frozenset([0]), frozenset([0])
+    )
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_tensor_map_result.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> tensor_map_result:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_tensor_map_result.decode(data)  # type: ignore[no-any-return]
+
+
 # Codecs, named like rpcgen's C functions.
 xdr_int_result = _xdr.Union('int_result')
 xdr_u64_result = _xdr.Union('u64_result')
@@ -2577,6 +2643,8 @@ xdr_linked_image = _xdr.Struct('linked_image')
 xdr_link_result = _xdr.Union('link_result')
 xdr_handle_list_result = _xdr.Union('handle_list_result')
 xdr_stream_mem_op = _xdr.Struct('stream_mem_op')
+xdr_tensor_map_args = _xdr.Struct('tensor_map_args')
+xdr_tensor_map_result = _xdr.Union('tensor_map_result')
 xdr_cu_ptr = _xdr.xdr_u_hyper
 xdr_cu_handle = _xdr.xdr_u_hyper
 xdr_mem_data = _xdr.VarOpaque(None)
@@ -2592,6 +2660,7 @@ xdr_mem_access_list = _xdr.VarArray(xdr_mem_access_desc, MAX_ATTRS)
 xdr_link_input_list = _xdr.VarArray(xdr_link_input, MAX_LINK_INPUTS)
 xdr_handle_list = _xdr.VarArray(xdr_cu_handle, MAX_MODULE_FUNCTIONS)
 xdr_stream_mem_op_list = _xdr.VarArray(xdr_stream_mem_op, MAX_STREAM_MEM_OPS)
+xdr_tensor_map = _xdr.FixedOpaque(TENSOR_MAP_BYTES)
 
 
 _xdr_int_pair__st0 = _struct.Struct('>ii')
@@ -3724,6 +3793,55 @@ def _xdr_stream_mem_op__unpack(dec: _xdr.Decoder) -> stream_mem_op:
     return stream_mem_op(a0_0, a0_1, a0_2, a0_3)
 
 
+_xdr_tensor_map_args__st0 = _struct.Struct('>iiIQ')
+_xdr_tensor_map_args__S0, _xdr_tensor_map_args__U0 = _xdr_tensor_map_args__st0.pack, _xdr_tensor_map_args__st0.unpack_from
+_xdr_tensor_map_args__st6 = _struct.Struct('>II')
+_xdr_tensor_map_args__S6, _xdr_tensor_map_args__U6 = _xdr_tensor_map_args__st6.pack, _xdr_tensor_map_args__st6.unpack_from
+_xdr_tensor_map_args__st8 = _struct.Struct('>iiii')
+_xdr_tensor_map_args__S8, _xdr_tensor_map_args__U8 = _xdr_tensor_map_args__st8.pack, _xdr_tensor_map_args__st8.unpack_from
+
+
+def _xdr_tensor_map_args__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_tensor_map_args__S0(v.kind, v.data_type, v.rank, v.address)
+        _xdr_tensor_map_args__p4(enc, v.global_dim)
+        _xdr_tensor_map_args__p5(enc, v.global_strides)
+        _xdr_tensor_map_args__p6(enc, v.box_dim)
+        _xdr_tensor_map_args__p7(enc, v.lower_corner)
+        _xdr_tensor_map_args__p8(enc, v.upper_corner)
+        enc.buf += _xdr_tensor_map_args__S6(v.channels_per_pixel, v.pixels_per_column)
+        _xdr_tensor_map_args__p11(enc, v.element_strides)
+        enc.buf += _xdr_tensor_map_args__S8(v.interleave, v.swizzle, v.l2_promotion, v.oob_fill)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_tensor_map_args.diagnose(v, e)) from None
+
+
+def _xdr_tensor_map_args__unpack(dec: _xdr.Decoder) -> tensor_map_args:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, = _xdr_tensor_map_args__U0(dec.mv, pos)
+        dec.pos = pos + 20
+        f4 = _xdr_tensor_map_args__u4(dec)
+        f5 = _xdr_tensor_map_args__u5(dec)
+        f6 = _xdr_tensor_map_args__u6(dec)
+        f7 = _xdr_tensor_map_args__u7(dec)
+        f8 = _xdr_tensor_map_args__u8(dec)
+        pos = dec.pos
+        a9_0, a9_1, = _xdr_tensor_map_args__U6(dec.mv, pos)
+        dec.pos = pos + 8
+        f11 = _xdr_tensor_map_args__u11(dec)
+        pos = dec.pos
+        a12_0, a12_1, a12_2, a12_3, = _xdr_tensor_map_args__U8(dec.mv, pos)
+        dec.pos = pos + 16
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct tensor_map_args: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct tensor_map_args: %s is not a declared enum value' % e) from None
+    return tensor_map_args(a0_0, a0_1, a0_2, a0_3, f4, f5, f6, f7, f8, a9_0, a9_1, f11, a12_0, a12_1, a12_2, a12_3)
+
+
 xdr_int_result.define(
     int_result,
     'err',
@@ -4489,6 +4607,37 @@ xdr_stream_mem_op.define(
     coders=(_xdr_stream_mem_op__pack, _xdr_stream_mem_op__unpack),
     whole=(stream_mem_op.encode, stream_mem_op.decode),
 )
+xdr_tensor_map_args.define(
+    tensor_map_args,
+    [
+        ('kind', _xdr.xdr_int),
+        ('data_type', _xdr.xdr_int),
+        ('rank', _xdr.xdr_u_int),
+        ('address', xdr_cu_ptr),
+        ('global_dim', _xdr.VarArray(_xdr.xdr_u_hyper, MAX_TENSOR_RANK)),
+        ('global_strides', _xdr.VarArray(_xdr.xdr_u_hyper, MAX_TENSOR_RANK)),
+        ('box_dim', _xdr.VarArray(_xdr.xdr_u_int, MAX_TENSOR_RANK)),
+        ('lower_corner', _xdr.VarArray(_xdr.xdr_int, MAX_TENSOR_RANK)),
+        ('upper_corner', _xdr.VarArray(_xdr.xdr_int, MAX_TENSOR_RANK)),
+        ('channels_per_pixel', _xdr.xdr_u_int),
+        ('pixels_per_column', _xdr.xdr_u_int),
+        ('element_strides', _xdr.VarArray(_xdr.xdr_u_int, MAX_TENSOR_RANK)),
+        ('interleave', _xdr.xdr_int),
+        ('swizzle', _xdr.xdr_int),
+        ('l2_promotion', _xdr.xdr_int),
+        ('oob_fill', _xdr.xdr_int),
+    ],
+    coders=(_xdr_tensor_map_args__pack, _xdr_tensor_map_args__unpack),
+)
+xdr_tensor_map_result.define(
+    tensor_map_result,
+    'err',
+    _xdr.xdr_int,
+    [
+        ((0,), xdr_tensor_map),
+    ],
+    default=_xdr.xdr_void,
+)
 
 # What the struct coders call: enum members, the functions of other codecs.
 _xdr_hello_args__p1 = xdr_hello_args.fields[1][1].packer()
@@ -4549,6 +4698,18 @@ _xdr_linked_image__p0 = xdr_linked_image.fields[0][1].packer()
 _xdr_linked_image__u0 = xdr_linked_image.fields[0][1].unpacker()
 _xdr_linked_image__p1 = xdr_linked_image.fields[1][1].packer()
 _xdr_linked_image__u1 = xdr_linked_image.fields[1][1].unpacker()
+_xdr_tensor_map_args__p4 = xdr_tensor_map_args.fields[4][1].packer()
+_xdr_tensor_map_args__u4 = xdr_tensor_map_args.fields[4][1].unpacker()
+_xdr_tensor_map_args__p5 = xdr_tensor_map_args.fields[5][1].packer()
+_xdr_tensor_map_args__u5 = xdr_tensor_map_args.fields[5][1].unpacker()
+_xdr_tensor_map_args__p6 = xdr_tensor_map_args.fields[6][1].packer()
+_xdr_tensor_map_args__u6 = xdr_tensor_map_args.fields[6][1].unpacker()
+_xdr_tensor_map_args__p7 = xdr_tensor_map_args.fields[7][1].packer()
+_xdr_tensor_map_args__u7 = xdr_tensor_map_args.fields[7][1].unpacker()
+_xdr_tensor_map_args__p8 = xdr_tensor_map_args.fields[8][1].packer()
+_xdr_tensor_map_args__u8 = xdr_tensor_map_args.fields[8][1].unpacker()
+_xdr_tensor_map_args__p11 = xdr_tensor_map_args.fields[11][1].packer()
+_xdr_tensor_map_args__u11 = xdr_tensor_map_args.fields[11][1].unpacker()
 
 # Typedefs: the Python type each name stands for.
 cu_ptr = int
@@ -4566,6 +4727,7 @@ mem_access_list = list
 link_input_list = list
 handle_list = list
 stream_mem_op_list = list
+tensor_map = bytes
 
 # Codecs of procedure arguments and results without a name of their own.
 _codec1 = _xdr.String(MAX_NAME)
@@ -8847,6 +9009,36 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 751, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
+    def CU_TENSOR_MAP_ENCODE(self, arg1: tensor_map_args, *, timeout: float | None = None) -> tensor_map_result:
+        """Call CU_TENSOR_MAP_ENCODE (760) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_tensor_map_args.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 760, _enc.buffers(), timeout=timeout)
+        return xdr_tensor_map_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_TENSOR_MAP_ENCODE_async(self, arg1: tensor_map_args) -> _Pending:
+        """Send CU_TENSOR_MAP_ENCODE (760); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_tensor_map_args.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 760, _enc.buffers())
+        return _Pending(call, xdr_tensor_map_result.decode)
+
+    def CU_TENSOR_MAP_REPLACE_ADDRESS(self, arg1: tensor_map, arg2: cu_ptr, *, timeout: float | None = None) -> tensor_map_result:
+        """Call CU_TENSOR_MAP_REPLACE_ADDRESS (761) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_tensor_map.pack(_enc, arg1)
+        xdr_cu_ptr.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 761, _enc.buffers(), timeout=timeout)
+        return xdr_tensor_map_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_TENSOR_MAP_REPLACE_ADDRESS_async(self, arg1: tensor_map, arg2: cu_ptr) -> _Pending:
+        """Send CU_TENSOR_MAP_REPLACE_ADDRESS (761); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_tensor_map.pack(_enc, arg1)
+        xdr_cu_ptr.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 761, _enc.buffers())
+        return _Pending(call, xdr_tensor_map_result.decode)
+
 
 class CRICKET_V1_Server:
     """Service of program CRICKET_PROG version CRICKET_V1: subclass it, override what
@@ -9812,6 +10004,14 @@ class CRICKET_V1_Server:
             _Facts(pipelined=True, replay='replay', handles=((0, ('stream',)),)),
             plan=_Plan(decode_reply=_xdr_plan_status),
         ),
+        760: _Procedure(
+            760, 'CU_TENSOR_MAP_ENCODE', (xdr_tensor_map_args,), xdr_tensor_map_result,
+            _Facts(replay='readonly'),
+        ),
+        761: _Procedure(
+            761, 'CU_TENSOR_MAP_REPLACE_ADDRESS', (xdr_tensor_map, xdr_cu_ptr), xdr_tensor_map_result,
+            _Facts(replay='readonly'),
+        ),
     }
 
     def HELLO(self, ctx: Any, arg1: hello_args) -> hello_result:
@@ -10590,6 +10790,14 @@ class CRICKET_V1_Server:
         """CU_STREAM_BATCH_MEM_OP (751): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_STREAM_BATCH_MEM_OP")
 
+    def CU_TENSOR_MAP_ENCODE(self, ctx: Any, arg1: tensor_map_args) -> tensor_map_result:
+        """CU_TENSOR_MAP_ENCODE (760): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_TENSOR_MAP_ENCODE")
+
+    def CU_TENSOR_MAP_REPLACE_ADDRESS(self, ctx: Any, arg1: tensor_map, arg2: cu_ptr) -> tensor_map_result:
+        """CU_TENSOR_MAP_REPLACE_ADDRESS (761): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_TENSOR_MAP_REPLACE_ADDRESS")
+
 
 # Every codec is built now, at import (none is built while threads use it).
 _xdr.ready_all(
@@ -10669,6 +10877,8 @@ _xdr.ready_all(
     xdr_link_result,
     xdr_handle_list_result,
     xdr_stream_mem_op,
+    xdr_tensor_map_args,
+    xdr_tensor_map_result,
     xdr_cu_ptr,
     xdr_cu_handle,
     xdr_mem_data,
@@ -10684,5 +10894,6 @@ _xdr.ready_all(
     xdr_link_input_list,
     xdr_handle_list,
     xdr_stream_mem_op_list,
+    xdr_tensor_map,
     _codec1,
 )

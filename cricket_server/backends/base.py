@@ -501,6 +501,20 @@ class BackendSession(abc.ABC):
         order on `stream`."""
         raise not_supported("cuStreamBatchMemOp")
 
+    def tensor_map_encode(self, request: Any) -> bytes:
+        """cuTensorMapEncodeTiled / cuTensorMapEncodeIm2col of a checked
+        `cricket_server.tensor_maps.TensorMapRequest`: the 128-byte CUtensorMap. Default:
+        CUDA_ERROR_NOT_SUPPORTED (a backend without the GPU's tensor memory accelerator has no
+        encoding a map could follow)."""
+        raise not_supported(request.call, "tensor maps are encoded by a Hopper GPU's driver")
+
+    def tensor_map_replace_address(self, tensor_map: bytes, address: int) -> bytes:
+        """cuTensorMapReplaceAddress: the map with its global address replaced. Default:
+        CUDA_ERROR_NOT_SUPPORTED, as tensor_map_encode."""
+        raise not_supported(
+            "cuTensorMapReplaceAddress", "tensor maps are encoded by a Hopper GPU's driver"
+        )
+
     def ctx_api_version(self) -> int:
         """cuCtxGetApiVersion of the current device's context. Default: 3020, what CUDA
         answers for every context made by the current API."""

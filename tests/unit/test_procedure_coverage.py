@@ -254,6 +254,8 @@ BACKEND_NEEDS: dict[str, tuple[str, ...]] = {
     "CU_CTX_GET_DEVICE_V2": (),
     "CU_MEMSET_D2D": ("memset",),
     "CU_STREAM_BATCH_MEM_OP": ("stream_mem_ops",),
+    "CU_TENSOR_MAP_ENCODE": ("tensor_map_encode",),
+    "CU_TENSOR_MAP_REPLACE_ADDRESS": ("tensor_map_replace_address",),
 }
 
 BACKENDS: dict[str, tuple[type[Backend], type[BackendSession]]] = {

@@ -4,6 +4,7 @@ bank size, events of a whole context and the 1D linear texture width, each asked
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 from typing import Any
 
@@ -101,9 +102,48 @@ class CudaQueries:
         value = enum_value(driver.CUsharedconfig, config, "cuFuncSetSharedMemConfig")
         call(driver.cuFuncSetSharedMemConfig, func, value)
 
+    def tensor_map_encode(self, request: Any) -> bytes:
+        self._state()
+        r = request
+        data_type = enum_value(driver.CUtensorMapDataType, r.data_type, r.call)
+        dims = [driver.cuuint64_t(d) for d in r.global_dim]
+        strides = [driver.cuuint64_t(s) for s in r.global_strides]
+        elements = [driver.cuuint32_t(e) for e in r.element_strides]
+        tail = (
+            enum_value(driver.CUtensorMapInterleave, r.interleave, r.call),
+            enum_value(driver.CUtensorMapSwizzle, r.swizzle, r.call),
+            enum_value(driver.CUtensorMapL2promotion, r.l2_promotion, r.call),
+            enum_value(driver.CUtensorMapFloatOOBfill, r.oob_fill, r.call),
+        )
+        if r.kind == 0:
+            boxes = [driver.cuuint32_t(b) for b in r.box_dim]
+            made = call(
+                driver.cuTensorMapEncodeTiled,
+                data_type, r.rank, r.address, dims, strides, boxes, elements, *tail,
+            )  # fmt: skip
+        else:
+            made = call(
+                driver.cuTensorMapEncodeIm2col,
+                data_type, r.rank, r.address, dims, strides, list(r.lower_corner),
+                list(r.upper_corner), r.channels_per_pixel, r.pixels_per_column, elements, *tail,
+            )  # fmt: skip
+        return _map_bytes(made)
+
+    def tensor_map_replace_address(self, tensor_map: bytes, address: int) -> bytes:
+        self._state()
+        made = driver.CUtensorMap()
+        made.opaque = [driver.cuuint64_t(v) for v in struct.unpack("<16Q", tensor_map)]
+        call(driver.cuTensorMapReplaceAddress, made, address)
+        return _map_bytes(made)
+
     def ctx_api_version(self) -> int:
         state = self._state()
         return int(call(driver.cuCtxGetApiVersion, state.context.handle))
+
+
+def _map_bytes(made: Any) -> bytes:
+    """The 128 bytes of a CUtensorMap (16 little-endian 64-bit words)."""
+    return struct.pack("<16Q", *(int(v) for v in made.opaque))
 
 
 def texture_1d_linear_max_width(device: Any, fmt: int, channels: int) -> int:
