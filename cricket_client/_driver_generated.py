@@ -40,6 +40,7 @@ __all__ = [
     "cuCtxSetLimit",
     "cuCtxSetSharedMemConfig",
     "cuCtxSynchronize",
+    "cuCtxSynchronize_v2",
     "cuCtxWaitEvent",
     "cuDeviceGet",
     "cuDeviceGetAttribute",
@@ -506,3 +507,7 @@ def cuCtxGetDevice_v2(ctx: Any) -> tuple[Any, CUdevice | None]:
     if err:
         return _out(err, None)
     return (_SUCCESS, CUdevice(v0))
+
+
+def cuCtxSynchronize_v2(ctx: Any) -> tuple[Any]:
+    return _out(_conn().call("CU_CTX_SYNCHRONIZE_V2", _handle(ctx, "ctx"))[0])

@@ -77,6 +77,9 @@ class TailProcedures:
             proto.int_result, ctx, "cuCtxGetDevice_v2", lambda s: s.ctx_device_of(context)
         )
 
+    def CU_CTX_SYNCHRONIZE_V2(self, ctx: Any, context: int) -> int:
+        return self._status(ctx, "cuCtxSynchronize_v2", lambda s: s.ctx_synchronize_v2(context))
+
     def CU_CTX_GET_ID(self, ctx: Any, context: int) -> proto.u64_result:
         return self._result(proto.u64_result, ctx, "cuCtxGetId", lambda s: s.ctx_get_id(context))
 

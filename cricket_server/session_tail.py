@@ -56,7 +56,7 @@ def stream_id(stream: int, ctx: int) -> int:
 class SessionTail(SessionModules):
     """cuModuleEnumerateFunctions, cuLibraryEnumerateKernels, cuLibraryGetGlobal,
     cuKernelGetLibrary, cuFuncGetModule, cuFuncIsLoaded/Load, cuModuleGetLoadingMode,
-    cuCtxGetDevice_v2, cuCtxGetApiVersion/GetId/RecordEvent/WaitEvent/GetSharedMemConfig/SetSharedMemConfig,
+    cuCtxGetDevice_v2, cuCtxSynchronize_v2, cuCtxGetApiVersion/GetId/RecordEvent/WaitEvent/GetSharedMemConfig/SetSharedMemConfig,
     cuFuncSetSharedMemConfig, cuStreamGetCtx/GetId/GetDevice/CopyAttributes,
     cuDeviceGetTexture1DLinearMaxWidth, cuMemsetD2D8/16/32(Async), cuStreamBatchMemOp,
     cuTensorMapEncodeTiled/Im2col, cuTensorMapReplaceAddress."""
@@ -68,6 +68,7 @@ class SessionTail(SessionModules):
     _event: Callable[[str, int], EventRecord]
     stream_get_attribute: Callable[[int, int], int]
     stream_set_attribute: Callable[[int, int, int], None]
+    ctx_synchronize: Callable[[], None]
 
     # -- modules, libraries, kernels, functions ---------------------------------------------
     def module_enumerate_functions(self, handle: int) -> list[int]:
@@ -159,6 +160,17 @@ class SessionTail(SessionModules):
     def ctx_device_of(self, handle: int) -> int:
         """cuCtxGetDevice_v2."""
         return self._context_or_current("cuCtxGetDevice_v2", handle).dev
+
+    def ctx_synchronize_v2(self, handle: int) -> None:
+        """The current context as cuCtxSynchronize (capture rules included); another one on
+        its device."""
+        call = "cuCtxSynchronize_v2"
+        ctx = self._context_or_current(call, handle)
+        if self._stack and self._stack[-1] == ctx.handle:
+            return self.ctx_synchronize()
+        with self._on_device(ctx.dev):
+            self.bsession.synchronize()
+        return None
 
     def ctx_get_id(self, handle: int) -> int:
         return self._context_or_current("cuCtxGetId", handle).handle & COUNTER_MASK

@@ -225,6 +225,7 @@ __all__ = [
     'CU_CTX_SET_SHARED_MEM_CONFIG',
     'CU_FUNC_SET_SHARED_MEM_CONFIG',
     'CU_CTX_GET_DEVICE_V2',
+    'CU_CTX_SYNCHRONIZE_V2',
     'CU_MEMSET_D2D',
     'CU_STREAM_BATCH_MEM_OP',
     'CU_TENSOR_MAP_ENCODE',
@@ -631,6 +632,7 @@ CU_CTX_GET_SHARED_MEM_CONFIG = 739
 CU_CTX_SET_SHARED_MEM_CONFIG = 740
 CU_FUNC_SET_SHARED_MEM_CONFIG = 741
 CU_CTX_GET_DEVICE_V2 = 742
+CU_CTX_SYNCHRONIZE_V2 = 743
 CU_MEMSET_D2D = 750
 CU_STREAM_BATCH_MEM_OP = 751
 CU_TENSOR_MAP_ENCODE = 760
@@ -8965,6 +8967,20 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 742, _enc.buffers())
         return _Pending(call, xdr_int_result.decode)
 
+    def CU_CTX_SYNCHRONIZE_V2(self, arg1: cu_handle, *, timeout: float | None = None) -> int:
+        """Call CU_CTX_SYNCHRONIZE_V2 (743) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 743, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_CTX_SYNCHRONIZE_V2_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_CTX_SYNCHRONIZE_V2 (743); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 743, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
     def CU_MEMSET_D2D(self, arg1: cu_ptr, arg2: int, arg3: int, arg4: int, arg5: int, arg6: int, arg7: cu_handle, *, timeout: float | None = None) -> int:
         """Call CU_MEMSET_D2D (750) and wait for its result."""
         _enc = _xdr.Encoder()
@@ -9994,6 +10010,11 @@ class CRICKET_V1_Server:
             _Facts(replay='readonly', handles=((0, ('context',)),)),
             plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
         ),
+        743: _Procedure(
+            743, 'CU_CTX_SYNCHRONIZE_V2', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='readonly', handles=((0, ('context',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_xdr_plan_status),
+        ),
         750: _Procedure(
             750, 'CU_MEMSET_D2D', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_int, _xdr.xdr_u_int, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle), _xdr.xdr_int,
             _Facts(pipelined=True, replay='replay', handles=((6, ('stream',)),)),
@@ -10781,6 +10802,10 @@ class CRICKET_V1_Server:
     def CU_CTX_GET_DEVICE_V2(self, ctx: Any, arg1: cu_handle) -> int_result:
         """CU_CTX_GET_DEVICE_V2 (742): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_CTX_GET_DEVICE_V2")
+
+    def CU_CTX_SYNCHRONIZE_V2(self, ctx: Any, arg1: cu_handle) -> int:
+        """CU_CTX_SYNCHRONIZE_V2 (743): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_CTX_SYNCHRONIZE_V2")
 
     def CU_MEMSET_D2D(self, ctx: Any, arg1: cu_ptr, arg2: int, arg3: int, arg4: int, arg5: int, arg6: int, arg7: cu_handle) -> int:
         """CU_MEMSET_D2D (750): not served unless overridden."""

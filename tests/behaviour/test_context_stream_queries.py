@@ -147,3 +147,23 @@ def test_runtime_shared_memory_bank_configuration(rt: cricket_client.Connection)
     assert isinstance(config, cudart.cudaSharedMemConfig)
     assert int(config) == int(check(cuda.cuCtxGetSharedMemConfig()))
     ok(cudart.cudaDeviceSetSharedMemConfig(config))
+
+
+def test_synchronize_a_named_context(session: cricket_client.Connection) -> None:
+    primary = check(cuda.cuCtxGetCurrent())
+    stream = check(cuda.cuStreamCreate(cuda.CUstream_flags.CU_STREAM_NON_BLOCKING))
+    ptr = check(cuda.cuMemAlloc(1 << 20))
+    check(cuda.cuMemsetD8Async(ptr, 0x3C, 1 << 20, stream))
+    check(cuda.cuCtxSynchronize_v2(primary))
+    assert cuda.cuStreamQuery(stream) == (ERR.CUDA_SUCCESS,)
+    out = bytearray(8)
+    check(cuda.cuMemcpyDtoH(out, int(ptr) + (1 << 20) - 8, 8))
+    assert out == b"\x3c" * 8
+    check(cuda.cuCtxSynchronize_v2(None))
+    other = check(cuda.cuCtxCreate(None, 0, check(cuda.cuDeviceGet(0))))
+    check(cuda.cuCtxSetCurrent(primary))
+    check(cuda.cuCtxSynchronize_v2(other))  # not the current one
+    check(cuda.cuCtxDestroy(other))
+    assert cuda.cuCtxSynchronize_v2(other)[0] in (ERR.CUDA_ERROR_INVALID_CONTEXT, ERR.CUDA_ERROR_INVALID_HANDLE)
+    check(cuda.cuMemFree(ptr))
+    check(cuda.cuStreamDestroy(stream))

@@ -252,6 +252,7 @@ BACKEND_NEEDS: dict[str, tuple[str, ...]] = {
     "CU_CTX_SET_SHARED_MEM_CONFIG": ("ctx_set_shared_mem_config",),
     "CU_FUNC_SET_SHARED_MEM_CONFIG": ("func_set_shared_mem_config", "kernel_get_function"),
     "CU_CTX_GET_DEVICE_V2": (),
+    "CU_CTX_SYNCHRONIZE_V2": ("set_device", "synchronize"),
     "CU_MEMSET_D2D": ("memset",),
     "CU_STREAM_BATCH_MEM_OP": ("stream_mem_ops",),
     "CU_TENSOR_MAP_ENCODE": ("tensor_map_encode",),
