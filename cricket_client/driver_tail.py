@@ -143,13 +143,19 @@ def cuModuleGetFunctionCount(mod: Any) -> tuple[Any, int | None]:
     return _out(err, len(handles))
 
 
-def cuModuleEnumerateFunctions(numFunctions: int, mod: Any) -> tuple[Any, list[CUfunction] | None]:
-    """The first `numFunctions` functions (as many entries as asked, as cuda-python gives)."""
-    n = uint(numFunctions, "cuModuleEnumerateFunctions: numFunctions")
-    err, handles = _listed("CU_MODULE_ENUMERATE_FUNCTIONS", mod, "mod")
+def _enumerated(call: str, proc: str, n: int, handle: Any, what: str, kind: type) -> tuple[Any, Any]:
+    """The first `n` handles of the list (as many entries as asked, as cuda-python gives);
+    `what` names the handle's parameter ("mod", "lib")."""
+    count = uint(n, f"{call}: count")
+    err, handles = _listed(proc, handle, what)
     if err:
         return _out(err, None)
-    return (_SUCCESS, [CUfunction(h) for h in (handles + [0] * n)[:n]])
+    return (_SUCCESS, [kind(h) for h in (handles + [0] * count)[:count]])
+
+
+def cuModuleEnumerateFunctions(numFunctions: int, mod: Any) -> tuple[Any, list[CUfunction] | None]:
+    call, proc = "cuModuleEnumerateFunctions", "CU_MODULE_ENUMERATE_FUNCTIONS"
+    return _enumerated(call, proc, numFunctions, mod, "mod", CUfunction)
 
 
 def cuLibraryGetKernelCount(lib: Any) -> tuple[Any, int | None]:
@@ -158,11 +164,8 @@ def cuLibraryGetKernelCount(lib: Any) -> tuple[Any, int | None]:
 
 
 def cuLibraryEnumerateKernels(numKernels: int, lib: Any) -> tuple[Any, list[CUkernel] | None]:
-    n = uint(numKernels, "cuLibraryEnumerateKernels: numKernels")
-    err, handles = _listed("CU_LIBRARY_ENUMERATE_KERNELS", lib, "lib")
-    if err:
-        return _out(err, None)
-    return (_SUCCESS, [CUkernel(h) for h in (handles + [0] * n)[:n]])
+    call, proc = "cuLibraryEnumerateKernels", "CU_LIBRARY_ENUMERATE_KERNELS"
+    return _enumerated(call, proc, numKernels, lib, "lib", CUkernel)
 
 
 def cuModuleGetLoadingMode() -> tuple[Any, CUmoduleLoadingMode | None]:
@@ -192,21 +195,9 @@ def cuKernelGetParamCount(kernel: Any) -> tuple[Any, int | None]:
 
 
 def cuKernelGetParamInfo(kernel: Any, paramIndex: int) -> tuple[Any, int | None, int | None]:
-    conn = _conn()
-    err, layout = conn.param_layout(_handle(kernel, "kernel"))
-    if err:
-        return _out(err, None, None)
-    index = size_t(paramIndex, "cuKernelGetParamInfo: paramIndex")
-    if not 0 <= index < len(layout):
-        return _fail(
-            conn,
-            _INVALID_VALUE,
-            f"cuKernelGetParamInfo: kernel {as_int(kernel):#x} has {len(layout)} parameters, "
-            f"index {index} asked for",
-            2,
-        )
-    offset, size = layout[index]
-    return (_SUCCESS, offset, size)
+    from .driver import _param_info
+
+    return _param_info("cuKernelGetParamInfo", "kernel", kernel, paramIndex)
 
 
 def _on_current_device(conn: Connection, call: str, dev: Any) -> int:

@@ -87,24 +87,24 @@ def cudaLibraryEnumerateKernels(numKernels: int, lib: Any) -> tuple[Any, list[cu
     return (_SUCCESS, [cudaKernel_t(as_int(k)) for k in kernels])
 
 
-def cudaFuncGetParamCount(func: Any) -> tuple[Any, int | None]:
+def _on_function(func: Any, call: Any) -> tuple[Any, ...]:
+    """`call(CUfunction)` of a runtime kernel or function, with the runtime's context ready."""
     err, conn = _ready()
     if err:
         return _ret(err, None)
     err, fn = _function(conn, func)
     if err:
         return _ret(err, None)
-    return _ret(*driver.cuFuncGetParamCount(CUfunction(fn)))
+    return _ret(*call(CUfunction(fn)))  # type: ignore[no-any-return]
+
+
+def cudaFuncGetParamCount(func: Any) -> tuple[Any, int | None]:
+    return _on_function(func, driver.cuFuncGetParamCount)  # type: ignore[return-value]
 
 
 def cudaFuncSetSharedMemConfig(func: Any, config: Any) -> tuple[Any]:
-    err, conn = _ready()
-    if err:
-        return _ret(err)
-    err, fn = _function(conn, func)
-    if err:
-        return _ret(err)
-    return _ret(driver.cuFuncSetSharedMemConfig(CUfunction(fn), int(config))[0])
+    result = _on_function(func, lambda f: driver.cuFuncSetSharedMemConfig(f, int(config)))
+    return result[:1]
 
 
 def cudaKernelSetAttributeForDevice(kernel: Any, attr: Any, value: int, device: int) -> tuple[Any]:

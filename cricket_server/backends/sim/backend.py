@@ -183,6 +183,16 @@ class SimModule:
     loaded: bool = True
 
 
+def _global(mod: SimModule, name: str, call: str, what: str) -> GlobalInfo:
+    """Address and size of global `name` of a module (or a library's, `what`)."""
+    if name not in mod.globals:
+        have = ", ".join(sorted(mod.globals)) or "none"
+        raise CudaError(
+            CUDA_ERROR_NOT_FOUND, f"{call}: no global {name!r} in the {what} (globals: {have})"
+        )
+    return GlobalInfo(mod.globals[name], mod.image.globals[name].size)
+
+
 @dataclass(eq=False)
 class SimFunction:
     module: SimModule
@@ -483,14 +493,7 @@ class SimSession(SimArrays, SimLaunchVariants, ReplayGraphs, SimVmm, SimLinker, 
         return func
 
     def module_get_global(self, module: object, name: str) -> GlobalInfo:
-        mod = self._module(module, "cuModuleGetGlobal")
-        if name not in mod.globals:
-            have = ", ".join(sorted(mod.globals)) or "none"
-            raise CudaError(
-                CUDA_ERROR_NOT_FOUND,
-                f"cuModuleGetGlobal: no global {name!r} in the module (globals: {have})",
-            )
-        return GlobalInfo(mod.globals[name], mod.image.globals[name].size)
+        return _global(self._module(module, "cuModuleGetGlobal"), name, "cuModuleGetGlobal", "module")
 
     def library_load(self, image: bytes, jit_options: dict[int, int]) -> object:
         module = self.module_load(image, jit_options)
@@ -529,13 +532,7 @@ class SimSession(SimArrays, SimLaunchVariants, ReplayGraphs, SimVmm, SimLinker, 
 
     def library_get_global(self, library: object, name: str) -> GlobalInfo:
         mod = self._library(library, "cuLibraryGetGlobal").module
-        if name not in mod.globals:
-            have = ", ".join(sorted(mod.globals)) or "none"
-            raise CudaError(
-                CUDA_ERROR_NOT_FOUND,
-                f"cuLibraryGetGlobal: no global {name!r} in the library (globals: {have})",
-            )
-        return GlobalInfo(mod.globals[name], mod.image.globals[name].size)
+        return _global(mod, name, "cuLibraryGetGlobal", "library")
 
     def _library(self, library: object, call: str) -> SimLibrary:
         if isinstance(library, SimLibrary) and library.module.loaded:
