@@ -467,32 +467,26 @@ def _mem_ops(call: str, hStream: Any, ops: list[tuple[int, int, int, int]], flag
     return (_SUCCESS,)
 
 
-def _value(value: Any, width: int, what: str) -> int:
-    return unsigned(as_int(value), width, what)
+def _one_op(call: str, op: int, width: int, stream: Any, addr: Any, value: Any, flags: int) -> tuple[Any]:
+    v = unsigned(as_int(value), width, f"{call}: value")
+    f = uint(flags, f"{call}: flags")
+    return _mem_ops(call, stream, [(op, f, _handle(addr, "addr"), v)], 0)
 
 
 def cuStreamWaitValue32(stream: Any, addr: Any, value: Any, flags: int) -> tuple[Any]:
-    v = _value(value, 4, "cuStreamWaitValue32: value")
-    f = uint(flags, "cuStreamWaitValue32: flags")
-    return _mem_ops("cuStreamWaitValue32", stream, [(_WAIT_32, f, _handle(addr, "addr"), v)], 0)
+    return _one_op("cuStreamWaitValue32", _WAIT_32, 4, stream, addr, value, flags)
 
 
 def cuStreamWaitValue64(stream: Any, addr: Any, value: Any, flags: int) -> tuple[Any]:
-    v = _value(value, 8, "cuStreamWaitValue64: value")
-    f = uint(flags, "cuStreamWaitValue64: flags")
-    return _mem_ops("cuStreamWaitValue64", stream, [(_WAIT_64, f, _handle(addr, "addr"), v)], 0)
+    return _one_op("cuStreamWaitValue64", _WAIT_64, 8, stream, addr, value, flags)
 
 
 def cuStreamWriteValue32(stream: Any, addr: Any, value: Any, flags: int) -> tuple[Any]:
-    v = _value(value, 4, "cuStreamWriteValue32: value")
-    f = uint(flags, "cuStreamWriteValue32: flags")
-    return _mem_ops("cuStreamWriteValue32", stream, [(_WRITE_32, f, _handle(addr, "addr"), v)], 0)
+    return _one_op("cuStreamWriteValue32", _WRITE_32, 4, stream, addr, value, flags)
 
 
 def cuStreamWriteValue64(stream: Any, addr: Any, value: Any, flags: int) -> tuple[Any]:
-    v = _value(value, 8, "cuStreamWriteValue64: value")
-    f = uint(flags, "cuStreamWriteValue64: flags")
-    return _mem_ops("cuStreamWriteValue64", stream, [(_WRITE_64, f, _handle(addr, "addr"), v)], 0)
+    return _one_op("cuStreamWriteValue64", _WRITE_64, 8, stream, addr, value, flags)
 
 
 def _mem_op(p: Any) -> tuple[int, int, int, int]:
