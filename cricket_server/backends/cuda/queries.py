@@ -41,7 +41,9 @@ class CudaQueries:
         for m in ops:
             fn = _WAIT_WRITE.get(m.op)
             if fn is not None:
-                call(fn, s, driver.CUdeviceptr(m.address), m.value, m.flags)
+                wide = m.op in (smo.WAIT_64, smo.WRITE_64)
+                value = driver.cuuint64_t(m.value) if wide else driver.cuuint32_t(m.value)
+                call(fn, s, driver.CUdeviceptr(m.address), value, m.flags)
                 continue
             params = driver.CUstreamBatchMemOpParams()
             kind = driver.CUstreamBatchMemOpType(m.op)
