@@ -17,6 +17,8 @@ from ._types import (
     CUevent,
     CUfunction,
     CUkernel,
+    CUlibrary,
+    CUmodule,
     CUstream,
     CUuuid,
     as_int,
@@ -24,18 +26,26 @@ from ._types import (
 
 __all__ = [
     "cuCtxDestroy",
+    "cuCtxGetApiVersion",
     "cuCtxGetCurrent",
     "cuCtxGetDevice",
+    "cuCtxGetDevice_v2",
+    "cuCtxGetId",
     "cuCtxGetLimit",
     "cuCtxGetStreamPriorityRange",
     "cuCtxPopCurrent",
     "cuCtxPushCurrent",
+    "cuCtxRecordEvent",
     "cuCtxSetCurrent",
     "cuCtxSetLimit",
+    "cuCtxSetSharedMemConfig",
     "cuCtxSynchronize",
+    "cuCtxSynchronize_v2",
+    "cuCtxWaitEvent",
     "cuDeviceGet",
     "cuDeviceGetAttribute",
     "cuDeviceGetCount",
+    "cuDeviceGetTexture1DLinearMaxWidth",
     "cuDeviceGetUuid",
     "cuDevicePrimaryCtxGetState",
     "cuDevicePrimaryCtxRelease",
@@ -51,10 +61,15 @@ __all__ = [
     "cuEventRecord",
     "cuEventSynchronize",
     "cuFuncGetAttribute",
+    "cuFuncGetModule",
+    "cuFuncLoad",
     "cuFuncSetAttribute",
     "cuFuncSetCacheConfig",
+    "cuFuncSetSharedMemConfig",
     "cuInit",
     "cuKernelGetFunction",
+    "cuKernelGetLibrary",
+    "cuLibraryGetGlobal",
     "cuLibraryGetKernel",
     "cuLibraryUnload",
     "cuMemAllocAsync",
@@ -69,9 +84,13 @@ __all__ = [
     "cuModuleUnload",
     "cuOccupancyMaxActiveBlocksPerMultiprocessor",
     "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+    "cuStreamCopyAttributes",
     "cuStreamCreate",
     "cuStreamCreateWithPriority",
     "cuStreamDestroy",
+    "cuStreamGetCtx",
+    "cuStreamGetDevice",
+    "cuStreamGetId",
     "cuStreamQuery",
     "cuStreamSynchronize",
     "cuStreamWaitEvent",
@@ -393,3 +412,102 @@ def cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(func: Any, blockSize: i
     if err:
         return _out(err, None)
     return (_SUCCESS, v0)
+
+
+def cuLibraryGetGlobal(library: Any, name: Any) -> tuple[Any, CUdeviceptr | None, int | None]:
+    err, v0, v1 = _conn().call("CU_LIBRARY_GET_GLOBAL", _handle(library, "library"), _name(name))
+    if err:
+        return _out(err, None, None)
+    return (_SUCCESS, CUdeviceptr(v0), v1)
+
+
+def cuKernelGetLibrary(kernel: Any) -> tuple[Any, CUlibrary | None]:
+    err, r = _conn().sync("CU_KERNEL_GET_LIBRARY", _handle(kernel, "kernel"))
+    if err:
+        return _out(err, None)
+    return (_SUCCESS, CUlibrary(r.value))
+
+
+def cuFuncGetModule(hfunc: Any) -> tuple[Any, CUmodule | None]:
+    err, r = _conn().sync("CU_FUNC_GET_MODULE", _handle(hfunc, "hfunc"))
+    if err:
+        return _out(err, None)
+    return (_SUCCESS, CUmodule(r.value))
+
+
+def cuFuncLoad(function: Any) -> tuple[Any]:
+    return _out(_conn().call("CU_FUNC_LOAD", _handle(function, "function"))[0])
+
+
+def cuCtxGetApiVersion(ctx: Any) -> tuple[Any, int | None]:
+    err, v0 = _conn().call("CU_CTX_GET_API_VERSION", _handle(ctx, "ctx"))
+    if err:
+        return _out(err, None)
+    return (_SUCCESS, v0)
+
+
+def cuCtxGetId(ctx: Any) -> tuple[Any, int | None]:
+    err, v0 = _conn().call("CU_CTX_GET_ID", _handle(ctx, "ctx"))
+    if err:
+        return _out(err, None)
+    return (_SUCCESS, v0)
+
+
+def cuStreamGetCtx(hStream: Any) -> tuple[Any, CUcontext | None]:
+    err, r = _conn().sync("CU_STREAM_GET_CTX", _stream(hStream))
+    if err:
+        return _out(err, None)
+    return (_SUCCESS, CUcontext(r.value))
+
+
+def cuStreamGetId(hStream: Any) -> tuple[Any, int | None]:
+    err, v0 = _conn().call("CU_STREAM_GET_ID", _stream(hStream))
+    if err:
+        return _out(err, None)
+    return (_SUCCESS, v0)
+
+
+def cuStreamGetDevice(hStream: Any) -> tuple[Any, CUdevice | None]:
+    err, v0 = _conn().call("CU_STREAM_GET_DEVICE", _stream(hStream))
+    if err:
+        return _out(err, None)
+    return (_SUCCESS, CUdevice(v0))
+
+
+def cuDeviceGetTexture1DLinearMaxWidth(pformat: Any, numChannels: int, dev: Any) -> tuple[Any, int | None]:
+    numChannels = uint(numChannels, "cuDeviceGetTexture1DLinearMaxWidth: numChannels")
+    err, v0 = _conn().call("CU_DEVICE_GET_TEXTURE_1D_LINEAR_MAX_WIDTH", int(pformat), numChannels, as_int(dev))
+    if err:
+        return _out(err, None)
+    return (_SUCCESS, v0)
+
+
+def cuStreamCopyAttributes(dst: Any, src: Any) -> tuple[Any]:
+    return _out(_conn().call("CU_STREAM_COPY_ATTRIBUTES", _stream(dst), _stream(src))[0])
+
+
+def cuCtxRecordEvent(hCtx: Any, hEvent: Any) -> tuple[Any]:
+    return _out(_conn().call("CU_CTX_RECORD_EVENT", _handle(hCtx, "hCtx"), _handle(hEvent, "hEvent"))[0])
+
+
+def cuCtxWaitEvent(hCtx: Any, hEvent: Any) -> tuple[Any]:
+    return _out(_conn().call("CU_CTX_WAIT_EVENT", _handle(hCtx, "hCtx"), _handle(hEvent, "hEvent"))[0])
+
+
+def cuCtxSetSharedMemConfig(config: Any) -> tuple[Any]:
+    return _out(_conn().call("CU_CTX_SET_SHARED_MEM_CONFIG", int(config))[0])
+
+
+def cuFuncSetSharedMemConfig(hfunc: Any, config: Any) -> tuple[Any]:
+    return _out(_conn().call("CU_FUNC_SET_SHARED_MEM_CONFIG", _handle(hfunc, "hfunc"), int(config))[0])
+
+
+def cuCtxGetDevice_v2(ctx: Any) -> tuple[Any, CUdevice | None]:
+    err, v0 = _conn().call("CU_CTX_GET_DEVICE_V2", _handle(ctx, "ctx"))
+    if err:
+        return _out(err, None)
+    return (_SUCCESS, CUdevice(v0))
+
+
+def cuCtxSynchronize_v2(ctx: Any) -> tuple[Any]:
+    return _out(_conn().call("CU_CTX_SYNCHRONIZE_V2", _handle(ctx, "ctx"))[0])

@@ -19,6 +19,7 @@ __all__ = [
     "cudaDeviceGetLimit",
     "cudaDeviceGetStreamPriorityRange",
     "cudaDeviceSetLimit",
+    "cudaDeviceSetSharedMemConfig",
     "cudaDeviceSynchronize",
     "cudaEventCreate",
     "cudaEventCreateWithFlags",
@@ -28,6 +29,7 @@ __all__ = [
     "cudaEventRecord",
     "cudaEventSynchronize",
     "cudaFreeAsync",
+    "cudaLibraryGetGlobal",
     "cudaLibraryGetKernel",
     "cudaLibraryLoadData",
     "cudaMallocAsync",
@@ -35,10 +37,12 @@ __all__ = [
     "cudaMemGetInfo",
     "cudaMemset",
     "cudaMemsetAsync",
+    "cudaStreamCopyAttributes",
     "cudaStreamCreate",
     "cudaStreamCreateWithFlags",
     "cudaStreamCreateWithPriority",
     "cudaStreamDestroy",
+    "cudaStreamGetId",
     "cudaStreamQuery",
     "cudaStreamSynchronize",
     "cudaStreamWaitEvent",
@@ -277,3 +281,37 @@ def cudaLibraryGetKernel(library: Any, name: Any) -> tuple[Any, cudaKernel_t | N
     if err:
         return _ret(err, None)
     return (_SUCCESS, cudaKernel_t(as_int(v0)))
+
+
+def cudaLibraryGetGlobal(library: Any, name: Any) -> tuple[Any, int | None, int | None]:
+    err = _ready()[0]
+    if err:
+        return _ret(err, None, None)
+    err, v0, v1 = driver.cuLibraryGetGlobal(CUlibrary(as_int(library)), name)
+    if err:
+        return _ret(err, None, None)
+    return (_SUCCESS, as_int(v0), as_int(v1))
+
+
+def cudaStreamGetId(hStream: Any) -> tuple[Any, int | None]:
+    err = _ready()[0]
+    if err:
+        return _ret(err, None)
+    err, v0 = driver.cuStreamGetId(_stream(hStream))
+    if err:
+        return _ret(err, None)
+    return (_SUCCESS, as_int(v0))
+
+
+def cudaStreamCopyAttributes(dst: Any, src: Any) -> tuple[Any]:
+    err = _ready()[0]
+    if err:
+        return _ret(err)
+    return _ret(driver.cuStreamCopyAttributes(_stream(dst), _stream(src))[0])
+
+
+def cudaDeviceSetSharedMemConfig(config: Any) -> tuple[Any]:
+    err = _ready()[0]
+    if err:
+        return _ret(err)
+    return _ret(driver.cuCtxSetSharedMemConfig(int(config))[0])

@@ -506,16 +506,21 @@ def _function_id(conn: Connection, f: Any) -> tuple[int, int]:
 
 
 def cuFuncGetParamInfo(func: Any, paramIndex: int) -> tuple[Any, int | None, int | None]:
+    return _param_info("cuFuncGetParamInfo", "function", func, paramIndex)
+
+
+def _param_info(call: str, what: str, func: Any, paramIndex: int) -> tuple[Any, int | None, int | None]:
+    """(offset, size) of parameter `paramIndex` of a function or kernel (`what`)."""
     conn = _conn()
     err, layout = conn.param_layout(_handle(func, "func"))
     if err:
         return _out(err, None, None)
-    index = size_t(paramIndex, "cuFuncGetParamInfo: paramIndex")
+    index = size_t(paramIndex, f"{call}: paramIndex")
     if not 0 <= index < len(layout):
         return _fail(
             conn,
             _INVALID_VALUE,
-            f"cuFuncGetParamInfo: function {as_int(func):#x} has {len(layout)} parameters, "
+            f"{call}: {what} {as_int(func):#x} has {len(layout)} parameters, "
             f"index {index} asked for",
             2,
         )
@@ -685,6 +690,7 @@ from .driver_link import *  # noqa: E402, F403  (the linker: links on the server
 from .driver_mipmaps import *  # noqa: E402, F403  (mipmapped and sparse arrays)
 from .driver_names import *  # noqa: E402, F403  (cuFuncGetName, cuKernelGetName)
 from .driver_peers import *  # noqa: E402, F403  (several devices)
+from .driver_tail import *  # noqa: E402, F403  (small module, kernel, stream and memset calls)
 from .driver_unshared import *  # noqa: E402, F403  (memory a remote client cannot share)
 from .driver_vmm import *  # noqa: E402, F403  (virtual memory management, memory pools)
 from .plain_types import *  # noqa: E402, F403  (value types that hold no GPU state)

@@ -709,6 +709,7 @@ from .runtime_graph_mem_cond import *  # noqa: E402, F403  (graph memory, condit
 from .runtime_graphs import *  # noqa: E402, F403
 from .runtime_mempool import *  # noqa: E402, F403  (memory pools)
 from .runtime_resources import *  # noqa: E402, F403  (mipmapped arrays, device resources)
+from .runtime_tail import *  # noqa: E402, F403  (small library, kernel, stream and device calls)
 
 # -- everything else ------------------------------------------------------------------------
 

@@ -399,7 +399,7 @@ def cudaMemcpy2DArrayToArray(dst: Any, wOffsetDst: int, hOffsetDst: int, src: An
 
 
 def _linear(call: str, array: Any, wOffset: int, hOffset: int, other: Any, count: int, kind: Any,
-            to_array: bool) -> tuple[Any]:  # fmt: skip
+            to_array: bool, stream: int = 0) -> tuple[Any]:  # fmt: skip
     err, conn = _ready()
     if err:
         return _ret(err)
@@ -413,7 +413,7 @@ def _linear(call: str, array: Any, wOffset: int, hOffset: int, other: Any, count
     offset = hOffset * info.row_bytes + wOffset
     try:
         err = da.array_linear_copy(conn, call, as_int(array), offset, _pointer_side(side, other, count),
-                                   count, to_array)  # fmt: skip
+                                   count, to_array, stream)  # fmt: skip
     except HostBufferError as exc:
         raise TypeError(str(exc)) from None
     return _ret(err, conn=conn)

@@ -36,6 +36,7 @@ from cricket_server.limits import confine_checkpoint_path
 from cricket_server.service_arrays import ArrayProcedures
 from cricket_server.service_flags import FlagsProcedures
 from cricket_server.service_resources import DevResourceProcedures, MipmapProcedures
+from cricket_server.service_tail import TailProcedures
 from cricket_server.service_vmm_pools import VmmPoolProcedures
 from cricket_server.session import Session, SessionManager, negotiate_version
 from rpc_spec import cricket_rpc as proto
@@ -115,6 +116,7 @@ class CricketService(
     MipmapProcedures,
     DevResourceProcedures,
     VmmPoolProcedures,
+    TailProcedures,
     proto.CRICKET_V1_Server,
 ):
     """Serves CRICKET_V1 over the sessions of one `SessionManager`."""

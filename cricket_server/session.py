@@ -60,6 +60,7 @@ from cricket_server.session_modules import SessionModules
 from cricket_server.session_peers import SessionPeers
 from cricket_server.session_runtime import SessionRuntime
 from cricket_server.session_streams import SessionStreams
+from cricket_server.session_tail import SessionTail
 from cricket_server.session_vmm import SessionVmm
 
 __all__ = [
@@ -247,6 +248,7 @@ class SessionManager:
 
 
 class Session(
+    SessionTail,
     SessionLink,
     SessionGraphNodes,
     SessionPeers,

@@ -27,6 +27,10 @@ __all__ = [
     'MAX_DEVICE_ATTRS',
     'MAX_GRAPH_NODES',
     'MAX_LINK_INPUTS',
+    'MAX_MODULE_FUNCTIONS',
+    'MAX_STREAM_MEM_OPS',
+    'TENSOR_MAP_BYTES',
+    'MAX_TENSOR_RANK',
     'MAX_DEV_RESOURCES',
     'CRICKET_PROG',
     'CRICKET_V1',
@@ -223,6 +227,32 @@ __all__ = [
     'CU_GREEN_CTX_EVENT',
     'CU_GREEN_CTX_STREAM_CREATE',
     'CU_STREAM_GET_GREEN_CTX',
+    'CU_MODULE_ENUMERATE_FUNCTIONS',
+    'CU_LIBRARY_ENUMERATE_KERNELS',
+    'CU_LIBRARY_GET_GLOBAL',
+    'CU_KERNEL_GET_LIBRARY',
+    'CU_FUNC_GET_MODULE',
+    'CU_FUNC_IS_LOADED',
+    'CU_FUNC_LOAD',
+    'CU_MODULE_GET_LOADING_MODE',
+    'CU_CTX_GET_API_VERSION',
+    'CU_CTX_GET_ID',
+    'CU_STREAM_GET_CTX',
+    'CU_STREAM_GET_ID',
+    'CU_STREAM_GET_DEVICE',
+    'CU_DEVICE_GET_TEXTURE_1D_LINEAR_MAX_WIDTH',
+    'CU_STREAM_COPY_ATTRIBUTES',
+    'CU_CTX_RECORD_EVENT',
+    'CU_CTX_WAIT_EVENT',
+    'CU_CTX_GET_SHARED_MEM_CONFIG',
+    'CU_CTX_SET_SHARED_MEM_CONFIG',
+    'CU_FUNC_SET_SHARED_MEM_CONFIG',
+    'CU_CTX_GET_DEVICE_V2',
+    'CU_CTX_SYNCHRONIZE_V2',
+    'CU_MEMSET_D2D',
+    'CU_STREAM_BATCH_MEM_OP',
+    'CU_TENSOR_MAP_ENCODE',
+    'CU_TENSOR_MAP_REPLACE_ADDRESS',
     'int_result',
     'u64_result',
     'handle_result',
@@ -299,6 +329,10 @@ __all__ = [
     'link_input',
     'linked_image',
     'link_result',
+    'handle_list_result',
+    'stream_mem_op',
+    'tensor_map_args',
+    'tensor_map_result',
     'sparse_properties',
     'sparse_properties_result',
     'memory_requirements',
@@ -320,6 +354,9 @@ __all__ = [
     'graph_node_list',
     'mem_access_list',
     'link_input_list',
+    'handle_list',
+    'stream_mem_op_list',
+    'tensor_map',
     'dev_resource_list',
     'xdr_int_result',
     'xdr_u64_result',
@@ -397,6 +434,10 @@ __all__ = [
     'xdr_link_input',
     'xdr_linked_image',
     'xdr_link_result',
+    'xdr_handle_list_result',
+    'xdr_stream_mem_op',
+    'xdr_tensor_map_args',
+    'xdr_tensor_map_result',
     'xdr_sparse_properties',
     'xdr_sparse_properties_result',
     'xdr_memory_requirements',
@@ -418,6 +459,9 @@ __all__ = [
     'xdr_graph_node_list',
     'xdr_mem_access_list',
     'xdr_link_input_list',
+    'xdr_handle_list',
+    'xdr_stream_mem_op_list',
+    'xdr_tensor_map',
     'xdr_dev_resource_list',
     'CRICKET_V1_Client',
     'CRICKET_V1_Server',
@@ -435,6 +479,10 @@ MAX_LAUNCH_BATCH = 1024
 MAX_DEVICE_ATTRS = 256
 MAX_GRAPH_NODES = 65536
 MAX_LINK_INPUTS = 1024
+MAX_MODULE_FUNCTIONS = 65536
+MAX_STREAM_MEM_OPS = 256
+TENSOR_MAP_BYTES = 128
+MAX_TENSOR_RANK = 5
 MAX_DEV_RESOURCES = 1024
 CRICKET_PROG = 0x20c0ffee
 CRICKET_V1 = 1
@@ -631,6 +679,32 @@ CU_CTX_GET_DEV_RESOURCE = 666
 CU_GREEN_CTX_EVENT = 667
 CU_GREEN_CTX_STREAM_CREATE = 668
 CU_STREAM_GET_GREEN_CTX = 669
+CU_MODULE_ENUMERATE_FUNCTIONS = 720
+CU_LIBRARY_ENUMERATE_KERNELS = 721
+CU_LIBRARY_GET_GLOBAL = 722
+CU_KERNEL_GET_LIBRARY = 723
+CU_FUNC_GET_MODULE = 724
+CU_FUNC_IS_LOADED = 725
+CU_FUNC_LOAD = 726
+CU_MODULE_GET_LOADING_MODE = 727
+CU_CTX_GET_API_VERSION = 730
+CU_CTX_GET_ID = 731
+CU_STREAM_GET_CTX = 732
+CU_STREAM_GET_ID = 733
+CU_STREAM_GET_DEVICE = 734
+CU_DEVICE_GET_TEXTURE_1D_LINEAR_MAX_WIDTH = 735
+CU_STREAM_COPY_ATTRIBUTES = 736
+CU_CTX_RECORD_EVENT = 737
+CU_CTX_WAIT_EVENT = 738
+CU_CTX_GET_SHARED_MEM_CONFIG = 739
+CU_CTX_SET_SHARED_MEM_CONFIG = 740
+CU_FUNC_SET_SHARED_MEM_CONFIG = 741
+CU_CTX_GET_DEVICE_V2 = 742
+CU_CTX_SYNCHRONIZE_V2 = 743
+CU_MEMSET_D2D = 750
+CU_STREAM_BATCH_MEM_OP = 751
+CU_TENSOR_MAP_ENCODE = 760
+CU_TENSOR_MAP_REPLACE_ADDRESS = 761
 
 
 @_dc.dataclass(slots=True)
@@ -2519,6 +2593,111 @@ class link_result:
 
 
 @_dc.dataclass(slots=True)
+class handle_list_result:
+    """union handle_list_result: ``err`` selects the arm; ``value`` holds its value."""
+
+    err: int
+    value: Any = None
+
+    handles = _xdr.arm_property(
+        'handle_list_result', 'handles', 'err', frozenset([0]), frozenset([0])
+    )
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_handle_list_result.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> handle_list_result:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_handle_list_result.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class stream_mem_op:
+    """struct stream_mem_op."""
+
+    op: int
+    flags: int
+    address: cu_ptr
+    value: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        try:
+            return _xdr_stream_mem_op__S0(self.op, self.flags, self.address, self.value)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_stream_mem_op.diagnose(self, e)) from None
+
+    @classmethod
+    def decode(cls, data: Any) -> stream_mem_op:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        try:
+            a0_0, a0_1, a0_2, a0_3, = _xdr_stream_mem_op__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('stream_mem_op', 24, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct stream_mem_op: %s is not a declared enum value' % e) from None
+        return stream_mem_op(a0_0, a0_1, a0_2, a0_3)
+
+
+@_dc.dataclass(slots=True)
+class tensor_map_args:
+    """struct tensor_map_args."""
+
+    kind: int
+    data_type: int
+    rank: int
+    address: cu_ptr
+    global_dim: list[int]
+    global_strides: list[int]
+    box_dim: list[int]
+    lower_corner: list[int]
+    upper_corner: list[int]
+    channels_per_pixel: int
+    pixels_per_column: int
+    element_strides: list[int]
+    interleave: int
+    swizzle: int
+    l2_promotion: int
+    oob_fill: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_tensor_map_args.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> tensor_map_args:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_tensor_map_args.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class tensor_map_result:
+    """union tensor_map_result: ``err`` selects the arm; ``value`` holds its value."""
+
+    err: int
+    value: Any = None
+
+    map = _xdr.arm_property(
+        'tensor_map_result', 'map', 'err', frozenset([0]), frozenset([0])
+    )
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_tensor_map_result.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> tensor_map_result:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_tensor_map_result.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
 class sparse_properties:
     """struct sparse_properties."""
 
@@ -2795,6 +2974,10 @@ xdr_mem_pool_props = _xdr.Struct('mem_pool_props')
 xdr_link_input = _xdr.Struct('link_input')
 xdr_linked_image = _xdr.Struct('linked_image')
 xdr_link_result = _xdr.Union('link_result')
+xdr_handle_list_result = _xdr.Union('handle_list_result')
+xdr_stream_mem_op = _xdr.Struct('stream_mem_op')
+xdr_tensor_map_args = _xdr.Struct('tensor_map_args')
+xdr_tensor_map_result = _xdr.Union('tensor_map_result')
 xdr_sparse_properties = _xdr.Struct('sparse_properties')
 xdr_sparse_properties_result = _xdr.Union('sparse_properties_result')
 xdr_memory_requirements = _xdr.Struct('memory_requirements')
@@ -2816,6 +2999,9 @@ xdr_launch_attribute_list = _xdr.VarArray(xdr_launch_attribute, MAX_ATTRS)
 xdr_graph_node_list = _xdr.VarArray(xdr_cu_handle, MAX_GRAPH_NODES)
 xdr_mem_access_list = _xdr.VarArray(xdr_mem_access_desc, MAX_ATTRS)
 xdr_link_input_list = _xdr.VarArray(xdr_link_input, MAX_LINK_INPUTS)
+xdr_handle_list = _xdr.VarArray(xdr_cu_handle, MAX_MODULE_FUNCTIONS)
+xdr_stream_mem_op_list = _xdr.VarArray(xdr_stream_mem_op, MAX_STREAM_MEM_OPS)
+xdr_tensor_map = _xdr.FixedOpaque(TENSOR_MAP_BYTES)
 xdr_dev_resource_list = _xdr.VarArray(xdr_dev_resource, MAX_DEV_RESOURCES)
 
 
@@ -3982,6 +4168,81 @@ def _xdr_linked_image__unpack(dec: _xdr.Decoder) -> linked_image:
     return linked_image(f0, f1)
 
 
+_xdr_stream_mem_op__st0 = _struct.Struct('>iIQQ')
+_xdr_stream_mem_op__S0, _xdr_stream_mem_op__U0 = _xdr_stream_mem_op__st0.pack, _xdr_stream_mem_op__st0.unpack_from
+_xdr_stream_mem_op__W0 = _xdr_stream_mem_op__st0.unpack
+
+
+def _xdr_stream_mem_op__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_stream_mem_op__S0(v.op, v.flags, v.address, v.value)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_stream_mem_op.diagnose(v, e)) from None
+
+
+def _xdr_stream_mem_op__unpack(dec: _xdr.Decoder) -> stream_mem_op:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, = _xdr_stream_mem_op__U0(dec.mv, pos)
+        dec.pos = pos + 24
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct stream_mem_op: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct stream_mem_op: %s is not a declared enum value' % e) from None
+    return stream_mem_op(a0_0, a0_1, a0_2, a0_3)
+
+
+_xdr_tensor_map_args__st0 = _struct.Struct('>iiIQ')
+_xdr_tensor_map_args__S0, _xdr_tensor_map_args__U0 = _xdr_tensor_map_args__st0.pack, _xdr_tensor_map_args__st0.unpack_from
+_xdr_tensor_map_args__st6 = _struct.Struct('>II')
+_xdr_tensor_map_args__S6, _xdr_tensor_map_args__U6 = _xdr_tensor_map_args__st6.pack, _xdr_tensor_map_args__st6.unpack_from
+_xdr_tensor_map_args__st8 = _struct.Struct('>iiii')
+_xdr_tensor_map_args__S8, _xdr_tensor_map_args__U8 = _xdr_tensor_map_args__st8.pack, _xdr_tensor_map_args__st8.unpack_from
+
+
+def _xdr_tensor_map_args__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_tensor_map_args__S0(v.kind, v.data_type, v.rank, v.address)
+        _xdr_tensor_map_args__p4(enc, v.global_dim)
+        _xdr_tensor_map_args__p5(enc, v.global_strides)
+        _xdr_tensor_map_args__p6(enc, v.box_dim)
+        _xdr_tensor_map_args__p7(enc, v.lower_corner)
+        _xdr_tensor_map_args__p8(enc, v.upper_corner)
+        enc.buf += _xdr_tensor_map_args__S6(v.channels_per_pixel, v.pixels_per_column)
+        _xdr_tensor_map_args__p11(enc, v.element_strides)
+        enc.buf += _xdr_tensor_map_args__S8(v.interleave, v.swizzle, v.l2_promotion, v.oob_fill)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_tensor_map_args.diagnose(v, e)) from None
+
+
+def _xdr_tensor_map_args__unpack(dec: _xdr.Decoder) -> tensor_map_args:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, = _xdr_tensor_map_args__U0(dec.mv, pos)
+        dec.pos = pos + 20
+        f4 = _xdr_tensor_map_args__u4(dec)
+        f5 = _xdr_tensor_map_args__u5(dec)
+        f6 = _xdr_tensor_map_args__u6(dec)
+        f7 = _xdr_tensor_map_args__u7(dec)
+        f8 = _xdr_tensor_map_args__u8(dec)
+        pos = dec.pos
+        a9_0, a9_1, = _xdr_tensor_map_args__U6(dec.mv, pos)
+        dec.pos = pos + 8
+        f11 = _xdr_tensor_map_args__u11(dec)
+        pos = dec.pos
+        a12_0, a12_1, a12_2, a12_3, = _xdr_tensor_map_args__U8(dec.mv, pos)
+        dec.pos = pos + 16
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct tensor_map_args: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct tensor_map_args: %s is not a declared enum value' % e) from None
+    return tensor_map_args(a0_0, a0_1, a0_2, a0_3, f4, f5, f6, f7, f8, a9_0, a9_1, f11, a12_0, a12_1, a12_2, a12_3)
+
+
 _xdr_sparse_properties__st0 = _struct.Struct('>IIIIQI')
 _xdr_sparse_properties__S0, _xdr_sparse_properties__U0 = _xdr_sparse_properties__st0.pack, _xdr_sparse_properties__st0.unpack_from
 _xdr_sparse_properties__W0 = _xdr_sparse_properties__st0.unpack
@@ -4857,6 +5118,57 @@ xdr_link_result.define(
     ],
     default=_xdr.String(None),
 )
+xdr_handle_list_result.define(
+    handle_list_result,
+    'err',
+    _xdr.xdr_int,
+    [
+        ((0,), xdr_handle_list),
+    ],
+    default=_xdr.xdr_void,
+)
+xdr_stream_mem_op.define(
+    stream_mem_op,
+    [
+        ('op', _xdr.xdr_int),
+        ('flags', _xdr.xdr_u_int),
+        ('address', xdr_cu_ptr),
+        ('value', _xdr.xdr_u_hyper),
+    ],
+    coders=(_xdr_stream_mem_op__pack, _xdr_stream_mem_op__unpack),
+    whole=(stream_mem_op.encode, stream_mem_op.decode),
+)
+xdr_tensor_map_args.define(
+    tensor_map_args,
+    [
+        ('kind', _xdr.xdr_int),
+        ('data_type', _xdr.xdr_int),
+        ('rank', _xdr.xdr_u_int),
+        ('address', xdr_cu_ptr),
+        ('global_dim', _xdr.VarArray(_xdr.xdr_u_hyper, MAX_TENSOR_RANK)),
+        ('global_strides', _xdr.VarArray(_xdr.xdr_u_hyper, MAX_TENSOR_RANK)),
+        ('box_dim', _xdr.VarArray(_xdr.xdr_u_int, MAX_TENSOR_RANK)),
+        ('lower_corner', _xdr.VarArray(_xdr.xdr_int, MAX_TENSOR_RANK)),
+        ('upper_corner', _xdr.VarArray(_xdr.xdr_int, MAX_TENSOR_RANK)),
+        ('channels_per_pixel', _xdr.xdr_u_int),
+        ('pixels_per_column', _xdr.xdr_u_int),
+        ('element_strides', _xdr.VarArray(_xdr.xdr_u_int, MAX_TENSOR_RANK)),
+        ('interleave', _xdr.xdr_int),
+        ('swizzle', _xdr.xdr_int),
+        ('l2_promotion', _xdr.xdr_int),
+        ('oob_fill', _xdr.xdr_int),
+    ],
+    coders=(_xdr_tensor_map_args__pack, _xdr_tensor_map_args__unpack),
+)
+xdr_tensor_map_result.define(
+    tensor_map_result,
+    'err',
+    _xdr.xdr_int,
+    [
+        ((0,), xdr_tensor_map),
+    ],
+    default=_xdr.xdr_void,
+)
 xdr_sparse_properties.define(
     sparse_properties,
     [
@@ -4999,6 +5311,18 @@ _xdr_linked_image__p0 = xdr_linked_image.fields[0][1].packer()
 _xdr_linked_image__u0 = xdr_linked_image.fields[0][1].unpacker()
 _xdr_linked_image__p1 = xdr_linked_image.fields[1][1].packer()
 _xdr_linked_image__u1 = xdr_linked_image.fields[1][1].unpacker()
+_xdr_tensor_map_args__p4 = xdr_tensor_map_args.fields[4][1].packer()
+_xdr_tensor_map_args__u4 = xdr_tensor_map_args.fields[4][1].unpacker()
+_xdr_tensor_map_args__p5 = xdr_tensor_map_args.fields[5][1].packer()
+_xdr_tensor_map_args__u5 = xdr_tensor_map_args.fields[5][1].unpacker()
+_xdr_tensor_map_args__p6 = xdr_tensor_map_args.fields[6][1].packer()
+_xdr_tensor_map_args__u6 = xdr_tensor_map_args.fields[6][1].unpacker()
+_xdr_tensor_map_args__p7 = xdr_tensor_map_args.fields[7][1].packer()
+_xdr_tensor_map_args__u7 = xdr_tensor_map_args.fields[7][1].unpacker()
+_xdr_tensor_map_args__p8 = xdr_tensor_map_args.fields[8][1].packer()
+_xdr_tensor_map_args__u8 = xdr_tensor_map_args.fields[8][1].unpacker()
+_xdr_tensor_map_args__p11 = xdr_tensor_map_args.fields[11][1].packer()
+_xdr_tensor_map_args__u11 = xdr_tensor_map_args.fields[11][1].unpacker()
 _xdr_sm_split__p0 = xdr_sm_split.fields[0][1].packer()
 _xdr_sm_split__u0 = xdr_sm_split.fields[0][1].unpacker()
 
@@ -5016,6 +5340,9 @@ launch_attribute_list = list
 graph_node_list = list
 mem_access_list = list
 link_input_list = list
+handle_list = list
+stream_mem_op_list = list
+tensor_map = bytes
 dev_resource_list = list
 
 # Codecs of procedure arguments and results without a name of their own.
@@ -6424,6 +6751,54 @@ def _plan_a40_decode_args(body: Any) -> tuple[Any, ...]:
     if len(body) != 16:
         raise _xdr.XdrDecodeError('arguments of %d bytes, not 16' % len(body))
     return _plan_a40_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_a41_A = _struct.Struct('>iIi')
+_plan_a41_AP, _plan_a41_AU = _plan_a41_A.pack, _plan_a41_A.unpack
+
+
+def _plan_a41_encode_args(a0: Any, a1: Any, a2: Any) -> Any:
+    try:
+        return _plan_a41_AP(a0, a1, a2)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    _xdr.xdr_int.pack(enc, a0)
+    _xdr.xdr_u_int.pack(enc, a1)
+    _xdr.xdr_int.pack(enc, a2)
+    return enc.buffers()
+
+
+def _plan_a41_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 12:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 12' % len(body))
+    return _plan_a41_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_a42_A = _struct.Struct('>QQIIQQQ')
+_plan_a42_AP, _plan_a42_AU = _plan_a42_A.pack, _plan_a42_A.unpack
+
+
+def _plan_a42_encode_args(a0: Any, a1: Any, a2: Any, a3: Any, a4: Any, a5: Any, a6: Any) -> Any:
+    try:
+        return _plan_a42_AP(a0, a1, a2, a3, a4, a5, a6)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    xdr_cu_ptr.pack(enc, a0)
+    _xdr.xdr_u_hyper.pack(enc, a1)
+    _xdr.xdr_u_int.pack(enc, a2)
+    _xdr.xdr_u_int.pack(enc, a3)
+    _xdr.xdr_u_hyper.pack(enc, a4)
+    _xdr.xdr_u_hyper.pack(enc, a5)
+    xdr_cu_handle.pack(enc, a6)
+    return enc.buffers()
+
+
+def _plan_a42_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 48:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 48' % len(body))
+    return _plan_a42_AU(body)  # type: ignore[no-any-return]
 
 
 class CRICKET_V1_Client:
@@ -9418,6 +9793,394 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 669, _enc.buffers())
         return _Pending(call, xdr_handle_result.decode)
 
+    def CU_MODULE_ENUMERATE_FUNCTIONS(self, arg1: cu_handle, *, timeout: float | None = None) -> handle_list_result:
+        """Call CU_MODULE_ENUMERATE_FUNCTIONS (720) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 720, _enc.buffers(), timeout=timeout)
+        return xdr_handle_list_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_MODULE_ENUMERATE_FUNCTIONS_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_MODULE_ENUMERATE_FUNCTIONS (720); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 720, _enc.buffers())
+        return _Pending(call, xdr_handle_list_result.decode)
+
+    def CU_LIBRARY_ENUMERATE_KERNELS(self, arg1: cu_handle, *, timeout: float | None = None) -> handle_list_result:
+        """Call CU_LIBRARY_ENUMERATE_KERNELS (721) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 721, _enc.buffers(), timeout=timeout)
+        return xdr_handle_list_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_LIBRARY_ENUMERATE_KERNELS_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_LIBRARY_ENUMERATE_KERNELS (721); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 721, _enc.buffers())
+        return _Pending(call, xdr_handle_list_result.decode)
+
+    def CU_LIBRARY_GET_GLOBAL(self, arg1: cu_handle, arg2: name_str, *, timeout: float | None = None) -> global_result:
+        """Call CU_LIBRARY_GET_GLOBAL (722) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_name_str.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 722, _enc.buffers(), timeout=timeout)
+        return xdr_global_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_LIBRARY_GET_GLOBAL_async(self, arg1: cu_handle, arg2: name_str) -> _Pending:
+        """Send CU_LIBRARY_GET_GLOBAL (722); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_name_str.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 722, _enc.buffers())
+        return _Pending(call, xdr_global_result.decode)
+
+    def CU_KERNEL_GET_LIBRARY(self, arg1: cu_handle, *, timeout: float | None = None) -> handle_result:
+        """Call CU_KERNEL_GET_LIBRARY (723) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 723, _enc.buffers(), timeout=timeout)
+        return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_KERNEL_GET_LIBRARY_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_KERNEL_GET_LIBRARY (723); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 723, _enc.buffers())
+        return _Pending(call, xdr_handle_result.decode)
+
+    def CU_FUNC_GET_MODULE(self, arg1: cu_handle, *, timeout: float | None = None) -> handle_result:
+        """Call CU_FUNC_GET_MODULE (724) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 724, _enc.buffers(), timeout=timeout)
+        return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_FUNC_GET_MODULE_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_FUNC_GET_MODULE (724); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 724, _enc.buffers())
+        return _Pending(call, xdr_handle_result.decode)
+
+    def CU_FUNC_IS_LOADED(self, arg1: cu_handle, *, timeout: float | None = None) -> int_result:
+        """Call CU_FUNC_IS_LOADED (725) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 725, _enc.buffers(), timeout=timeout)
+        return xdr_int_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_FUNC_IS_LOADED_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_FUNC_IS_LOADED (725); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 725, _enc.buffers())
+        return _Pending(call, xdr_int_result.decode)
+
+    def CU_FUNC_LOAD(self, arg1: cu_handle, *, timeout: float | None = None) -> int:
+        """Call CU_FUNC_LOAD (726) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 726, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_FUNC_LOAD_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_FUNC_LOAD (726); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 726, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_MODULE_GET_LOADING_MODE(self, *, timeout: float | None = None) -> int_result:
+        """Call CU_MODULE_GET_LOADING_MODE (727) and wait for its result."""
+        body = self._rpc.call(0x20c0ffee, 1, 727, b"", timeout=timeout)
+        return xdr_int_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_MODULE_GET_LOADING_MODE_async(self) -> _Pending:
+        """Send CU_MODULE_GET_LOADING_MODE (727); ``.result(timeout)`` gives the result."""
+        call = self._rpc.call_async(0x20c0ffee, 1, 727, b"")
+        return _Pending(call, xdr_int_result.decode)
+
+    def CU_CTX_GET_API_VERSION(self, arg1: cu_handle, *, timeout: float | None = None) -> int_result:
+        """Call CU_CTX_GET_API_VERSION (730) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 730, _enc.buffers(), timeout=timeout)
+        return xdr_int_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_CTX_GET_API_VERSION_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_CTX_GET_API_VERSION (730); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 730, _enc.buffers())
+        return _Pending(call, xdr_int_result.decode)
+
+    def CU_CTX_GET_ID(self, arg1: cu_handle, *, timeout: float | None = None) -> u64_result:
+        """Call CU_CTX_GET_ID (731) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 731, _enc.buffers(), timeout=timeout)
+        return xdr_u64_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_CTX_GET_ID_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_CTX_GET_ID (731); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 731, _enc.buffers())
+        return _Pending(call, xdr_u64_result.decode)
+
+    def CU_STREAM_GET_CTX(self, arg1: cu_handle, *, timeout: float | None = None) -> handle_result:
+        """Call CU_STREAM_GET_CTX (732) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 732, _enc.buffers(), timeout=timeout)
+        return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_STREAM_GET_CTX_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_STREAM_GET_CTX (732); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 732, _enc.buffers())
+        return _Pending(call, xdr_handle_result.decode)
+
+    def CU_STREAM_GET_ID(self, arg1: cu_handle, *, timeout: float | None = None) -> u64_result:
+        """Call CU_STREAM_GET_ID (733) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 733, _enc.buffers(), timeout=timeout)
+        return xdr_u64_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_STREAM_GET_ID_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_STREAM_GET_ID (733); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 733, _enc.buffers())
+        return _Pending(call, xdr_u64_result.decode)
+
+    def CU_STREAM_GET_DEVICE(self, arg1: cu_handle, *, timeout: float | None = None) -> int_result:
+        """Call CU_STREAM_GET_DEVICE (734) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 734, _enc.buffers(), timeout=timeout)
+        return xdr_int_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_STREAM_GET_DEVICE_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_STREAM_GET_DEVICE (734); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 734, _enc.buffers())
+        return _Pending(call, xdr_int_result.decode)
+
+    def CU_DEVICE_GET_TEXTURE_1D_LINEAR_MAX_WIDTH(self, arg1: int, arg2: int, arg3: int, *, timeout: float | None = None) -> u64_result:
+        """Call CU_DEVICE_GET_TEXTURE_1D_LINEAR_MAX_WIDTH (735) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        _xdr.xdr_u_int.pack(_enc, arg2)
+        _xdr.xdr_int.pack(_enc, arg3)
+        body = self._rpc.call(0x20c0ffee, 1, 735, _enc.buffers(), timeout=timeout)
+        return xdr_u64_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_DEVICE_GET_TEXTURE_1D_LINEAR_MAX_WIDTH_async(self, arg1: int, arg2: int, arg3: int) -> _Pending:
+        """Send CU_DEVICE_GET_TEXTURE_1D_LINEAR_MAX_WIDTH (735); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        _xdr.xdr_u_int.pack(_enc, arg2)
+        _xdr.xdr_int.pack(_enc, arg3)
+        call = self._rpc.call_async(0x20c0ffee, 1, 735, _enc.buffers())
+        return _Pending(call, xdr_u64_result.decode)
+
+    def CU_STREAM_COPY_ATTRIBUTES(self, arg1: cu_handle, arg2: cu_handle, *, timeout: float | None = None) -> int:
+        """Call CU_STREAM_COPY_ATTRIBUTES (736) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 736, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_STREAM_COPY_ATTRIBUTES_async(self, arg1: cu_handle, arg2: cu_handle) -> _Pending:
+        """Send CU_STREAM_COPY_ATTRIBUTES (736); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 736, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_CTX_RECORD_EVENT(self, arg1: cu_handle, arg2: cu_handle, *, timeout: float | None = None) -> int:
+        """Call CU_CTX_RECORD_EVENT (737) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 737, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_CTX_RECORD_EVENT_async(self, arg1: cu_handle, arg2: cu_handle) -> _Pending:
+        """Send CU_CTX_RECORD_EVENT (737); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 737, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_CTX_WAIT_EVENT(self, arg1: cu_handle, arg2: cu_handle, *, timeout: float | None = None) -> int:
+        """Call CU_CTX_WAIT_EVENT (738) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 738, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_CTX_WAIT_EVENT_async(self, arg1: cu_handle, arg2: cu_handle) -> _Pending:
+        """Send CU_CTX_WAIT_EVENT (738); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 738, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_CTX_GET_SHARED_MEM_CONFIG(self, *, timeout: float | None = None) -> int_result:
+        """Call CU_CTX_GET_SHARED_MEM_CONFIG (739) and wait for its result."""
+        body = self._rpc.call(0x20c0ffee, 1, 739, b"", timeout=timeout)
+        return xdr_int_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_CTX_GET_SHARED_MEM_CONFIG_async(self) -> _Pending:
+        """Send CU_CTX_GET_SHARED_MEM_CONFIG (739); ``.result(timeout)`` gives the result."""
+        call = self._rpc.call_async(0x20c0ffee, 1, 739, b"")
+        return _Pending(call, xdr_int_result.decode)
+
+    def CU_CTX_SET_SHARED_MEM_CONFIG(self, arg1: int, *, timeout: float | None = None) -> int:
+        """Call CU_CTX_SET_SHARED_MEM_CONFIG (740) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 740, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_CTX_SET_SHARED_MEM_CONFIG_async(self, arg1: int) -> _Pending:
+        """Send CU_CTX_SET_SHARED_MEM_CONFIG (740); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 740, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_FUNC_SET_SHARED_MEM_CONFIG(self, arg1: cu_handle, arg2: int, *, timeout: float | None = None) -> int:
+        """Call CU_FUNC_SET_SHARED_MEM_CONFIG (741) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 741, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_FUNC_SET_SHARED_MEM_CONFIG_async(self, arg1: cu_handle, arg2: int) -> _Pending:
+        """Send CU_FUNC_SET_SHARED_MEM_CONFIG (741); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 741, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_CTX_GET_DEVICE_V2(self, arg1: cu_handle, *, timeout: float | None = None) -> int_result:
+        """Call CU_CTX_GET_DEVICE_V2 (742) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 742, _enc.buffers(), timeout=timeout)
+        return xdr_int_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_CTX_GET_DEVICE_V2_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_CTX_GET_DEVICE_V2 (742); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 742, _enc.buffers())
+        return _Pending(call, xdr_int_result.decode)
+
+    def CU_CTX_SYNCHRONIZE_V2(self, arg1: cu_handle, *, timeout: float | None = None) -> int:
+        """Call CU_CTX_SYNCHRONIZE_V2 (743) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 743, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_CTX_SYNCHRONIZE_V2_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_CTX_SYNCHRONIZE_V2 (743); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 743, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_MEMSET_D2D(self, arg1: cu_ptr, arg2: int, arg3: int, arg4: int, arg5: int, arg6: int, arg7: cu_handle, *, timeout: float | None = None) -> int:
+        """Call CU_MEMSET_D2D (750) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_ptr.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        _xdr.xdr_u_int.pack(_enc, arg3)
+        _xdr.xdr_u_int.pack(_enc, arg4)
+        _xdr.xdr_u_hyper.pack(_enc, arg5)
+        _xdr.xdr_u_hyper.pack(_enc, arg6)
+        xdr_cu_handle.pack(_enc, arg7)
+        body = self._rpc.call(0x20c0ffee, 1, 750, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_MEMSET_D2D_async(self, arg1: cu_ptr, arg2: int, arg3: int, arg4: int, arg5: int, arg6: int, arg7: cu_handle) -> _Pending:
+        """Send CU_MEMSET_D2D (750); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_ptr.pack(_enc, arg1)
+        _xdr.xdr_u_hyper.pack(_enc, arg2)
+        _xdr.xdr_u_int.pack(_enc, arg3)
+        _xdr.xdr_u_int.pack(_enc, arg4)
+        _xdr.xdr_u_hyper.pack(_enc, arg5)
+        _xdr.xdr_u_hyper.pack(_enc, arg6)
+        xdr_cu_handle.pack(_enc, arg7)
+        call = self._rpc.call_async(0x20c0ffee, 1, 750, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_STREAM_BATCH_MEM_OP(self, arg1: cu_handle, arg2: stream_mem_op_list, arg3: int, *, timeout: float | None = None) -> int:
+        """Call CU_STREAM_BATCH_MEM_OP (751) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_stream_mem_op_list.pack(_enc, arg2)
+        _xdr.xdr_u_int.pack(_enc, arg3)
+        body = self._rpc.call(0x20c0ffee, 1, 751, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_STREAM_BATCH_MEM_OP_async(self, arg1: cu_handle, arg2: stream_mem_op_list, arg3: int) -> _Pending:
+        """Send CU_STREAM_BATCH_MEM_OP (751); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_stream_mem_op_list.pack(_enc, arg2)
+        _xdr.xdr_u_int.pack(_enc, arg3)
+        call = self._rpc.call_async(0x20c0ffee, 1, 751, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_TENSOR_MAP_ENCODE(self, arg1: tensor_map_args, *, timeout: float | None = None) -> tensor_map_result:
+        """Call CU_TENSOR_MAP_ENCODE (760) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_tensor_map_args.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 760, _enc.buffers(), timeout=timeout)
+        return xdr_tensor_map_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_TENSOR_MAP_ENCODE_async(self, arg1: tensor_map_args) -> _Pending:
+        """Send CU_TENSOR_MAP_ENCODE (760); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_tensor_map_args.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 760, _enc.buffers())
+        return _Pending(call, xdr_tensor_map_result.decode)
+
+    def CU_TENSOR_MAP_REPLACE_ADDRESS(self, arg1: tensor_map, arg2: cu_ptr, *, timeout: float | None = None) -> tensor_map_result:
+        """Call CU_TENSOR_MAP_REPLACE_ADDRESS (761) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_tensor_map.pack(_enc, arg1)
+        xdr_cu_ptr.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 761, _enc.buffers(), timeout=timeout)
+        return xdr_tensor_map_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_TENSOR_MAP_REPLACE_ADDRESS_async(self, arg1: tensor_map, arg2: cu_ptr) -> _Pending:
+        """Send CU_TENSOR_MAP_REPLACE_ADDRESS (761); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_tensor_map.pack(_enc, arg1)
+        xdr_cu_ptr.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 761, _enc.buffers())
+        return _Pending(call, xdr_tensor_map_result.decode)
+
 
 class CRICKET_V1_Server:
     """Service of program CRICKET_PROG version CRICKET_V1: subclass it, override what
@@ -10377,6 +11140,134 @@ class CRICKET_V1_Server:
             _Facts(replay='readonly', handles=((0, ('stream',)),)),
             plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
         ),
+        720: _Procedure(
+            720, 'CU_MODULE_ENUMERATE_FUNCTIONS', (xdr_cu_handle,), xdr_handle_list_result,
+            _Facts(replay='replay', handles=((0, ('module',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args),
+        ),
+        721: _Procedure(
+            721, 'CU_LIBRARY_ENUMERATE_KERNELS', (xdr_cu_handle,), xdr_handle_list_result,
+            _Facts(replay='replay', handles=((0, ('library',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args),
+        ),
+        722: _Procedure(
+            722, 'CU_LIBRARY_GET_GLOBAL', (xdr_cu_handle, xdr_name_str), xdr_global_result,
+            _Facts(replay='replay', handles=((0, ('library',)),)),
+            plan=_Plan(decode_reply=_plan_xdr_global_result_decode_reply, encode_result=_plan_xdr_global_result_encode_result),
+        ),
+        723: _Procedure(
+            723, 'CU_KERNEL_GET_LIBRARY', (xdr_cu_handle,), xdr_handle_result,
+            _Facts(replay='readonly', handles=((0, ('kernel',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
+        ),
+        724: _Procedure(
+            724, 'CU_FUNC_GET_MODULE', (xdr_cu_handle,), xdr_handle_result,
+            _Facts(replay='readonly', handles=((0, ('function',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
+        ),
+        725: _Procedure(
+            725, 'CU_FUNC_IS_LOADED', (xdr_cu_handle,), xdr_int_result,
+            _Facts(replay='readonly', handles=((0, ('function', 'kernel')),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
+        ),
+        726: _Procedure(
+            726, 'CU_FUNC_LOAD', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='readonly', handles=((0, ('function', 'kernel')),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        727: _Procedure(
+            727, 'CU_MODULE_GET_LOADING_MODE', (), xdr_int_result,
+            _Facts(replay='readonly'),
+            plan=_Plan(decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
+        ),
+        730: _Procedure(
+            730, 'CU_CTX_GET_API_VERSION', (xdr_cu_handle,), xdr_int_result,
+            _Facts(replay='readonly', handles=((0, ('context',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
+        ),
+        731: _Procedure(
+            731, 'CU_CTX_GET_ID', (xdr_cu_handle,), xdr_u64_result,
+            _Facts(replay='readonly', handles=((0, ('context',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_u64_result_decode_reply, encode_result=_plan_xdr_u64_result_encode_result),
+        ),
+        732: _Procedure(
+            732, 'CU_STREAM_GET_CTX', (xdr_cu_handle,), xdr_handle_result,
+            _Facts(replay='readonly', handles=((0, ('stream',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
+        ),
+        733: _Procedure(
+            733, 'CU_STREAM_GET_ID', (xdr_cu_handle,), xdr_u64_result,
+            _Facts(replay='readonly', handles=((0, ('stream',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_u64_result_decode_reply, encode_result=_plan_xdr_u64_result_encode_result),
+        ),
+        734: _Procedure(
+            734, 'CU_STREAM_GET_DEVICE', (xdr_cu_handle,), xdr_int_result,
+            _Facts(replay='readonly', handles=((0, ('stream',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
+        ),
+        735: _Procedure(
+            735, 'CU_DEVICE_GET_TEXTURE_1D_LINEAR_MAX_WIDTH', (_xdr.xdr_int, _xdr.xdr_u_int, _xdr.xdr_int), xdr_u64_result,
+            _Facts(replay='readonly'),
+            plan=_Plan(encode_args=_plan_a41_encode_args, decode_args=_plan_a41_decode_args, decode_reply=_plan_xdr_u64_result_decode_reply, encode_result=_plan_xdr_u64_result_encode_result),
+        ),
+        736: _Procedure(
+            736, 'CU_STREAM_COPY_ATTRIBUTES', (xdr_cu_handle, xdr_cu_handle), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('stream',)), (1, ('stream',)))),
+            plan=_Plan(encode_args=_plan_a23_encode_args, decode_args=_plan_a23_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        737: _Procedure(
+            737, 'CU_CTX_RECORD_EVENT', (xdr_cu_handle, xdr_cu_handle), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('context',)), (1, ('event',)))),
+            plan=_Plan(encode_args=_plan_a23_encode_args, decode_args=_plan_a23_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        738: _Procedure(
+            738, 'CU_CTX_WAIT_EVENT', (xdr_cu_handle, xdr_cu_handle), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('context',)), (1, ('event',)))),
+            plan=_Plan(encode_args=_plan_a23_encode_args, decode_args=_plan_a23_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        739: _Procedure(
+            739, 'CU_CTX_GET_SHARED_MEM_CONFIG', (), xdr_int_result,
+            _Facts(replay='readonly'),
+            plan=_Plan(decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
+        ),
+        740: _Procedure(
+            740, 'CU_CTX_SET_SHARED_MEM_CONFIG', (_xdr.xdr_int,), _xdr.xdr_int,
+            _Facts(replay='replay'),
+            plan=_Plan(encode_args=_plan_a2_encode_args, decode_args=_plan_a2_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        741: _Procedure(
+            741, 'CU_FUNC_SET_SHARED_MEM_CONFIG', (xdr_cu_handle, _xdr.xdr_int), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('function', 'kernel')),)),
+            plan=_Plan(encode_args=_plan_a21_encode_args, decode_args=_plan_a21_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        742: _Procedure(
+            742, 'CU_CTX_GET_DEVICE_V2', (xdr_cu_handle,), xdr_int_result,
+            _Facts(replay='readonly', handles=((0, ('context',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
+        ),
+        743: _Procedure(
+            743, 'CU_CTX_SYNCHRONIZE_V2', (xdr_cu_handle,), _xdr.xdr_int,
+            _Facts(replay='readonly', handles=((0, ('context',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        750: _Procedure(
+            750, 'CU_MEMSET_D2D', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_int, _xdr.xdr_u_int, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle), _xdr.xdr_int,
+            _Facts(pipelined=True, replay='replay', handles=((6, ('stream',)),)),
+            plan=_Plan(encode_args=_plan_a42_encode_args, decode_args=_plan_a42_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        751: _Procedure(
+            751, 'CU_STREAM_BATCH_MEM_OP', (xdr_cu_handle, xdr_stream_mem_op_list, _xdr.xdr_u_int), _xdr.xdr_int,
+            _Facts(pipelined=True, replay='replay', handles=((0, ('stream',)),)),
+            plan=_Plan(decode_reply=_xdr_plan_status),
+        ),
+        760: _Procedure(
+            760, 'CU_TENSOR_MAP_ENCODE', (xdr_tensor_map_args,), xdr_tensor_map_result,
+            _Facts(replay='readonly'),
+        ),
+        761: _Procedure(
+            761, 'CU_TENSOR_MAP_REPLACE_ADDRESS', (xdr_tensor_map, xdr_cu_ptr), xdr_tensor_map_result,
+            _Facts(replay='readonly'),
+        ),
     }
 
     def HELLO(self, ctx: Any, arg1: hello_args) -> hello_result:
@@ -11151,6 +12042,110 @@ class CRICKET_V1_Server:
         """CU_STREAM_GET_GREEN_CTX (669): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_STREAM_GET_GREEN_CTX")
 
+    def CU_MODULE_ENUMERATE_FUNCTIONS(self, ctx: Any, arg1: cu_handle) -> handle_list_result:
+        """CU_MODULE_ENUMERATE_FUNCTIONS (720): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_MODULE_ENUMERATE_FUNCTIONS")
+
+    def CU_LIBRARY_ENUMERATE_KERNELS(self, ctx: Any, arg1: cu_handle) -> handle_list_result:
+        """CU_LIBRARY_ENUMERATE_KERNELS (721): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_LIBRARY_ENUMERATE_KERNELS")
+
+    def CU_LIBRARY_GET_GLOBAL(self, ctx: Any, arg1: cu_handle, arg2: name_str) -> global_result:
+        """CU_LIBRARY_GET_GLOBAL (722): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_LIBRARY_GET_GLOBAL")
+
+    def CU_KERNEL_GET_LIBRARY(self, ctx: Any, arg1: cu_handle) -> handle_result:
+        """CU_KERNEL_GET_LIBRARY (723): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_KERNEL_GET_LIBRARY")
+
+    def CU_FUNC_GET_MODULE(self, ctx: Any, arg1: cu_handle) -> handle_result:
+        """CU_FUNC_GET_MODULE (724): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_FUNC_GET_MODULE")
+
+    def CU_FUNC_IS_LOADED(self, ctx: Any, arg1: cu_handle) -> int_result:
+        """CU_FUNC_IS_LOADED (725): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_FUNC_IS_LOADED")
+
+    def CU_FUNC_LOAD(self, ctx: Any, arg1: cu_handle) -> int:
+        """CU_FUNC_LOAD (726): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_FUNC_LOAD")
+
+    def CU_MODULE_GET_LOADING_MODE(self, ctx: Any) -> int_result:
+        """CU_MODULE_GET_LOADING_MODE (727): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_MODULE_GET_LOADING_MODE")
+
+    def CU_CTX_GET_API_VERSION(self, ctx: Any, arg1: cu_handle) -> int_result:
+        """CU_CTX_GET_API_VERSION (730): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_CTX_GET_API_VERSION")
+
+    def CU_CTX_GET_ID(self, ctx: Any, arg1: cu_handle) -> u64_result:
+        """CU_CTX_GET_ID (731): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_CTX_GET_ID")
+
+    def CU_STREAM_GET_CTX(self, ctx: Any, arg1: cu_handle) -> handle_result:
+        """CU_STREAM_GET_CTX (732): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_STREAM_GET_CTX")
+
+    def CU_STREAM_GET_ID(self, ctx: Any, arg1: cu_handle) -> u64_result:
+        """CU_STREAM_GET_ID (733): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_STREAM_GET_ID")
+
+    def CU_STREAM_GET_DEVICE(self, ctx: Any, arg1: cu_handle) -> int_result:
+        """CU_STREAM_GET_DEVICE (734): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_STREAM_GET_DEVICE")
+
+    def CU_DEVICE_GET_TEXTURE_1D_LINEAR_MAX_WIDTH(self, ctx: Any, arg1: int, arg2: int, arg3: int) -> u64_result:
+        """CU_DEVICE_GET_TEXTURE_1D_LINEAR_MAX_WIDTH (735): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_DEVICE_GET_TEXTURE_1D_LINEAR_MAX_WIDTH")
+
+    def CU_STREAM_COPY_ATTRIBUTES(self, ctx: Any, arg1: cu_handle, arg2: cu_handle) -> int:
+        """CU_STREAM_COPY_ATTRIBUTES (736): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_STREAM_COPY_ATTRIBUTES")
+
+    def CU_CTX_RECORD_EVENT(self, ctx: Any, arg1: cu_handle, arg2: cu_handle) -> int:
+        """CU_CTX_RECORD_EVENT (737): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_CTX_RECORD_EVENT")
+
+    def CU_CTX_WAIT_EVENT(self, ctx: Any, arg1: cu_handle, arg2: cu_handle) -> int:
+        """CU_CTX_WAIT_EVENT (738): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_CTX_WAIT_EVENT")
+
+    def CU_CTX_GET_SHARED_MEM_CONFIG(self, ctx: Any) -> int_result:
+        """CU_CTX_GET_SHARED_MEM_CONFIG (739): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_CTX_GET_SHARED_MEM_CONFIG")
+
+    def CU_CTX_SET_SHARED_MEM_CONFIG(self, ctx: Any, arg1: int) -> int:
+        """CU_CTX_SET_SHARED_MEM_CONFIG (740): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_CTX_SET_SHARED_MEM_CONFIG")
+
+    def CU_FUNC_SET_SHARED_MEM_CONFIG(self, ctx: Any, arg1: cu_handle, arg2: int) -> int:
+        """CU_FUNC_SET_SHARED_MEM_CONFIG (741): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_FUNC_SET_SHARED_MEM_CONFIG")
+
+    def CU_CTX_GET_DEVICE_V2(self, ctx: Any, arg1: cu_handle) -> int_result:
+        """CU_CTX_GET_DEVICE_V2 (742): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_CTX_GET_DEVICE_V2")
+
+    def CU_CTX_SYNCHRONIZE_V2(self, ctx: Any, arg1: cu_handle) -> int:
+        """CU_CTX_SYNCHRONIZE_V2 (743): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_CTX_SYNCHRONIZE_V2")
+
+    def CU_MEMSET_D2D(self, ctx: Any, arg1: cu_ptr, arg2: int, arg3: int, arg4: int, arg5: int, arg6: int, arg7: cu_handle) -> int:
+        """CU_MEMSET_D2D (750): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_MEMSET_D2D")
+
+    def CU_STREAM_BATCH_MEM_OP(self, ctx: Any, arg1: cu_handle, arg2: stream_mem_op_list, arg3: int) -> int:
+        """CU_STREAM_BATCH_MEM_OP (751): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_STREAM_BATCH_MEM_OP")
+
+    def CU_TENSOR_MAP_ENCODE(self, ctx: Any, arg1: tensor_map_args) -> tensor_map_result:
+        """CU_TENSOR_MAP_ENCODE (760): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_TENSOR_MAP_ENCODE")
+
+    def CU_TENSOR_MAP_REPLACE_ADDRESS(self, ctx: Any, arg1: tensor_map, arg2: cu_ptr) -> tensor_map_result:
+        """CU_TENSOR_MAP_REPLACE_ADDRESS (761): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_TENSOR_MAP_REPLACE_ADDRESS")
+
 
 # Every codec is built now, at import (none is built while threads use it).
 _xdr.ready_all(
@@ -11230,6 +12225,10 @@ _xdr.ready_all(
     xdr_link_input,
     xdr_linked_image,
     xdr_link_result,
+    xdr_handle_list_result,
+    xdr_stream_mem_op,
+    xdr_tensor_map_args,
+    xdr_tensor_map_result,
     xdr_sparse_properties,
     xdr_sparse_properties_result,
     xdr_memory_requirements,
@@ -11251,6 +12250,9 @@ _xdr.ready_all(
     xdr_graph_node_list,
     xdr_mem_access_list,
     xdr_link_input_list,
+    xdr_handle_list,
+    xdr_stream_mem_op_list,
+    xdr_tensor_map,
     xdr_dev_resource_list,
     _codec1,
 )

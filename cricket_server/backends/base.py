@@ -23,7 +23,7 @@ import abc
 import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from cricket_server.graphs import ExecNode
@@ -52,6 +52,12 @@ CUDA_ERROR_INVALID_HANDLE = 400
 CUDA_ERROR_NOT_PERMITTED = 800
 CUDA_ERROR_NOT_SUPPORTED = 801
 CUDA_ERROR_UNKNOWN = 999
+
+
+# CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LINEAR_WIDTH, and the CUarray_format values
+# cuDeviceGetTexture1DLinearMaxWidth takes (the integer, half and float ones)
+MAXIMUM_TEXTURE1D_LINEAR_WIDTH = 69
+TEXTURE_FORMATS = frozenset({0x01, 0x02, 0x03, 0x08, 0x09, 0x0A, 0x10, 0x20})
 
 
 class CudaError(Exception):
@@ -481,6 +487,83 @@ class BackendSession(abc.ABC):
         copy (one address space, as on sim)."""
         self.memcpy_dtod(dst, src, size, stream)
 
+    # -- small queries (procedures 720-779) -------------------------------------------------
+    def module_function_names(self, module: object) -> list[str]:
+        """cuModuleEnumerateFunctions: the names of a module's functions, in the driver's
+        order."""
+        raise not_supported("cuModuleEnumerateFunctions")
+
+    def library_kernel_names(self, library: object) -> list[str]:
+        """cuLibraryEnumerateKernels: the names of a library's kernels, in the driver's order."""
+        raise not_supported("cuLibraryEnumerateKernels")
+
+    def library_get_global(self, library: object, name: str) -> GlobalInfo:
+        """cuLibraryGetGlobal in the current context."""
+        raise not_supported("cuLibraryGetGlobal")
+
+    def func_is_loaded(self, func: object) -> int:
+        """cuFuncIsLoaded (CUfunctionLoadingState). Default: loaded (a backend that loads
+        modules eagerly)."""
+        return 1
+
+    def func_load(self, func: object) -> None:  # noqa: B027 - optional hook
+        """cuFuncLoad. Default: nothing (functions are loaded with their module)."""
+
+    def module_loading_mode(self) -> int:
+        """cuModuleGetLoadingMode (CUmoduleLoadingMode). Default: eager (1)."""
+        return 1
+
+    def ctx_record_event(self, event: object) -> None:
+        """cuCtxRecordEvent in the current device's context: the event completes after all
+        work sent to it so far. Default: wait for that work, then record on the legacy
+        stream."""
+        self.synchronize()
+        self.event_record(event, None)
+
+    def ctx_wait_event(self, event: object) -> None:
+        """cuCtxWaitEvent: later work of the current device's context waits for the event.
+        Default: wait for the event here, so that everything sent after it follows."""
+        self.event_synchronize(event)
+
+    def ctx_get_shared_mem_config(self) -> int:
+        """cuCtxGetSharedMemConfig (CUsharedconfig). Default: 4-byte banks (1), the fixed
+        bank size of every device without configurable banks (all since Maxwell)."""
+        return 1
+
+    def ctx_set_shared_mem_config(self, config: int) -> None:
+        """cuCtxSetSharedMemConfig. Default: a known CUsharedconfig (0-2) is taken and has no
+        effect, as on devices without configurable banks."""
+        check_shared_config("cuCtxSetSharedMemConfig", config)
+
+    def func_set_shared_mem_config(self, func: object, config: int) -> None:
+        """cuFuncSetSharedMemConfig. Default: as ctx_set_shared_mem_config."""
+        check_shared_config("cuFuncSetSharedMemConfig", config)
+
+    def stream_mem_ops(self, stream: object | None, ops: Sequence[Any]) -> None:
+        """cuStreamBatchMemOp: checked `cricket_server.stream_mem_ops.StreamMemOp`s, in
+        order on `stream`."""
+        raise not_supported("cuStreamBatchMemOp")
+
+    def tensor_map_encode(self, request: Any) -> bytes:
+        """cuTensorMapEncodeTiled / cuTensorMapEncodeIm2col of a checked
+        `cricket_server.tensor_maps.TensorMapRequest`: the 128-byte CUtensorMap. Default:
+        CUDA_ERROR_NOT_SUPPORTED (a backend without the GPU's tensor memory accelerator has no
+        encoding a map could follow)."""
+        raise not_supported(request.call, "tensor maps are encoded by a Hopper GPU's driver")
+
+    def tensor_map_replace_address(self, tensor_map: bytes, address: int) -> bytes:
+        """cuTensorMapReplaceAddress: the map with its global address replaced. Default:
+        CUDA_ERROR_NOT_SUPPORTED, as tensor_map_encode."""
+        raise not_supported(
+            "cuTensorMapReplaceAddress", "tensor maps are encoded by a Hopper GPU's driver"
+        )
+
+    def ctx_api_version(self) -> int:
+        """cuCtxGetApiVersion of the current device's context. Default: 3020, what CUDA
+        answers for every context made by the current API."""
+        return 3020
+
+
     # -- lifetime -------------------------------------------------------------------------
     @abc.abstractmethod
     def close(self) -> None:
@@ -545,5 +628,25 @@ class Backend(abc.ABC):
         return 0
 
 
+    def texture_1d_linear_max_width(self, fmt: int, channels: int, dev: int) -> int:
+        """cuDeviceGetTexture1DLinearMaxWidth: elements of a 1D linear texture of `channels`
+        channels of CUarray_format `fmt`. Default: the device's
+        MAXIMUM_TEXTURE1D_LINEAR_WIDTH attribute for a known format and 1, 2 or 4 channels."""
+        call = "cuDeviceGetTexture1DLinearMaxWidth"
+        if fmt not in TEXTURE_FORMATS:
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{call}: unknown CUarray_format {fmt}")
+        if channels not in (1, 2, 4):
+            raise CudaError(
+                CUDA_ERROR_INVALID_VALUE, f"{call}: numChannels must be 1, 2 or 4, got {channels}"
+            )
+        return self.device_attribute(MAXIMUM_TEXTURE1D_LINEAR_WIDTH, dev)
+
 class MemoryKind(enum.IntEnum):
     DEVICE = 2  # CU_MEMORYTYPE_DEVICE
+
+
+def check_shared_config(call: str, config: int) -> None:
+    """A CUsharedconfig value (0 default, 1 four-byte, 2 eight-byte banks), else
+    CUDA_ERROR_INVALID_VALUE naming the call."""
+    if not 0 <= config <= 2:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{call}: {config} is not a CUsharedconfig (0..2)")

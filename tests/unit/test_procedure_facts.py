@@ -78,6 +78,15 @@ READ_ONLY_RESOURCES = {  # mipmapped and sparse arrays; device resources and gre
 # a refusal the client reports for a capture: it changes nothing a checkpoint holds
 READ_ONLY_CAPTURE = {"CU_STREAM_CAPTURE_PROHIBIT"}
 READ_ONLY_GRAPH_NODES = {"CU_DEVICE_GET_GRAPH_MEM_ATTRIBUTE"}
+# small module, context, stream and memory calls (procedures 720-779)
+PIPELINED_BEFORE |= {"CU_MEMSET_D2D", "CU_STREAM_BATCH_MEM_OP"}
+READ_ONLY_TAIL = {
+    "CU_KERNEL_GET_LIBRARY", "CU_FUNC_GET_MODULE", "CU_FUNC_IS_LOADED", "CU_FUNC_LOAD",
+    "CU_MODULE_GET_LOADING_MODE", "CU_CTX_GET_API_VERSION", "CU_CTX_GET_ID", "CU_STREAM_GET_CTX",
+    "CU_STREAM_GET_ID", "CU_STREAM_GET_DEVICE", "CU_DEVICE_GET_TEXTURE_1D_LINEAR_MAX_WIDTH",
+    "CU_CTX_GET_SHARED_MEM_CONFIG", "CU_CTX_GET_DEVICE_V2", "CU_CTX_SYNCHRONIZE_V2",
+    "CU_TENSOR_MAP_ENCODE", "CU_TENSOR_MAP_REPLACE_ADDRESS",
+}  # fmt: skip
 PROCEDURES = proto.CRICKET_V1_Server.PROCEDURES
 SPEC_PATH = Path(__file__).parents[2] / "rpc_spec" / "cricket.x"
 
@@ -93,7 +102,7 @@ def test_the_spec_gives_the_replay_lists_the_client_kept() -> None:
     assert facts.uncounted() == UNCOUNTED_BEFORE
     assert facts.read_only() == (
         READ_ONLY_BEFORE | READ_ONLY_VMM_POOLS | READ_ONLY_BINDING_TESTS | READ_ONLY_LINK
-        | READ_ONLY_RESOURCES | READ_ONLY_CAPTURE | READ_ONLY_GRAPH_NODES
+        | READ_ONLY_RESOURCES | READ_ONLY_CAPTURE | READ_ONLY_GRAPH_NODES | READ_ONLY_TAIL
     )
     stated = {p.name: p.facts.replay for p in PROCEDURES.values()}
     assert set(stated.values()) == {"replay", "readonly", "uncounted"}  # every one states one

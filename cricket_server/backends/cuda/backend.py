@@ -14,6 +14,7 @@ from ..base import (
 )
 from ._driver import CudaUnavailable, call, driver, enum_value
 from .context import forget_current
+from .queries import texture_1d_linear_max_width
 from .session import CudaSession
 from .vmm import (
     DEFAULT_RESERVE_BASE,
@@ -123,6 +124,9 @@ class CudaBackend(Backend):
     def device_pci_bus_id(self, dev: int) -> str:
         raw = call(driver.cuDeviceGetPCIBusId, 64, self.device_handle(dev))
         return bytes(raw).split(b"\0", 1)[0].decode()
+
+    def texture_1d_linear_max_width(self, fmt: int, channels: int, dev: int) -> int:
+        return texture_1d_linear_max_width(self.device_handle(dev), fmt, channels)
 
     def can_access_peer(self, dev: int, peer: int) -> bool:
         handles = self.device_handle(dev), self.device_handle(peer)

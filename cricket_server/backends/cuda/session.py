@@ -34,6 +34,7 @@ from .launch import ParamBuffer, ParamLayouts
 from .launch_ex import CudaLaunchVariants
 from .link import CudaLinker
 from .mipmaps import CudaMipmaps
+from .queries import CudaQueries
 from .staging import PinnedStager
 from .vmm import VmmBacking
 from .vmm_calls import CudaVmm
@@ -89,7 +90,7 @@ class _DeviceState:
 
 class CudaSession(
     CudaArrays, CudaMipmaps, CudaDevResources, CudaLaunchVariants, CudaGraphs, CudaVmm, CudaLinker,
-    BackendSession,
+    CudaQueries, BackendSession,
 ):  # fmt: skip
     def __init__(self, backend: CudaBackend, staging_limit: int) -> None:
         self._backend = backend

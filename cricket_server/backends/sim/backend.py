@@ -11,11 +11,14 @@ Address space: client allocations come from `address_space()` (the session layer
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from cricket_server import stream_mem_ops as smo
 from cricket_server.backends.base import (
     CUDA_ERROR_INVALID_DEVICE,
     CUDA_ERROR_INVALID_HANDLE,
@@ -38,7 +41,13 @@ from cricket_server.backends.sim.cubin import KernelInfo, ModuleImage, parse_ima
 from cricket_server.backends.sim.dev_resources import SimDevResources
 from cricket_server.backends.sim.devmem import GRANULARITY, KernelMemory, SimChunkBacking, SimMemory
 from cricket_server.backends.sim.graphs import ReplayGraphs
-from cricket_server.backends.sim.kernels import KernelArgs, Launch, find_kernel
+from cricket_server.backends.sim.kernels import (
+    CUDA_ERROR_LAUNCH_TIMEOUT,
+    WAIT_LIMIT_S,
+    KernelArgs,
+    Launch,
+    find_kernel,
+)
 from cricket_server.backends.sim.launch_ex import SimLaunchVariants
 from cricket_server.backends.sim.link import SimLinker
 from cricket_server.backends.sim.mipmaps import SimMipmaps
@@ -174,6 +183,16 @@ class SimModule:
     globals: dict[str, int]  # name -> address
     functions: dict[str, SimFunction] = field(default_factory=dict)
     loaded: bool = True
+
+
+def _global(mod: SimModule, name: str, call: str, what: str) -> GlobalInfo:
+    """Address and size of global `name` of a module (or a library's, `what`)."""
+    if name not in mod.globals:
+        have = ", ".join(sorted(mod.globals)) or "none"
+        raise CudaError(
+            CUDA_ERROR_NOT_FOUND, f"{call}: no global {name!r} in the {what} (globals: {have})"
+        )
+    return GlobalInfo(mod.globals[name], mod.image.globals[name].size)
 
 
 @dataclass(eq=False)
@@ -390,6 +409,41 @@ class SimSession(
         if count:
             target.submit(fill)
 
+    def stream_mem_ops(self, stream: object | None, ops: Sequence[Any]) -> None:
+        """In stream order: a write stores its value, a wait polls its address until the
+        condition holds (giving up as a spinning kernel does), barriers and flushes have
+        nothing to order (one coherent memory)."""
+        call = "cuStreamBatchMemOp"
+        target = self._stream(stream, call)
+        target.context.check()
+        for m in ops:
+            size = smo.value_size(m.op)
+            if size:
+                self.memory.check(m.address, size, call)
+        cancelled = target.context.cancelled
+
+        def run() -> None:
+            for m in ops:
+                size = smo.value_size(m.op)
+                dtype = np.uint32 if size == 4 else np.uint64
+                if m.op in (smo.WRITE_32, smo.WRITE_64):
+                    self.memory.write(m.address, np.array([m.value], dtype=dtype), what=call)
+                elif m.op in (smo.WAIT_32, smo.WAIT_64):
+                    deadline = time.monotonic() + WAIT_LIMIT_S
+                    while not smo.wait_satisfied(
+                        m.flags, size, int(np.frombuffer(self.memory.read(m.address, size, what=call), dtype)[0]), m.value
+                    ):
+                        if cancelled.wait(0.0005):
+                            return
+                        if time.monotonic() > deadline:
+                            raise CudaError(
+                                CUDA_ERROR_LAUNCH_TIMEOUT,
+                                f"{call}: the value at {m.address:#x} did not meet the wait in {WAIT_LIMIT_S:.0f} s",
+                            )
+
+        if ops:
+            target.submit(run)
+
     def mem_get_info(self) -> tuple[int, int]:
         device = self.backend.device(self._dev)
         return device.free_mem(), device.total_mem
@@ -444,14 +498,7 @@ class SimSession(
         return func
 
     def module_get_global(self, module: object, name: str) -> GlobalInfo:
-        mod = self._module(module, "cuModuleGetGlobal")
-        if name not in mod.globals:
-            have = ", ".join(sorted(mod.globals)) or "none"
-            raise CudaError(
-                CUDA_ERROR_NOT_FOUND,
-                f"cuModuleGetGlobal: no global {name!r} in the module (globals: {have})",
-            )
-        return GlobalInfo(mod.globals[name], mod.image.globals[name].size)
+        return _global(self._module(module, "cuModuleGetGlobal"), name, "cuModuleGetGlobal", "module")
 
     def library_load(self, image: bytes, jit_options: dict[int, int]) -> object:
         module = self.module_load(image, jit_options)
@@ -480,6 +527,22 @@ class SimSession(
                 CUDA_ERROR_INVALID_HANDLE, f"cuKernelGetFunction: {kernel!r} is not a kernel"
             )
         return self._function(kernel.function, "cuKernelGetFunction")
+
+    def module_function_names(self, module: object) -> list[str]:
+        """In the image's order (the order its kernels were parsed)."""
+        return list(self._module(module, "cuModuleEnumerateFunctions").functions)
+
+    def library_kernel_names(self, library: object) -> list[str]:
+        return list(self._library(library, "cuLibraryEnumerateKernels").module.functions)
+
+    def library_get_global(self, library: object, name: str) -> GlobalInfo:
+        mod = self._library(library, "cuLibraryGetGlobal").module
+        return _global(mod, name, "cuLibraryGetGlobal", "library")
+
+    def _library(self, library: object, call: str) -> SimLibrary:
+        if isinstance(library, SimLibrary) and library.module.loaded:
+            return library
+        raise CudaError(CUDA_ERROR_INVALID_HANDLE, f"{call}: {library!r} is not a loaded library")
 
     def func_get_attribute(self, attrib: int, func: object) -> int:
         fn = self._function(func, "cuFuncGetAttribute")

@@ -1,0 +1,63 @@
+"""What the small module, kernel, context and stream calls made or set survives checkpoint,
+SIGKILL and cricket-restart: a library loaded from a file with its kernels listed, an
+attribute set through cuKernelSetAttribute, the functions a module listed, and the ids of
+contexts and streams."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from behaviour_helpers import KERNELS, check, open_session
+from checkpoint_helpers import ServerProcess, server_list, start_restart, start_server
+
+import cricket_client
+from cricket_client import driver as cuda
+
+CUBIN = KERNELS / "test_kernels.sm_90.cubin"
+
+
+@pytest.fixture
+def servers() -> Iterator[list[ServerProcess]]:
+    yield from server_list()
+
+
+def test_module_queries_survive_checkpoint_and_restart(
+    tmp_path: Path, servers: list[ServerProcess], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = start_server(servers, tmp_path)
+    conn = open_session(server.address, make_default=True)
+    try:
+        dev = check(cuda.cuDeviceGet(0))
+        lib = check(cuda.cuLibraryLoadFromFile(str(CUBIN), None, None, 0, None, None, 0))
+        kernels = check(cuda.cuLibraryEnumerateKernels(check(cuda.cuLibraryGetKernelCount(lib)), lib))
+        saxpy = check(cuda.cuLibraryGetKernel(lib, b"saxpy"))
+        smem = cuda.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        check(cuda.cuKernelSetAttribute(smem, 8192, saxpy, dev))
+        module = check(cuda.cuModuleLoad(str(CUBIN)))
+        functions = check(cuda.cuModuleEnumerateFunctions(check(cuda.cuModuleGetFunctionCount(module)), module))
+        names = [bytes(check(cuda.cuFuncGetName(f))) for f in functions]
+        stream = check(cuda.cuStreamCreate(0))
+        stream_id = check(cuda.cuStreamGetId(stream))
+        ctx_id = check(cuda.cuCtxGetId(None))
+
+        cricket_client.checkpoint(tmp_path / "ckpt")
+        server.kill()
+        restarted = start_restart(servers, tmp_path, tmp_path / "ckpt")
+        monkeypatch.setenv(cricket_client.ADDRESS_ENV, restarted.address)
+
+        assert check(cuda.cuKernelGetAttribute(smem, saxpy, dev)) == 8192
+        again = check(cuda.cuLibraryEnumerateKernels(len(kernels), lib))
+        assert [int(k) for k in again] == [int(k) for k in kernels]
+        assert [bytes(check(cuda.cuFuncGetName(f))) for f in functions] == names
+        assert int(check(cuda.cuFuncGetModule(functions[0]))) == int(module)
+        assert check(cuda.cuStreamGetId(stream)) == stream_id
+        assert check(cuda.cuCtxGetId(None)) == ctx_id
+        bias, size = check(cuda.cuLibraryGetGlobal(lib, b"bias"))
+        out = np.zeros(1, np.int32)
+        check(cuda.cuMemcpyDtoH(out, bias, size))
+        assert out[0] == 7
+    finally:
+        conn.close()
