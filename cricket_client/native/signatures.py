@@ -17,6 +17,7 @@ from .launch_pack import PACK_C, PACK_CDEF
 __all__ = [
     "ENTRIES",
     "HANDLE_TYPES",
+    "OPTIONAL_OUTPUTS",
     "VARIANTS",
     "c_declarations",
     "c_source",
@@ -159,6 +160,7 @@ ENTRIES: list[tuple[str, str]] = [
     ("cuStreamAddCallback", "CUstream hStream, void *callback, void *userData, unsigned int flags"),
     ("cuStreamGetFlags", "CUstream hStream, unsigned int *flags"),
     ("cuStreamGetPriority", "CUstream hStream, int *priority"),
+    ("cuThreadExchangeStreamCaptureMode", "int *mode"),
     ("cuEventCreate", "CUevent *phEvent, unsigned int Flags"),
     ("cuEventDestroy_v2", "CUevent hEvent"),
     ("cuEventRecord", "CUevent hEvent, CUstream hStream"),
@@ -172,6 +174,13 @@ ENTRIES: list[tuple[str, str]] = [
     ("cuOccupancyMaxPotentialBlockSize", "int *minGridSize, int *blockSize, CUfunction func, void *blockSizeToDynamicSMemSize, size_t dynamicSMemSize, int blockSizeLimit"),
     *FAMILY_ENTRIES,
 ]
+
+# Entries whose output pointers may be NULL (that value is not written), as the driver takes
+# them; any other NULL output pointer is CUDA_ERROR_INVALID_VALUE.
+OPTIONAL_OUTPUTS = frozenset([
+    "cuCtxPopCurrent_v2", "cuCtxGetStreamPriorityRange", "cuMemGetInfo_v2",
+    "cuMemGetAddressRange_v2", "cuModuleGetGlobal_v2", "cuFuncGetParamInfo",
+])
 
 # Entries implemented by the C code alone (never reach Python).
 C_ONLY = {
