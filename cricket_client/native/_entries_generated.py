@@ -66,10 +66,16 @@ __all__ = [
     "cuGraphClone",
     "cuGraphCreate",
     "cuGraphDestroy",
+    "cuGraphDestroyNode",
     "cuGraphExecDestroy",
+    "cuGraphExecGetId",
     "cuGraphExecMemsetNodeSetParams",
+    "cuGraphGetId",
     "cuGraphInstantiateWithFlags",
     "cuGraphLaunch",
+    "cuGraphNodeGetContainingGraph",
+    "cuGraphNodeGetLocalId",
+    "cuGraphNodeGetToolsId",
     "cuGraphNodeGetType",
     "cuKernelGetFunction",
     "cuLibraryUnload",
@@ -78,6 +84,7 @@ __all__ = [
     "cuMemAddressReserve",
     "cuMemAllocAsync",
     "cuMemAllocFromPoolAsync",
+    "cuMemAllocManaged",
     "cuMemAllocPitch_v2",
     "cuMemAlloc_v2",
     "cuMemCreate",
@@ -89,6 +96,7 @@ __all__ = [
     "cuMemGetDefaultMemPool",
     "cuMemGetInfo_v2",
     "cuMemGetMemPool",
+    "cuMemHostGetDevicePointer_v2",
     "cuMemMap",
     "cuMemPoolCreate",
     "cuMemPoolDestroy",
@@ -1164,3 +1172,78 @@ def cuSurfObjectDestroy(surfObject: int) -> int:
 @_entry
 def cuLinkDestroy(state: int) -> int:
     return int(driver.cuLinkDestroy(state)[0])
+
+
+@_entry
+def cuGraphDestroyNode(hNode: int) -> int:
+    return int(driver.cuGraphDestroyNode(hNode)[0])
+
+
+@_entry
+def cuGraphGetId(hGraph: int, graphId: Any) -> int:
+    if graphId == ffi.NULL:
+        return INVALID_VALUE
+    err, v0 = driver.cuGraphGetId(hGraph)
+    if not err:
+        graphId[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuGraphExecGetId(hGraphExec: int, graphId: Any) -> int:
+    if graphId == ffi.NULL:
+        return INVALID_VALUE
+    err, v0 = driver.cuGraphExecGetId(hGraphExec)
+    if not err:
+        graphId[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuGraphNodeGetContainingGraph(hNode: int, phGraph: Any) -> int:
+    if phGraph == ffi.NULL:
+        return INVALID_VALUE
+    err, v0 = driver.cuGraphNodeGetContainingGraph(hNode)
+    if not err:
+        phGraph[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuGraphNodeGetLocalId(hNode: int, nodeId: Any) -> int:
+    if nodeId == ffi.NULL:
+        return INVALID_VALUE
+    err, v0 = driver.cuGraphNodeGetLocalId(hNode)
+    if not err:
+        nodeId[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuGraphNodeGetToolsId(hNode: int, toolsNodeId: Any) -> int:
+    if toolsNodeId == ffi.NULL:
+        return INVALID_VALUE
+    err, v0 = driver.cuGraphNodeGetToolsId(hNode)
+    if not err:
+        toolsNodeId[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuMemAllocManaged(dptr: Any, bytesize: int, flags: int) -> int:
+    if dptr == ffi.NULL:
+        return INVALID_VALUE
+    err, v0 = driver.cuMemAllocManaged(bytesize, flags)
+    if not err:
+        dptr[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuMemHostGetDevicePointer_v2(pdptr: Any, p: int, Flags: int) -> int:
+    if pdptr == ffi.NULL:
+        return INVALID_VALUE
+    err, v0 = driver.cuMemHostGetDevicePointer(p, Flags)
+    if not err:
+        pdptr[0] = _number(v0)
+    return int(err)

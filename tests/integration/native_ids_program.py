@@ -1,0 +1,39 @@
+"""A `cuda.bindings.driver` program, unmodified, over driver functions the Python client remotes
+that the native libcuda.so.1 exports through its generated entries: graph and node ids, a
+node's graph, node removal, and the managed/mapped memory calls a remote client answers
+NOT_SUPPORTED (with the client's reason). One line per result, so that runs through the native
+library and through the Python-level module swap compare equal.
+
+    python native_ids_program.py
+"""
+
+from cuda.bindings import driver as cuda
+
+
+def check(result):
+    err, *values = result if isinstance(result, tuple) else (result,)
+    if err != cuda.CUresult.CUDA_SUCCESS:
+        raise SystemExit(f"CUDA error {err!r}")
+    return values[0] if len(values) == 1 else values
+
+
+check(cuda.cuInit(0))
+dev = check(cuda.cuDeviceGet(0))
+ctx = check(cuda.cuDevicePrimaryCtxRetain(dev))
+check(cuda.cuCtxSetCurrent(ctx))
+graph = check(cuda.cuGraphCreate(0))
+first = check(cuda.cuGraphAddEmptyNode(graph, None, 0))
+second = check(cuda.cuGraphAddEmptyNode(graph, [first], 1))
+print("graph id is a number", isinstance(check(cuda.cuGraphGetId(graph)), int))
+print("node's graph", int(check(cuda.cuGraphNodeGetContainingGraph(second))) == int(graph))
+print("local ids differ", check(cuda.cuGraphNodeGetLocalId(first)) != check(cuda.cuGraphNodeGetLocalId(second)))
+print("tools id is a number", isinstance(check(cuda.cuGraphNodeGetToolsId(first)), int))
+check(cuda.cuGraphDestroyNode(second))
+print("nodes after removal", check(cuda.cuGraphGetNodes(graph, 0))[1])
+exe = check(cuda.cuGraphInstantiate(graph, 0))
+print("exec id is a number", isinstance(check(cuda.cuGraphExecGetId(exe)), int))
+check(cuda.cuGraphExecDestroy(exe))
+check(cuda.cuGraphDestroy(graph))
+print("managed", cuda.cuMemAllocManaged(256, 1)[0].name)
+print("mapped", cuda.cuMemHostGetDevicePointer(0, 0)[0].name)
+print("done")
