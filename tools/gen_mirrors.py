@@ -730,11 +730,11 @@ def _native_entry(symbol: str, params: str, mirror: str, target: tuple[list[str]
         base = ctype.replace("const ", "").rstrip("*")
         stars = ctype.count("*")
         if base in tables.structs and stars == 1:
-            checks.append(f"    if {name} == ffi.NULL:\n        return INVALID_VALUE")
+            checks.append(f"    if not {name}:\n        return INVALID_VALUE")
             args.append(f"StructView({name})")
             sig.append(f"{name}: Any")
         elif ctype == "const char*":
-            checks.append(f"    if {name} == ffi.NULL:\n        return INVALID_VALUE")
+            checks.append(f"    if not {name}:\n        return INVALID_VALUE")
             args.append(f"ffi.string({name})")
             sig.append(f"{name}: Any")
         elif ctype == "CUfunction":
@@ -758,7 +758,7 @@ def _native_entry(symbol: str, params: str, mirror: str, target: tuple[list[str]
     optional = symbol in tables.optional
     lines = ["", "", "@_entry", f"def {symbol}({', '.join(sig)}) -> int:"]
     if not optional:
-        lines += [f"    if {name} == ffi.NULL:\n        return INVALID_VALUE" for name, _ in outs]
+        lines += [f"    if not {name}:\n        return INVALID_VALUE" for name, _ in outs]
     lines += checks
     call = f"driver.{mirror}({', '.join(args)})"
     if not outs:
@@ -774,11 +774,11 @@ def _native_entry(symbol: str, params: str, mirror: str, target: tuple[list[str]
             write = f"{name}[0] = {value}"
         else:
             write = f"{name}[0] = _number({value})"
-        writes.append(f"        if {name} != ffi.NULL:\n            {write}" if optional
+        writes.append(f"        if {name}:\n            {write}" if optional
                       else f"        {write}")
     if optional and len(outs) == 1:  # one condition, as ruff's SIM102 wants it
         name, write = outs[0][0], writes[0].split("\n")[1].strip()
-        return [*lines, f"    if not err and {name} != ffi.NULL:", f"        {write}",
+        return [*lines, f"    if not err and {name}:", f"        {write}",
                 "    return int(err)"]
     return [*lines, "    if not err:", *writes, "    return int(err)"]
 

@@ -160,7 +160,7 @@ __all__ = [
 
 @_entry
 def cuDriverGetVersion(driverVersion: Any) -> int:
-    if driverVersion == ffi.NULL:
+    if not driverVersion:
         return INVALID_VALUE
     err, v0 = driver.cuDriverGetVersion()
     if not err:
@@ -170,7 +170,7 @@ def cuDriverGetVersion(driverVersion: Any) -> int:
 
 @_entry
 def cuDeviceGetCount(count: Any) -> int:
-    if count == ffi.NULL:
+    if not count:
         return INVALID_VALUE
     err, v0 = driver.cuDeviceGetCount()
     if not err:
@@ -180,7 +180,7 @@ def cuDeviceGetCount(count: Any) -> int:
 
 @_entry
 def cuDeviceGet(device: Any, ordinal: int) -> int:
-    if device == ffi.NULL:
+    if not device:
         return INVALID_VALUE
     err, v0 = driver.cuDeviceGet(ordinal)
     if not err:
@@ -190,7 +190,7 @@ def cuDeviceGet(device: Any, ordinal: int) -> int:
 
 @_entry
 def cuDeviceGetAttribute(pi: Any, attrib: int, dev: int) -> int:
-    if pi == ffi.NULL:
+    if not pi:
         return INVALID_VALUE
     err, v0 = driver.cuDeviceGetAttribute(attrib, dev)
     if not err:
@@ -200,7 +200,7 @@ def cuDeviceGetAttribute(pi: Any, attrib: int, dev: int) -> int:
 
 @_entry
 def cuDeviceTotalMem_v2(bytes_: Any, dev: int) -> int:
-    if bytes_ == ffi.NULL:
+    if not bytes_:
         return INVALID_VALUE
     err, v0 = driver.cuDeviceTotalMem(dev)
     if not err:
@@ -210,7 +210,7 @@ def cuDeviceTotalMem_v2(bytes_: Any, dev: int) -> int:
 
 @_entry
 def cuDeviceGetUuid(uuid: Any, dev: int) -> int:
-    if uuid == ffi.NULL:
+    if not uuid:
         return INVALID_VALUE
     err, v0 = driver.cuDeviceGetUuid(dev)
     if not err:
@@ -220,7 +220,7 @@ def cuDeviceGetUuid(uuid: Any, dev: int) -> int:
 
 @_entry
 def cuDeviceGetUuid_v2(uuid: Any, dev: int) -> int:
-    if uuid == ffi.NULL:
+    if not uuid:
         return INVALID_VALUE
     err, v0 = driver.cuDeviceGetUuid(dev)
     if not err:
@@ -230,7 +230,7 @@ def cuDeviceGetUuid_v2(uuid: Any, dev: int) -> int:
 
 @_entry
 def cuDevicePrimaryCtxRetain(pctx: Any, dev: int) -> int:
-    if pctx == ffi.NULL:
+    if not pctx:
         return INVALID_VALUE
     err, v0 = driver.cuDevicePrimaryCtxRetain(dev)
     if not err:
@@ -250,9 +250,9 @@ def cuDevicePrimaryCtxReset_v2(dev: int) -> int:
 
 @_entry
 def cuDevicePrimaryCtxGetState(dev: int, flags: Any, active: Any) -> int:
-    if flags == ffi.NULL:
+    if not flags:
         return INVALID_VALUE
-    if active == ffi.NULL:
+    if not active:
         return INVALID_VALUE
     err, v0, v1 = driver.cuDevicePrimaryCtxGetState(dev)
     if not err:
@@ -278,7 +278,7 @@ def cuCtxSetCurrent(ctx: int) -> int:
 
 @_entry
 def cuCtxGetCurrent(pctx: Any) -> int:
-    if pctx == ffi.NULL:
+    if not pctx:
         return INVALID_VALUE
     err, v0 = driver.cuCtxGetCurrent()
     if not err:
@@ -294,7 +294,7 @@ def cuCtxPushCurrent_v2(ctx: int) -> int:
 @_entry
 def cuCtxPopCurrent_v2(pctx: Any) -> int:
     err, v0 = driver.cuCtxPopCurrent()
-    if not err and pctx != ffi.NULL:
+    if not err and pctx:
         pctx[0] = _number(v0)
     return int(err)
 
@@ -306,7 +306,7 @@ def cuCtxSynchronize() -> int:
 
 @_entry
 def cuCtxGetDevice(device: Any) -> int:
-    if device == ffi.NULL:
+    if not device:
         return INVALID_VALUE
     err, v0 = driver.cuCtxGetDevice()
     if not err:
@@ -316,7 +316,7 @@ def cuCtxGetDevice(device: Any) -> int:
 
 @_entry
 def cuCtxGetLimit(pvalue: Any, limit: int) -> int:
-    if pvalue == ffi.NULL:
+    if not pvalue:
         return INVALID_VALUE
     err, v0 = driver.cuCtxGetLimit(limit)
     if not err:
@@ -333,16 +333,16 @@ def cuCtxSetLimit(limit: int, value: int) -> int:
 def cuCtxGetStreamPriorityRange(leastPriority: Any, greatestPriority: Any) -> int:
     err, v0, v1 = driver.cuCtxGetStreamPriorityRange()
     if not err:
-        if leastPriority != ffi.NULL:
+        if leastPriority:
             leastPriority[0] = v0
-        if greatestPriority != ffi.NULL:
+        if greatestPriority:
             greatestPriority[0] = v1
     return int(err)
 
 
 @_entry
 def cuMemAlloc_v2(dptr: Any, bytesize: int) -> int:
-    if dptr == ffi.NULL:
+    if not dptr:
         return INVALID_VALUE
     err, v0 = driver.cuMemAlloc(bytesize)
     if not err:
@@ -352,9 +352,9 @@ def cuMemAlloc_v2(dptr: Any, bytesize: int) -> int:
 
 @_entry
 def cuMemAllocPitch_v2(dptr: Any, pPitch: Any, WidthInBytes: int, Height: int, ElementSizeBytes: int) -> int:
-    if dptr == ffi.NULL:
+    if not dptr:
         return INVALID_VALUE
-    if pPitch == ffi.NULL:
+    if not pPitch:
         return INVALID_VALUE
     err, v0, v1 = driver.cuMemAllocPitch(WidthInBytes, Height, ElementSizeBytes)
     if not err:
@@ -372,9 +372,9 @@ def cuMemFree_v2(dptr: int) -> int:
 def cuMemGetInfo_v2(free: Any, total: Any) -> int:
     err, v0, v1 = driver.cuMemGetInfo()
     if not err:
-        if free != ffi.NULL:
+        if free:
             free[0] = v0
-        if total != ffi.NULL:
+        if total:
             total[0] = v1
     return int(err)
 
@@ -383,9 +383,9 @@ def cuMemGetInfo_v2(free: Any, total: Any) -> int:
 def cuMemGetAddressRange_v2(pbase: Any, psize: Any, dptr: int) -> int:
     err, v0, v1 = driver.cuMemGetAddressRange(dptr)
     if not err:
-        if pbase != ffi.NULL:
+        if pbase:
             pbase[0] = _number(v0)
-        if psize != ffi.NULL:
+        if psize:
             psize[0] = v1
     return int(err)
 
@@ -462,7 +462,7 @@ def cuMemsetD32Async(dstDevice: int, ui: int, N: int, hStream: int) -> int:
 
 @_entry
 def cuMemAllocAsync(dptr: Any, bytesize: int, hStream: int) -> int:
-    if dptr == ffi.NULL:
+    if not dptr:
         return INVALID_VALUE
     err, v0 = driver.cuMemAllocAsync(bytesize, hStream)
     if not err:
@@ -477,7 +477,7 @@ def cuMemFreeAsync(dptr: int, hStream: int) -> int:
 
 @_entry
 def cuModuleLoadData(module: Any, image: int) -> int:
-    if module == ffi.NULL:
+    if not module:
         return INVALID_VALUE
     err, v0 = driver.cuModuleLoadData(image)
     if not err:
@@ -487,7 +487,7 @@ def cuModuleLoadData(module: Any, image: int) -> int:
 
 @_entry
 def cuModuleLoadFatBinary(module: Any, fatCubin: int) -> int:
-    if module == ffi.NULL:
+    if not module:
         return INVALID_VALUE
     err, v0 = driver.cuModuleLoadFatBinary(fatCubin)
     if not err:
@@ -502,13 +502,13 @@ def cuModuleUnload(hmod: int) -> int:
 
 @_entry
 def cuModuleGetGlobal_v2(dptr: Any, bytes_: Any, hmod: int, name: Any) -> int:
-    if name == ffi.NULL:
+    if not name:
         return INVALID_VALUE
     err, v0, v1 = driver.cuModuleGetGlobal(hmod, ffi.string(name))
     if not err:
-        if dptr != ffi.NULL:
+        if dptr:
             dptr[0] = _number(v0)
-        if bytes_ != ffi.NULL:
+        if bytes_:
             bytes_[0] = v1
     return int(err)
 
@@ -520,7 +520,7 @@ def cuLibraryUnload(library: int) -> int:
 
 @_entry
 def cuKernelGetFunction(pFunc: Any, kernel: int) -> int:
-    if pFunc == ffi.NULL:
+    if not pFunc:
         return INVALID_VALUE
     err, v0 = driver.cuKernelGetFunction(kernel)
     if not err:
@@ -530,7 +530,7 @@ def cuKernelGetFunction(pFunc: Any, kernel: int) -> int:
 
 @_entry
 def cuFuncGetAttribute(pi: Any, attrib: int, hfunc: int) -> int:
-    if pi == ffi.NULL:
+    if not pi:
         return INVALID_VALUE
     err, v0 = driver.cuFuncGetAttribute(attrib, _func(hfunc))
     if not err:
@@ -552,16 +552,16 @@ def cuFuncSetCacheConfig(hfunc: int, config: int) -> int:
 def cuFuncGetParamInfo(func: int, paramIndex: int, paramOffset: Any, paramSize: Any) -> int:
     err, v0, v1 = driver.cuFuncGetParamInfo(_func(func), paramIndex)
     if not err:
-        if paramOffset != ffi.NULL:
+        if paramOffset:
             paramOffset[0] = _number(v0)
-        if paramSize != ffi.NULL:
+        if paramSize:
             paramSize[0] = _number(v1)
     return int(err)
 
 
 @_entry
 def cuStreamCreate(phStream: Any, Flags: int) -> int:
-    if phStream == ffi.NULL:
+    if not phStream:
         return INVALID_VALUE
     err, v0 = driver.cuStreamCreate(Flags)
     if not err:
@@ -571,7 +571,7 @@ def cuStreamCreate(phStream: Any, Flags: int) -> int:
 
 @_entry
 def cuStreamCreateWithPriority(phStream: Any, flags: int, priority: int) -> int:
-    if phStream == ffi.NULL:
+    if not phStream:
         return INVALID_VALUE
     err, v0 = driver.cuStreamCreateWithPriority(flags, priority)
     if not err:
@@ -601,7 +601,7 @@ def cuStreamWaitEvent(hStream: int, hEvent: int, Flags: int) -> int:
 
 @_entry
 def cuStreamGetFlags(hStream: int, flags: Any) -> int:
-    if flags == ffi.NULL:
+    if not flags:
         return INVALID_VALUE
     err, v0 = driver.cuStreamGetFlags(hStream)
     if not err:
@@ -611,7 +611,7 @@ def cuStreamGetFlags(hStream: int, flags: Any) -> int:
 
 @_entry
 def cuStreamGetPriority(hStream: int, priority: Any) -> int:
-    if priority == ffi.NULL:
+    if not priority:
         return INVALID_VALUE
     err, v0 = driver.cuStreamGetPriority(hStream)
     if not err:
@@ -621,7 +621,7 @@ def cuStreamGetPriority(hStream: int, priority: Any) -> int:
 
 @_entry
 def cuEventCreate(phEvent: Any, Flags: int) -> int:
-    if phEvent == ffi.NULL:
+    if not phEvent:
         return INVALID_VALUE
     err, v0 = driver.cuEventCreate(Flags)
     if not err:
@@ -651,7 +651,7 @@ def cuEventQuery(hEvent: int) -> int:
 
 @_entry
 def cuEventElapsedTime(pMilliseconds: Any, hStart: int, hEnd: int) -> int:
-    if pMilliseconds == ffi.NULL:
+    if not pMilliseconds:
         return INVALID_VALUE
     err, v0 = driver.cuEventElapsedTime(hStart, hEnd)
     if not err:
@@ -661,7 +661,7 @@ def cuEventElapsedTime(pMilliseconds: Any, hStart: int, hEnd: int) -> int:
 
 @_entry
 def cuEventElapsedTime_v2(pMilliseconds: Any, hStart: int, hEnd: int) -> int:
-    if pMilliseconds == ffi.NULL:
+    if not pMilliseconds:
         return INVALID_VALUE
     err, v0 = driver.cuEventElapsedTime(hStart, hEnd)
     if not err:
@@ -671,7 +671,7 @@ def cuEventElapsedTime_v2(pMilliseconds: Any, hStart: int, hEnd: int) -> int:
 
 @_entry
 def cuOccupancyMaxActiveBlocksPerMultiprocessor(numBlocks: Any, func: int, blockSize: int, dynamicSMemSize: int) -> int:
-    if numBlocks == ffi.NULL:
+    if not numBlocks:
         return INVALID_VALUE
     err, v0 = driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(_func(func), blockSize, dynamicSMemSize)
     if not err:
@@ -681,7 +681,7 @@ def cuOccupancyMaxActiveBlocksPerMultiprocessor(numBlocks: Any, func: int, block
 
 @_entry
 def cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks: Any, func: int, blockSize: int, dynamicSMemSize: int, flags: int) -> int:
-    if numBlocks == ffi.NULL:
+    if not numBlocks:
         return INVALID_VALUE
     err, v0 = driver.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(_func(func), blockSize, dynamicSMemSize, flags)
     if not err:
@@ -691,9 +691,9 @@ def cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks: Any, func: i
 
 @_entry
 def cuOccupancyMaxPotentialBlockSize(minGridSize: Any, blockSize: Any, func: int, blockSizeToDynamicSMemSize: int, dynamicSMemSize: int, blockSizeLimit: int) -> int:
-    if minGridSize == ffi.NULL:
+    if not minGridSize:
         return INVALID_VALUE
-    if blockSize == ffi.NULL:
+    if not blockSize:
         return INVALID_VALUE
     err, v0, v1 = driver.cuOccupancyMaxPotentialBlockSize(_func(func), blockSizeToDynamicSMemSize, dynamicSMemSize, blockSizeLimit)
     if not err:
@@ -704,7 +704,7 @@ def cuOccupancyMaxPotentialBlockSize(minGridSize: Any, blockSize: Any, func: int
 
 @_entry
 def cuDeviceGetDefaultMemPool(pool_out: Any, dev: int) -> int:
-    if pool_out == ffi.NULL:
+    if not pool_out:
         return INVALID_VALUE
     err, v0 = driver.cuDeviceGetDefaultMemPool(dev)
     if not err:
@@ -714,7 +714,7 @@ def cuDeviceGetDefaultMemPool(pool_out: Any, dev: int) -> int:
 
 @_entry
 def cuDeviceGetMemPool(pool: Any, dev: int) -> int:
-    if pool == ffi.NULL:
+    if not pool:
         return INVALID_VALUE
     err, v0 = driver.cuDeviceGetMemPool(dev)
     if not err:
@@ -729,9 +729,9 @@ def cuDeviceSetMemPool(dev: int, pool: int) -> int:
 
 @_entry
 def cuMemGetDefaultMemPool(pool_out: Any, location: Any, type_: int) -> int:
-    if pool_out == ffi.NULL:
+    if not pool_out:
         return INVALID_VALUE
-    if location == ffi.NULL:
+    if not location:
         return INVALID_VALUE
     err, v0 = driver.cuMemGetDefaultMemPool(StructView(location), type_)
     if not err:
@@ -741,9 +741,9 @@ def cuMemGetDefaultMemPool(pool_out: Any, location: Any, type_: int) -> int:
 
 @_entry
 def cuMemGetMemPool(pool: Any, location: Any, type_: int) -> int:
-    if pool == ffi.NULL:
+    if not pool:
         return INVALID_VALUE
-    if location == ffi.NULL:
+    if not location:
         return INVALID_VALUE
     err, v0 = driver.cuMemGetMemPool(StructView(location), type_)
     if not err:
@@ -753,16 +753,16 @@ def cuMemGetMemPool(pool: Any, location: Any, type_: int) -> int:
 
 @_entry
 def cuMemSetMemPool(location: Any, type_: int, pool: int) -> int:
-    if location == ffi.NULL:
+    if not location:
         return INVALID_VALUE
     return int(driver.cuMemSetMemPool(StructView(location), type_, pool)[0])
 
 
 @_entry
 def cuMemPoolCreate(pool: Any, poolProps: Any) -> int:
-    if pool == ffi.NULL:
+    if not pool:
         return INVALID_VALUE
-    if poolProps == ffi.NULL:
+    if not poolProps:
         return INVALID_VALUE
     err, v0 = driver.cuMemPoolCreate(StructView(poolProps))
     if not err:
@@ -782,9 +782,9 @@ def cuMemPoolTrimTo(pool: int, minBytesToKeep: int) -> int:
 
 @_entry
 def cuMemPoolGetAccess(flags: Any, memPool: int, location: Any) -> int:
-    if flags == ffi.NULL:
+    if not flags:
         return INVALID_VALUE
-    if location == ffi.NULL:
+    if not location:
         return INVALID_VALUE
     err, v0 = driver.cuMemPoolGetAccess(memPool, StructView(location))
     if not err:
@@ -794,7 +794,7 @@ def cuMemPoolGetAccess(flags: Any, memPool: int, location: Any) -> int:
 
 @_entry
 def cuMemAllocFromPoolAsync(dptr: Any, bytesize: int, pool: int, hStream: int) -> int:
-    if dptr == ffi.NULL:
+    if not dptr:
         return INVALID_VALUE
     err, v0 = driver.cuMemAllocFromPoolAsync(bytesize, pool, hStream)
     if not err:
@@ -804,7 +804,7 @@ def cuMemAllocFromPoolAsync(dptr: Any, bytesize: int, pool: int, hStream: int) -
 
 @_entry
 def cuMemAddressReserve(ptr: Any, size: int, alignment: int, addr: int, flags: int) -> int:
-    if ptr == ffi.NULL:
+    if not ptr:
         return INVALID_VALUE
     err, v0 = driver.cuMemAddressReserve(size, alignment, addr, flags)
     if not err:
@@ -819,9 +819,9 @@ def cuMemAddressFree(ptr: int, size: int) -> int:
 
 @_entry
 def cuMemCreate(handle: Any, size: int, prop: Any, flags: int) -> int:
-    if handle == ffi.NULL:
+    if not handle:
         return INVALID_VALUE
-    if prop == ffi.NULL:
+    if not prop:
         return INVALID_VALUE
     err, v0 = driver.cuMemCreate(size, StructView(prop), flags)
     if not err:
@@ -846,9 +846,9 @@ def cuMemUnmap(ptr: int, size: int) -> int:
 
 @_entry
 def cuMemGetAccess(flags: Any, location: Any, ptr: int) -> int:
-    if flags == ffi.NULL:
+    if not flags:
         return INVALID_VALUE
-    if location == ffi.NULL:
+    if not location:
         return INVALID_VALUE
     err, v0 = driver.cuMemGetAccess(StructView(location), ptr)
     if not err:
@@ -858,9 +858,9 @@ def cuMemGetAccess(flags: Any, location: Any, ptr: int) -> int:
 
 @_entry
 def cuMemGetAllocationGranularity(granularity: Any, prop: Any, option: int) -> int:
-    if granularity == ffi.NULL:
+    if not granularity:
         return INVALID_VALUE
-    if prop == ffi.NULL:
+    if not prop:
         return INVALID_VALUE
     err, v0 = driver.cuMemGetAllocationGranularity(StructView(prop), option)
     if not err:
@@ -870,7 +870,7 @@ def cuMemGetAllocationGranularity(granularity: Any, prop: Any, option: int) -> i
 
 @_entry
 def cuMemRetainAllocationHandle(handle: Any, addr: int) -> int:
-    if handle == ffi.NULL:
+    if not handle:
         return INVALID_VALUE
     err, v0 = driver.cuMemRetainAllocationHandle(addr)
     if not err:
@@ -885,7 +885,7 @@ def cuStreamBeginCapture_v2(hStream: int, mode: int) -> int:
 
 @_entry
 def cuStreamEndCapture(hStream: int, phGraph: Any) -> int:
-    if phGraph == ffi.NULL:
+    if not phGraph:
         return INVALID_VALUE
     err, v0 = driver.cuStreamEndCapture(hStream)
     if not err:
@@ -895,7 +895,7 @@ def cuStreamEndCapture(hStream: int, phGraph: Any) -> int:
 
 @_entry
 def cuStreamIsCapturing(hStream: int, captureStatus: Any) -> int:
-    if captureStatus == ffi.NULL:
+    if not captureStatus:
         return INVALID_VALUE
     err, v0 = driver.cuStreamIsCapturing(hStream)
     if not err:
@@ -905,7 +905,7 @@ def cuStreamIsCapturing(hStream: int, captureStatus: Any) -> int:
 
 @_entry
 def cuGraphCreate(phGraph: Any, flags: int) -> int:
-    if phGraph == ffi.NULL:
+    if not phGraph:
         return INVALID_VALUE
     err, v0 = driver.cuGraphCreate(flags)
     if not err:
@@ -920,7 +920,7 @@ def cuGraphDestroy(hGraph: int) -> int:
 
 @_entry
 def cuGraphClone(phGraphClone: Any, originalGraph: int) -> int:
-    if phGraphClone == ffi.NULL:
+    if not phGraphClone:
         return INVALID_VALUE
     err, v0 = driver.cuGraphClone(originalGraph)
     if not err:
@@ -930,7 +930,7 @@ def cuGraphClone(phGraphClone: Any, originalGraph: int) -> int:
 
 @_entry
 def cuGraphInstantiateWithFlags(phGraphExec: Any, hGraph: int, flags: int) -> int:
-    if phGraphExec == ffi.NULL:
+    if not phGraphExec:
         return INVALID_VALUE
     err, v0 = driver.cuGraphInstantiate(hGraph, flags)
     if not err:
@@ -950,7 +950,7 @@ def cuGraphExecDestroy(hGraphExec: int) -> int:
 
 @_entry
 def cuGraphNodeGetType(hNode: int, type_: Any) -> int:
-    if type_ == ffi.NULL:
+    if not type_:
         return INVALID_VALUE
     err, v0 = driver.cuGraphNodeGetType(hNode)
     if not err:
@@ -960,7 +960,7 @@ def cuGraphNodeGetType(hNode: int, type_: Any) -> int:
 
 @_entry
 def cuCtxGetFlags(flags: Any) -> int:
-    if flags == ffi.NULL:
+    if not flags:
         return INVALID_VALUE
     err, v0 = driver.cuCtxGetFlags()
     if not err:
@@ -975,7 +975,7 @@ def cuCtxSetFlags(flags: int) -> int:
 
 @_entry
 def cuCtxGetCacheConfig(pconfig: Any) -> int:
-    if pconfig == ffi.NULL:
+    if not pconfig:
         return INVALID_VALUE
     err, v0 = driver.cuCtxGetCacheConfig()
     if not err:
@@ -990,9 +990,9 @@ def cuCtxSetCacheConfig(config: int) -> int:
 
 @_entry
 def cuArrayCreate_v2(pHandle: Any, pAllocateArray: Any) -> int:
-    if pHandle == ffi.NULL:
+    if not pHandle:
         return INVALID_VALUE
-    if pAllocateArray == ffi.NULL:
+    if not pAllocateArray:
         return INVALID_VALUE
     err, v0 = driver.cuArrayCreate(StructView(pAllocateArray))
     if not err:
@@ -1002,9 +1002,9 @@ def cuArrayCreate_v2(pHandle: Any, pAllocateArray: Any) -> int:
 
 @_entry
 def cuArray3DCreate_v2(pHandle: Any, pAllocateArray: Any) -> int:
-    if pHandle == ffi.NULL:
+    if not pHandle:
         return INVALID_VALUE
-    if pAllocateArray == ffi.NULL:
+    if not pAllocateArray:
         return INVALID_VALUE
     err, v0 = driver.cuArray3DCreate(StructView(pAllocateArray))
     if not err:
@@ -1019,35 +1019,35 @@ def cuArrayDestroy(hArray: int) -> int:
 
 @_entry
 def cuMemcpy2D_v2(pCopy: Any) -> int:
-    if pCopy == ffi.NULL:
+    if not pCopy:
         return INVALID_VALUE
     return int(driver.cuMemcpy2D(StructView(pCopy))[0])
 
 
 @_entry
 def cuMemcpy2DUnaligned_v2(pCopy: Any) -> int:
-    if pCopy == ffi.NULL:
+    if not pCopy:
         return INVALID_VALUE
     return int(driver.cuMemcpy2DUnaligned(StructView(pCopy))[0])
 
 
 @_entry
 def cuMemcpy2DAsync_v2(pCopy: Any, hStream: int) -> int:
-    if pCopy == ffi.NULL:
+    if not pCopy:
         return INVALID_VALUE
     return int(driver.cuMemcpy2DAsync(StructView(pCopy), hStream)[0])
 
 
 @_entry
 def cuMemcpy3D_v2(pCopy: Any) -> int:
-    if pCopy == ffi.NULL:
+    if not pCopy:
         return INVALID_VALUE
     return int(driver.cuMemcpy3D(StructView(pCopy))[0])
 
 
 @_entry
 def cuMemcpy3DAsync_v2(pCopy: Any, hStream: int) -> int:
-    if pCopy == ffi.NULL:
+    if not pCopy:
         return INVALID_VALUE
     return int(driver.cuMemcpy3DAsync(StructView(pCopy), hStream)[0])
 
@@ -1064,7 +1064,7 @@ def cuMemcpyAtoH_v2(dstHost: int, srcArray: int, srcOffset: int, ByteCount: int)
 
 @_entry
 def cuDeviceCanAccessPeer(canAccessPeer: Any, dev: int, peerDev: int) -> int:
-    if canAccessPeer == ffi.NULL:
+    if not canAccessPeer:
         return INVALID_VALUE
     err, v0 = driver.cuDeviceCanAccessPeer(dev, peerDev)
     if not err:
@@ -1094,7 +1094,7 @@ def cuMemcpyPeerAsync(dstDevice: int, dstContext: int, srcDevice: int, srcContex
 
 @_entry
 def cuDeviceGetP2PAttribute(value: Any, attrib: int, srcDevice: int, dstDevice: int) -> int:
-    if value == ffi.NULL:
+    if not value:
         return INVALID_VALUE
     err, v0 = driver.cuDeviceGetP2PAttribute(attrib, srcDevice, dstDevice)
     if not err:
@@ -1104,7 +1104,7 @@ def cuDeviceGetP2PAttribute(value: Any, attrib: int, srcDevice: int, dstDevice: 
 
 @_entry
 def cuOccupancyAvailableDynamicSMemPerBlock(dynamicSmemSize: Any, func: int, numBlocks: int, blockSize: int) -> int:
-    if dynamicSmemSize == ffi.NULL:
+    if not dynamicSmemSize:
         return INVALID_VALUE
     err, v0 = driver.cuOccupancyAvailableDynamicSMemPerBlock(_func(func), numBlocks, blockSize)
     if not err:
@@ -1114,9 +1114,9 @@ def cuOccupancyAvailableDynamicSMemPerBlock(dynamicSmemSize: Any, func: int, num
 
 @_entry
 def cuOccupancyMaxPotentialBlockSizeWithFlags(minGridSize: Any, blockSize: Any, func: int, blockSizeToDynamicSMemSize: int, dynamicSMemSize: int, blockSizeLimit: int, flags: int) -> int:
-    if minGridSize == ffi.NULL:
+    if not minGridSize:
         return INVALID_VALUE
-    if blockSize == ffi.NULL:
+    if not blockSize:
         return INVALID_VALUE
     err, v0, v1 = driver.cuOccupancyMaxPotentialBlockSizeWithFlags(_func(func), blockSizeToDynamicSMemSize, dynamicSMemSize, blockSizeLimit, flags)
     if not err:
@@ -1142,7 +1142,7 @@ def cuMemcpyAtoA_v2(dstArray: int, dstOffset: int, srcArray: int, srcOffset: int
 
 @_entry
 def cuGraphExecMemsetNodeSetParams(hGraphExec: int, hNode: int, memsetParams: Any, ctx: int) -> int:
-    if memsetParams == ffi.NULL:
+    if not memsetParams:
         return INVALID_VALUE
     return int(driver.cuGraphExecMemsetNodeSetParams(hGraphExec, hNode, StructView(memsetParams), ctx)[0])
 
@@ -1154,9 +1154,9 @@ def cuTexObjectDestroy(texObject: int) -> int:
 
 @_entry
 def cuSurfObjectCreate(pSurfObject: Any, pResDesc: Any) -> int:
-    if pSurfObject == ffi.NULL:
+    if not pSurfObject:
         return INVALID_VALUE
-    if pResDesc == ffi.NULL:
+    if not pResDesc:
         return INVALID_VALUE
     err, v0 = driver.cuSurfObjectCreate(StructView(pResDesc))
     if not err:
@@ -1181,7 +1181,7 @@ def cuGraphDestroyNode(hNode: int) -> int:
 
 @_entry
 def cuGraphGetId(hGraph: int, graphId: Any) -> int:
-    if graphId == ffi.NULL:
+    if not graphId:
         return INVALID_VALUE
     err, v0 = driver.cuGraphGetId(hGraph)
     if not err:
@@ -1191,7 +1191,7 @@ def cuGraphGetId(hGraph: int, graphId: Any) -> int:
 
 @_entry
 def cuGraphExecGetId(hGraphExec: int, graphId: Any) -> int:
-    if graphId == ffi.NULL:
+    if not graphId:
         return INVALID_VALUE
     err, v0 = driver.cuGraphExecGetId(hGraphExec)
     if not err:
@@ -1201,7 +1201,7 @@ def cuGraphExecGetId(hGraphExec: int, graphId: Any) -> int:
 
 @_entry
 def cuGraphNodeGetContainingGraph(hNode: int, phGraph: Any) -> int:
-    if phGraph == ffi.NULL:
+    if not phGraph:
         return INVALID_VALUE
     err, v0 = driver.cuGraphNodeGetContainingGraph(hNode)
     if not err:
@@ -1211,7 +1211,7 @@ def cuGraphNodeGetContainingGraph(hNode: int, phGraph: Any) -> int:
 
 @_entry
 def cuGraphNodeGetLocalId(hNode: int, nodeId: Any) -> int:
-    if nodeId == ffi.NULL:
+    if not nodeId:
         return INVALID_VALUE
     err, v0 = driver.cuGraphNodeGetLocalId(hNode)
     if not err:
@@ -1221,7 +1221,7 @@ def cuGraphNodeGetLocalId(hNode: int, nodeId: Any) -> int:
 
 @_entry
 def cuGraphNodeGetToolsId(hNode: int, toolsNodeId: Any) -> int:
-    if toolsNodeId == ffi.NULL:
+    if not toolsNodeId:
         return INVALID_VALUE
     err, v0 = driver.cuGraphNodeGetToolsId(hNode)
     if not err:
@@ -1231,7 +1231,7 @@ def cuGraphNodeGetToolsId(hNode: int, toolsNodeId: Any) -> int:
 
 @_entry
 def cuMemAllocManaged(dptr: Any, bytesize: int, flags: int) -> int:
-    if dptr == ffi.NULL:
+    if not dptr:
         return INVALID_VALUE
     err, v0 = driver.cuMemAllocManaged(bytesize, flags)
     if not err:
@@ -1241,7 +1241,7 @@ def cuMemAllocManaged(dptr: Any, bytesize: int, flags: int) -> int:
 
 @_entry
 def cuMemHostGetDevicePointer_v2(pdptr: Any, p: int, Flags: int) -> int:
-    if pdptr == ffi.NULL:
+    if not pdptr:
         return INVALID_VALUE
     err, v0 = driver.cuMemHostGetDevicePointer(p, Flags)
     if not err:

@@ -37,7 +37,7 @@ def test_a_generated_entry_converts_its_arguments_and_writes_its_outputs() -> No
     # cuMemAlloc: the client's function (capture modes apply), its output pointer checked
     assert (
         "@_entry\ndef cuMemAlloc_v2(dptr: Any, bytesize: int) -> int:\n"
-        "    if dptr == ffi.NULL:\n        return INVALID_VALUE\n"
+        "    if not dptr:\n        return INVALID_VALUE\n"
         "    err, v0 = driver.cuMemAlloc(bytesize)\n"
         "    if not err:\n        dptr[0] = _number(v0)\n    return int(err)\n"
     ) in text
