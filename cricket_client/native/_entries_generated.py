@@ -78,6 +78,7 @@ __all__ = [
     "cuGraphNodeGetToolsId",
     "cuGraphNodeGetType",
     "cuKernelGetFunction",
+    "cuLibraryGetKernel",
     "cuLibraryUnload",
     "cuLinkDestroy",
     "cuMemAddressFree",
@@ -132,6 +133,7 @@ __all__ = [
     "cuMemsetD32_v2",
     "cuMemsetD8Async",
     "cuMemsetD8_v2",
+    "cuModuleGetFunction",
     "cuModuleGetGlobal_v2",
     "cuModuleLoadData",
     "cuModuleLoadFatBinary",
@@ -501,6 +503,18 @@ def cuModuleUnload(hmod: int) -> int:
 
 
 @_entry
+def cuModuleGetFunction(hfunc: Any, hmod: int, name: Any) -> int:
+    if not hfunc:
+        return INVALID_VALUE
+    if not name:
+        return INVALID_VALUE
+    err, v0 = driver.cuModuleGetFunction(hmod, ffi.string(name))
+    if not err:
+        hfunc[0] = _number(v0)
+    return int(err)
+
+
+@_entry
 def cuModuleGetGlobal_v2(dptr: Any, bytes_: Any, hmod: int, name: Any) -> int:
     if not name:
         return INVALID_VALUE
@@ -516,6 +530,18 @@ def cuModuleGetGlobal_v2(dptr: Any, bytes_: Any, hmod: int, name: Any) -> int:
 @_entry
 def cuLibraryUnload(library: int) -> int:
     return int(driver.cuLibraryUnload(library)[0])
+
+
+@_entry
+def cuLibraryGetKernel(pKernel: Any, library: int, name: Any) -> int:
+    if not pKernel:
+        return INVALID_VALUE
+    if not name:
+        return INVALID_VALUE
+    err, v0 = driver.cuLibraryGetKernel(library, ffi.string(name))
+    if not err:
+        pKernel[0] = _number(v0)
+    return int(err)
 
 
 @_entry

@@ -489,26 +489,6 @@ def cuModuleLoadDataEx(module: Any, image: int, n: int, options: Any, values: in
     return _set_handle(module, driver.cuModuleLoadDataEx(image, len(opts), opts, _words(values, len(opts))))
 
 
-def _name(name: Any) -> str:
-    return ffi.string(name).decode(errors="replace")  # type: ignore[no-any-return]
-
-
-_names: dict[int, Any] = {}  # function or kernel handle -> its name (a C string kept alive)
-
-
-def _named(out: Any, err: int, name: Any) -> int:
-    if not err:
-        _names[int(out[0])] = ffi.new("char[]", ffi.string(name))
-    return err
-
-
-@_entry
-def cuModuleGetFunction(hfunc: Any, hmod: int, name: Any) -> int:
-    if name == ffi.NULL:
-        return INVALID_VALUE
-    return _named(hfunc, _handle_out(hfunc, "CU_MODULE_GET_FUNCTION", hmod, _name(name)), name)
-
-
 @_entry
 def cuLibraryLoadData(
     library: Any,
@@ -525,13 +505,6 @@ def cuLibraryLoadData(
         code, jo, _words(jit_values, len(jo)), len(jo), lo, _words(lib_values, len(lo)), len(lo)
     )
     return _set_handle(library, result)
-
-
-@_entry
-def cuLibraryGetKernel(kernel: Any, library: int, name: Any) -> int:
-    if name == ffi.NULL:
-        return INVALID_VALUE
-    return _named(kernel, _handle_out(kernel, "CU_LIBRARY_GET_KERNEL", library, _name(name)), name)
 
 
 _kernel_functions: dict[tuple[int, int], int] = {}  # (connection, CUkernel) -> its CUfunction
@@ -561,17 +534,26 @@ def cuFuncGetParamCount(func: int, count: Any) -> int:
     return err
 
 
-def _name_of(out: Any, handle: int) -> int:
-    name = _names.get(handle)
-    if name is None:
-        raise NotSupportedRemotely(f"the name of {handle:#x} (made before this library was loaded)")
-    out[0] = name
-    return SUCCESS
+# function or kernel handle -> the C string of its name handed out last (kept alive: the
+# driver's answer points into memory the driver owns)
+_names: dict[int, Any] = {}
+
+
+def _name_of(out: Any, handle: int, call: Callable[[int], tuple[Any, ...]]) -> int:
+    if not out:
+        return INVALID_VALUE
+    err, name = call(handle)
+    if not err:
+        kept = _names[handle] = ffi.new("char[]", name)
+        out[0] = kept
+    return int(err)
 
 
 @_entry
 def cuFuncGetName(name: Any, func: int) -> int:
-    return _name_of(name, func)
+    if func >> KIND_SHIFT == HandleKind.KERNEL:  # a CUkernel given as a CUfunction
+        return _name_of(name, func, driver.cuKernelGetName)
+    return _name_of(name, func, driver.cuFuncGetName)
 
 
 @_entry
@@ -624,7 +606,7 @@ def cuKernelGetParamCount(kernel: int, count: Any) -> int:
 
 @_entry
 def cuKernelGetName(name: Any, kernel: int) -> int:
-    return _name_of(name, kernel)
+    return _name_of(name, kernel, driver.cuKernelGetName)
 
 
 # -- launches -------------------------------------------------------------------------------

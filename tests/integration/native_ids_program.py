@@ -1,11 +1,14 @@
 """A `cuda.bindings.driver` program, unmodified, over driver functions the Python client remotes
-that the native libcuda.so.1 exports through its generated entries: graph and node ids, a
-node's graph, node removal, and the managed/mapped memory calls a remote client answers
-NOT_SUPPORTED (with the client's reason). One line per result, so that runs through the native
-library and through the Python-level module swap compare equal.
+that the native libcuda.so.1 exports through its generated entries: a function's name (the
+server's record), graph and node ids, a node's graph, node removal, and the managed/mapped
+memory calls a remote client answers NOT_SUPPORTED (with the client's reason). One line per
+result, so that runs through the native library and through the Python-level module swap
+compare equal.
 
-    python native_ids_program.py
+    python native_ids_program.py CUBIN
 """
+
+import sys
 
 from cuda.bindings import driver as cuda
 
@@ -21,6 +24,11 @@ check(cuda.cuInit(0))
 dev = check(cuda.cuDeviceGet(0))
 ctx = check(cuda.cuDevicePrimaryCtxRetain(dev))
 check(cuda.cuCtxSetCurrent(ctx))
+with open(sys.argv[1], "rb") as f:
+    module = check(cuda.cuModuleLoadData(f.read()))
+fill = check(cuda.cuModuleGetFunction(module, b"fill_u32"))
+name = check(cuda.cuFuncGetName(fill))
+print("function name", name.decode() if isinstance(name, bytes) else name)
 graph = check(cuda.cuGraphCreate(0))
 first = check(cuda.cuGraphAddEmptyNode(graph, None, 0))
 second = check(cuda.cuGraphAddEmptyNode(graph, [first], 1))
@@ -36,4 +44,5 @@ check(cuda.cuGraphExecDestroy(exe))
 check(cuda.cuGraphDestroy(graph))
 print("managed", cuda.cuMemAllocManaged(256, 1)[0].name)
 print("mapped", cuda.cuMemHostGetDevicePointer(0, 0)[0].name)
+check(cuda.cuModuleUnload(module))
 print("done")

@@ -9,12 +9,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from server_harness import Server, running_server
+from server_harness import ROOT, Server, running_server
 from test_native_families import cricket_run
 
 from cricket_client.native import library_path
 
 PROGRAM = Path(__file__).resolve().with_name("native_ids_program.py")
+CUBIN = ROOT / "tests" / "kernels" / "test_kernels.sm_90.cubin"
 
 
 @pytest.fixture(scope="module")
@@ -24,14 +25,15 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         yield srv
 
 
-def test_graph_ids_node_removal_and_unshared_memory_through_both_doors(server: Server) -> None:
+def test_names_graph_ids_node_removal_and_unshared_memory_through_both_doors(server: Server) -> None:
     pytest.importorskip("cuda.bindings")
-    native = cricket_run(server, "--", sys.executable, str(PROGRAM))
+    native = cricket_run(server, "--", sys.executable, str(PROGRAM), str(CUBIN))
     assert native.returncode == 0, native.stdout + native.stderr
-    python = cricket_run(server, str(PROGRAM))
+    python = cricket_run(server, str(PROGRAM), str(CUBIN))
     assert python.returncode == 0, python.stdout + python.stderr
     assert native.stdout == python.stdout
     assert native.stdout.splitlines() == [
+        "function name fill_u32",
         "graph id is a number True",
         "node's graph True",
         "local ids differ True",
