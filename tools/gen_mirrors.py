@@ -645,7 +645,7 @@ NATIVE_NAMES = {"cuGraphInstantiateWithFlags": "cuGraphInstantiate"}
 class NativeTables:
     """What cricket_client/native/signatures.py declares, read as plain data."""
 
-    entries: list[tuple[str, str]]  # (exported symbol, C parameters)
+    entries: list[tuple[str, list[tuple[str, str]]]]  # (exported symbol, [(C type, name)])
     where: dict[str, str]  # symbol -> "file:line" of its declaration
     optional: frozenset[str]  # symbols whose output pointers may be NULL
     structs: frozenset[str]  # struct types passed by pointer (read through a view)
@@ -688,7 +688,8 @@ def _native_tables(root: Path) -> NativeTables:
                     and all(isinstance(e, ast.Constant) and isinstance(e.value, str)
                             for e in node.elts)):
                 where.setdefault(node.elts[0].value, f"{path}:{node.lineno}")  # type: ignore[attr-defined]
-    return NativeTables(list(sig.ENTRIES), where, frozenset(sig.OPTIONAL_OUTPUTS),
+    entries = [(symbol, sig._params(params)) for symbol, params in sig.ENTRIES]
+    return NativeTables(entries, where, frozenset(sig.OPTIONAL_OUTPUTS),
                         frozenset(fam.STRUCTS))
 
 
@@ -703,20 +704,10 @@ def _hand_entries(root: Path) -> set[str]:
     return names
 
 
-def _c_params(params: str) -> list[tuple[str, str]]:
-    """[(C type without spaces around '*', name)], as signatures._params reads them."""
-    out = []
-    for param in filter(None, (p.strip() for p in params.split(","))):
-        match = re.fullmatch(r"(.+?)\s*(\w+)", param)
-        assert match is not None, param
-        out.append((match.group(1).replace(" *", "*").replace("* ", "*"), match.group(2)))
-    return out
-
-
 _PY_NAMES = frozenset(dir(builtins)) | {"err", "ffi", "driver"}  # kept apart from C names
 
 
-def _native_entry(symbol: str, params: str, mirror: str, target: tuple[list[str], int],
+def _native_entry(symbol: str, params: list[tuple[str, str]], mirror: str, target: tuple[list[str], int],
                   declared_outputs: list[str] | None, tables: NativeTables) -> list[str] | str:
     """The code of one generated entry, or why `symbol` needs a hand-written one."""
     import keyword
@@ -725,7 +716,7 @@ def _native_entry(symbol: str, params: str, mirror: str, target: tuple[list[str]
     args: list[str] = []
     outs: list[tuple[str, str]] = []  # (C name, base type)
     sig: list[str] = []
-    for ctype, cname in _c_params(params):
+    for ctype, cname in params:
         name = cname + "_" if keyword.iskeyword(cname) or cname in _PY_NAMES else cname
         base = ctype.replace("const ", "").rstrip("*")
         stars = ctype.count("*")
