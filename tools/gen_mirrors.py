@@ -11,6 +11,12 @@ arguments and their facts (``@handle(kind)``: a conversion must hand it that kin
 or a union whose success value gives the outputs, one per field). A declaration that does not
 fit its procedure is an error at ``file:line:column``, and nothing is written.
 
+It also writes the native library's generated entries (cricket_client/native/
+_entries_generated.py): every C function declared in cricket_client/native/signatures.py (or
+families.py) without a hand-written entry converts its C arguments, calls the driver mirror of
+its name (declared here or written by hand) and writes its output pointers; so a call declared
+once is both the Python mirror and the native entry (generate_native).
+
 Usage: python tools/gen_mirrors.py [--check]
 The output is deterministic (no timestamps); `make stubs` runs it, and
 tests/unit/test_mirrors_generated.py fails when the committed module is stale.
