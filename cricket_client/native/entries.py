@@ -3,7 +3,8 @@
 Imported only inside the library (its cffi module `_cricket_libcuda` exists there). Each entry
 gets plain integers (handles, host pointers) and typed output pointers, makes the call as
 cricket_client.driver does (same procedures, same pipelining), writes the outputs and returns
-the CUresult. A Python exception never becomes CUDA_SUCCESS: it is answered with a CUresult
+the CUresult. Most entries are generated (_entries_generated.py: they call the driver mirror
+itself); the ones here and in entries_families.py need more (docs/internals.md says what). A Python exception never becomes CUDA_SUCCESS: it is answered with a CUresult
 (INVALID_VALUE for bad arguments, NOT_SUPPORTED for what is not remoted, UNKNOWN otherwise) and
 its message is what the session's last error message gives.
 """
@@ -359,7 +360,7 @@ def cuCtxSynchronize_v2(ctx: int) -> int:
     return _in_context(ctx, lambda: _err(driver.cuCtxSynchronize()))
 
 
-# -- memory ---------------------------------------------------------------------------------
+# -- pointer attributes ---------------------------------------------------------------------
 
 
 @_entry
