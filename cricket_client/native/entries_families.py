@@ -178,10 +178,15 @@ def cuGraphGetRootNodes(graph: int, nodes: Any, count: Any) -> int:
     return _listing(driver.cuGraphGetRootNodes, graph, nodes, count)
 
 
+def _handles(array: Any, count: int) -> list[int]:
+    """An array of `count` handles (a generated entry checked it is not NULL)."""
+    return list(ffi.unpack(array, count)) if count else []
+
+
 def _deps(deps: Any, count: int) -> list[int] | None:
     if count and deps == ffi.NULL:
         return None
-    return list(ffi.unpack(deps, count)) if count else []
+    return _handles(deps, count)
 
 
 def _add(call: Callable[..., tuple[Any, ...]], out: Any, graph: int, deps: Any, count: int, *rest: Any) -> int:
@@ -199,40 +204,6 @@ def cuGraphAddKernelNode_v2(out: Any, graph: int, deps: Any, count: int, p: Any)
     if p == ffi.NULL:
         return INVALID_VALUE
     return _add(driver.cuGraphAddKernelNode, out, graph, deps, count, _kernel_node(p))
-
-
-@_entry
-def cuGraphAddMemcpyNode(out: Any, graph: int, deps: Any, count: int, p: Any, ctx: int) -> int:
-    if p == ffi.NULL:
-        return INVALID_VALUE
-    return _add(driver.cuGraphAddMemcpyNode, out, graph, deps, count, StructView(p), ctx)
-
-
-@_entry
-def cuGraphAddMemsetNode(out: Any, graph: int, deps: Any, count: int, p: Any, ctx: int) -> int:
-    if p == ffi.NULL:
-        return INVALID_VALUE
-    return _add(driver.cuGraphAddMemsetNode, out, graph, deps, count, StructView(p), ctx)
-
-
-@_entry
-def cuGraphAddEmptyNode(out: Any, graph: int, deps: Any, count: int) -> int:
-    return _add(driver.cuGraphAddEmptyNode, out, graph, deps, count)
-
-
-@_entry
-def cuGraphAddEventRecordNode(out: Any, graph: int, deps: Any, count: int, event: int) -> int:
-    return _add(driver.cuGraphAddEventRecordNode, out, graph, deps, count, event)
-
-
-@_entry
-def cuGraphAddEventWaitNode(out: Any, graph: int, deps: Any, count: int, event: int) -> int:
-    return _add(driver.cuGraphAddEventWaitNode, out, graph, deps, count, event)
-
-
-@_entry
-def cuGraphAddChildGraphNode(out: Any, graph: int, deps: Any, count: int, child: int) -> int:
-    return _add(driver.cuGraphAddChildGraphNode, out, graph, deps, count, child)
 
 
 # -- occupancy of clusters, stream attributes ------------------------------------------------

@@ -1,9 +1,9 @@
 """A `cuda.bindings.driver` program, unmodified, over driver functions the Python client remotes
 that the native libcuda.so.1 exports through its generated entries: a function's name (the
-server's record), graph and node ids, a node's graph, node removal, and the managed/mapped
-memory calls a remote client answers NOT_SUPPORTED (with the client's reason). One line per
-result, so that runs through the native library and through the Python-level module swap
-compare equal.
+server's record), graph and node ids, a node's graph, node removal, event and child graph
+nodes added after their dependencies, and the managed/mapped memory calls a remote client
+answers NOT_SUPPORTED (with the client's reason). One line per result, so that runs through
+the native library and through the Python-level module swap compare equal.
 
     python native_ids_program.py CUBIN
 """
@@ -38,10 +38,20 @@ print("local ids differ", check(cuda.cuGraphNodeGetLocalId(first)) != check(cuda
 print("tools id is a number", isinstance(check(cuda.cuGraphNodeGetToolsId(first)), int))
 check(cuda.cuGraphDestroyNode(second))
 print("nodes after removal", check(cuda.cuGraphGetNodes(graph, 0))[1])
+event = check(cuda.cuEventCreate(0))
+child = check(cuda.cuGraphCreate(0))
+check(cuda.cuGraphAddEmptyNode(child, None, 0))
+record = check(cuda.cuGraphAddEventRecordNode(graph, [first], 1, event))
+wait = check(cuda.cuGraphAddEventWaitNode(graph, [record], 1, event))
+sub = check(cuda.cuGraphAddChildGraphNode(graph, [first, wait], 2, child))
+print("node types", " ".join(check(cuda.cuGraphNodeGetType(n)).name for n in (record, wait, sub)))
+print("nodes", check(cuda.cuGraphGetNodes(graph, 0))[1])
 exe = check(cuda.cuGraphInstantiate(graph, 0))
 print("exec id is a number", isinstance(check(cuda.cuGraphExecGetId(exe)), int))
 check(cuda.cuGraphExecDestroy(exe))
 check(cuda.cuGraphDestroy(graph))
+check(cuda.cuGraphDestroy(child))
+check(cuda.cuEventDestroy(event))
 print("managed", cuda.cuMemAllocManaged(256, 1)[0].name)
 print("mapped", cuda.cuMemHostGetDevicePointer(0, 0)[0].name)
 check(cuda.cuModuleUnload(module))

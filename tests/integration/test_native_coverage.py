@@ -25,7 +25,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         yield srv
 
 
-def test_names_graph_ids_node_removal_and_unshared_memory_through_both_doors(server: Server) -> None:
+def test_names_graph_ids_nodes_and_unshared_memory_through_both_doors(server: Server) -> None:
     pytest.importorskip("cuda.bindings")
     native = cricket_run(server, "--", sys.executable, str(PROGRAM), str(CUBIN))
     assert native.returncode == 0, native.stdout + native.stderr
@@ -39,6 +39,9 @@ def test_names_graph_ids_node_removal_and_unshared_memory_through_both_doors(ser
         "local ids differ True",
         "tools id is a number True",
         "nodes after removal 1",
+        "node types CU_GRAPH_NODE_TYPE_EVENT_RECORD CU_GRAPH_NODE_TYPE_WAIT_EVENT "
+        "CU_GRAPH_NODE_TYPE_GRAPH",
+        "nodes 4",
         "exec id is a number True",
         "managed CUDA_ERROR_NOT_SUPPORTED",
         "mapped CUDA_ERROR_NOT_SUPPORTED",
