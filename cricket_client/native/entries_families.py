@@ -464,6 +464,19 @@ def cuTexObjectGetResourceViewDesc(out: Any, tex: int) -> int:
     return _described(driver.cuTexObjectGetResourceViewDesc, out, tex, _write_view)
 
 
+_MEMSET_FIELDS = ("dst", "pitch", "value", "elementSize", "width", "height")
+
+
+def _write_memset(out: Any, p: Any) -> None:
+    for name in _MEMSET_FIELDS:
+        setattr(out, name, _number(getattr(p, name)))
+
+
+@_entry
+def cuGraphMemsetNodeGetParams(node: int, out: Any) -> int:
+    return _described(driver.cuGraphMemsetNodeGetParams, out, node, _write_memset)
+
+
 @_entry
 def cuSurfObjectGetResourceDesc(out: Any, surf: int) -> int:
     return _described(driver.cuSurfObjectGetResourceDesc, out, surf, _write_resource)

@@ -218,6 +218,7 @@ FAMILY_ENTRIES: list[tuple[str, str]] = [
     # remoted by the Python client, exported with generated entries: graph and node ids,
     # node removal; managed and mapped memory (answer NOT_SUPPORTED with the client's reason)
     ("cuGraphDestroyNode", "CUgraphNode hNode"),
+    ("cuGraphMemsetNodeGetParams", "CUgraphNode hNode, CUDA_MEMSET_NODE_PARAMS *nodeParams"),
     ("cuGraphGetId", "CUgraph hGraph, unsigned int *graphId"),
     ("cuGraphExecGetId", "CUgraphExec hGraphExec, unsigned int *graphId"),
     ("cuGraphNodeGetContainingGraph", "CUgraphNode hNode, CUgraph *phGraph"),

@@ -1,9 +1,10 @@
 """A `cuda.bindings.driver` program, unmodified, over driver functions the Python client remotes
 that the native libcuda.so.1 exports through its generated entries: a function's name (the
 server's record), graph and node ids, a node's graph, node removal, event and child graph
-nodes added after their dependencies, and the managed/mapped memory calls a remote client
-answers NOT_SUPPORTED (with the client's reason). One line per result, so that runs through
-the native library and through the Python-level module swap compare equal.
+nodes added after their dependencies, a memset node's parameters read back, and the
+managed/mapped memory calls a remote client answers NOT_SUPPORTED (with the client's reason).
+One line per result, so that runs through the native library and through the Python-level
+module swap compare equal.
 
     python native_ids_program.py CUBIN
 """
@@ -45,6 +46,13 @@ record = check(cuda.cuGraphAddEventRecordNode(graph, [first], 1, event))
 wait = check(cuda.cuGraphAddEventWaitNode(graph, [record], 1, event))
 sub = check(cuda.cuGraphAddChildGraphNode(graph, [first, wait], 2, child))
 print("node types", " ".join(check(cuda.cuGraphNodeGetType(n)).name for n in (record, wait, sub)))
+buf = check(cuda.cuMemAlloc(1024))
+memset = cuda.CUDA_MEMSET_NODE_PARAMS()
+memset.dst, memset.pitch, memset.value = buf, 0, 7
+memset.elementSize, memset.width, memset.height = 4, 256, 1
+node = check(cuda.cuGraphAddMemsetNode(graph, [first], 1, memset, ctx))
+got = check(cuda.cuGraphMemsetNodeGetParams(node))
+print("memset params", int(got.dst) == int(buf), got.value, got.elementSize, got.width, got.height)
 print("nodes", check(cuda.cuGraphGetNodes(graph, 0))[1])
 exe = check(cuda.cuGraphInstantiate(graph, 0))
 print("exec id is a number", isinstance(check(cuda.cuGraphExecGetId(exe)), int))
@@ -52,6 +60,7 @@ check(cuda.cuGraphExecDestroy(exe))
 check(cuda.cuGraphDestroy(graph))
 check(cuda.cuGraphDestroy(child))
 check(cuda.cuEventDestroy(event))
+check(cuda.cuMemFree(buf))
 print("managed", cuda.cuMemAllocManaged(256, 1)[0].name)
 print("mapped", cuda.cuMemHostGetDevicePointer(0, 0)[0].name)
 check(cuda.cuModuleUnload(module))

@@ -41,7 +41,8 @@ def test_names_graph_ids_nodes_and_unshared_memory_through_both_doors(server: Se
         "nodes after removal 1",
         "node types CU_GRAPH_NODE_TYPE_EVENT_RECORD CU_GRAPH_NODE_TYPE_WAIT_EVENT "
         "CU_GRAPH_NODE_TYPE_GRAPH",
-        "nodes 4",
+        "memset params True 7 4 256 1",
+        "nodes 5",
         "exec id is a number True",
         "managed CUDA_ERROR_NOT_SUPPORTED",
         "mapped CUDA_ERROR_NOT_SUPPORTED",
