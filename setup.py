@@ -26,12 +26,23 @@ def _load(name: str, path: Path) -> ModuleType:
     return module
 
 
+def _native(module: str) -> ModuleType:
+    """A module of cricket_client/native loaded by its file, in a package of its own: its
+    relative imports of the other pure-data modules (families, launch_pack) resolve there."""
+    package = "_cricket_build_native"
+    if package not in sys.modules:
+        folder = ModuleType(package)
+        folder.__path__ = [str(HERE / "cricket_client" / "native")]
+        sys.modules[package] = folder
+    return importlib.import_module(f"{package}.{module}")
+
+
 class BuildWithNative(build_py):
     def run(self) -> None:
         super().run()
         enums = _load("_cricket_build_enums", HERE / "cricket_client" / "_enums.py")
-        signatures = _load("_cricket_build_signatures", HERE / "cricket_client" / "native" / "signatures.py")
-        builder = _load("_cricket_build_native", HERE / "cricket_client" / "native" / "build.py")
+        signatures = _native("signatures")
+        builder = _native("build")
         tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
         folder = Path(self.build_lib) / "cricket_client" / "native" / "_lib" / tag
         tables = _load("_cricket_build_tables", HERE / "cricket_client" / "native" / "export_tables.py")

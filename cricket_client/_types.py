@@ -31,6 +31,8 @@ __all__ = [
 
 def as_int(value: Any) -> int:
     """The integer value of a handle, an int, None (0) or an IntEnum."""
+    if type(value) is int:  # the native door's arguments: the common case first
+        return value
     if value is None:
         return 0
     if isinstance(value, Handle):

@@ -50,8 +50,8 @@ from cricket_server.session_core import (
     HeapFactory,
     SessionCore,
 )
-from cricket_server.session_graph_nodes import SessionGraphNodes
 from cricket_server.session_dev_resources import SessionDevResources
+from cricket_server.session_graph_nodes import SessionGraphNodes
 from cricket_server.session_link import SessionLink
 from cricket_server.session_memcalls import PITCH_ALIGNMENT, SessionMemoryCalls
 from cricket_server.session_mempools import SessionMemPools

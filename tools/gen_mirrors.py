@@ -11,6 +11,12 @@ arguments and their facts (``@handle(kind)``: a conversion must hand it that kin
 or a union whose success value gives the outputs, one per field). A declaration that does not
 fit its procedure is an error at ``file:line:column``, and nothing is written.
 
+It also writes the native library's generated entries (cricket_client/native/
+_entries_generated.py): every C function declared in cricket_client/native/signatures.py (or
+families.py) without a hand-written entry converts its C arguments, calls the driver mirror of
+its name (declared here or written by hand) and writes its output pointers; so a call declared
+once is both the Python mirror and the native entry (generate_native).
+
 Usage: python tools/gen_mirrors.py [--check]
 The output is deterministic (no timestamps); `make stubs` runs it, and
 tests/unit/test_mirrors_generated.py fails when the committed module is stale.
@@ -19,6 +25,7 @@ tests/unit/test_mirrors_generated.py fails when the committed module is stale.
 from __future__ import annotations
 
 import argparse
+import builtins
 import difflib
 import re
 import sys
@@ -496,7 +503,8 @@ def _driver_functions(root: Path, declarations: str) -> dict[str, tuple[list[str
 
     found: dict[str, tuple[list[str], int]] = {}
     for path in [root / "cricket_client" / "driver.py",
-                 *sorted((root / "cricket_client").glob("driver_*.py"))]:
+                 *sorted((root / "cricket_client").glob("driver_*.py")),
+                 root / "cricket_client" / "capture_modes.py"]:
         if not path.exists():
             continue
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
@@ -628,13 +636,222 @@ def generate_runtime(root: Path = ROOT, declarations: str = RUNTIME_DECLARATIONS
     return "\n".join(head + body) + "\n"
 
 
+# -- native entries: the exported C functions that call the driver mirrors --------------------
+
+NATIVE_DIR = "cricket_client/native"
+NATIVE_OUTPUT = "cricket_client/native/_entries_generated.py"
+# Modules whose top-level functions named as an exported symbol are its hand-written entry.
+NATIVE_HAND = ("cricket_client/native/entries.py", "cricket_client/native/entries_families.py")
+# Exported symbols whose cuda.bindings.driver function has another name than the symbol
+# without its ABI suffix.
+NATIVE_NAMES = {"cuGraphInstantiateWithFlags": "cuGraphInstantiate"}
+
+
+@dataclass
+class NativeTables:
+    """What cricket_client/native/signatures.py declares, read as plain data."""
+
+    entries: list[tuple[str, list[tuple[str, str]]]]  # (exported symbol, [(C type, name)])
+    where: dict[str, str]  # symbol -> "file:line" of its declaration
+    optional: frozenset[str]  # symbols whose output pointers may be NULL
+    structs: frozenset[str]  # struct types passed by pointer (read through a view)
+    handles: frozenset[str]  # handle types (arrays of them are read as lists of integers)
+
+
+def _native_tables(root: Path) -> NativeTables:
+    """signatures.py and families.py are pure data: loaded from their files as a package of
+    their own (cricket_client is not imported: its import needs the modules written here)."""
+    import ast
+    import importlib.util
+    import types
+
+    folder = root / NATIVE_DIR
+    pkg = "_cricket_native_declarations"
+    package = types.ModuleType(pkg)
+    package.__path__ = [str(folder)]
+    loaded = {pkg: package}
+    saved = {name: sys.modules.get(name) for name in (pkg, *(f"{pkg}.{m}" for m in
+             ("launch_pack", "families", "signatures")))}
+    sys.modules[pkg] = package
+    try:
+        for name in ("launch_pack", "families", "signatures"):
+            spec = importlib.util.spec_from_file_location(f"{pkg}.{name}", folder / f"{name}.py")
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = module
+            spec.loader.exec_module(module)
+            loaded[name] = module
+    finally:
+        for name, old in saved.items():
+            if old is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = old
+    sig, fam = loaded["signatures"], loaded["families"]
+    where: dict[str, str] = {}
+    for path in (f"{NATIVE_DIR}/signatures.py", f"{NATIVE_DIR}/families.py"):
+        for node in ast.walk(ast.parse((root / path).read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Tuple) and len(node.elts) == 2
+                    and all(isinstance(e, ast.Constant) and isinstance(e.value, str)
+                            for e in node.elts)):
+                where.setdefault(node.elts[0].value, f"{path}:{node.lineno}")  # type: ignore[attr-defined]
+    entries = [(symbol, sig._params(params)) for symbol, params in sig.ENTRIES]
+    return NativeTables(entries, where, frozenset(sig.OPTIONAL_OUTPUTS),
+                        frozenset(fam.STRUCTS), frozenset(sig.HANDLE_TYPES))
+
+
+def _hand_entries(root: Path) -> set[str]:
+    import ast
+
+    names: set[str] = set()
+    for path in NATIVE_HAND:
+        for node in ast.parse((root / path).read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("cu"):
+                names.add(node.name)
+    return names
+
+
+_PY_NAMES = frozenset(dir(builtins)) | {"err", "ffi", "driver"}  # kept apart from C names
+
+
+def _native_entry(symbol: str, params: list[tuple[str, str]], mirror: str, target: tuple[list[str], int],
+                  declared_outputs: list[str] | None, tables: NativeTables) -> list[str] | str:
+    """The code of one generated entry, or why `symbol` needs a hand-written one."""
+    import keyword
+
+    checks: list[str] = []
+    args: list[str] = []
+    outs: list[tuple[str, str]] = []  # (C name, base type)
+    sig: list[str] = []
+    for i, (ctype, cname) in enumerate(params):
+        name = cname + "_" if keyword.iskeyword(cname) or cname in _PY_NAMES else cname
+        base = ctype.replace("const ", "").rstrip("*")
+        stars = ctype.count("*")
+        count = params[i + 1][1] if i + 1 < len(params) and params[i + 1][0] == "size_t" else None
+        if base in tables.handles and stars == 1 and ctype.startswith("const") and count:
+            # an array of handles and its length (the next parameter): a list of integers
+            checks.append(f"    if {count} and not {name}:\n        return INVALID_VALUE")
+            args.append(f"_handles({name}, {count})")
+            sig.append(f"{name}: Any")
+        elif base in tables.structs and stars == 1:
+            checks.append(f"    if not {name}:\n        return INVALID_VALUE")
+            args.append(f"StructView({name})")
+            sig.append(f"{name}: Any")
+        elif ctype == "const char*":
+            checks.append(f"    if not {name}:\n        return INVALID_VALUE")
+            args.append(f"ffi.string({name})")
+            sig.append(f"{name}: Any")
+        elif ctype == "CUfunction":
+            args.append(f"_func({name})")
+            sig.append(f"{name}: int")
+        elif stars == 0 or base == "void":
+            args.append(name)
+            sig.append(f"{name}: int")
+        elif stars == 1 and not ctype.startswith("const") and base != "char":
+            outs.append((name, base))
+            sig.append(f"{name}: Any")
+        else:
+            return f"parameter '{ctype} {cname}' has no generated conversion"
+    target_params, target_outputs = target
+    if len(args) != len(target_params):
+        return (f"{mirror}({', '.join(target_params)}) takes {len(target_params)} argument(s), "
+                f"the C function gives {len(args)} input(s)")
+    if target_outputs >= 0 and target_outputs != len(outs):
+        return (f"{mirror} gives {target_outputs} output(s), the C function has {len(outs)} "
+                "output pointer(s)")
+    optional = symbol in tables.optional
+    lines = ["", "", "@_entry", f"def {symbol}({', '.join(sig)}) -> int:"]
+    if not optional:
+        lines += [f"    if not {name}:\n        return INVALID_VALUE" for name, _ in outs]
+    lines += checks
+    call = f"driver.{mirror}({', '.join(args)})"
+    if not outs:
+        return [*lines, f"    return int({call}[0])"]
+    values = [f"v{i}" for i in range(len(outs))]
+    lines.append(f"    err, {', '.join(values)} = {call}")
+    writes = []
+    for i, ((name, base), value) in enumerate(zip(outs, values, strict=True)):
+        kind = declared_outputs[i] if declared_outputs else None
+        if base == "CUuuid":
+            write = f"ffi.memmove({name}, _uuid({value}), 16)"
+        elif base == "float" or kind == "int":
+            write = f"{name}[0] = {value}"
+        else:
+            write = f"{name}[0] = _number({value})"
+        writes.append(f"        if {name}:\n            {write}" if optional
+                      else f"        {write}")
+    if optional and len(outs) == 1:  # one condition, as ruff's SIM102 wants it
+        name, write = outs[0][0], writes[0].split("\n")[1].strip()
+        return [*lines, f"    if not err and {name}:", f"        {write}",
+                "    return int(err)"]
+    return [*lines, "    if not err:", *writes, "    return int(err)"]
+
+
+def generate_native(root: Path = ROOT, declarations: str = DECLARATIONS) -> str:
+    """The text of the generated native entries: every exported driver function of
+    cricket_client/native/signatures.py without a hand-written entry calls its driver mirror
+    (the generated or the hand-written one) and writes its output pointers. A function that
+    does not fit is an error naming its declaration."""
+    tables = _native_tables(root)
+    hand = _hand_entries(root)
+    driver = _driver_functions(root, declarations)
+    reader = _Reader(declarations, (root / declarations).read_text(encoding="utf-8"))
+    declared = {d.name: [o.text for o in d.outputs] for d in reader.read()}
+    errors: list[str] = []
+    body: list[str] = []
+    names: list[str] = []
+    for symbol, params in tables.entries:
+        if symbol in hand:
+            continue
+        mirror = NATIVE_NAMES.get(symbol, re.sub(r"_v\d$", "", symbol))
+        where = tables.where.get(symbol, f"{NATIVE_DIR}/signatures.py")
+        target = driver.get(mirror)
+        if target is None:
+            errors.append(f"{where}: error: {symbol}: no driver mirror '{mirror}' (declare it in "
+                          f"{declarations}, or write the entry by hand in {NATIVE_HAND[0]})")
+            continue
+        code = _native_entry(symbol, params, mirror, target, declared.get(mirror), tables)
+        if isinstance(code, str):
+            errors.append(f"{where}: error: {symbol}: {code} (write its entry by hand in "
+                          f"{NATIVE_HAND[0]} or {NATIVE_HAND[1]})")
+            continue
+        body += code
+        names.append(symbol)
+    if errors:
+        raise DeclarationError("\n".join(errors))
+    text = "\n".join(body)
+    used = [n for n in ("INVALID_VALUE", "_entry", "_func", "ffi") if re.search(rf"\b{n}\b", text)]
+    families = [n for n in ("StructView", "_handles", "_number", "_uuid") if re.search(rf"\b{n}\b", text)]
+    head = [
+        f"# DO NOT EDIT: generated by {TOOL} from {NATIVE_DIR}/signatures.py, {declarations} and the "
+        "hand-written driver mirrors (`make stubs`).",
+        '"""The native library\'s entries that need nothing of their own: each converts its C',
+        "arguments (handles and host pointers arrive as integers, structs are read through a view,",
+        "arrays of handles as lists, C strings as bytes), calls the driver mirror of",
+        "cricket_client.driver (the same function a Python caller gets: same checks, pipelining,",
+        "capture modes, known answers) and writes its output pointers. The entries that need more",
+        "are written by hand in entries.py and entries_families.py (docs/internals.md says why).",
+        '"""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "from typing import Any",
+        "",
+        "from .. import driver",
+    ]
+    head += _import(".entries", used) + _import(".entries_families", families)
+    head += ["", "__all__ = ["] + [f'    "{n}",' for n in sorted(names)] + ["]"]
+    return "\n".join(head) + "\n" + text + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--check", action="store_true",
                     help="exit 1 when a generated module differs from what would be generated")
     args = ap.parse_args(argv)
     try:
-        texts = {OUTPUT: generate(), RUNTIME_OUTPUT: generate_runtime()}
+        texts = {OUTPUT: generate(), RUNTIME_OUTPUT: generate_runtime(),
+                 NATIVE_OUTPUT: generate_native()}
     except DeclarationError as e:
         print(e, file=sys.stderr)
         return 2

@@ -3,7 +3,8 @@
 Imported only inside the library (its cffi module `_cricket_libcuda` exists there). Each entry
 gets plain integers (handles, host pointers) and typed output pointers, makes the call as
 cricket_client.driver does (same procedures, same pipelining), writes the outputs and returns
-the CUresult. A Python exception never becomes CUDA_SUCCESS: it is answered with a CUresult
+the CUresult. Most entries are generated (_entries_generated.py: they call the driver mirror
+itself); the ones here and in entries_families.py need more (docs/internals.md says what). A Python exception never becomes CUDA_SUCCESS: it is answered with a CUresult
 (INVALID_VALUE for bad arguments, NOT_SUPPORTED for what is not remoted, UNKNOWN otherwise) and
 its message is what the session's last error message gives.
 """
@@ -91,10 +92,14 @@ def _onerror(name: str) -> Callable[[Any, BaseException, Any], int]:
     return onerror
 
 
+IMPLEMENTED: set[str] = set()  # the exported functions given their implementation
+
+
 def _entry(fn: Callable[..., int]) -> Callable[..., int]:
     """Make `fn` the implementation of the exported function of the same name."""
     name = fn.__name__
     ffi.def_extern(name=f"py_{name}", error=UNKNOWN, onerror=_onerror(name))(fn)
+    IMPLEMENTED.add(name)
     return fn
 
 
@@ -260,56 +265,6 @@ def cuInit(Flags: int) -> int:
     return err
 
 
-@_entry
-def cuDriverGetVersion(out: Any) -> int:
-    if out == ffi.NULL:
-        return INVALID_VALUE
-    err, value = _conn().call("CU_DRIVER_GET_VERSION")
-    if not err:
-        out[0] = value
-    return err  # type: ignore[no-any-return]
-
-
-def _int_out(proc: str) -> Callable[..., int]:
-    def call(out: Any, *args: Any) -> int:
-        if out == ffi.NULL:
-            return INVALID_VALUE
-        err, value = _conn().call(proc, *args)
-        if not err:
-            out[0] = value
-        return err  # type: ignore[no-any-return]
-
-    return call
-
-
-_device_count = _int_out("CU_DEVICE_GET_COUNT")
-_device_get = _int_out("CU_DEVICE_GET")
-_device_total_mem = _int_out("CU_DEVICE_TOTAL_MEM")
-
-
-@_entry
-def cuDeviceGetCount(count: Any) -> int:
-    return _device_count(count)
-
-
-@_entry
-def cuDeviceGet(device: Any, ordinal: int) -> int:
-    return _device_get(device, ordinal)
-
-
-@_entry
-def cuDeviceGetAttribute(pi: Any, attrib: int, dev: int) -> int:
-    err, value = _conn().call("CU_DEVICE_GET_ATTRIBUTE", attrib, dev)
-    if not err:
-        pi[0] = value
-    return err  # type: ignore[no-any-return]
-
-
-@_entry
-def cuDeviceTotalMem_v2(out: Any, dev: int) -> int:
-    return _device_total_mem(out, dev)
-
-
 def _text_out(proc: str, out: Any, length: int, dev: int) -> int:
     if out == ffi.NULL or length <= 0:
         return INVALID_VALUE
@@ -341,19 +296,6 @@ def cuDeviceComputeCapability(major: Any, minor: Any, dev: int) -> int:
     return err  # type: ignore[no-any-return]
 
 
-@_entry
-def cuDeviceGetUuid(uuid: Any, dev: int) -> int:
-    err, r = _conn().sync("CU_DEVICE_GET_UUID", dev)
-    if not err:
-        ffi.memmove(uuid, bytes(r.value), 16)
-    return err
-
-
-@_entry
-def cuDeviceGetUuid_v2(uuid: Any, dev: int) -> int:
-    return cuDeviceGetUuid(uuid, dev)
-
-
 # -- contexts -------------------------------------------------------------------------------
 
 
@@ -364,35 +306,6 @@ def _handle_out(out: Any, proc: str, *args: Any) -> int:
     if not err:
         out[0] = r.value
     return err
-
-
-@_entry
-def cuDevicePrimaryCtxRetain(pctx: Any, dev: int) -> int:
-    return _handle_out(pctx, "CU_DEVICE_PRIMARY_CTX_RETAIN", dev)
-
-
-@_entry
-def cuDevicePrimaryCtxRelease_v2(dev: int) -> int:
-    return _conn().sync("CU_DEVICE_PRIMARY_CTX_RELEASE", dev)[0]
-
-
-@_entry
-def cuDevicePrimaryCtxReset_v2(dev: int) -> int:
-    return _conn().sync("CU_DEVICE_PRIMARY_CTX_RESET", dev)[0]
-
-
-@_entry
-def cuDevicePrimaryCtxGetState(dev: int, flags: Any, active: Any) -> int:
-    err, r = _conn().sync("CU_DEVICE_PRIMARY_CTX_GET_STATE", dev)
-    if not err:
-        flags[0] = r.value.flags
-        active[0] = r.value.active
-    return err
-
-
-@_entry
-def cuDevicePrimaryCtxSetFlags_v2(dev: int, flags: int) -> int:
-    return _conn().sync("CU_DEVICE_PRIMARY_CTX_SET_FLAGS", dev, flags)[0]
 
 
 @_entry
@@ -419,44 +332,6 @@ def cuCtxCreate_v4(pctx: Any, params: int, flags: int, dev: int) -> int:
     return _no_create_params("cuCtxCreate_v4", bool(params)) or cuCtxCreate_v2(pctx, flags, dev)
 
 
-@_entry
-def cuCtxDestroy_v2(ctx: int) -> int:
-    return _conn().sync("CU_CTX_DESTROY", ctx)[0]
-
-
-@_entry
-def cuCtxSetCurrent(ctx: int) -> int:
-    return _conn().call("CU_CTX_SET_CURRENT", ctx)[0]  # type: ignore[no-any-return]
-
-
-@_entry
-def cuCtxGetCurrent(pctx: Any) -> int:
-    return _handle_out(pctx, "CU_CTX_GET_CURRENT")
-
-
-@_entry
-def cuCtxPushCurrent_v2(ctx: int) -> int:
-    return _conn().sync("CU_CTX_PUSH_CURRENT", ctx)[0]
-
-
-@_entry
-def cuCtxPopCurrent_v2(pctx: Any) -> int:
-    err, r = _conn().sync("CU_CTX_POP_CURRENT")
-    if not err and pctx != ffi.NULL:
-        pctx[0] = r.value
-    return err
-
-
-@_entry
-def cuCtxSynchronize() -> int:
-    return _conn().call("CU_CTX_SYNCHRONIZE")[0]  # type: ignore[no-any-return]
-
-
-@_entry
-def cuCtxGetDevice(device: Any) -> int:
-    return _int_out("CU_CTX_GET_DEVICE")(device)
-
-
 def _in_context(ctx: int, call: Callable[[], int]) -> int:
     """`call` with `ctx` current (0: the current context, as CUDA 13's _v2 forms take it)."""
     if not ctx:
@@ -473,160 +348,24 @@ def _in_context(ctx: int, call: Callable[[], int]) -> int:
 
 @_entry
 def cuCtxGetDevice_v2(device: Any, ctx: int) -> int:
-    return _in_context(ctx, lambda: _int_out("CU_CTX_GET_DEVICE")(device))
+    if device == ffi.NULL:
+        return INVALID_VALUE
+
+    def get() -> int:
+        err, dev = driver.cuCtxGetDevice()
+        if not err:
+            device[0] = as_int(dev)
+        return int(err)
+
+    return _in_context(ctx, get)
 
 
 @_entry
 def cuCtxSynchronize_v2(ctx: int) -> int:
-    return _in_context(ctx, lambda: _conn().call("CU_CTX_SYNCHRONIZE")[0])
+    return _in_context(ctx, lambda: _err(driver.cuCtxSynchronize()))
 
 
-@_entry
-def cuCtxGetLimit(pvalue: Any, limit: int) -> int:
-    return _int_out("CU_CTX_GET_LIMIT")(pvalue, limit)
-
-
-@_entry
-def cuCtxSetLimit(limit: int, value: int) -> int:
-    return _conn().call("CU_CTX_SET_LIMIT", limit, value)[0]  # type: ignore[no-any-return]
-
-
-@_entry
-def cuCtxGetStreamPriorityRange(least: Any, greatest: Any) -> int:
-    err, lo, hi = _conn().call("CU_CTX_GET_STREAM_PRIORITY_RANGE")
-    if not err:
-        if least != ffi.NULL:
-            least[0] = lo
-        if greatest != ffi.NULL:
-            greatest[0] = hi
-    return err  # type: ignore[no-any-return]
-
-
-# -- memory ---------------------------------------------------------------------------------
-
-
-@_entry
-def cuMemAlloc_v2(dptr: Any, size: int) -> int:
-    return _handle_out(dptr, "CU_MEM_ALLOC", size)
-
-
-@_entry
-def cuMemAllocPitch_v2(dptr: Any, pitch: Any, width: int, height: int, element: int) -> int:
-    err, r = _conn().sync("CU_MEM_ALLOC_PITCH", width, height, element)
-    if not err:
-        dptr[0] = r.value.ptr
-        pitch[0] = r.value.pitch
-    return err
-
-
-@_entry
-def cuMemFree_v2(dptr: int) -> int:
-    return _conn().sync("CU_MEM_FREE", dptr)[0]
-
-
-@_entry
-def cuMemGetInfo_v2(free: Any, total: Any) -> int:
-    err, f, t = _conn().call("CU_MEM_GET_INFO")
-    if not err:
-        if free != ffi.NULL:
-            free[0] = f
-        if total != ffi.NULL:
-            total[0] = t
-    return err  # type: ignore[no-any-return]
-
-
-@_entry
-def cuMemGetAddressRange_v2(pbase: Any, psize: Any, dptr: int) -> int:
-    err, base, size = _conn().call("CU_MEM_GET_ADDRESS_RANGE", dptr)
-    if not err:
-        if pbase != ffi.NULL:
-            pbase[0] = base
-        if psize != ffi.NULL:
-            psize[0] = size
-    return err  # type: ignore[no-any-return]
-
-
-@_entry
-def cuMemcpy(dst: int, src: int, n: int) -> int:
-    return _err(driver.cuMemcpy(dst, src, n))
-
-
-@_entry
-def cuMemcpyAsync(dst: int, src: int, n: int, stream: int) -> int:
-    return _err(driver.cuMemcpyAsync(dst, src, n, stream))
-
-
-@_entry
-def cuMemcpyHtoD_v2(dst: int, src: int, n: int) -> int:
-    return _err(driver.cuMemcpyHtoD(dst, src, n))
-
-
-@_entry
-def cuMemcpyDtoH_v2(dst: int, src: int, n: int) -> int:
-    return _err(driver.cuMemcpyDtoH(dst, src, n))
-
-
-@_entry
-def cuMemcpyDtoD_v2(dst: int, src: int, n: int) -> int:
-    return _err(driver.cuMemcpyDtoD(dst, src, n))
-
-
-@_entry
-def cuMemcpyHtoDAsync_v2(dst: int, src: int, n: int, stream: int) -> int:
-    return _err(driver.cuMemcpyHtoDAsync(dst, src, n, stream))
-
-
-@_entry
-def cuMemcpyDtoHAsync_v2(dst: int, src: int, n: int, stream: int) -> int:
-    return _err(driver.cuMemcpyDtoHAsync(dst, src, n, stream))
-
-
-@_entry
-def cuMemcpyDtoDAsync_v2(dst: int, src: int, n: int, stream: int) -> int:
-    return _err(driver.cuMemcpyDtoDAsync(dst, src, n, stream))
-
-
-@_entry
-def cuMemsetD8_v2(dst: int, value: int, n: int) -> int:
-    return _err(driver.cuMemsetD8(dst, value, n))
-
-
-@_entry
-def cuMemsetD16_v2(dst: int, value: int, n: int) -> int:
-    return _err(driver.cuMemsetD16(dst, value, n))
-
-
-@_entry
-def cuMemsetD32_v2(dst: int, value: int, n: int) -> int:
-    return _err(driver.cuMemsetD32(dst, value, n))
-
-
-@_entry
-def cuMemsetD8Async(dst: int, value: int, n: int, stream: int) -> int:
-    return _err(driver.cuMemsetD8Async(dst, value, n, stream))
-
-
-@_entry
-def cuMemsetD16Async(dst: int, value: int, n: int, stream: int) -> int:
-    return _err(driver.cuMemsetD16Async(dst, value, n, stream))
-
-
-@_entry
-def cuMemsetD32Async(dst: int, value: int, n: int, stream: int) -> int:
-    return _err(driver.cuMemsetD32Async(dst, value, n, stream))
-
-
-@_entry
-def cuMemAllocAsync(dptr: Any, size: int, stream: int) -> int:
-    err, value = driver.cuMemAllocAsync(size, stream)
-    if not err:
-        dptr[0] = as_int(value)
-    return int(err)
-
-
-@_entry
-def cuMemFreeAsync(dptr: int, stream: int) -> int:
-    return _err(driver.cuMemFreeAsync(dptr, stream))
+# -- pointer attributes ---------------------------------------------------------------------
 
 
 @_entry
@@ -751,57 +490,9 @@ def _set_handle(out: Any, result: tuple[Any, ...]) -> int:
 
 
 @_entry
-def cuModuleLoadData(module: Any, image: int) -> int:
-    return _set_handle(module, driver.cuModuleLoadData(image))
-
-
-@_entry
 def cuModuleLoadDataEx(module: Any, image: int, n: int, options: Any, values: int) -> int:
     opts = _ints(options, n)
     return _set_handle(module, driver.cuModuleLoadDataEx(image, len(opts), opts, _words(values, len(opts))))
-
-
-@_entry
-def cuModuleLoadFatBinary(module: Any, image: int) -> int:
-    return _set_handle(module, driver.cuModuleLoadFatBinary(image))
-
-
-@_entry
-def cuModuleUnload(hmod: int) -> int:
-    return _conn().sync("CU_MODULE_UNLOAD", hmod)[0]
-
-
-def _name(name: Any) -> str:
-    return ffi.string(name).decode(errors="replace")  # type: ignore[no-any-return]
-
-
-_names: dict[int, Any] = {}  # function or kernel handle -> its name (a C string kept alive)
-
-
-def _named(out: Any, err: int, name: Any) -> int:
-    if not err:
-        _names[int(out[0])] = ffi.new("char[]", ffi.string(name))
-    return err
-
-
-@_entry
-def cuModuleGetFunction(hfunc: Any, hmod: int, name: Any) -> int:
-    if name == ffi.NULL:
-        return INVALID_VALUE
-    return _named(hfunc, _handle_out(hfunc, "CU_MODULE_GET_FUNCTION", hmod, _name(name)), name)
-
-
-@_entry
-def cuModuleGetGlobal_v2(dptr: Any, size: Any, hmod: int, name: Any) -> int:
-    if name == ffi.NULL:
-        return INVALID_VALUE
-    err, r = _conn().sync("CU_MODULE_GET_GLOBAL", hmod, _name(name))
-    if not err:
-        if dptr != ffi.NULL:
-            dptr[0] = r.value.ptr
-        if size != ffi.NULL:
-            size[0] = r.value.size
-    return err
 
 
 @_entry
@@ -820,23 +511,6 @@ def cuLibraryLoadData(
         code, jo, _words(jit_values, len(jo)), len(jo), lo, _words(lib_values, len(lo)), len(lo)
     )
     return _set_handle(library, result)
-
-
-@_entry
-def cuLibraryUnload(library: int) -> int:
-    return _conn().sync("CU_LIBRARY_UNLOAD", library)[0]
-
-
-@_entry
-def cuLibraryGetKernel(kernel: Any, library: int, name: Any) -> int:
-    if name == ffi.NULL:
-        return INVALID_VALUE
-    return _named(kernel, _handle_out(kernel, "CU_LIBRARY_GET_KERNEL", library, _name(name)), name)
-
-
-@_entry
-def cuKernelGetFunction(func: Any, kernel: int) -> int:
-    return _handle_out(func, "CU_KERNEL_GET_FUNCTION", kernel)
 
 
 _kernel_functions: dict[tuple[int, int], int] = {}  # (connection, CUkernel) -> its CUfunction
@@ -859,32 +533,6 @@ def _func(handle: int) -> int:
 
 
 @_entry
-def cuFuncGetAttribute(pi: Any, attrib: int, hfunc: int) -> int:
-    return _int_out("CU_FUNC_GET_ATTRIBUTE")(pi, attrib, _func(hfunc))
-
-
-@_entry
-def cuFuncSetAttribute(hfunc: int, attrib: int, value: int) -> int:
-    return _conn().sync("CU_FUNC_SET_ATTRIBUTE", _func(hfunc), attrib, value)[0]
-
-
-@_entry
-def cuFuncSetCacheConfig(hfunc: int, config: int) -> int:
-    return _conn().sync("CU_FUNC_SET_CACHE_CONFIG", _func(hfunc), config)[0]
-
-
-@_entry
-def cuFuncGetParamInfo(func: int, index: int, offset: Any, size: Any) -> int:
-    err, off, length = driver.cuFuncGetParamInfo(_func(func), index)
-    if not err:
-        if offset != ffi.NULL:
-            offset[0] = off
-        if size != ffi.NULL:
-            size[0] = length
-    return int(err)
-
-
-@_entry
 def cuFuncGetParamCount(func: int, count: Any) -> int:
     err, layout = _conn().param_layout(_func(func))
     if not err:
@@ -892,17 +540,26 @@ def cuFuncGetParamCount(func: int, count: Any) -> int:
     return err
 
 
-def _name_of(out: Any, handle: int) -> int:
-    name = _names.get(handle)
-    if name is None:
-        raise NotSupportedRemotely(f"the name of {handle:#x} (made before this library was loaded)")
-    out[0] = name
-    return SUCCESS
+# function or kernel handle -> the C string of its name handed out last (kept alive: the
+# driver's answer points into memory the driver owns)
+_names: dict[int, Any] = {}
+
+
+def _name_of(out: Any, handle: int, call: Callable[[int], tuple[Any, ...]]) -> int:
+    if not out:
+        return INVALID_VALUE
+    err, name = call(handle)
+    if not err:
+        kept = _names[handle] = ffi.new("char[]", name)
+        out[0] = kept
+    return int(err)
 
 
 @_entry
 def cuFuncGetName(name: Any, func: int) -> int:
-    return _name_of(name, func)
+    if func >> KIND_SHIFT == HandleKind.KERNEL:  # a CUkernel given as a CUfunction
+        return _name_of(name, func, driver.cuKernelGetName)
+    return _name_of(name, func, driver.cuFuncGetName)
 
 
 @_entry
@@ -919,22 +576,33 @@ def cuFuncLoad(func: int) -> int:
 # cuKernel*: the kernel's function in the current context (`dev` is the current context's)
 @_entry
 def cuKernelGetAttribute(pi: Any, attrib: int, kernel: int, dev: int) -> int:
-    return cuFuncGetAttribute(pi, attrib, kernel)
+    if pi == ffi.NULL:
+        return INVALID_VALUE
+    err, value = driver.cuFuncGetAttribute(attrib, _func(kernel))
+    if not err:
+        pi[0] = value
+    return int(err)
 
 
 @_entry
 def cuKernelSetAttribute(attrib: int, value: int, kernel: int, dev: int) -> int:
-    return cuFuncSetAttribute(kernel, attrib, value)
+    return _err(driver.cuFuncSetAttribute(_func(kernel), attrib, value))
 
 
 @_entry
 def cuKernelSetCacheConfig(kernel: int, config: int, dev: int) -> int:
-    return cuFuncSetCacheConfig(kernel, config)
+    return _err(driver.cuFuncSetCacheConfig(_func(kernel), config))
 
 
 @_entry
 def cuKernelGetParamInfo(kernel: int, index: int, offset: Any, size: Any) -> int:
-    return cuFuncGetParamInfo(kernel, index, offset, size)
+    err, off, length = driver.cuFuncGetParamInfo(_func(kernel), index)
+    if not err:
+        if offset != ffi.NULL:
+            offset[0] = off
+        if size != ffi.NULL:
+            size[0] = length
+    return int(err)
 
 
 @_entry
@@ -944,7 +612,7 @@ def cuKernelGetParamCount(kernel: int, count: Any) -> int:
 
 @_entry
 def cuKernelGetName(name: Any, kernel: int) -> int:
-    return _name_of(name, kernel)
+    return _name_of(name, kernel, driver.cuKernelGetName)
 
 
 # -- launches -------------------------------------------------------------------------------
@@ -1079,149 +747,20 @@ def cuStreamAddCallback(stream: int, callback: int, data: int, flags: int) -> in
     return _run_host_function(stream, lambda: fn(stream, SUCCESS, ffi.cast("void *", data)))
 
 
-# -- streams and events ---------------------------------------------------------------------
-
-
-# What each stream was made with (flags, priority), for cuStreamGetFlags/GetPriority; the
-# default streams (0, legacy, per-thread) have neither.
-_streams: dict[int, tuple[int, int]] = {0: (0, 0), 1: (0, 0), 2: (0, 0)}
-
-
-def _stream_made(out: Any, err: int, flags: int, priority: int) -> int:
-    if not err:
-        _streams[int(out[0])] = (flags, priority)
-    return err
+# -- capture interaction modes: the calling thread's, kept by cricket_client.capture_modes -----
 
 
 @_entry
-def cuStreamCreate(phStream: Any, flags: int) -> int:
-    return _stream_made(phStream, _handle_out(phStream, "CU_STREAM_CREATE", flags), flags, 0)
-
-
-@_entry
-def cuStreamCreateWithPriority(phStream: Any, flags: int, priority: int) -> int:
-    err = _handle_out(phStream, "CU_STREAM_CREATE_WITH_PRIORITY", flags, priority)
-    if err:
-        return err
-    failed, least, greatest = _conn().call("CU_CTX_GET_STREAM_PRIORITY_RANGE")
-    if not failed:  # the driver clamps a priority outside the range
-        priority = min(max(priority, greatest), least)
-    return _stream_made(phStream, err, flags, priority)
-
-
-@_entry
-def cuStreamDestroy_v2(stream: int) -> int:
-    err = _err(driver.cuStreamDestroy(stream))
-    if not err:
-        _streams.pop(stream, None)
-    return err
-
-
-def _stream_fact(stream: int, out: Any, which: int) -> int:
-    made = _streams.get(stream)
-    if made is None:
-        return _err(driver.cuStreamQuery(stream)) or INVALID_VALUE  # the server names a bad one
-    if out == ffi.NULL:
+def cuThreadExchangeStreamCaptureMode(mode: Any) -> int:
+    """*mode is read and written (the mode given, then the thread's previous one)."""
+    if mode == ffi.NULL:
         return INVALID_VALUE
-    out[0] = made[which]
-    return SUCCESS
-
-
-@_entry
-def cuStreamGetFlags(stream: int, flags: Any) -> int:
-    return _stream_fact(stream, flags, 0)
-
-
-@_entry
-def cuStreamGetPriority(stream: int, priority: Any) -> int:
-    return _stream_fact(stream, priority, 1)
-
-
-@_entry
-def cuStreamSynchronize(stream: int) -> int:
-    return _err(driver.cuStreamSynchronize(stream))
-
-
-@_entry
-def cuStreamQuery(stream: int) -> int:
-    return _err(driver.cuStreamQuery(stream))
-
-
-@_entry
-def cuStreamWaitEvent(stream: int, event: int, flags: int) -> int:
-    return _err(driver.cuStreamWaitEvent(stream, event, flags))
-
-
-@_entry
-def cuEventCreate(phEvent: Any, flags: int) -> int:
-    return _handle_out(phEvent, "CU_EVENT_CREATE", flags)
-
-
-@_entry
-def cuEventDestroy_v2(event: int) -> int:
-    return _conn().sync("CU_EVENT_DESTROY", event)[0]
-
-
-@_entry
-def cuEventRecord(event: int, stream: int) -> int:
-    return _err(driver.cuEventRecord(event, stream))
-
-
-@_entry
-def cuEventSynchronize(event: int) -> int:
-    return _conn().call("CU_EVENT_SYNCHRONIZE", event)[0]  # type: ignore[no-any-return]
-
-
-@_entry
-def cuEventQuery(event: int) -> int:
-    return _conn().sync("CU_EVENT_QUERY", event)[0]
-
-
-@_entry
-def cuEventElapsedTime(ms: Any, start: int, end: int) -> int:
-    err, value = _conn().call("CU_EVENT_ELAPSED_TIME", start, end)
+    err, old = driver.cuThreadExchangeStreamCaptureMode(mode[0])
     if not err:
-        ms[0] = value
-    return err  # type: ignore[no-any-return]
-
-
-@_entry
-def cuEventElapsedTime_v2(ms: Any, start: int, end: int) -> int:
-    return cuEventElapsedTime(ms, start, end)
-
-
-# -- occupancy ------------------------------------------------------------------------------
-
-
-@_entry
-def cuOccupancyMaxActiveBlocksPerMultiprocessor(n: Any, func: int, block: int, smem: int) -> int:
-    return cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(n, func, block, smem, 0)
-
-
-@_entry
-def cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
-    n: Any, func: int, block: int, smem: int, flags: int
-) -> int:
-    err, value = driver.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
-        _func(func), block, smem, flags
-    )
-    if not err:
-        n[0] = value
+        mode[0] = int(old)
     return int(err)
 
 
-@_entry
-def cuOccupancyMaxPotentialBlockSize(
-    min_grid: Any, block: Any, func: int, callback: int, smem: int, limit: int
-) -> int:
-    err, grid, size = driver.cuOccupancyMaxPotentialBlockSize(
-        _func(func), callback or None, smem, limit
-    )
-    if not err:
-        min_grid[0] = grid
-        block[0] = size
-    return int(err)
-
-
-# the later families (pools, virtual memory, graphs, flags, arrays, peers): their own module
-from . import entries_families  # noqa: E402, F401
+# the later families (pools, virtual memory, graphs, flags, arrays, peers): their own module;
+# then every entry that needs nothing of its own, generated (tools/gen_mirrors.py)
+from . import _entries_generated, entries_families  # noqa: E402, F401

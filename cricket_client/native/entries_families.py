@@ -1,16 +1,16 @@
 """The Python side of the native library for the later families (families.py): memory pools,
 virtual memory, graphs and capture, context flags, arrays and 2D/3D copies, peers.
 
-Most entries are one generic forwarder made from the C parameters: outputs (non-const pointers
-to a number or handle) are written from the result tuple of the `cricket_client.driver`
-function of the same name (ABI suffix dropped), structs are read field by field through a view
-that gives their pointers as integers (NULL as None, as cuda-python's structs default), and
-everything else is passed as is. What does not fit that shape is written by hand below.
+Most entries are generated (_entries_generated.py, by tools/gen_mirrors.py): outputs (non-const
+pointers to a number or handle) are written from the result tuple of the `cricket_client.driver`
+function of the same name (ABI suffix dropped), structs are read field by field through a
+StructView that gives their pointers as integers (NULL as None, as cuda-python's structs
+default), and everything else is passed as is. What does not fit that shape is written by hand
+here (docs/internals.md says why for each).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
@@ -21,13 +21,9 @@ from ..connection import get_connection as _conn
 from ..driver_flags import _STREAM_FIELDS
 from ..driver_graphs import CUDA_KERNEL_NODE_PARAMS
 from .entries import INVALID_VALUE, SUCCESS, _entry, _err, _func, ffi
-from .families import FAMILY_ENTRIES, STRUCTS
-from .signatures import _params
 
 __all__ = ["StructView"]
 
-# Exported symbol -> cricket_client.driver function, where the names differ beyond the suffix.
-_DRIVER_NAMES = {"cuGraphInstantiateWithFlags": "cuGraphInstantiate"}
 _U64_POOL_ATTRS = frozenset({4, 5, 6, 7, 8, 13})  # CUmemPool_attribute values held as cuuint64_t
 
 
@@ -57,55 +53,15 @@ def _number(value: Any) -> int:
     return int(value) if isinstance(value, bool) else as_int(value)
 
 
-def _base(ctype: str) -> str:
-    return ctype.replace("const ", "").rstrip("*")
-
-
-def _forwarder(symbol: str, params: str) -> Callable[..., int]:
-    """The generic implementation of `symbol`: outputs, struct inputs, plain inputs."""
-    base_name = re.sub(r"_v\d$", "", symbol)
-    call = getattr(driver, _DRIVER_NAMES.get(symbol, base_name))
-    kinds = []  # per C parameter: "out", "struct" or "in"
-    for ctype, _name in _params(params):
-        if _base(ctype) in STRUCTS:
-            kinds.append("struct")
-        elif ctype == "CUfunction":
-            kinds.append("func")
-        elif ctype.endswith("*") and not ctype.startswith("const") and ctype.count("*") == 1 and _base(ctype) != "void":
-            kinds.append("out")
-        else:
-            kinds.append("in")
-
-    def forward(*args: Any) -> int:
-        inputs: list[Any] = []
-        outputs: list[Any] = []
-        for kind, arg in zip(kinds, args, strict=True):
-            if kind == "out":
-                if arg == ffi.NULL:
-                    return INVALID_VALUE
-                outputs.append(arg)
-            elif kind == "func":
-                inputs.append(_func(arg))
-            elif kind == "struct":
-                if arg == ffi.NULL:
-                    return INVALID_VALUE
-                inputs.append(StructView(arg))
-            else:
-                inputs.append(arg)
-        result = call(*inputs)
-        err = _err(result)
-        if not err:
-            for out, value in zip(outputs, result[1:], strict=True):
-                out[0] = _number(value)
-        return err
-
-    forward.__name__ = symbol
-    return forward
+def _uuid(value: Any) -> bytes:
+    """The 16 bytes of a CUuuid."""
+    return bytes(value.bytes)
 
 
 # -- written by hand --------------------------------------------------------------------------
 
 
+@_entry
 def cuMemPoolGetAttribute(pool: int, attr: int, value: int) -> int:
     if not value:
         return INVALID_VALUE
@@ -116,6 +72,7 @@ def cuMemPoolGetAttribute(pool: int, attr: int, value: int) -> int:
     return int(err)
 
 
+@_entry
 def cuMemPoolSetAttribute(pool: int, attr: int, value: int) -> int:
     if not value:
         return INVALID_VALUE
@@ -129,16 +86,19 @@ def _descs(desc: Any, count: int) -> list[StructView] | None:
     return [StructView(desc[i]) for i in range(count)]
 
 
+@_entry
 def cuMemPoolSetAccess(pool: int, desc: Any, count: int) -> int:
     descs = _descs(desc, count)
     return INVALID_VALUE if descs is None else _err(driver.cuMemPoolSetAccess(pool, descs, count))
 
 
+@_entry
 def cuMemSetAccess(ptr: int, size: int, desc: Any, count: int) -> int:
     descs = _descs(desc, count)
     return INVALID_VALUE if descs is None else _err(driver.cuMemSetAccess(ptr, size, descs, count))
 
 
+@_entry
 def cuMemGetAllocationPropertiesFromHandle(prop: Any, handle: int) -> int:
     if prop == ffi.NULL:
         return INVALID_VALUE
@@ -181,10 +141,12 @@ def _capture_info(stream: int, status: Any, ident: Any, graph: Any, deps: Any, e
     return SUCCESS
 
 
+@_entry
 def cuStreamGetCaptureInfo_v2(stream: int, status: Any, ident: Any, graph: Any, deps: Any, count: Any) -> int:
     return _capture_info(stream, status, ident, graph, deps, None, count)
 
 
+@_entry
 def cuStreamGetCaptureInfo_v3(
     stream: int, status: Any, ident: Any, graph: Any, deps: Any, edges: Any, count: Any
 ) -> int:
@@ -206,18 +168,25 @@ def _listing(call: Callable[..., tuple[Any, ...]], graph: int, nodes: Any, count
     return SUCCESS
 
 
+@_entry
 def cuGraphGetNodes(graph: int, nodes: Any, count: Any) -> int:
     return _listing(driver.cuGraphGetNodes, graph, nodes, count)
 
 
+@_entry
 def cuGraphGetRootNodes(graph: int, nodes: Any, count: Any) -> int:
     return _listing(driver.cuGraphGetRootNodes, graph, nodes, count)
+
+
+def _handles(array: Any, count: int) -> list[int]:
+    """An array of `count` handles (a generated entry checked it is not NULL)."""
+    return list(ffi.unpack(array, count)) if count else []
 
 
 def _deps(deps: Any, count: int) -> list[int] | None:
     if count and deps == ffi.NULL:
         return None
-    return list(ffi.unpack(deps, count)) if count else []
+    return _handles(deps, count)
 
 
 def _add(call: Callable[..., tuple[Any, ...]], out: Any, graph: int, deps: Any, count: int, *rest: Any) -> int:
@@ -230,38 +199,11 @@ def _add(call: Callable[..., tuple[Any, ...]], out: Any, graph: int, deps: Any, 
     return int(err)
 
 
+@_entry
 def cuGraphAddKernelNode_v2(out: Any, graph: int, deps: Any, count: int, p: Any) -> int:
     if p == ffi.NULL:
         return INVALID_VALUE
     return _add(driver.cuGraphAddKernelNode, out, graph, deps, count, _kernel_node(p))
-
-
-def cuGraphAddMemcpyNode(out: Any, graph: int, deps: Any, count: int, p: Any, ctx: int) -> int:
-    if p == ffi.NULL:
-        return INVALID_VALUE
-    return _add(driver.cuGraphAddMemcpyNode, out, graph, deps, count, StructView(p), ctx)
-
-
-def cuGraphAddMemsetNode(out: Any, graph: int, deps: Any, count: int, p: Any, ctx: int) -> int:
-    if p == ffi.NULL:
-        return INVALID_VALUE
-    return _add(driver.cuGraphAddMemsetNode, out, graph, deps, count, StructView(p), ctx)
-
-
-def cuGraphAddEmptyNode(out: Any, graph: int, deps: Any, count: int) -> int:
-    return _add(driver.cuGraphAddEmptyNode, out, graph, deps, count)
-
-
-def cuGraphAddEventRecordNode(out: Any, graph: int, deps: Any, count: int, event: int) -> int:
-    return _add(driver.cuGraphAddEventRecordNode, out, graph, deps, count, event)
-
-
-def cuGraphAddEventWaitNode(out: Any, graph: int, deps: Any, count: int, event: int) -> int:
-    return _add(driver.cuGraphAddEventWaitNode, out, graph, deps, count, event)
-
-
-def cuGraphAddChildGraphNode(out: Any, graph: int, deps: Any, count: int, child: int) -> int:
-    return _add(driver.cuGraphAddChildGraphNode, out, graph, deps, count, child)
 
 
 # -- occupancy of clusters, stream attributes ------------------------------------------------
@@ -276,14 +218,17 @@ def _cluster(call: Callable[..., tuple[Any, ...]], out: Any, func: int, config: 
     return int(err)
 
 
+@_entry
 def cuOccupancyMaxActiveClusters(out: Any, func: int, config: Any) -> int:
     return _cluster(driver.cuOccupancyMaxActiveClusters, out, func, config)
 
 
+@_entry
 def cuOccupancyMaxPotentialClusterSize(out: Any, func: int, config: Any) -> int:
     return _cluster(driver.cuOccupancyMaxPotentialClusterSize, out, func, config)
 
 
+@_entry
 def cuStreamGetAttribute(stream: int, attr: int, value: int) -> int:
     """The scalar stream attributes (the union's first 4 bytes), as the driver module has them."""
     if not value:
@@ -295,6 +240,7 @@ def cuStreamGetAttribute(stream: int, attr: int, value: int) -> int:
     return int(err)
 
 
+@_entry
 def cuStreamSetAttribute(stream: int, attr: int, value: int) -> int:
     if not value:
         return INVALID_VALUE
@@ -316,10 +262,12 @@ def _descriptor(call: Callable[..., tuple[Any, ...]], out: Any, array: int, fiel
     return int(err)
 
 
+@_entry
 def cuArrayGetDescriptor_v2(out: Any, array: int) -> int:
     return _descriptor(driver.cuArrayGetDescriptor, out, array, ("Width", "Height", "Format", "NumChannels"))
 
 
+@_entry
 def cuArray3DGetDescriptor_v2(out: Any, array: int) -> int:
     fields = ("Width", "Height", "Depth", "Format", "NumChannels", "Flags")
     return _descriptor(driver.cuArray3DGetDescriptor, out, array, fields)
@@ -340,6 +288,7 @@ def _kernel_node(p: Any) -> CUDA_KERNEL_NODE_PARAMS:
 _node_params: dict[int, tuple[Any, Any]] = {}
 
 
+@_entry
 def cuGraphKernelNodeGetParams_v2(node: int, out: Any) -> int:
     if out == ffi.NULL:
         return INVALID_VALUE
@@ -364,12 +313,14 @@ def cuGraphKernelNodeGetParams_v2(node: int, out: Any) -> int:
     return SUCCESS
 
 
+@_entry
 def cuGraphKernelNodeSetParams_v2(node: int, p: Any) -> int:
     if p == ffi.NULL:
         return INVALID_VALUE
     return _err(driver.cuGraphKernelNodeSetParams(node, _kernel_node(p)))
 
 
+@_entry
 def cuGraphExecKernelNodeSetParams_v2(exe: int, node: int, p: Any) -> int:
     if p == ffi.NULL:
         return INVALID_VALUE
@@ -379,6 +330,7 @@ def cuGraphExecKernelNodeSetParams_v2(exe: int, node: int, p: Any) -> int:
 _UPDATE_ERROR = 1  # CU_GRAPH_EXEC_UPDATE_ERROR
 
 
+@_entry
 def cuGraphExecUpdate_v2(exe: int, graph: int, info: Any) -> int:
     err, got = driver.cuGraphExecUpdate(exe, graph)
     if info != ffi.NULL:
@@ -394,6 +346,7 @@ def _fill(out: Any, items: list[Any]) -> None:
             out[i] = as_int(item)
 
 
+@_entry
 def cuGraphNodeGetDependencies_v2(node: int, deps: Any, edges: Any, count: Any) -> int:
     if count == ffi.NULL:
         return INVALID_VALUE
@@ -408,6 +361,7 @@ def cuGraphNodeGetDependencies_v2(node: int, deps: Any, edges: Any, count: Any) 
     return SUCCESS
 
 
+@_entry
 def cuGraphGetEdges_v2(graph: int, froms: Any, tos: Any, edges: Any, count: Any) -> int:
     if count == ffi.NULL:
         return INVALID_VALUE
@@ -423,6 +377,7 @@ def cuGraphGetEdges_v2(graph: int, froms: Any, tos: Any, edges: Any, count: Any)
     return SUCCESS
 
 
+@_entry
 def cuGraphAddDependencies_v2(graph: int, froms: Any, tos: Any, edges: Any, count: int) -> int:
     f, t = _deps(froms, count), _deps(tos, count)
     if f is None or t is None:
@@ -435,6 +390,7 @@ def cuGraphAddDependencies_v2(graph: int, froms: Any, tos: Any, edges: Any, coun
 # -- texture and surface objects ---------------------------------------------------------------
 
 
+@_entry
 def cuTexObjectCreate(out: Any, res: Any, tex: Any, view: Any) -> int:
     if out == ffi.NULL or res == ffi.NULL or tex == ffi.NULL:
         return INVALID_VALUE
@@ -493,18 +449,35 @@ def _write_view(out: Any, v: Any) -> None:
         setattr(out, name, int(getattr(v, name)))
 
 
+@_entry
 def cuTexObjectGetResourceDesc(out: Any, tex: int) -> int:
     return _described(driver.cuTexObjectGetResourceDesc, out, tex, _write_resource)
 
 
+@_entry
 def cuTexObjectGetTextureDesc(out: Any, tex: int) -> int:
     return _described(driver.cuTexObjectGetTextureDesc, out, tex, _write_texture)
 
 
+@_entry
 def cuTexObjectGetResourceViewDesc(out: Any, tex: int) -> int:
     return _described(driver.cuTexObjectGetResourceViewDesc, out, tex, _write_view)
 
 
+_MEMSET_FIELDS = ("dst", "pitch", "value", "elementSize", "width", "height")
+
+
+def _write_memset(out: Any, p: Any) -> None:
+    for name in _MEMSET_FIELDS:
+        setattr(out, name, _number(getattr(p, name)))
+
+
+@_entry
+def cuGraphMemsetNodeGetParams(node: int, out: Any) -> int:
+    return _described(driver.cuGraphMemsetNodeGetParams, out, node, _write_memset)
+
+
+@_entry
 def cuSurfObjectGetResourceDesc(out: Any, surf: int) -> int:
     return _described(driver.cuSurfObjectGetResourceDesc, out, surf, _write_resource)
 
@@ -520,6 +493,7 @@ def _jit(options: Any, values: int, count: int) -> tuple[list[int], list[int]]:
     return list(ffi.unpack(options, count)), list(ffi.unpack(ffi.cast("uintptr_t *", values), count))
 
 
+@_entry
 def cuLinkCreate_v2(count: int, options: Any, values: int, out: Any) -> int:
     if out == ffi.NULL:
         return INVALID_VALUE
@@ -530,6 +504,7 @@ def cuLinkCreate_v2(count: int, options: Any, values: int, out: Any) -> int:
     return int(err)
 
 
+@_entry
 def cuLinkAddData_v2(
     state: int, kind: int, data: int, size: int, name: Any, count: int, options: Any, values: int
 ) -> int:
@@ -540,6 +515,7 @@ def cuLinkAddData_v2(
     return _err(driver.cuLinkAddData(state, kind, data, size, label, len(keys), keys, vals))
 
 
+@_entry
 def cuLinkAddFile_v2(state: int, kind: int, path: Any, count: int, options: Any, values: int) -> int:
     if path == ffi.NULL:
         return INVALID_VALUE
@@ -547,6 +523,7 @@ def cuLinkAddFile_v2(state: int, kind: int, path: Any, count: int, options: Any,
     return _err(driver.cuLinkAddFile(state, kind, ffi.string(path), len(keys), keys, vals))
 
 
+@_entry
 def cuLinkComplete(state: int, image: int, size: Any) -> int:
     if not image:
         return INVALID_VALUE
@@ -596,20 +573,3 @@ def launch_config(c: Any) -> SimpleNamespace:
         sharedMemBytes=c.sharedMemBytes, hStream=int(ffi.cast("uintptr_t", c.hStream)),
         attrs=attrs, numAttrs=len(attrs),
     )  # fmt: skip
-
-
-_BY_HAND = {
-    name: fn
-    for name, fn in dict(globals()).items()
-    if name.startswith("cu") and callable(fn) and name in dict(FAMILY_ENTRIES)
-}
-
-
-def _register() -> None:
-    for symbol, params in FAMILY_ENTRIES:
-        fn = _BY_HAND.get(symbol) or _forwarder(symbol, params)
-        fn.__name__ = symbol
-        _entry(fn)
-
-
-_register()

@@ -186,18 +186,6 @@ def cls_get(value: int, ctx: int, key: int) -> int:
     return SUCCESS
 
 
-EAGER_LOADING = 1  # CU_MODULE_EAGER_LOADING
-
-
-@ffi.def_extern(name="py_cuModuleGetLoadingMode", error=UNKNOWN)
-def _module_loading_mode(mode: Any) -> int:
-    """Eager: every image travels whole to the server when it is loaded."""
-    if mode == ffi.NULL:
-        return INVALID_VALUE
-    mode[0] = EAGER_LOADING
-    return SUCCESS
-
-
 # Tool callback areas: the runtime gets a driver-owned buffer and its size for each (the sizes
 # the public notes give, 1024 and 14; read as counts of 32-bit words, the buffers hold that
 # many). Zeroed: no tool (CUPTI) is subscribed through this driver.

@@ -215,6 +215,17 @@ FAMILY_ENTRIES: list[tuple[str, str]] = [
     ("cuLinkAddFile_v2", "CUlinkState state, int type, const char *path, unsigned int numOptions, int *options, void **optionValues"),
     ("cuLinkComplete", "CUlinkState state, void **cubinOut, size_t *sizeOut"),
     ("cuLinkDestroy", "CUlinkState state"),
+    # remoted by the Python client, exported with generated entries: graph and node ids,
+    # node removal; managed and mapped memory (answer NOT_SUPPORTED with the client's reason)
+    ("cuGraphDestroyNode", "CUgraphNode hNode"),
+    ("cuGraphMemsetNodeGetParams", "CUgraphNode hNode, CUDA_MEMSET_NODE_PARAMS *nodeParams"),
+    ("cuGraphGetId", "CUgraph hGraph, unsigned int *graphId"),
+    ("cuGraphExecGetId", "CUgraphExec hGraphExec, unsigned int *graphId"),
+    ("cuGraphNodeGetContainingGraph", "CUgraphNode hNode, CUgraph *phGraph"),
+    ("cuGraphNodeGetLocalId", "CUgraphNode hNode, unsigned int *nodeId"),
+    ("cuGraphNodeGetToolsId", "CUgraphNode hNode, unsigned long long *toolsNodeId"),
+    ("cuMemAllocManaged", "CUdeviceptr *dptr, size_t bytesize, unsigned int flags"),
+    ("cuMemHostGetDevicePointer_v2", "CUdeviceptr *pdptr, void *p, unsigned int Flags"),
 ]
 
 # cuGetProcAddress: the CUDA version from which each suffixed ABI is handed out.
@@ -247,4 +258,5 @@ FAMILY_SINCE = {
     "cuLinkCreate_v2": 6050,
     "cuLinkAddData_v2": 6050,
     "cuLinkAddFile_v2": 6050,
+    "cuMemHostGetDevicePointer_v2": 3020,
 }

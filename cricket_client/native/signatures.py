@@ -13,11 +13,11 @@ from pathlib import Path
 
 from .families import FAMILY_ENTRIES, FAMILY_HANDLES, FAMILY_SINCE, FAMILY_TYPES
 from .launch_pack import PACK_C, PACK_CDEF
-from .runtime_entries import RUNTIME_ENTRIES
 
 __all__ = [
     "ENTRIES",
     "HANDLE_TYPES",
+    "OPTIONAL_OUTPUTS",
     "VARIANTS",
     "c_declarations",
     "c_source",
@@ -160,6 +160,7 @@ ENTRIES: list[tuple[str, str]] = [
     ("cuStreamAddCallback", "CUstream hStream, void *callback, void *userData, unsigned int flags"),
     ("cuStreamGetFlags", "CUstream hStream, unsigned int *flags"),
     ("cuStreamGetPriority", "CUstream hStream, int *priority"),
+    ("cuThreadExchangeStreamCaptureMode", "int *mode"),
     ("cuEventCreate", "CUevent *phEvent, unsigned int Flags"),
     ("cuEventDestroy_v2", "CUevent hEvent"),
     ("cuEventRecord", "CUevent hEvent, CUstream hStream"),
@@ -171,9 +172,16 @@ ENTRIES: list[tuple[str, str]] = [
     ("cuOccupancyMaxActiveBlocksPerMultiprocessor", "int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize"),
     ("cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags", "int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize, unsigned int flags"),
     ("cuOccupancyMaxPotentialBlockSize", "int *minGridSize, int *blockSize, CUfunction func, void *blockSizeToDynamicSMemSize, size_t dynamicSMemSize, int blockSizeLimit"),
+    ("cuModuleGetLoadingMode", "int *mode"),  # the CUDA runtime asks at its start
     *FAMILY_ENTRIES,
-    *RUNTIME_ENTRIES,
 ]
+
+# Entries whose output pointers may be NULL (that value is not written), as the driver takes
+# them; any other NULL output pointer is CUDA_ERROR_INVALID_VALUE.
+OPTIONAL_OUTPUTS = frozenset([
+    "cuCtxPopCurrent_v2", "cuCtxGetStreamPriorityRange", "cuMemGetInfo_v2",
+    "cuMemGetAddressRange_v2", "cuModuleGetGlobal_v2", "cuFuncGetParamInfo",
+])
 
 # Entries implemented by the C code alone (never reach Python).
 C_ONLY = {

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from cricket_client.native.export_tables import TABLES, TRACED, c_source, table_by_id
-from cricket_client.native.runtime_entries import RUNTIME_ENTRIES
 
 SLOTS_PY = Path(__file__).resolve().parents[2] / "cricket_client" / "native" / "export_slots.py"
 
@@ -60,12 +59,6 @@ def test_every_declared_implementation_exists_and_has_a_signature() -> None:
         for slot in table.slots:
             if slot.implementation:
                 assert slot.params is not None, (table.name, slot.index)
-
-
-def test_the_driver_functions_only_the_runtime_needs_are_implemented_with_the_slots() -> None:
-    text = SLOTS_PY.read_text()
-    for symbol, _ in RUNTIME_ENTRIES:
-        assert f'ffi.def_extern(name="py_{symbol}"' in text, symbol
 
 
 def test_every_slot_the_runtime_was_seen_calling_is_declared_with_its_signature() -> None:

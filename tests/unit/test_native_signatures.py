@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from cricket_client._enums import DRIVER_NAMES
-from cricket_client.native.families import FAMILY_ENTRIES, HEADER_NAMES
-from cricket_client.native.runtime_entries import RUNTIME_ENTRIES
+from cricket_client.native.families import HEADER_NAMES
 from cricket_client.native.signatures import (
     C_ONLY,
     ENTRIES,
@@ -84,40 +83,46 @@ def test_every_exported_function_is_a_driver_function() -> None:
     assert {name for name in C_ONLY if not name.endswith("_v2")} <= set(DRIVER_NAMES)
 
 
-def test_every_exported_function_has_a_python_implementation() -> None:
-    tree = ast.parse(ENTRIES_PY.read_text())
-    implemented = {
+def _entries_of(module: str) -> list[str]:
+    tree = ast.parse(ENTRIES_PY.with_name(module).read_text())
+    return [
         node.name
         for node in tree.body
         if isinstance(node, ast.FunctionDef)
         and any(isinstance(d, ast.Name) and d.id == "_entry" for d in node.decorator_list)
-    }
-    families = {symbol for symbol, _ in FAMILY_ENTRIES}
-    runtime = {symbol for symbol, _ in RUNTIME_ENTRIES}  # in export_slots.py
-    assert not implemented & families
-    assert implemented | families | runtime == {symbol for symbol, _ in ENTRIES}
+    ]
 
 
-def test_every_family_entry_has_a_client_function_or_one_written_by_hand() -> None:
-    """entries_families forwards each family entry to the cricket_client.driver function of its
-    name (ABI suffix dropped) unless it writes the entry by hand: all of them must exist, or
-    the library would fail as it starts."""
-    import re
+def test_every_exported_function_has_one_python_implementation() -> None:
+    """Written by hand (entries.py, entries_families.py) or generated (_entries_generated.py,
+    tools/gen_mirrors.py), never both."""
+    modules = ("entries.py", "entries_families.py", "_entries_generated.py")
+    implemented = [name for module in modules for name in _entries_of(module)]
+    assert len(implemented) == len(set(implemented))
+    assert set(implemented) == {symbol for symbol, _ in ENTRIES}
 
+
+def test_every_generated_entry_calls_a_client_function() -> None:
+    """The generated entries call the cricket_client.driver function of their name (ABI suffix
+    dropped): all of them must exist, or the library would fail as it starts."""
     from cricket_client import driver
 
-    source = ENTRIES_PY.with_name("entries_families.py").read_text()
-    by_hand = {
-        node.name
+    source = ENTRIES_PY.with_name("_entries_generated.py").read_text()
+    called = {
+        node.attr
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+        and node.value.id == "driver"
+    }  # fmt: skip
+    assert called
+    for name in called:
+        assert callable(getattr(driver, name, None)), name
+    exported = next(
+        ast.literal_eval(node.value)
         for node in ast.parse(source).body
-        if isinstance(node, ast.FunctionDef) and node.name.startswith("cu")
-    }
-    assert by_hand <= {symbol for symbol, _ in FAMILY_ENTRIES}
-    renamed = {"cuGraphInstantiateWithFlags": "cuGraphInstantiate"}
-    for symbol, _ in FAMILY_ENTRIES:
-        if symbol not in by_hand:
-            name = renamed.get(symbol, re.sub(r"_v\d$", "", symbol))
-            assert callable(getattr(driver, name, None)), symbol
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "__all__"
+    )
+    assert set(exported) == set(_entries_of("_entries_generated.py"))
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")

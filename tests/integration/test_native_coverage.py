@@ -1,0 +1,51 @@
+"""Driver functions the Python client remotes are exported by the native library too (through
+its generated entries): the same `cuda.bindings.driver` program gives the same output through
+both doors, and the native door answers them itself, not with its NOT_SUPPORTED stub."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from server_harness import ROOT, Server, running_server
+from test_native_families import cricket_run
+
+from cricket_client.native import library_path
+
+PROGRAM = Path(__file__).resolve().with_name("native_ids_program.py")
+CUBIN = ROOT / "tests" / "kernels" / "test_kernels.sm_90.cubin"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    library_path()
+    with running_server(tmp_path_factory.mktemp("native-coverage")) as srv:
+        yield srv
+
+
+def test_names_graph_ids_nodes_and_unshared_memory_through_both_doors(server: Server) -> None:
+    pytest.importorskip("cuda.bindings")
+    native = cricket_run(server, "--", sys.executable, str(PROGRAM), str(CUBIN))
+    assert native.returncode == 0, native.stdout + native.stderr
+    python = cricket_run(server, str(PROGRAM), str(CUBIN))
+    assert python.returncode == 0, python.stdout + python.stderr
+    assert native.stdout == python.stdout
+    assert native.stdout.splitlines() == [
+        "function name fill_u32",
+        "graph id is a number True",
+        "node's graph True",
+        "local ids differ True",
+        "tools id is a number True",
+        "nodes after removal 1",
+        "node types CU_GRAPH_NODE_TYPE_EVENT_RECORD CU_GRAPH_NODE_TYPE_WAIT_EVENT "
+        "CU_GRAPH_NODE_TYPE_GRAPH",
+        "memset params True 7 4 256 1",
+        "nodes 5",
+        "exec id is a number True",
+        "managed CUDA_ERROR_NOT_SUPPORTED",
+        "mapped CUDA_ERROR_NOT_SUPPORTED",
+        "done",
+    ]
+    assert "(native libcuda)" not in native.stderr  # no stub answered
