@@ -173,6 +173,13 @@ class DataPaths:
             off, at, m = slot(i)
             copy(host[off : off + m], ring[at : at + m])
 
+        if len(pieces) == 1:  # one slot: the direct synchronous path, no window to keep
+            if htod:
+                fill(0)
+            err = self.conn.call(proc, dev, 0, n, stream or 0, stream is not None)[0]
+            if not err and not htod:
+                drain(0)
+            return int(err)
         calls = [
             (dev + off, slot(i)[1], m, stream or 0, stream is not None)
             for i, (off, m) in enumerate(pieces)
