@@ -41,7 +41,7 @@ __all__ = [
 LAST_FRAGMENT = 0x80000000
 MAX_FRAGMENT = 0x7FFFFFFF
 DEFAULT_MAX_RECORD = 1 << 30
-DIRECT_READ_MIN = 1 << 16  # fragments left at least this large are read straight into place
+DIRECT_READ_MIN = 1 << 16  # records at least this large are assembled in place (budget, placer)
 DIRECT_TAIL_MIN = 1 << 12  # the rest of a fragment read straight into place, at least this
 REUSE_MIN = DIRECT_READ_MIN  # records at least this large reuse the last one's storage when free
 
