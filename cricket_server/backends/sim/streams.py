@@ -2,7 +2,8 @@
 
 Each stream is a FIFO worked off by a thread of its own that runs only while the stream has
 queued work: an idle stream holds no thread, so a session's thousands of streams cost
-threads only for those busy at once (at most `--max-streams`). A work item may also wait for items of
+threads only for those busy at once (at most `--max-streams`); a synchronous copy on an idle
+stream runs on the calling thread (`SimStream.run`). A work item may also wait for items of
 other streams (its dependencies, fixed when it is issued):
 
 - an item on the legacy default stream waits for everything issued before it on every
