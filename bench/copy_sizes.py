@@ -21,7 +21,7 @@ from types import ModuleType
 import numpy as np
 
 from bench.common import Row, print_table
-from bench.copies import _context, _label, _local_driver, _ok
+from bench.copies import _context, _label, _local_driver, _ok, remote_session
 from bench.raw_socket import echo_peer, stream_gbps
 from bench.server_proc import cricket_server
 
@@ -87,9 +87,7 @@ def measure(
 ) -> tuple[str, str, dict[str, Timing]]:
     """(backend, local baseline's name, label -> timings); labels: 'local', 'raw socket',
     'remote <path>'."""
-    import cricket_client
     from cricket_client import driver as remote
-    from cricket_client.datapath import DataPaths, Mode
 
     local = _local_driver()
     out: dict[str, Timing] = {}
@@ -106,11 +104,8 @@ def measure(
     out["raw socket"] = {"HtoD": raw, "DtoH": raw}
     with cricket_server(backend) as address:
         for path in paths:
-            conn = cricket_client.connect(address)
-            conn.datapaths = DataPaths(conn, mode=Mode(path))
-            _context(remote)
-            out[f"remote {path}"] = _copies(remote, sizes)
-            conn.close()
+            with remote_session(address, path):
+                out[f"remote {path}"] = _copies(remote, sizes)
     return backend, base_name, out
 
 
