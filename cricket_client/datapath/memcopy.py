@@ -62,6 +62,9 @@ def _executor(threads: int) -> ThreadPoolExecutor:
 def copy(dst: memoryview, src: Any, threads: int | None = None) -> None:
     """`dst[:] = src` (same length, bytes-like), in parts on several threads when large."""
     n = len(dst)
+    if n < 2 * MIN_PART:  # one part whatever the threads: no need to ask how many
+        dst[:] = src
+        return
     threads = copy_threads() if threads is None else threads
     parts = min(threads, n // MIN_PART)
     if _np is None or parts < 2:

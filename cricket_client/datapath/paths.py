@@ -159,6 +159,13 @@ class DataPaths:
         assert self._segment is not None
         ring = self._segment.view
         n = len(host)
+        if n <= SHM_PIECE:  # one slot: the direct synchronous path, no window to keep
+            if htod:
+                copy(ring[:n], host)
+            err = self.conn.call(proc, dev, 0, n, stream or 0, stream is not None)[0]
+            if not err and not htod:
+                copy(host, ring[:n])
+            return int(err)
         pieces = [(off, min(SHM_PIECE, n - off)) for off in range(0, n, SHM_PIECE)]
 
         def slot(i: int) -> tuple[int, int, int]:
@@ -173,13 +180,6 @@ class DataPaths:
             off, at, m = slot(i)
             copy(host[off : off + m], ring[at : at + m])
 
-        if len(pieces) == 1:  # one slot: the direct synchronous path, no window to keep
-            if htod:
-                fill(0)
-            err = self.conn.call(proc, dev, 0, n, stream or 0, stream is not None)[0]
-            if not err and not htod:
-                drain(0)
-            return int(err)
         calls = [
             (dev + off, slot(i)[1], m, stream or 0, stream is not None)
             for i, (off, m) in enumerate(pieces)
