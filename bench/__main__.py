@@ -1,6 +1,7 @@
 """`make bench`: run every benchmark, print one table, write bench/results/<host>.json.
 
-Usage: python -m bench [--only xdr,rpc,driver,isolation,copies,alloc,graphs,native,step] [--out PATH]
+Usage: python -m bench [--only xdr,rpc,driver,isolation,copies,copysizes,alloc,graphs,step,native]
+[--out PATH]
 
 `copies` also draws bench/results/<host>-copies.png (bandwidth against size per data path);
 `step` draws bench/results/<host>-step.png (a decoding step split into client CPU, server CPU
@@ -19,9 +20,9 @@ from bench.common import Row, print_table, write_report
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
-    parser.add_argument("--only", default="xdr,rpc,driver,isolation,copies,alloc,graphs,step",
-                        help="comma-separated: xdr, rpc, driver, isolation, copies, alloc, graphs, step "
-                        "(also: load, native)")
+    parser.add_argument("--only", default="xdr,rpc,driver,isolation,copies,copysizes,alloc,graphs,step",
+                        help="comma-separated: xdr, rpc, driver, isolation, copies, copysizes, alloc, "
+                        "graphs, step (also: load, native)")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--quick", action="store_true", help="fewer repeats, no 1 GiB copies")
     args = parser.parse_args(argv)
@@ -48,6 +49,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench import copies
 
         rows += copies.run(quick=args.quick, plot_path=out.with_name(out.stem + "-copies.png"))
+    if "copysizes" in wanted:
+        from bench import copy_sizes
+
+        rows += copy_sizes.run(quick=args.quick)
     if "graphs" in wanted:
         from bench import graphs
 

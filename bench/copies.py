@@ -9,7 +9,10 @@ series `bench.plot.copy_bandwidth` draws.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -83,11 +86,26 @@ def _local_driver() -> ModuleType | None:
         return None
 
 
-def measure(quick: bool = False) -> tuple[str, Series, float]:
-    """(backend, series, raw one-stream socket GB/s)."""
+@contextmanager
+def remote_session(address: str, path: str) -> Iterator[Any]:
+    """A connection to `address` whose copies take data path `path` (auto, rpc, shm, tcp),
+    with the primary context of device 0 current; closed at the end."""
     import cricket_client
     from cricket_client import driver as remote
     from cricket_client.datapath import DataPaths, Mode
+
+    conn = cricket_client.connect(address)
+    try:
+        conn.datapaths = DataPaths(conn, mode=Mode(path))
+        _context(remote)
+        yield conn
+    finally:
+        conn.close()
+
+
+def measure(quick: bool = False) -> tuple[str, Series, float]:
+    """(backend, series, raw one-stream socket GB/s)."""
+    from cricket_client import driver as remote
 
     sizes = [s for s in SIZES if not quick or s <= (64 << 20)]
     local = _local_driver()
@@ -100,14 +118,11 @@ def measure(quick: bool = False) -> tuple[str, Series, float]:
         raw = stream_gbps(sock, 1 << 30)
     with cricket_server(backend) as address:
         for path in PATHS:
-            conn = cricket_client.connect(address)
-            conn.datapaths = DataPaths(conn, mode=Mode(path))
-            _context(remote)
-            series[f"remote {path}"] = _measure(remote, sizes)
-            taken = conn.datapaths.last_path
-            if taken is None or taken.value != path:
-                raise RuntimeError(f"copy benchmark: the {path} path was not taken")
-            conn.close()
+            with remote_session(address, path) as conn:
+                series[f"remote {path}"] = _measure(remote, sizes)
+                taken = conn.datapaths.last_path
+                if taken is None or taken.value != path:
+                    raise RuntimeError(f"copy benchmark: the {path} path was not taken")
     return backend, series, raw
 
 

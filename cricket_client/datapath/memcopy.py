@@ -10,6 +10,7 @@ same host needs cores too); 1 turns the splitting off.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +31,12 @@ _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
 
+@functools.cache
+def _default_threads() -> int:
+    """A quarter of the cores, 1-4 (os.cpu_count reads /sys on every call: once is enough)."""
+    return max(1, min(4, (os.cpu_count() or 1) // 4))
+
+
 def copy_threads() -> int:
     """Threads one copy may use (CRICKET_COPY_THREADS, else a quarter of the cores, 1-4)."""
     text = os.environ.get(THREADS_ENV)
@@ -41,7 +48,7 @@ def copy_threads() -> int:
         if value < 1:
             raise ValueError(f"{THREADS_ENV}={text!r}: at least 1")
         return value
-    return max(1, min(4, (os.cpu_count() or 1) // 4))
+    return _default_threads()
 
 
 def _executor(threads: int) -> ThreadPoolExecutor:
@@ -55,6 +62,9 @@ def _executor(threads: int) -> ThreadPoolExecutor:
 def copy(dst: memoryview, src: Any, threads: int | None = None) -> None:
     """`dst[:] = src` (same length, bytes-like), in parts on several threads when large."""
     n = len(dst)
+    if n < 2 * MIN_PART:  # one part whatever the threads: no need to ask how many
+        dst[:] = src
+        return
     threads = copy_threads() if threads is None else threads
     parts = min(threads, n // MIN_PART)
     if _np is None or parts < 2:

@@ -159,6 +159,13 @@ class DataPaths:
         assert self._segment is not None
         ring = self._segment.view
         n = len(host)
+        if n <= SHM_PIECE:  # one slot: the direct synchronous path, no window to keep
+            if htod:
+                copy(ring[:n], host)
+            err = self.conn.call(proc, dev, 0, n, stream or 0, stream is not None)[0]
+            if not err and not htod:
+                copy(host, ring[:n])
+            return int(err)
         pieces = [(off, min(SHM_PIECE, n - off)) for off in range(0, n, SHM_PIECE)]
 
         def slot(i: int) -> tuple[int, int, int]:

@@ -249,6 +249,15 @@ class RpcClient:
                     sent = -1
                 if sent == (len(data) if type(data) is bytes else nbytes(data)):
                     self._reading = True  # this thread reads its own reply
+            elif len(pieces) <= _IOV_MAX:  # a bulk argument by reference: one gathered write
+                try:
+                    sent = self._sock.sendmsg(pieces, (), _DONTWAIT)
+                except (BlockingIOError, InterruptedError):
+                    sent = 0
+                except OSError:
+                    sent = -1
+                if sent == sum(nbytes(p) for p in pieces):
+                    self._reading = True
         except BaseException:
             lock.release()
             raise

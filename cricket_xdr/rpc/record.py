@@ -41,8 +41,9 @@ __all__ = [
 LAST_FRAGMENT = 0x80000000
 MAX_FRAGMENT = 0x7FFFFFFF
 DEFAULT_MAX_RECORD = 1 << 30
-DIRECT_READ_MIN = 1 << 16  # fragments left at least this large are read straight into place
-REUSE_MIN = 1 << 20  # records at least this large reuse the last one's storage when free
+DIRECT_READ_MIN = 1 << 16  # records at least this large are assembled in place (budget, placer)
+DIRECT_TAIL_MIN = 1 << 12  # the rest of a fragment read straight into place, at least this
+REUSE_MIN = DIRECT_READ_MIN  # records at least this large reuse the last one's storage when free
 
 Buffer = bytes | bytearray | memoryview
 _HEADER = struct.Struct(">I")
@@ -187,7 +188,7 @@ class RecordReader:
             self._in_fragment
             and not self._buf
             and self._record is not None
-            and self._frag_end - self._filled >= DIRECT_READ_MIN
+            and self._frag_end - self._filled >= DIRECT_TAIL_MIN
         ):
             return memoryview(self._record)[self._filled : self._frag_end]
         return None

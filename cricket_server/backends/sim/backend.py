@@ -351,13 +351,12 @@ class SimSession(
         target.context.check()
         size = memoryview(data).nbytes
         self.memory.check(dst, size, f"{call}: destination")
-        payload = (
-            data if stream is None else bytes(data)
-        )  # async copies outlive the caller's buffer
-        work = target.submit(lambda: self.memory.write(dst, payload, what=call))
-        if stream is None:
-            work.done.wait()
+        if stream is None:  # straight from the caller's bytes: done before returning
+            target.run(lambda: self.memory.write(dst, data, what=call))
             target.context.check()
+        else:  # async copies outlive the caller's buffer
+            payload = bytes(data)
+            target.submit(lambda: self.memory.write(dst, payload, what=call))
 
     def memcpy_dtoh(self, src: int, size: int, stream: object | None) -> bytes | memoryview:
         call = "cuMemcpyDtoH"
@@ -365,8 +364,7 @@ class SimSession(
         target.context.check()
         self.memory.check(src, size, f"{call}: source")
         out: list[np.ndarray] = []
-        work = target.submit(lambda: out.append(self.memory.span(src, size, what=call)))
-        work.done.wait()
+        target.run(lambda: out.append(self.memory.span(src, size, what=call)))
         target.context.check()
         # A view of device memory, no copy: the reply is sent before this connection's next
         # call runs, and the view keeps the memory alive even if another thread frees it.

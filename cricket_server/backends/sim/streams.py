@@ -2,7 +2,8 @@
 
 Each stream is a FIFO worked off by a thread of its own that runs only while the stream has
 queued work: an idle stream holds no thread, so a session's thousands of streams cost
-threads only for those busy at once (at most `--max-streams`). A work item may also wait for items of
+threads only for those busy at once (at most `--max-streams`); a synchronous copy on an idle
+stream runs on the calling thread (`SimStream.run`). A work item may also wait for items of
 other streams (its dependencies, fixed when it is issued):
 
 - an item on the legacy default stream waits for everything issued before it on every
@@ -89,30 +90,65 @@ class SimStream:
     def blocking(self) -> bool:
         return not self.legacy and not self.flags & CU_STREAM_NON_BLOCKING
 
-    def submit(self, fn: Callable[[], None], extra_deps: list[Work] | None = None) -> Work:
-        """Queue `fn` behind everything CUDA orders it after; return its work item."""
+    def _deps(self, extra_deps: list[Work] | None) -> list[Work]:
         deps = list(extra_deps or ())
         if self.legacy:
             deps += [s.tail for s in self.context.live() if s.blocking and s.tail is not None]
         elif self.blocking:
             deps += [s.tail for s in self.context.live() if s.legacy and s.tail is not None]
-        work = Work(fn, [d for d in deps if not d.done.is_set()])
+        return [d for d in deps if not d.done.is_set()]
+
+    def submit(self, fn: Callable[[], None], extra_deps: list[Work] | None = None) -> Work:
+        """Queue `fn` behind everything CUDA orders it after; return its work item."""
+        work = Work(fn, self._deps(extra_deps))
         with self._lock:
             self._queue.append(work)
             if self._thread is None:
-                thread = threading.Thread(
-                    target=self._run, name=f"sim-stream-{self.context.name}", daemon=True
-                )
-                try:
-                    thread.start()
-                except RuntimeError as exc:  # out of threads: the work is not queued
-                    self._queue.pop()
-                    raise CudaError(
-                        CUDA_ERROR_OUT_OF_MEMORY, f"sim: no thread to run the stream's work ({exc})"
-                    ) from None
-                self._thread = self._last = thread
+                self._start_worker()
         self.tail = work
         return work
+
+    def run(self, fn: Callable[[], None]) -> None:
+        """`fn` in stream order, done on return (a synchronous copy). When nothing is queued
+        here and nothing it must follow is pending, it runs on the calling thread (no worker
+        to start and wake); work queued meanwhile waits for it."""
+        deps = self._deps(None)
+        with self._lock:
+            inline = self._thread is None and not self._queue and not deps
+            if inline:
+                work = Work(fn, [])
+                self._thread = threading.current_thread()  # later submits queue behind it
+                self.tail = work
+        if not inline:
+            self.submit(fn).done.wait()
+            return
+        closed = False
+        try:
+            self._execute(fn)
+        finally:
+            work.done.set()
+            with self._lock:
+                if self._queue:
+                    self._start_worker()
+                else:
+                    self._thread = None
+                    closed = self._closed
+        if closed:
+            self._retire()
+
+    def _start_worker(self) -> None:
+        """Start the worker thread for the queue (under `_lock`)."""
+        thread = threading.Thread(
+            target=self._run, name=f"sim-stream-{self.context.name}", daemon=True
+        )
+        try:
+            thread.start()
+        except RuntimeError as exc:  # out of threads: the work is not queued
+            self._queue.pop()
+            raise CudaError(
+                CUDA_ERROR_OUT_OF_MEMORY, f"sim: no thread to run the stream's work ({exc})"
+            ) from None
+        self._thread = self._last = thread
 
     def idle(self) -> bool:
         return self.tail is None or self.tail.done.is_set()
@@ -144,6 +180,21 @@ class SimStream:
             if self in self.context.streams:
                 self.context.streams.remove(self)
 
+    def _execute(self, fn: Callable[[], None]) -> None:
+        """Run one item unless the context failed; its failure becomes the context's."""
+        if self.context.error is None:
+            try:
+                fn()
+            except CudaError as exc:
+                self.context.fail(exc)
+            except Exception as exc:  # a bug in a host kernel: report, keep the worker
+                self.context.fail(
+                    CudaError(
+                        CUDA_ERROR_LAUNCH_FAILED,
+                        f"sim: work item failed with {type(exc).__name__}: {exc}",
+                    )
+                )
+
     def _run(self) -> None:
         while True:
             with self._lock:
@@ -154,18 +205,7 @@ class SimStream:
                 work = self._queue.popleft()
             for dep in work.deps:
                 dep.done.wait()
-            if self.context.error is None:
-                try:
-                    work.fn()
-                except CudaError as exc:
-                    self.context.fail(exc)
-                except Exception as exc:  # a bug in a host kernel: report, keep the worker
-                    self.context.fail(
-                        CudaError(
-                            CUDA_ERROR_LAUNCH_FAILED,
-                            f"sim: work item failed with {type(exc).__name__}: {exc}",
-                        )
-                    )
+            self._execute(work.fn)
             work.done.set()
         if closed:
             self._retire()
