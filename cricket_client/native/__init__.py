@@ -46,9 +46,16 @@ def default_library_dir() -> Path:
 
 def library_path(build: bool = True) -> Path:
     """The built `libcuda.so.1` for this Python, built first where missing (and `build`)."""
+    from .build import is_current
+
     for folder in (_PACKAGE_DIR, default_library_dir()):
         candidate = folder / "libcuda.so.1"
         if candidate.exists():
+            if build and not is_current(candidate) and os.access(folder, os.W_OK):
+                # built from other sources (the client changed since): it would not start
+                print(f"cricket: rebuilding {candidate} (the client's native sources changed)",
+                      file=sys.stderr)
+                return _build(folder)
             if not (folder / "libcuda.so").exists():  # built before the name was added
                 from .build import link_unversioned_name
 
@@ -60,10 +67,14 @@ def library_path(build: bool = True) -> Path:
             f"the native libcuda.so.1 is not built for Python {_TAG} "
             "(run: python -m cricket_client.native.build)"
         )
+    return _build(default_library_dir())
+
+
+def _build(folder: Path) -> Path:
     from .build import build as build_library
 
     try:
-        return build_library(default_library_dir())
+        return build_library(folder)
     except Exception as exc:  # the compiler's or cffi's reason, named
         raise NativeLibraryMissing(
             f"cannot build the native libcuda.so.1 for Python {_TAG}: {exc} "

@@ -9,6 +9,7 @@ Python headers (Debian: python3-dev); no CUDA toolkit, driver or header.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import sys
@@ -17,10 +18,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["build", "compile_library", "main"]
+__all__ = ["build", "compile_library", "is_current", "main", "source_fingerprint"]
 
 MODULE = "_cricket_libcuda"
 SONAME = "libcuda.so.1"
+FINGERPRINT = SONAME + ".sources"  # next to the library: what it was built from
+NATIVE_DIR = Path(__file__).resolve().parent
 
 # Runs once, in the interpreter that calls the library first: the running one in a Python
 # program, or one the library starts in any other program.
@@ -95,8 +98,27 @@ def compile_library(directory: Path, cdef: str, source: str) -> Path:
         shutil.copyfile(built, partial)
         os.chmod(partial, 0o755)
         os.replace(partial, target)  # a running program keeps the old file
+    (directory / FINGERPRINT).write_text(source_fingerprint() + "\n")
     link_unversioned_name(directory)
     return target
+
+
+def source_fingerprint(native_dir: Path = NATIVE_DIR) -> str:
+    """A digest of what the library is made from (this package's Python, which writes its C
+    and implements its entries, and the client's error names): a library built from other
+    sources would fail to start, or expect other entries."""
+    digest = hashlib.sha256()
+    for path in sorted([*native_dir.glob("*.py"), native_dir.parent / "_enums.py"]):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def is_current(library: Path, native_dir: Path = NATIVE_DIR) -> bool:
+    """Whether `library` was built from the sources in `native_dir` as they are now."""
+    try:
+        return (library.parent / FINGERPRINT).read_text().strip() == source_fingerprint(native_dir)
+    except OSError:
+        return False
 
 
 def link_unversioned_name(directory: Path) -> None:

@@ -400,6 +400,12 @@ def c_source(
         "#define CRICKET_LEAVE(r) \\",
         "    if (held) PyErr_Restore(et, ev, tb); \\",
         "    return r;",
+        # When the library's Python side could not start (cffi's init code failed: the client
+        # not importable, a library older than the client's code), cffi answers 0 for every
+        # call, which a driver caller would read as CUDA_SUCCESS: it is NOT_INITIALIZED.
+        "#define CRICKET_LEAVE_CU(r) \\",
+        "    if (!cricket_ready) r = CUDA_ERROR_NOT_INITIALIZED; \\",
+        "    CRICKET_LEAVE(r)",
     ]
     # At load: in a Python of another minor version than the one linked, refuse every call
     # (naming both); in a program without Python, make the linked libpython global.
@@ -449,7 +455,7 @@ def c_source(
             for t, n in parsed
         )
         out.append(f"EXPORT CUresult {symbol}({params or 'void'}) {{")
-        out.append(f"    CRICKET_ENTER CUresult r = py_{symbol}({args}); CRICKET_LEAVE(r)")
+        out.append(f"    CRICKET_ENTER CUresult r = py_{symbol}({args}); CRICKET_LEAVE_CU(r)")
         out.append("}")
     # unremoted functions: a pool of stubs, each knowing its index (its name, in Python)
     # per-thread default stream forms: stream 0 becomes CU_STREAM_PER_THREAD
@@ -472,10 +478,10 @@ def c_source(
     for name in stub_symbols():
         out.append(
             f"EXPORT CUresult {name}(void) {{ CRICKET_ENTER "
-            f'CUresult r = py_unsupported_name("{name}"); CRICKET_LEAVE(r) }}'
+            f'CUresult r = py_unsupported_name("{name}"); CRICKET_LEAVE_CU(r) }}'
         )
     out.append("#define STUB(i) static CUresult cricket_stub_##i(void) { "
-               "CRICKET_ENTER CUresult r = py_unsupported(i); CRICKET_LEAVE(r) }")
+               "CRICKET_ENTER CUresult r = py_unsupported(i); CRICKET_LEAVE_CU(r) }")
     out += [f"STUB({i})" for i in range(_STUBS)]
     out.append("static const uintptr_t cricket_stubs[] = {")
     out += [f"    (uintptr_t)cricket_stub_{i}," for i in range(_STUBS)]

@@ -32,4 +32,5 @@ def test_a_wheel_built_from_the_sources_holds_the_native_library(tmp_path: Path)
     names = set(zipfile.ZipFile(wheel).namelist())
     tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
     assert f"cricket_client/native/_lib/{tag}/libcuda.so.1" in names
+    assert f"cricket_client/native/_lib/{tag}/libcuda.so.1.sources" in names  # what it was built from
     assert "cricket_client/native/_entries_generated.py" in names
