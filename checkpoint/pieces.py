@@ -4,7 +4,7 @@ A blob is stored in pieces, each with the sha256 of its stored bytes (checkpoint
 blob_ref), so any piece can be read, checked and decoded on its own. `PieceReads(root,
 refs)` reads the pieces of `refs`, in that order, on a few threads (one a core, at least
 MIN_THREADS: reads wait for the disk; at most MAX_THREADS): each thread takes the next piece,
-reads it with pread, checks its sha256, decodes it and leaves it for its taker. `take(file)`
+reads it with pread, checks its sha256, decodes it and leaves it for its taker. `take(ref)`
 gives a blob's pieces in order as they become ready; a piece that fails its check raises,
 when its turn comes, a `CheckpointError` naming the file and the piece. At most `ahead`
 pieces (2 a thread) are read and not yet taken, so host memory stays bounded whatever the
@@ -258,12 +258,12 @@ class PieceReads:
         self._close_if_done(entry)
         self._cond.notify_all()
 
-    def take(self, file: str) -> Iterator[bytes] | None:
-        """The pieces of `file` in order as they are read; None when it is not one of these
-        blobs or was taken or dropped already (the caller reads it itself)."""
+    def take(self, ref: ck.blob_ref) -> Iterator[bytes] | None:
+        """The pieces of `ref` in order as they are read; None when it is not one of these
+        blobs (the same blob_ref) or was taken or dropped already (the caller reads it)."""
         with self._cond:
-            entry = self._entries.get(file)
-            if entry is None or entry.state != "waiting":
+            entry = self._entries.get(ref.file)
+            if entry is None or entry.blob.ref is not ref or entry.state != "waiting":
                 return None
             entry.state = "taken"
             for other in self._order[: entry.position]:

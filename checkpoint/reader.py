@@ -143,11 +143,11 @@ class Checkpoint:
         """The decoded contents of a blob piece by piece, each checked before it is given;
         a piece that fails its check raises CheckpointError naming the file and the piece
         (after the pieces before it were given)."""
-        ahead = self._prefetch.take(ref.file) if self._prefetch is not None else None
+        ahead = self._prefetch.take(ref) if self._prefetch is not None else None
         if ahead is None and len(ref.pieces) > 1:  # read alone, its pieces still in parallel
             reads = PieceReads(self.path, [ref])
             try:
-                ahead = reads.take(ref.file)
+                ahead = reads.take(ref)
                 assert ahead is not None
                 yield from ahead
             finally:
