@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 import checkpoint.format
+import checkpoint.reader
 from checkpoint import pieces
 from checkpoint.format import MANIFEST, CheckpointError, decode_manifest, encode_manifest
 from checkpoint.pieces import Blob, Piece
-from checkpoint.reader import Checkpoint
+from checkpoint.reader import Checkpoint, blob_refs
 from checkpoint.writer import CheckpointWriter
 from cricket_server.backends.sim.backend import SimSession
 from cricket_server.checkpoints.restart import check_files
@@ -256,3 +257,27 @@ def test_a_process_isolated_restart_checks_files_without_reading_a_blob(
     with pytest.raises(CheckpointError, match="truncated") as failed:
         check_files(str(ckpt_dir))
     assert failed.value.path == str(blob)
+
+
+def test_a_restore_reads_every_blob_through_one_read_ahead(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """All blobs of the restore come from the one parallel read-ahead: none is read alone by
+    the restoring thread (that would read its pieces one after another)."""
+    made: list[int] = []
+    alone: list[str] = []
+    init, serial = pieces.PieceReads.__init__, pieces.read_pieces
+
+    def counting(self: pieces.PieceReads, root: Path, refs: list[ck.blob_ref], **kw: object) -> None:
+        made.append(len(refs))
+        init(self, root, refs, **kw)  # type: ignore[arg-type]
+
+    def reading_alone(root: Path, ref: ck.blob_ref) -> object:
+        alone.append(ref.file)
+        return serial(root, ref)
+
+    monkeypatch.setattr(pieces.PieceReads, "__init__", counting)
+    monkeypatch.setattr(checkpoint.reader, "read_pieces", reading_alone)
+    restore_checkpoint(served.manager, served.path)
+    blobs = list(blob_refs(Checkpoint.open(served.path).manifest))
+    assert made == [len(blobs)] and alone == []
