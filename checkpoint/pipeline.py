@@ -7,9 +7,10 @@ cut into format pieces of `piece_size` decoded bytes (checkpoint.format: the las
 fewer); a source piece that is a multiple of it is cut without a copy, the rest is gathered
 into pieces of their own. The caller's thread takes the source pieces and chooses the codec
 on the first non-empty one (zstd where a sample of it shrinks to PAYS_RATIO or less); a few
-encoding threads compress each format piece into a zstd frame of its own where so chosen and
-compute the sha256 of its stored bytes, several pieces at once (sha256, zstd and file writes
-release the GIL for large buffers); one writing thread calls `out` in order.
+encoding threads (one more each time a piece waits for one, up to one a core) compress each
+format piece into a zstd frame of its own where so chosen and compute the sha256 of its
+stored bytes, several pieces at once (sha256, zstd and file writes release the GIL for large
+buffers); one writing thread calls `out` in order.
 
 Memory stays bounded: at most `depth` source pieces are alive at a time (a source piece is
 taken only once an earlier one has been written and every reference to it dropped, so a
@@ -124,17 +125,16 @@ class _Stages:
         self.codec = codec
         self.out = out
         self.room = threading.Semaphore(ahead)  # format pieces between the caller and `out`
+        self.most = encoders
         self.failed: list[BaseException] = []
         self.pieces: list[ck.blob_piece] = []
         self.stored = 0
         self.to_encode: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self.to_write: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
-        self.threads = [
-            threading.Thread(target=self._encode_loop, name="checkpoint-hash", daemon=True)
-            for _ in range(encoders)
-        ] + [threading.Thread(target=self._write_loop, name="checkpoint-write", daemon=True)]
-        for thread in self.threads:
-            thread.start()
+        self.encoders: list[threading.Thread] = []  # started as pieces wait for one
+        self.writer = threading.Thread(target=self._write_loop, name="checkpoint-write",
+                                       daemon=True)  # fmt: skip
+        self.writer.start()
 
     def feed(self, data: memoryview, hold: _Hold | None) -> None:
         """Hand a format piece on (a view into `hold`'s source piece, or a copy: None)."""
@@ -143,14 +143,19 @@ class _Stages:
             hold.add()
         job = _Job(data, hold)
         self.to_write.put(job)
+        if len(self.encoders) < self.most and (not self.encoders or self.to_encode.qsize()):
+            thread = threading.Thread(target=self._encode_loop, name="checkpoint-hash",
+                                      daemon=True)  # fmt: skip
+            thread.start()
+            self.encoders.append(thread)
         self.to_encode.put(job)
 
     def close(self) -> None:
         """No more pieces: let every thread finish and end."""
-        for _ in self.threads[:-1]:
+        for _ in self.encoders:
             self.to_encode.put(None)
         self.to_write.put(None)
-        for thread in self.threads:
+        for thread in [*self.encoders, self.writer]:
             thread.join()
 
     def _fail(self, e: BaseException) -> None:
