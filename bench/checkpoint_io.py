@@ -6,10 +6,11 @@
 For each size: raw sequential write (fsync) and cold read of that many bytes (page cache
 dropped with posix_fadvise), then a session holding that much device memory (1 GiB
 allocations of incompressible data) is checkpointed (`write_checkpoint`, fsync included)
-and restored into a fresh session from a cold cache (`restore_checkpoint`: every blob read
-once, by a few threads ahead of its use, hashed as it is read and copied to the device as
-its pieces arrive; a damaged blob fails the restore and releases everything). The goal is
-at least 0.7 of raw for both. Needs free disk for one size at a time.
+and restored into a fresh session from a cold cache (`restore_checkpoint`: every piece of
+every blob read once, by one thread a core ahead of its use, checked against its own sha256
+as it is read and copied to the device as it arrives; a damaged piece fails the restore and
+releases everything). The goal is at least 0.7 of raw for both. Needs free disk for one
+size at a time.
 
 Run time: about 8 passes over each size's bytes (raw write and read, fill, checkpoint,
 restore) at disk speed; 1 GiB + 8 GiB take well under a minute on an NVMe disk of 2 GB/s or

@@ -19,7 +19,8 @@ def _size(n: int) -> str:
 
 def _blob(ref: ck.blob_ref) -> str:
     codec = "zstd" if ref.codec == ck.blob_codec.BLOB_ZSTD else "raw"
-    return f"{ref.file} ({codec}, {ref.stored_size} bytes stored, sha256 {bytes(ref.sha256).hex()[:16]})"
+    pieces = f"{len(ref.pieces)} piece(s) of {_size(ref.piece_size)}"
+    return f"{ref.file} ({codec}, {ref.stored_size} bytes stored, {pieces}, sha256 each)"
 
 
 def describe(body: ck.manifest_body) -> str:

@@ -19,6 +19,9 @@ refuses; `cricket-checkpoint verify` (`Checkpoint.problems`) and the restore
 |                      | of it                                                               |
 | blob files           | relative paths that stay inside the checkpoint; a raw blob's stored |
 |                      | size is its size                                                    |
+| blob pieces          | a piece size of 1 to MAX_PIECE; as many pieces as the size needs;   |
+|                      | their stored sizes add up to the blob's, each a raw piece's size or |
+|                      | at most a zstd frame's bound                                        |
 
 What depends on the restoring server (its device count, address range, live handles and
 sessions) is checked by the restore itself (cricket_server.checkpoints.sessions.check_fits).
@@ -35,6 +38,8 @@ from rpc_spec import checkpoint_rpc as ck
 from rpc_spec import cricket_rpc as proto
 from rpc_spec.handles import HandleKind, kind_of
 
+from .format import MAX_PIECE, stored_bound
+
 ADDRESS_LIMIT = 1 << 64
 UNBACKED = 0x40 | 0x80  # CUDA_ARRAY3D_SPARSE, _DEFERRED_MAPPING: no contents kept
 # CUarray_format -> bytes a channel (the formats arrays are made with)
@@ -48,6 +53,38 @@ def blob_path_problem(file: str) -> str | None:
         return "names no file"
     if rel.is_absolute() or ".." in rel.parts:
         return "leaves the checkpoint"
+    return None
+
+
+def piece_sizes(ref: ck.blob_ref) -> list[int]:
+    """The decoded size of each piece of a blob whose piece size is valid."""
+    whole, rest = divmod(ref.size, ref.piece_size)
+    return [ref.piece_size] * whole + ([rest] if rest else [])
+
+
+def blob_pieces_problem(ref: ck.blob_ref) -> str | None:
+    """Why a blob_ref's piece list does not describe its blob (None: it does)."""
+    if not 1 <= ref.piece_size <= MAX_PIECE:
+        return f"has pieces of {ref.piece_size} bytes (1 to {MAX_PIECE} are read)"
+    sizes = piece_sizes(ref)
+    if len(ref.pieces) != len(sizes):
+        return (
+            f"lists {len(ref.pieces)} pieces; {ref.size} bytes in pieces of {ref.piece_size} "
+            f"make {len(sizes)}"
+        )
+    stored = sum(p.stored_size for p in ref.pieces)
+    if stored != ref.stored_size:
+        return f"lists pieces of {stored} stored bytes; the blob is stored in {ref.stored_size}"
+    raw = ref.codec == ck.blob_codec.BLOB_RAW
+    for i, (piece, size) in enumerate(zip(ref.pieces, sizes, strict=True)):
+        what = f"piece {i + 1} of {len(sizes)}"
+        if raw and piece.stored_size != size:
+            return f"{what} is stored in {piece.stored_size} bytes but holds {size} (raw)"
+        if not raw and not 0 < piece.stored_size <= stored_bound(size):
+            return (
+                f"{what} is stored in {piece.stored_size} bytes; a zstd frame of {size} bytes "
+                f"takes 1 to {stored_bound(size)}"
+            )
     return None
 
 
@@ -152,6 +189,9 @@ def _session_problems(s: ck.session_image, va: tuple[int, int]) -> Iterator[str]
                 f"{what}: raw blob {ref.file} is stored in {ref.stored_size} bytes but "
                 f"holds {ref.size}"
             )
+        why = blob_pieces_problem(ref)
+        if why is not None:
+            yield f"{what}: blob {ref.file} {why}"
 
 
 def _array_problems(s: ck.session_image, ctx_problem: Any) -> Iterator[str]:

@@ -18,7 +18,7 @@ import os
 from collections import deque
 from typing import Any
 
-WINDOW = 4  # parts whose disk write may be in flight at once
+WINDOW = 8  # parts whose disk write may be in flight at once (8 MiB pieces: 64 MiB)
 
 _WAIT_BEFORE, _WRITE, _WAIT_AFTER = 1, 2, 4  # SYNC_FILE_RANGE_* (linux/fs.h)
 

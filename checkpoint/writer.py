@@ -1,8 +1,9 @@
 """Writing a checkpoint directory crash-safely (D9).
 
 `CheckpointWriter(target)` writes into a fresh temporary directory next to `target`; each
-blob goes through `BlobSink.write` (sha256 of the stored bytes, zstd where it pays, the file
-written behind and fsynced; checkpoint.pipeline overlaps copy-out, hashing and writing);
+blob goes through `BlobSink.write` (in pieces, each with the sha256 of its stored bytes, zstd
+where it pays, the file written behind and fsynced; checkpoint.pipeline overlaps copy-out,
+hashing several pieces at once and writing);
 `commit(body)` writes the manifest, fsyncs it and the directory, and puts the new directory
 in place of `target` in one step (renameat2 RENAME_EXCHANGE, then the old one is deleted).
 Leaving the `with` block without a commit deletes the temporary directory, so a failure (or
@@ -106,7 +107,8 @@ class BlobSink:
             codec=blob.codec,
             size=blob.size,
             stored_size=blob.stored,
-            sha256=blob.sha256,
+            piece_size=blob.piece_size,
+            pieces=blob.pieces,
         )
 
 

@@ -51,9 +51,9 @@ from cricket_server.auth import SecurityFiles, security_admission, security_opti
 from cricket_server.backends import BACKEND_NAMES, make_backend
 from cricket_server.checkpoints.restart import (
     Restore,
+    check_files,
     restore_in_threads,
     restore_in_workers,
-    verify,
 )
 from cricket_server.checkpoints.sessions import CheckpointTrigger, close_unclaimed
 from cricket_server.checkpoints.workers import checkpoint_workers
@@ -620,14 +620,14 @@ def _serve_in_workers(
     hand_off: Callable[..., None] = pool.hand_off
     unclaimed = None
     try:  # the whole checkpoint, before any worker starts
-        verified = verify(restore.directory) if restore is not None else None
+        checked = check_files(restore.directory) if restore is not None else None
     except CheckpointError as e:
         raise click.ClickException(str(e)) from None
     try:
         try:
             backend = pool.start()
-            if restore is not None and verified is not None:
-                count = restore_in_workers(pool, verified)
+            if restore is not None and checked is not None:
+                count = restore_in_workers(pool, checked)
                 if restore.resume_timeout is not None:
                     unclaimed = (restore.resume_timeout, pool.stop_unclaimed)
         except WorkerStartError as exc:

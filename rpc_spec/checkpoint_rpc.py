@@ -16,9 +16,11 @@ __all__ = [
     'CHECKPOINT_MAGIC',
     'CHECKPOINT_FORMAT_VERSION',
     'CHECKPOINT_MAX_NAME',
+    'CHECKPOINT_MAX_PIECE',
     'blob_codec',
     'BLOB_RAW',
     'BLOB_ZSTD',
+    'blob_piece',
     'blob_ref',
     'ckpt_option',
     'ckpt_attr',
@@ -53,6 +55,7 @@ __all__ = [
     'ckpt_handle',
     'ckpt_name',
     'xdr_blob_codec',
+    'xdr_blob_piece',
     'xdr_blob_ref',
     'xdr_ckpt_option',
     'xdr_ckpt_attr',
@@ -90,8 +93,9 @@ __all__ = [
 
 
 CHECKPOINT_MAGIC = 0x43524b50
-CHECKPOINT_FORMAT_VERSION = 4
+CHECKPOINT_FORMAT_VERSION = 5
 CHECKPOINT_MAX_NAME = 1024
+CHECKPOINT_MAX_PIECE = 0x4000000
 
 
 class blob_codec(_enum.IntEnum):
@@ -106,6 +110,23 @@ BLOB_ZSTD = blob_codec.BLOB_ZSTD
 
 
 @_dc.dataclass(slots=True)
+class blob_piece:
+    """struct blob_piece."""
+
+    stored_size: int
+    sha256: bytes
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_blob_piece.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> blob_piece:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_blob_piece.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
 class blob_ref:
     """struct blob_ref."""
 
@@ -113,7 +134,8 @@ class blob_ref:
     codec: blob_codec
     size: int
     stored_size: int
-    sha256: bytes
+    piece_size: int
+    pieces: list[blob_piece]
 
     def encode(self) -> bytes:
         """The XDR encoding of this value."""
@@ -840,6 +862,7 @@ class manifest_file:
 
 # Codecs, named like rpcgen's C functions.
 xdr_blob_codec = _xdr.Enum(blob_codec)
+xdr_blob_piece = _xdr.Struct('blob_piece')
 xdr_blob_ref = _xdr.Struct('blob_ref')
 xdr_ckpt_option = _xdr.Struct('ckpt_option')
 xdr_ckpt_attr = _xdr.Struct('ckpt_attr')
@@ -875,15 +898,42 @@ xdr_ckpt_handle = _xdr.xdr_u_hyper
 xdr_ckpt_name = _xdr.String(CHECKPOINT_MAX_NAME)
 
 
-_xdr_blob_ref__st1 = _struct.Struct('>iQQ')
+_xdr_blob_piece__st0 = _struct.Struct('>I')
+_xdr_blob_piece__S0, _xdr_blob_piece__U0 = _xdr_blob_piece__st0.pack, _xdr_blob_piece__st0.unpack_from
+
+
+def _xdr_blob_piece__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_blob_piece__S0(v.stored_size)
+        _xdr_blob_piece__p1(enc, v.sha256)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_blob_piece.diagnose(v, e)) from None
+
+
+def _xdr_blob_piece__unpack(dec: _xdr.Decoder) -> blob_piece:
+    try:
+        pos = dec.pos
+        a0_0, = _xdr_blob_piece__U0(dec.mv, pos)
+        dec.pos = pos + 4
+        f1 = _xdr_blob_piece__u1(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct blob_piece: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct blob_piece: %s is not a declared enum value' % e) from None
+    return blob_piece(a0_0, f1)
+
+
+_xdr_blob_ref__st1 = _struct.Struct('>iQQI')
 _xdr_blob_ref__S1, _xdr_blob_ref__U1 = _xdr_blob_ref__st1.pack, _xdr_blob_ref__st1.unpack_from
 
 
 def _xdr_blob_ref__pack(enc: _xdr.Encoder, v: Any) -> None:
     try:
         _xdr_blob_ref__p0(enc, v.file)
-        enc.buf += _xdr_blob_ref__S1(_xdr_blob_codec__members[v.codec], v.size, v.stored_size)
-        _xdr_blob_ref__p4(enc, v.sha256)
+        enc.buf += _xdr_blob_ref__S1(_xdr_blob_codec__members[v.codec], v.size, v.stored_size, v.piece_size)
+        _xdr_blob_ref__p5(enc, v.pieces)
     except RecursionError:
         raise
     except Exception as e:
@@ -894,15 +944,15 @@ def _xdr_blob_ref__unpack(dec: _xdr.Decoder) -> blob_ref:
     try:
         f0 = _xdr_blob_ref__u0(dec)
         pos = dec.pos
-        a1_0, a1_1, a1_2, = _xdr_blob_ref__U1(dec.mv, pos)
-        dec.pos = pos + 20
+        a1_0, a1_1, a1_2, a1_3, = _xdr_blob_ref__U1(dec.mv, pos)
+        dec.pos = pos + 24
         a1_0 = _xdr_blob_codec__members[a1_0]
-        f4 = _xdr_blob_ref__u4(dec)
+        f5 = _xdr_blob_ref__u5(dec)
     except _struct.error:
         raise _xdr.XdrDecodeError('struct blob_ref: data ends early at offset %d' % dec.pos) from None
     except KeyError as e:
         raise _xdr.XdrDecodeError('struct blob_ref: %s is not a declared enum value' % e) from None
-    return blob_ref(f0, a1_0, a1_1, a1_2, f4)
+    return blob_ref(f0, a1_0, a1_1, a1_2, a1_3, f5)
 
 
 _xdr_ckpt_option__st0 = _struct.Struct('>iq')
@@ -1783,6 +1833,14 @@ def _xdr_manifest_file__unpack(dec: _xdr.Decoder) -> manifest_file:
     return manifest_file(a0_0, a0_1, f2, f3)
 
 
+xdr_blob_piece.define(
+    blob_piece,
+    [
+        ('stored_size', _xdr.xdr_u_int),
+        ('sha256', _xdr.FixedOpaque(32)),
+    ],
+    coders=(_xdr_blob_piece__pack, _xdr_blob_piece__unpack),
+)
 xdr_blob_ref.define(
     blob_ref,
     [
@@ -1790,7 +1848,8 @@ xdr_blob_ref.define(
         ('codec', xdr_blob_codec),
         ('size', _xdr.xdr_u_hyper),
         ('stored_size', _xdr.xdr_u_hyper),
-        ('sha256', _xdr.FixedOpaque(32)),
+        ('piece_size', _xdr.xdr_u_int),
+        ('pieces', _xdr.VarArray(xdr_blob_piece, None)),
     ],
     coders=(_xdr_blob_ref__pack, _xdr_blob_ref__unpack),
 )
@@ -2139,10 +2198,12 @@ xdr_manifest_file.define(
 
 # What the struct coders call: enum members, the functions of other codecs.
 _xdr_blob_codec__members = xdr_blob_codec.members
+_xdr_blob_piece__p1 = xdr_blob_piece.fields[1][1].packer()
+_xdr_blob_piece__u1 = xdr_blob_piece.fields[1][1].unpacker()
 _xdr_blob_ref__p0 = xdr_blob_ref.fields[0][1].packer()
 _xdr_blob_ref__u0 = xdr_blob_ref.fields[0][1].unpacker()
-_xdr_blob_ref__p4 = xdr_blob_ref.fields[4][1].packer()
-_xdr_blob_ref__u4 = xdr_blob_ref.fields[4][1].unpacker()
+_xdr_blob_ref__p5 = xdr_blob_ref.fields[5][1].packer()
+_xdr_blob_ref__u5 = xdr_blob_ref.fields[5][1].unpacker()
 _xdr_device_image__p1 = xdr_device_image.fields[1][1].packer()
 _xdr_device_image__u1 = xdr_device_image.fields[1][1].unpacker()
 _xdr_function_image__p1 = xdr_function_image.fields[1][1].packer()
@@ -2269,6 +2330,7 @@ ckpt_name = str
 # Every codec is built now, at import (none is built while threads use it).
 _xdr.ready_all(
     xdr_blob_codec,
+    xdr_blob_piece,
     xdr_blob_ref,
     xdr_ckpt_option,
     xdr_ckpt_attr,

@@ -3,11 +3,14 @@
 - Thread isolation: `restore_in_threads(manager, directory)` restores every session into
   the server's one `SessionManager` (`sessions.restore_checkpoint`: everything is verified
   first; on any failure nothing made is kept).
-- Process isolation: `verify(directory)` checks every checksum in the main process (which
-  never touches the device) before any worker starts; `restore_in_workers(pool, verified)`
-  then starts one worker per session, each restoring that session alone at its addresses.
-  Only when every worker has its session does the server listen; when one fails, every one
-  of them is stopped. A connection that names a restored session (a HELLO with its token,
+- Process isolation: `check_files(directory)` checks the manifest and that every blob file
+  is there at its size in the main process (which never touches the device; no blob is
+  read) before any worker starts; `restore_in_workers(pool, checked)` then starts one worker
+  per session, each restoring that session alone at its addresses, reading each of its
+  blobs once and checking every piece as it reads it (`sessions.restore_checkpoint`). Only
+  when every worker has its session, every piece of every blob checked, does the server
+  listen; when one fails (a damaged piece), every one of them is stopped and nothing is
+  served. A connection that names a restored session (a HELLO with its token,
   or over TLS the resume hint sent before STARTTLS) then goes to its worker
   (`cricket_server.workers.routing`); other connections go to spare workers.
 
@@ -68,32 +71,32 @@ def restore_in_threads(manager: SessionManager, directory: str) -> RestoreReport
 
 
 @dataclass(frozen=True)
-class Verified:
-    """A checkpoint whose every checksum was checked, before any worker starts."""
+class Checked:
+    """A checkpoint whose manifest and blob files were checked, before any worker starts."""
 
     checkpoint: Checkpoint
     bytes: int
-    started: float  # time.monotonic() when the verification began
+    started: float  # time.monotonic() when the check began
 
 
-def verify(directory: str) -> Verified:
-    """Check every checksum of the checkpoint in `directory` (a progress bar on stderr)."""
+def check_files(directory: str) -> Checked:
+    """Check the manifest of the checkpoint in `directory` and that every blob file is
+    there at its size; the workers check the pieces as they read them."""
     start = time.monotonic()
     ckpt = Checkpoint.open(directory)
-    bar = ProgressBar(sum(ref.size for _what, ref in blob_refs(ckpt.manifest)), "verify")
-    report = ckpt.verify(bar)
-    bar.finish()
-    return Verified(ckpt, report.bytes, start)
+    ckpt.check_manifest()
+    ckpt.check_files()
+    return Checked(ckpt, sum(ref.size for _what, ref in blob_refs(ckpt.manifest)), start)
 
 
-def restore_in_workers(pool: WorkerPool, verified: Verified) -> int:
+def restore_in_workers(pool: WorkerPool, checked: Checked) -> int:
     """One worker of `pool` per session restores it; how many (see the module docstring)."""
-    ckpt = verified.checkpoint
+    ckpt = checked.checkpoint
     sessions = {s.session_id: TokenDigest.of_image(s) for s in ckpt.manifest.sessions}
     try:
         pool.start_restored(str(ckpt.path.absolute()), sessions, RESTORE_LIMIT)
     except WorkerStartError as e:
         raise CheckpointError(ckpt.path, f"restore failed: {e}") from None
     log.info("restored %d session(s) from %s in %d worker(s): %s", len(sessions), ckpt.path,
-             len(sessions), rate(verified.bytes, time.monotonic() - verified.started))  # fmt: skip
+             len(sessions), rate(checked.bytes, time.monotonic() - checked.started))  # fmt: skip
     return len(sessions)

@@ -12,9 +12,9 @@ allocations at their addresses (`SessionMemory.alloc_at`), and then the context 
   a worker process can snapshot its own session into a part of the checkpoint directory.
 - `write_checkpoint(manager, sessions, target)`: one checkpoint directory of those sessions.
 - `restore_checkpoint(manager, path)`: check the manifest, then re-create every session,
-  its blobs read ahead in parallel and checked as they are copied; only once all of it is
-  back does a session wait for its client's HELLO with its token. On any failure
-  everything made so far is released and a `CheckpointError` is raised.
+  the pieces of its blobs read ahead in parallel and checked before they are copied; only
+  once all of it is back does a session wait for its client's HELLO with its token. On any
+  failure everything made so far is released and a `CheckpointError` is raised.
 
 Module globals: a reload puts a global where the backend chooses (on `cuda` the driver
 chooses); its contents are restored at the new address, and a moved global is reported
@@ -514,8 +514,7 @@ class _Restorer:
         self.session.calls = image.calls
 
     def _write(self, dev: int, addr: int, blob: ck.blob_ref) -> None:
-        """Copy a blob to the device at `addr`, piece by piece as it is read (checked as it
-        goes; verify() has read it through once already)."""
+        """Copy a blob to the device at `addr` piece by piece, each checked as it was read."""
         off = 0
         with self.session.on_device(dev):
             for piece in self.ckpt.pieces(blob):
@@ -759,10 +758,11 @@ def restore_checkpoint(
     """Bring back every session in the checkpoint at `path` (all or none).
 
     The manifest and what this server can hold are checked before the device is touched.
-    Blobs are then read once, by a few threads ahead of their use (`Checkpoint.prefetching`),
-    hashed as they are read and copied to the device piece by piece as they arrive; a blob
-    that fails its check fails the restore, which releases everything made so far. No client
-    can take a restored session (HELLO with its token) before every blob has been checked.
+    Blobs are then read once, their pieces by several threads ahead of their use
+    (`Checkpoint.prefetching`), each piece checked (its sha256) as it is read and copied to
+    the device as it arrives; a piece that fails its check fails the restore, which releases
+    everything made so far. No client can take a restored session (HELLO with its token)
+    before every piece has been checked.
 
     `only`: the ids of the sessions to bring back (a worker of cricket-restart restores one)."""
     start = time.monotonic()

@@ -5,14 +5,14 @@ from __future__ import annotations
 from checkpoint.validate import manifest_problems
 from rpc_spec import checkpoint_rpc as ck
 from rpc_spec import cricket_rpc as proto
+from tests.unit.checkpoint_refs import raw_ref
 
 CTX = 0x01 << 56 | 1
 ARRAY = 0x40 << 56 | 2
 
 
 def _blob(size: int) -> ck.blob_ref:
-    return ck.blob_ref(file=f"s1/array-{size}", codec=ck.blob_codec.BLOB_RAW, size=size,
-                       stored_size=size, sha256=bytes(32))  # fmt: skip
+    return raw_ref(f"s1/array-{size}", size)
 
 
 def _array(handle: int = ARRAY, size: int = 8 * 4 * 4, ctx: int = CTX) -> ck.array_image:

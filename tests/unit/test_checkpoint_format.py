@@ -230,13 +230,13 @@ def test_blob_refs_name_every_blob(tmp_path: Path) -> None:
     ]
 
 
-def test_blobs_are_read_in_pieces_and_checked_at_the_end(
+def test_blobs_are_read_in_pieces_each_checked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import checkpoint.reader
+    import checkpoint.format
 
+    monkeypatch.setattr(checkpoint.format, "PIECE_SIZE", 4096)  # as written
     write(tmp_path / "c", [RANDOM, ZEROS])
-    monkeypatch.setattr(checkpoint.reader, "PIECE", 4096)
     ckpt = Checkpoint.open(tmp_path / "c")
     raw, zeros = (a.contents for a in ckpt.manifest.sessions[0].allocations)
     pieces = list(ckpt.pieces(raw))
@@ -244,8 +244,9 @@ def test_blobs_are_read_in_pieces_and_checked_at_the_end(
     assert b"".join(pieces) == RANDOM
     assert b"".join(ckpt.pieces(zeros)) == ZEROS
     file = tmp_path / "c" / raw.file
-    _flip(file, file.stat().st_size - 1)  # the last byte: found once everything was read
-    with pytest.raises(CheckpointError, match="checksum mismatch") as info:
+    _flip(file, file.stat().st_size - 1)  # the last byte: found in the last piece
+    count = len(raw.pieces)
+    with pytest.raises(CheckpointError, match=f"piece {count} of {count} .*checksum mismatch") as info:
         for _ in ckpt.pieces(raw):
             pass
     assert info.value.path == str(file)

@@ -16,36 +16,36 @@ from typing import Any
 import numpy as np
 import pytest
 
+import checkpoint.format
 from checkpoint import pipeline
-from checkpoint.format import zstd_available, zstd_compressor
+from checkpoint.format import stored_bound, zstd_available, zstd_compressor
 from checkpoint.pipeline import StoredBlob, store_blob
 from checkpoint.reader import Checkpoint
 from checkpoint.writebehind import WriteBehind
 from checkpoint.writer import CheckpointWriter
 from rpc_spec import checkpoint_rpc as ck
 
-B = 8192  # the chunk (and source piece) size these tests give the pipeline
+B = 8192  # the piece size (and source piece size) these tests give the pipeline
 SIZES = [0, 1, B - 1, B, B + 1, 3 * B + 7]
 RANDOM = os.urandom(3 * B + 7)
 ZEROS = bytes(3 * B + 7)
 
 
-def serial(pieces: list[bytes], compress: bool) -> tuple[bytes, ck.blob_codec]:
-    """What the writer stored before the pipeline: codec chosen on the first non-empty
-    piece, then each piece compressed (or not) in order."""
-    out, compressor, size = [], None, 0
+def serial(pieces: list[bytes], compress: bool) -> tuple[bytes, ck.blob_codec, list[bytes]]:
+    """What the format says a blob is: codec chosen on the first non-empty piece, the bytes
+    cut into pieces of B, each stored raw or as a zstd frame of its own; and the sha256 of
+    each stored piece."""
+    data = b"".join(pieces)
+    first = next((p for p in pieces if p), b"")
     codec = ck.blob_codec.BLOB_RAW
-    for piece in pieces:
-        if size == 0 and compress and len(piece) >= pipeline.MIN_COMPRESS:
-            sample = piece[: pipeline.SAMPLE]
-            if len(zstd_compressor().compress(sample)) <= pipeline.PAYS_RATIO * len(sample):  # type: ignore[attr-defined]
-                codec = ck.blob_codec.BLOB_ZSTD
-                compressor = zstd_compressor().compressobj()  # type: ignore[attr-defined]
-        size += len(piece)
-        out.append(compressor.compress(piece) if compressor is not None else piece)
-    if compressor is not None:
-        out.append(compressor.flush())
-    return b"".join(out), codec
+    if compress and len(first) >= pipeline.MIN_COMPRESS:
+        sample = first[: pipeline.SAMPLE]
+        if len(zstd_compressor().compress(sample)) <= pipeline.PAYS_RATIO * len(sample):  # type: ignore[attr-defined]
+            codec = ck.blob_codec.BLOB_ZSTD
+    stored = [data[i : i + B] for i in range(0, len(data), B)]
+    if codec == ck.blob_codec.BLOB_ZSTD:
+        stored = [zstd_compressor().compress(p) for p in stored]  # type: ignore[attr-defined]
+    return b"".join(stored), codec, [hashlib.sha256(p).digest() for p in stored]
 
 
 def split(data: bytes, piece: int) -> list[bytes]:
@@ -56,10 +56,10 @@ def stored_through_pipeline(pieces: list[bytes], compress: bool) -> tuple[bytes,
     parts: list[bytes] = []
 
     def out(part: memoryview) -> None:
-        assert 0 < len(part) <= B
+        assert 0 < len(part) <= stored_bound(B)
         parts.append(bytes(part))
 
-    blob = store_blob(iter(pieces), out, compress=compress, chunk=B, depth=2)
+    blob = store_blob(iter(pieces), out, compress=compress, piece_size=B, depth=2)
     return b"".join(parts), blob
 
 
@@ -70,10 +70,10 @@ def test_a_blob_is_stored_byte_for_byte_as_the_serial_writer_stored_it(
     size: int, source: bytes, piece: int
 ) -> None:
     pieces = split(source[:size], piece)
-    expected, codec = serial(pieces, compress=zstd_available())
+    expected, codec, digests = serial(pieces, compress=zstd_available())
     stored, blob = stored_through_pipeline(pieces, compress=True)
     assert stored == expected
-    assert blob.sha256 == hashlib.sha256(expected).digest()
+    assert [bytes(p.sha256) for p in blob.pieces] == digests
     assert (blob.codec, blob.size, blob.stored) == (codec, size, len(expected))
 
 
@@ -81,13 +81,13 @@ def test_a_blob_is_stored_byte_for_byte_as_the_serial_writer_stored_it(
 def test_a_checkpoint_blob_file_matches_the_serial_writer(
     tmp_path: Path, size: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(pipeline, "CHUNK", B)
+    monkeypatch.setattr(checkpoint.format, "PIECE_SIZE", B)
     pieces = split(RANDOM[:size], B) + split(ZEROS[:size], B)
-    expected, codec = serial(pieces, compress=zstd_available())
+    expected, codec, digests = serial(pieces, compress=zstd_available())
     with CheckpointWriter(tmp_path / "c") as writer:
         ref = writer.sink.write("s1/blob", iter(pieces))
         assert (writer.tmp / "s1" / "blob").read_bytes() == expected
-        assert bytes(ref.sha256) == hashlib.sha256(expected).digest()
+        assert [bytes(p.sha256) for p in ref.pieces] == digests
         assert (ref.codec, ref.size, ref.stored_size) == (codec, 2 * size, len(expected))
         unfinished = Checkpoint(writer.tmp, ck.manifest_body("t", 0, "sim", 0, 0, 0, []))
         assert unfinished.read_blob(ref) == b"".join(pieces)
@@ -105,7 +105,7 @@ def failing_source(good: int) -> Iterator[bytes]:
 @pytest.mark.parametrize("good", [0, 1, 2, 5])
 def test_a_failing_copy_out_surfaces_unchanged(good: int) -> None:
     with pytest.raises(CopyOutFailed, match="ILLEGAL_ADDRESS"):
-        store_blob(failing_source(good), lambda part: None, chunk=B, depth=2)
+        store_blob(failing_source(good), lambda part: None, piece_size=B, depth=2)
 
 
 def test_a_failing_write_surfaces_unchanged_and_stops_the_copy_out() -> None:
@@ -122,7 +122,7 @@ def test_a_failing_write_surfaces_unchanged_and_stops_the_copy_out() -> None:
         raise disk_full
 
     with pytest.raises(OSError) as info:
-        store_blob(endless(), out, chunk=B, depth=3)
+        store_blob(endless(), out, piece_size=B, depth=3)
     assert info.value is disk_full
     assert taken <= 3 + 1  # the pieces in flight, then it stopped
 
@@ -130,12 +130,12 @@ def test_a_failing_write_surfaces_unchanged_and_stops_the_copy_out() -> None:
 def test_a_failing_hash_stage_surfaces_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
     broken = RuntimeError("sha256: out of memory")
 
-    def hash_fails(self: object, stored: memoryview) -> None:
+    def hash_fails(stored: memoryview) -> bytes:
         raise broken
 
-    monkeypatch.setattr(pipeline._Encoder, "hash", hash_fails)
+    monkeypatch.setattr(pipeline, "digest", hash_fails)
     with pytest.raises(RuntimeError) as info:
-        store_blob([RANDOM[:B]] * 6, lambda part: None, chunk=B, depth=2)
+        store_blob([RANDOM[:B]] * 6, lambda part: None, piece_size=B, depth=2)
     assert info.value is broken
 
 
@@ -160,7 +160,7 @@ def test_a_full_disk_fails_the_checkpoint_with_enospc_and_leaves_nothing(
         real(self, data)
 
     monkeypatch.setattr(WriteBehind, "__call__", disk_fills_up)
-    monkeypatch.setattr(pipeline, "CHUNK", B)
+    monkeypatch.setattr(checkpoint.format, "PIECE_SIZE", B)
     with pytest.raises(OSError) as info, CheckpointWriter(tmp_path / "c") as writer:
         writer.sink.write("s1/a", split(RANDOM, B))
     assert info.value.errno == errno.ENOSPC
@@ -192,7 +192,7 @@ def test_the_pieces_alive_never_exceed_the_depth(depth: int) -> None:
         assert produced_enough.wait(30), "the source never got `depth` pieces ahead"
         written.extend(part)
 
-    blob = store_blob(source(), stalled_at_first, compress=False, chunk=B, depth=depth)
+    blob = store_blob(source(), stalled_at_first, compress=False, piece_size=B, depth=depth)
     assert peak == depth
     assert blob.size == 20 * B
     assert bytes(written) == b"".join(bytes([i]) * B for i in range(20))

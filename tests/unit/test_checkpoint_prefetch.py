@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from checkpoint import reader
+import checkpoint.format
+from checkpoint import pieces
 from checkpoint.format import CheckpointError
+from checkpoint.pieces import Blob, Piece
 from checkpoint.reader import Checkpoint, blob_refs
 from cricket_server.backends.base import CudaError
 from cricket_server.checkpoints.sessions import restore_checkpoint, write_checkpoint
@@ -71,7 +73,7 @@ def test_a_damaged_last_blob_releases_the_sessions_already_copied(tmp_path: Path
 def test_prefetching_serves_every_blob_in_any_order_and_ends_its_threads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(reader, "PIECE", 4096)  # many pieces per blob
+    monkeypatch.setattr(checkpoint.format, "PIECE_SIZE", 4096)  # many pieces per blob
     old, _ = build(manager())
     write_checkpoint(old.manager, [old], tmp_path / "c")
     ckpt = Checkpoint.open(tmp_path / "c")
@@ -90,22 +92,22 @@ def test_prefetching_serves_every_blob_in_any_order_and_ends_its_threads(
 def test_prefetching_holds_a_bounded_number_of_pieces(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(reader, "PIECE", 4096)  # the 3 MiB allocation: 768 pieces
+    monkeypatch.setattr(checkpoint.format, "PIECE_SIZE", 4096)  # the 3 MiB allocation: 768 pieces
     old, _ = build(manager())
     write_checkpoint(old.manager, [old], tmp_path / "c")
     ckpt = Checkpoint.open(tmp_path / "c")
     refs = [ref for _what, ref in blob_refs(ckpt.manifest)]
-    read: dict[str, int] = {}
-    original = Checkpoint._read_pieces
+    assert max(len(ref.pieces) for ref in refs) == 768
+    read = 0
+    original = Blob.read
 
-    def counting(self: Checkpoint, ref: object) -> object:
-        for piece in original(self, ref):  # type: ignore[arg-type]
-            read[ref.file] = read.get(ref.file, 0) + 1  # type: ignore[attr-defined]
-            yield piece
+    def counting(self: Blob, piece: Piece) -> bytes:
+        nonlocal read
+        read += 1
+        return original(self, piece)
 
-    monkeypatch.setattr(Checkpoint, "_read_pieces", counting)
+    monkeypatch.setattr(Blob, "read", counting)
     with ckpt.prefetching(refs):
         time.sleep(1.0)  # nothing taken: the threads stop once their pieces wait
-        largest = max(read.values())
-        assert largest <= reader.PREFETCH_DEPTH + 1
+        assert 0 < read <= 2 * pieces.default_threads()
     assert _wait_no_threads() == []

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from checkpoint.format import CheckpointError
-from checkpoint.reader import Checkpoint
+from checkpoint.reader import Checkpoint, blob_refs
 from cricket_server.backends import make_backend
 from cricket_server.checkpoints.sessions import restore_checkpoint, write_checkpoint
 from cricket_server.memory import AddressArena
@@ -200,15 +200,19 @@ def test_restored_sessions_no_client_took_can_be_freed(tmp_path: Path) -> None:
     assert m.arena.free_bytes() == free
 
 
-def _count_reads(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    reads: dict[str, int] = {}
-    original = Checkpoint._read_pieces
+def _count_reads(monkeypatch: pytest.MonkeyPatch) -> dict[tuple[str, int], int]:
+    """Reads of each piece, (file, index) -> count."""
+    from checkpoint.pieces import Blob, Piece
 
-    def counting(self: Checkpoint, ref: object) -> object:
-        reads[ref.file] = reads.get(ref.file, 0) + 1  # type: ignore[attr-defined]
-        return original(self, ref)  # type: ignore[arg-type]
+    reads: dict[tuple[str, int], int] = {}
+    original = Blob.read
 
-    monkeypatch.setattr(Checkpoint, "_read_pieces", counting)
+    def counting(self: Blob, piece: Piece) -> bytes:
+        key = (self.ref.file, piece.index)
+        reads[key] = reads.get(key, 0) + 1
+        return original(self, piece)
+
+    monkeypatch.setattr(Blob, "read", counting)
     return reads
 
 
@@ -219,6 +223,8 @@ def test_a_restore_reads_each_blob_once(
     write_checkpoint(old.manager, [old], tmp_path / "c")
     reads = _count_reads(monkeypatch)
     (s,) = restore_checkpoint(manager(), tmp_path / "c").sessions
-    assert reads and set(reads.values()) == {1}
+    every = {(ref.file, i) for _w, ref in blob_refs(Checkpoint.open(tmp_path / "c").manifest)
+             for i in range(len(ref.pieces))}  # fmt: skip
+    assert set(reads) == every and set(reads.values()) == {1}
     for ptr, data in state["data"].items():  # type: ignore[attr-defined]
         assert bytes(s.memcpy_dtoh(ptr, len(data))) == data

@@ -8,6 +8,7 @@ from __future__ import annotations
 from checkpoint.validate import manifest_problems
 from rpc_spec import checkpoint_rpc as ck
 from rpc_spec.handles import KIND_SHIFT, HandleKind
+from tests.unit.checkpoint_refs import raw_ref
 
 BASE = 0x600000000000
 MB2 = 2 << 20
@@ -17,8 +18,7 @@ POOL = int(HandleKind.MEMPOOL) << KIND_SHIFT | 3
 
 
 def _blob(size: int, name: str) -> ck.blob_ref:
-    return ck.blob_ref(file=name, codec=ck.blob_codec.BLOB_RAW, size=size, stored_size=size,
-                       sha256=bytes(32))  # fmt: skip
+    return raw_ref(name, size)
 
 
 def _body(vmm: ck.vmm_image, pools: list[ck.mempool_image]) -> ck.manifest_body:
