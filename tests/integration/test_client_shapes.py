@@ -64,6 +64,7 @@ _DUMMY: dict[str, Any] = {
     "length": 16, "ByteCount": 16, "pResViewDesc": None,
 }
 _HOST = {"srcHost", "dstHost", "src", "dst"}
+_NOT_HOST = {"cuStreamCopyAttributes": {"src", "dst"}}  # streams by those names
 
 
 def _arguments(fn: Any) -> list[Any]:
@@ -72,7 +73,7 @@ def _arguments(fn: Any) -> list[Any]:
     for param in inspect.signature(fn).parameters:
         if param in structs:
             args.append(structs[param])
-        elif param in _HOST:
+        elif param in _HOST and param not in _NOT_HOST.get(fn.__name__, ()):
             args.append(bytearray(16))
         else:
             args.append(_DUMMY.get(param, 0))
