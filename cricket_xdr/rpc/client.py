@@ -352,6 +352,7 @@ class RpcClient:
         *,
         into: tuple[bytes, memoryview] | None = None,
         defer: bool = False,
+        hold: bool = False,
     ) -> PendingCall:
         """Send a call and return at once; its reply is awaited with `.result()`.
 
@@ -363,6 +364,9 @@ class RpcClient:
         `defer`: a small call may wait in the client to go out in one write with others: it
         is sent with the next call that is not deferred, when any thread waits for a reply,
         on `flush()`, or once 64 calls or 64 KiB are waiting. Order is kept either way.
+        `hold`: the call waits whatever its size until the next call that is not deferred or
+        `flush()` (the caller sees that one of them follows); it then leaves in the same
+        write (one sendmsg of several buffers, no copy).
         """
         lock = self._lock
         lock.acquire()
@@ -375,16 +379,20 @@ class RpcClient:
             pending = PendingCall(self, xid, prog, vers, proc)
             self._pending[xid] = pending
             queued = self._queued
+            if hold:
+                queued.extend(pieces)
+                self._queued_bytes += sum(nbytes(p) for p in pieces)
+                return pending
             if defer and len(pieces) == 1 and len(pieces[0]) <= _DEFER_MAX_CALL:
                 queued.append(pieces[0])
                 self._queued_bytes += len(pieces[0])
                 if len(queued) < _DEFER_CALLS and self._queued_bytes < _DEFER_BYTES:
                     return pending
-                pieces = [b"".join(queued)]
+                pieces = _joined(queued)
                 queued.clear()
                 self._queued_bytes = 0
             elif queued:
-                pieces = [b"".join(queued), *pieces]
+                pieces = [*_joined(queued), *pieces]
                 queued.clear()
                 self._queued_bytes = 0
             rest = self._send_locked(pieces)
@@ -403,7 +411,7 @@ class RpcClient:
                 self._send_free.wait()
             if not self._queued or self._failed is not None:
                 return
-            pieces: list[Buffer] = [b"".join(self._queued)]
+            pieces = _joined(self._queued)
             self._queued.clear()
             self._queued_bytes = 0
             rest = self._send_locked(pieces)
@@ -425,6 +433,17 @@ class RpcClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def looks_alive(self) -> bool:
+        """Whether the connection shows no sign of loss: something is in flight, or nothing
+        is there to read (with nothing in flight, anything readable is the peer closing)."""
+        if self._failed is not None or self._closed:
+            return False
+        if self._pending or self._reading or self._buffered is not None:
+            return True
+        poller = select.poll()
+        poller.register(self._fd, select.POLLIN | select.POLLERR | select.POLLHUP)
+        return not poller.poll(0)
 
     @property
     def in_flight(self) -> int:
@@ -749,6 +768,14 @@ def _set_up(
     except BaseException:
         sock.close()
         raise
+
+
+def _joined(queued: list[Buffer]) -> list[Buffer]:
+    """Deferred calls as the buffers of one write: small ones joined, a large held one (a
+    launch batch, a copy's data) passed as it is to sendmsg."""
+    if all(type(p) is bytes and len(p) <= _DEFER_MAX_CALL for p in queued):
+        return [b"".join(queued)]
+    return list(queued)
 
 
 def _skip(pieces: Sequence[Any], sent: int) -> list[memoryview]:
