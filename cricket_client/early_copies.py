@@ -15,7 +15,8 @@ so INVALID_VALUE and the like are answered by the call itself, exactly as locall
 - the destination range lies wholly inside an allocation this client made (cuMemAlloc,
   cudaMalloc) and still holds, made while the current context was the one current now (no
   context was created, destroyed, set, pushed or popped since: the allocation is in it);
-- no failure of earlier pipelined calls waits to be reported (the copy reports it, as a
+- no sticky error (ILLEGAL_ADDRESS, LAUNCH_FAILED, ...) was reported on the connection, no
+  failure of earlier pipelined calls waits to be reported (the copy reports it, as a
   synchronous call does), no stream capture of this client is under way, and the connection
   shows no sign of loss (nothing in flight and nothing to read: a server that went away is
   noticed here, and the copy takes the synchronous path, which resumes the session).
@@ -34,8 +35,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .connection import Connection
 
-__all__ = ["EARLY_MAX", "Allocations", "returns_early", "post_early"]
+__all__ = ["EARLY_MAX", "STICKY", "Allocations", "returns_early", "post_early"]
 
+# errors after which a context is unusable (CUDA: "sticky"); once one was reported, no copy
+# can be proven to succeed
+STICKY = frozenset({214, 700, 702, 710, 714, 715, 716, 717, 718, 719})
 EARLY_MAX = 64 << 10  # bytes; the inline limit (cricket_client.datapath.select.Limits.small)
 _PROC = "CU_MEMCPY_HTOD_ASYNC"
 _LEGACY_STREAM = 0
@@ -47,6 +51,7 @@ class Allocations:
 
     def __init__(self) -> None:
         self.epoch = 0
+        self.broken = False  # a sticky error was reported
         self._starts: list[int] = []  # sorted
         self._spans: dict[int, tuple[int, int]] = {}  # start -> (size, epoch)
 
@@ -74,7 +79,12 @@ class Allocations:
             return False
         start = self._starts[i]
         span = self._spans.get(start)
-        return span is not None and dst + n <= start + span[0] and span[1] == self.epoch
+        return (
+            span is not None
+            and dst + n <= start + span[0]
+            and span[1] == self.epoch
+            and not self.broken
+        )
 
 
 def returns_early(conn: Connection, dst: int, n: int, capturing: bool) -> bool:
