@@ -88,12 +88,44 @@ def main() -> None:
             "step, 10 launches (P4)": _per_step(w.decoding_loop_s, steps),
         }
         writes = _count_writes(conn, lambda: w.decoding_loop_s(100)) / 100
+        bound = _early_bound(cu, conn)
         cu.cuMemFree(x)
         w.close()
         conn.close()
     for name, us in rows.items():
         print(f"{name:48s} {us:9.1f} us  {us / rtt:7.2f} x raw round trip")
     print(f"{'client socket writes per P4 step':48s} {writes:9.2f}")
+    print("HtoD of n bytes + DtoH 4 B per step, us: early return allowed / forced synchronous")
+    for n, (early, synchronous) in bound.items():
+        print(f"  {n >> 10:4d} KiB  {early:8.1f}  {synchronous:8.1f}")
+
+
+def _early_bound(cu: Any, conn: Any) -> dict[int, tuple[float, float]]:
+    """Per size: us per (HtoD n, DtoH 4 B) step with early return allowed and forced off
+    (where the bound of cricket_client.early_copies comes from)."""
+    from cricket_client import early_copies
+
+    out: dict[int, tuple[float, float]] = {}
+    token = bytearray(4)
+    for n in (4 << 10, 16 << 10, 64 << 10):
+        ptr = cu.cuMemAlloc(n)[1]
+        data = bytes(n)
+
+        def steps(k: int, ptr: Any = ptr, data: bytes = data, n: int = n) -> None:
+            for _ in range(k):
+                cu.cuMemcpyHtoD(ptr, data, n)
+                cu.cuMemcpyDtoH(token, ptr, 4)
+
+        early = _per_step(steps, 300)
+        original = early_copies.EARLY_MAX
+        early_copies.EARLY_MAX = 0
+        try:
+            synchronous = _per_step(steps, 300)
+        finally:
+            early_copies.EARLY_MAX = original
+        out[n] = (early, synchronous)
+        cu.cuMemFree(ptr)
+    return out
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@ function returns a tuple whose first element is the CUresult, as cuda-python's d
 the session of `cricket_client.get_connection()` (the default connection, opened from
 REMOTE_GPU_ADDRESS on first use). Launches, asynchronous copies and memsets, event records and
 stream waits are pipelined: their errors come back from the next synchronizing call (D6).
+A small cuMemcpyHtoD that the client can prove would succeed returns once sent, as CUDA
+returns once the source is staged (cricket_client.early_copies).
 cuGetErrorName and cuGetErrorString answer locally. Any other name of cuda.bindings.driver
 raises NotSupportedRemotely (an AttributeError) naming it.
 
