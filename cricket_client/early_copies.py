@@ -19,7 +19,11 @@ so INVALID_VALUE and the like are answered by the call itself, exactly as locall
   failure of earlier pipelined calls waits to be reported (the copy reports it, as a
   synchronous call does), no stream capture of this client is under way, and the connection
   shows no sign of loss (nothing in flight and nothing to read: a server that went away is
-  noticed here, and the copy takes the synchronous path, which resumes the session).
+  noticed here, and the copy takes the synchronous path, which resumes the session);
+- the connection is plain TCP: there the server knows how many bytes reached its socket, and
+  an operator checkpoint first waits until every call among them ran
+  (`consistent_cut`, `ConnectionInfo.drain_received`), so a checkpoint taken after the copy
+  returned holds it (over TLS or a Unix socket it cannot tell: copies stay synchronous).
 
 The bytes are taken at the call (the caller may reuse its buffer). A failure after all (a
 sticky error of earlier work) is reported by the next synchronizing call. The copies' bytes
@@ -98,6 +102,7 @@ def returns_early(conn: Connection, dst: int, n: int, capturing: bool) -> bool:
         and not pipe.deferred_error
         and pipe.deferred_exception is None
         and not capturing
+        and conn._rpc.plain_tcp
         and conn._rpc.looks_alive()
     )
 

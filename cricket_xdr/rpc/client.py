@@ -196,6 +196,14 @@ class RpcClient:
             resume_hint,
         )
         self._buffered = getattr(self._sock, "pending", None)  # TLS: bytes a poll cannot see
+        # plain TCP (no TLS, no Unix socket): the server can tell which calls reached it
+        # (`RpcServer` connections' `drain_received`)
+        self.plain_tcp = (
+            self._buffered is None
+            and isinstance(self._sock, socket.socket)
+            and not isinstance(self._sock, ssl.SSLSocket)
+            and self._sock.family in (socket.AF_INET, socket.AF_INET6)
+        )
         self._fd = self._sock.fileno()
         self._spinner = Spinner(spin_us) if spin_us > 0 and self._buffered is None else None
         self._conn = ClientConnection(auth=auth, max_record=max_record, max_fragment=max_fragment)

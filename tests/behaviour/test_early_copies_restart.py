@@ -5,8 +5,10 @@ sends again those the restored session lacks). Runs on CRICKET_TEST_BACKEND."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from behaviour_helpers import check, open_session
 from checkpoint_helpers import ServerProcess, read, server_list, start_restart, start_server
 
 import cricket_client
+from checkpoint.reader import Checkpoint
 from cricket_client import driver as cuda
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,5 +74,37 @@ def test_a_loop_of_early_copies_survives_a_restart_in_its_middle(
         _loop(conn, base, range(STEPS), {20: take_checkpoint, 29: crash_and_restart})
         assert read(base, SLOT * STEPS) == b"".join(_slot(i) for i in range(STEPS))
         assert conn.address != server.address
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("isolation", ["thread", "process"])
+def test_an_operator_checkpoint_right_after_early_copies_holds_them(
+    tmp_path: Path, servers: list[ServerProcess], isolation: str
+) -> None:
+    """The copies returned before the server read them; the checkpoint (SIGUSR1) waits until
+    every call that reached the server ran, so each one holds the last copy."""
+    target = tmp_path / "periodic"
+    server = start_server(servers, tmp_path, isolation, "--checkpoint-dir", str(target))
+    conn = open_session(server.address, make_default=False)
+    manifest = target / "MANIFEST"
+    try:
+        with conn.active():
+            ptr = check(cuda.cuMemAlloc(4096))
+            for round_ in range(8):
+                for value in range(8):  # several in flight; the last one wins
+                    check(cuda.cuMemcpyHtoD(ptr, bytes([round_ * 8 + value]) * 4096, 4096))
+                assert conn.pending_count > 0  # returned early
+                before = manifest.stat().st_mtime_ns if manifest.exists() else None
+                server.process.send_signal(signal.SIGUSR1)
+                deadline = time.monotonic() + 60
+                while not manifest.exists() or manifest.stat().st_mtime_ns == before:
+                    assert time.monotonic() < deadline, server.log()
+                    time.sleep(0.02)
+                time.sleep(0.05)  # the MANIFEST goes in last; let its rename settle
+                ckpt = Checkpoint.open(target)
+                (session,) = ckpt.manifest.sessions
+                (alloc,) = session.allocations
+                assert ckpt.read_blob(alloc.contents) == bytes([round_ * 8 + 7]) * 4096
     finally:
         conn.close()
