@@ -88,6 +88,7 @@ def main() -> None:
             "step, 10 launches (P4)": _per_step(w.decoding_loop_s, steps),
         }
         writes = _count_writes(conn, lambda: w.decoding_loop_s(100)) / 100
+        phases = _phases(cu, w, steps)
         bound = _early_bound(cu, conn)
         cu.cuMemFree(x)
         w.close()
@@ -95,17 +96,49 @@ def main() -> None:
     for name, us in rows.items():
         print(f"{name:48s} {us:9.1f} us  {us / rtt:7.2f} x raw round trip")
     print(f"{'client socket writes per P4 step':48s} {writes:9.2f}")
+    print("inside a P4 step, us in each call (median): " + ", ".join(
+        f"{name} {us:.1f}" for name, us in phases.items()))
     print("HtoD of n bytes + DtoH 4 B per step, us: early return allowed / forced synchronous")
     for n, (early, synchronous) in bound.items():
         print(f"  {n >> 10:4d} KiB  {early:8.1f}  {synchronous:8.1f}")
 
 
+def _phases(cu: Any, w: Workload, steps: int) -> dict[str, float]:
+    """Median us a P4 step spends in its HtoD, its 10 cuLaunchKernel calls and its DtoH (the
+    DtoH holds the wait for the server)."""
+    import ctypes
+
+    saxpy = cu.cuModuleGetFunction(w.module, b"saxpy")[1]
+    x, y = cu.cuMemAlloc(4096)[1], cu.cuMemAlloc(4096)[1]
+    host = np.ones(1024, dtype=np.float32)
+    token = bytearray(4)
+    args = ((2.0, x, y, 1024), (ctypes.c_float, None, None, ctypes.c_int))
+    spent: dict[str, list[float]] = {"HtoD": [], "10 launches": [], "DtoH": []}
+    clock = time.perf_counter
+    for _ in range(steps):
+        t0 = clock()
+        cu.cuMemcpyHtoD(x, host, 4096)
+        t1 = clock()
+        for _ in range(10):
+            cu.cuLaunchKernel(saxpy, 4, 1, 1, 256, 1, 1, 0, 0, args, 0)
+        t2 = clock()
+        cu.cuMemcpyDtoH(token, y, 4)
+        t3 = clock()
+        for name, us in zip(spent, (t1 - t0, t2 - t1, t3 - t2), strict=True):
+            spent[name].append(us * 1e6)
+    cu.cuMemFree(x)
+    cu.cuMemFree(y)
+    return {name: statistics.median(v) for name, v in spent.items()}
+
+
 def _early_bound(cu: Any, conn: Any) -> dict[int, tuple[float, float]]:
     """Per size: us per (HtoD n, DtoH 4 B) step with early return allowed and forced off
     (where the bound of cricket_client.early_copies comes from)."""
-    from cricket_client import early_copies
-
     out: dict[int, tuple[float, float]] = {}
+    try:
+        from cricket_client import early_copies
+    except ImportError:  # a client without early return
+        return out
     token = bytearray(4)
     for n in (4 << 10, 16 << 10, 64 << 10):
         ptr = cu.cuMemAlloc(n)[1]

@@ -27,8 +27,9 @@ so INVALID_VALUE and the like are answered by the call itself, exactly as locall
 
 The bytes are taken at the call (the caller may reuse its buffer). A failure after all (a
 sticky error of earlier work) is reported by the next synchronizing call. The copies' bytes
-stay in the replay log's ring of early copies (`ReplayLog.keep_early`), so a resume from an
-operator checkpoint taken before the server ran one sends it again (`replay`).
+stay in the replay log's ring of early copies (`ReplayLog.keep_early`), so a resume from a
+checkpoint taken while one was still on the network (not yet in the server's socket) sends
+it again (`replay`).
 """
 
 from __future__ import annotations

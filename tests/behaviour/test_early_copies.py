@@ -170,3 +170,22 @@ def test_launches_gathered_past_4_kib_leave_in_the_write_of_the_read(
     check(cuda.cuMemcpyDtoH(word, counter, 4))
     assert struct.unpack("<i", word)[0] == 120
     assert len(writes.writes) - before == 1, writes.writes[before:]
+
+
+def test_the_runtime_copies_take_the_same_path(server_address: str) -> None:
+    from cricket_client import runtime as cudart
+
+    conn = cricket_client.connect(server_address)
+    try:
+        err, ptr = cudart.cudaMalloc(4096)
+        assert err == cudart.cudaError_t.cudaSuccess
+        h2d = cudart.cudaMemcpyKind.cudaMemcpyHostToDevice
+        assert cudart.cudaMemcpy(ptr, b"r" * 4096, 4096, h2d) == (cudart.cudaError_t.cudaSuccess,)
+        assert conn.pending_count == 1  # returned early
+        back = bytearray(4096)
+        d2h = cudart.cudaMemcpyKind.cudaMemcpyDeviceToHost
+        assert cudart.cudaMemcpy(back, ptr, 4096, d2h) == (cudart.cudaError_t.cudaSuccess,)
+        assert back == b"r" * 4096
+        assert cudart.cudaFree(ptr) == (cudart.cudaError_t.cudaSuccess,)
+    finally:
+        conn.close()
