@@ -1,6 +1,7 @@
 """Where a small synchronous call's microseconds go: cProfile at each end.
 
     python -m bench.profile_calls [--calls N] [--out DIR]   (CRICKET_PROFILE_NULL=1: NULL calls)
+    python -m bench.profile_calls --step [--calls N] [--out DIR]   (N decoding steps)
 
 Starts cricket-server (sim, thread isolation) in a subprocess whose connection threads run
 under cProfile, makes N calls each of cuCtxGetDevice, cuMemGetInfo and cuDeviceGetAttribute
@@ -62,6 +63,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.profile_calls")
     parser.add_argument("--calls", type=int, default=20000)
     parser.add_argument("--out", type=Path, default=Path("bench/results/profile"))
+    parser.add_argument(
+        "--step", action="store_true",
+        help="profile N steps of the driver bench's decoding loop (P4) instead",
+    )
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     dump = str(args.out.resolve() / "server.prof")
@@ -82,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
                     raise RuntimeError("cricket-server did not start")
                 time.sleep(0.02)
             address = Path(ready).read_text().strip()
-            n, wall, prof = _client_calls(address, args.calls, cricket_client, cu)
+            measure = _client_steps if args.step else _client_calls
+            n, wall, prof = measure(address, args.calls, cricket_client, cu)
             deadline = time.monotonic() + 30
             while not any(p.name.startswith("server.prof.") for p in args.out.iterdir()):
                 if time.monotonic() > deadline:
@@ -133,6 +139,29 @@ def _client_calls(
     finally:
         conn.close()
     return calls * len(fns), wall, prof
+
+
+def _client_steps(
+    address: str, steps: int, cricket_client: Any, cu: Any
+) -> tuple[int, float, cProfile.Profile]:
+    """(steps made, seconds, profile) of `steps` decoding steps (bench.driver_remote), after a
+    warm-up; a "call" in the reports is one step."""
+    from bench.driver_remote import Workload
+
+    conn = cricket_client.connect(address)
+    try:
+        work = Workload(cu)
+        work.decoding_loop_s(200)
+        prof = cProfile.Profile()
+        t0 = time.perf_counter()
+        prof.enable()
+        work.decoding_loop_s(steps)
+        prof.disable()
+        wall = time.perf_counter() - t0
+        work.close()
+    finally:
+        conn.close()
+    return steps, wall, prof
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from ._args import u64
 from ._enums import CU_STREAM_LEGACY, CU_STREAM_PER_THREAD, CUresult
 from ._types import as_int
 from .connection import Connection, get_connection
+from .early_copies import STICKY
 from .errors import to_result
 
 __all__ = ["_SUCCESS", "_conn", "_fail", "_handle", "_name", "_out", "_stream"]
@@ -35,6 +36,8 @@ def _fail(conn: Connection | None, code: int, message: str, outputs: int) -> tup
 def _out(err: int, *values: Any) -> tuple[Any, ...]:
     """cuda-python's return shape: (CUresult, outputs...) with None outputs on failure."""
     if err:
+        if err in STICKY:  # the context is unusable: no copy may return early any more
+            _conn().known.allocations.broken = True
         return (to_result(err),) + (None,) * len(values)
     return (_SUCCESS, *values)
 

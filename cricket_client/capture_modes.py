@@ -118,6 +118,7 @@ def cuMemAlloc(bytesize: int) -> tuple[Any, CUdeviceptr | None]:
         err, r = conn.sync("CU_MEM_ALLOC", bytesize)
     if err:
         return _out(err, None)  # type: ignore[return-value]
+    conn.known.allocations.made(r.value, bytesize)  # early copies may write it
     return (_SUCCESS, CUdeviceptr(r.value))
 
 

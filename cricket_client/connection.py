@@ -46,7 +46,7 @@ from cricket_xdr.xdr import Encoder
 from . import bulk_calls
 from .datapath import DataPaths
 from .errors import HelloRefused, NotConnectedError, error_name
-from .known_answers import KnownAnswers, answer, rule
+from .known_answers import POINTER, KnownAnswers, answer, rule
 from .pipeline import Pipeline, err_of
 from .reconnect import enable_reconnect, resume_after_loss
 from .replay import RECENT, ReplayLog
@@ -350,7 +350,15 @@ class Connection:
         found = rule(proc)
         if found is not None and found[0] < 0:  # e.g. cuMemFreeAsync: pointer answers go
             self.known.forget(*found[1])
+            if POINTER in found[1]:
+                self.known.memory_ends(proc, args)
         self.pipeline.post(proc, args)
+
+    @resuming
+    def post_now(self, proc: str, *args: Any) -> None:
+        """`post`, the call sent in a write of its own before this returns (not deferred)."""
+        self._local_message = None
+        self.pipeline.post_now(proc, args)
 
     @resuming
     def post_encoded(self, proc: str, body: bytes) -> None:

@@ -5,6 +5,8 @@ function returns a tuple whose first element is the CUresult, as cuda-python's d
 the session of `cricket_client.get_connection()` (the default connection, opened from
 REMOTE_GPU_ADDRESS on first use). Launches, asynchronous copies and memsets, event records and
 stream waits are pipelined: their errors come back from the next synchronizing call (D6).
+A small cuMemcpyHtoD that the client can prove would succeed returns once sent, as CUDA
+returns once the source is staged (cricket_client.early_copies).
 cuGetErrorName and cuGetErrorString answer locally. Any other name of cuda.bindings.driver
 raises NotSupportedRemotely (an AttributeError) naming it.
 
@@ -51,6 +53,7 @@ from .connection import Connection
 from .datapath import DataPaths
 from .datapath.select import Mode, Path
 from .driver_arrays import *  # noqa: F403  (arrays, 2D/3D copies, texture and surface objects)
+from .early_copies import post_early, returns_early
 from .errors import NotSupportedRemotely, error_string
 from .host_buffers import HostBufferError, read_host, writable_view, write_host
 from .kernel_args import LaunchArgumentError, LaunchName, pack_kernel_params
@@ -152,6 +155,9 @@ def _htod(call: str, dst: int, src: Any, n: int, stream: int | None) -> tuple[An
     if stream is not None and _graphs.capturing(conn, stream):
         return _graphs.capture_host_copy(conn, call, True, dst, src, n, stream)
     if stream is None and _inline(conn, n):  # the direct synchronous path: one record each way
+        if returns_early(conn, dst, n, _graphs.capturing_any(conn)):
+            post_early(conn, dst, bytes(data))  # as CUDA returns once the source is staged
+            return (_SUCCESS,)
         return _out(conn.call("CU_MEMCPY_HTOD", dst, data)[0])
     routed = _bulk(conn).htod(dst, data, stream) if n else None
     if routed is not None:

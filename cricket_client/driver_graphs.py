@@ -159,6 +159,12 @@ def capturing(conn: Connection, stream: int) -> bool:
     return state is not None and stream in state.capturing
 
 
+def capturing_any(conn: Connection) -> bool:
+    """Whether a capture this client began is under way."""
+    state = _STATES.get(conn)
+    return state is not None and bool(state.capturing)
+
+
 def _slot(conn: Connection, obj: Any, size: int) -> int:
     slot = next(_slot_ids)
     _state(conn).slots[slot] = _HostSlot(obj, size)

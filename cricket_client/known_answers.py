@@ -38,6 +38,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .early_copies import Allocations
+
 if TYPE_CHECKING:
     from .connection import Connection
 
@@ -143,18 +145,31 @@ class KnownAnswers:
 
     def __init__(self) -> None:
         self.caches: tuple[dict[Any, Any], ...] = ({}, {}, {}, {})
+        self.allocations = Allocations()  # what early copies may write (early_copies)
         # after a successful synchronize: (transport, its next call number, what it covered)
         self.settled: tuple[Any, int, Any] | None = None
 
     def forget(self, *kinds: int) -> None:
         for kind in kinds:
             self.caches[kind].clear()
+        if CONTEXT in kinds:
+            self.allocations.context_may_change()
+
+    def memory_ends(self, proc: str, args: tuple[Any, ...]) -> None:
+        """A call that may end or remap memory: a free forgets its allocation, any other
+        every allocation (none may take an early copy until allocated again)."""
+        if proc in ("CU_MEM_FREE", "CU_MEM_FREE_ASYNC") and args:
+            self.allocations.freed(args[0])
+        else:
+            self.allocations.forget()
 
     def forget_all(self) -> None:
         """After a resume: the restored session may answer otherwise."""
         for cache in self.caches:
             cache.clear()
         self.settled = None
+        self.allocations.forget()
+        self.allocations.context_may_change()
 
     def __len__(self) -> int:
         return sum(len(c) for c in self.caches)
@@ -175,6 +190,8 @@ def answer(
         return _settle(conn, known, proc, args, send)
     if kind < 0:
         known.forget(*forgets)
+        if POINTER in forgets:
+            known.memory_ends(proc, args)
         try:
             return send(proc, *args)
         finally:

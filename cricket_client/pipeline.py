@@ -108,7 +108,8 @@ class Pipeline:
     def _send_launch_batch(self, count: int, body: bytes, *, defer: bool = False) -> None:
         prog, vers, number, _codecs, decode = self._how_to_send("CU_LAUNCH_KERNEL_BATCH")
         try:
-            call = self.rpc.call_async(prog, vers, number, body, defer=defer)
+            # `defer`: held whatever its size, to leave in the next call's write
+            call = self.rpc.call_async(prog, vers, number, body, hold=defer)
         except ConnectionLost as lost:  # reported by the next synchronizing call
             with self._lock:
                 self.lost_procs.append(f"CU_LAUNCH_KERNEL_BATCH ({count} launches)")
@@ -116,6 +117,17 @@ class Pipeline:
                     self.deferred_exception = lost
             return
         self._keep("CU_LAUNCH_KERNEL_BATCH", Pending(call, decode))
+
+    def post_now(self, proc: str, args: tuple[Any, ...]) -> None:
+        """Send a pipelined call in a write of its own now (not deferred: its bytes are on
+        their way when this returns), its reply kept like `post`'s."""
+        if proc not in pipelined():
+            raise ValueError(f"{proc} is not marked pipelined (@pipelined) in cricket.x")
+        prog, vers, number, codecs, decode = self._how_to_send(proc)
+        enc = Encoder()
+        for codec, arg in zip(codecs, args, strict=True):
+            codec.pack(enc, arg)
+        self._keep(proc, Pending(self.rpc.call_async(prog, vers, number, enc.buffers()), decode))
 
     def _keep(self, proc: str, pending: Pending) -> None:
         """Remember a pipelined call's reply to collect; collect some when too many wait."""

@@ -59,6 +59,7 @@ _IDENTITY_RESULTS = frozenset(
 )
 RECENT = 256  # names of the last counted calls kept, to name the calls a restore lacks
 _RECENT_MASK = RECENT - 1
+EARLY_KEPT_BYTES = 1 << 20  # bytes of the last early-returned copies kept to send again
 
 
 class ReplayDiverged(CricketClientError):
@@ -113,6 +114,10 @@ class ReplayLog:
         self.renewing = False
         self.recent: list[str] = [""] * RECENT  # recent[seq % RECENT]: the name of call seq
         self.uncounted = uncounted()
+        # the last copies that returned early (cricket_client.early_copies): seq -> call
+        self.early: dict[int, tuple[str, tuple[Any, ...]]] = {}
+        self._early_bytes: deque[tuple[int, int]] = deque()  # (seq, bytes), oldest first
+        self._early_total = 0
 
     def restart_at(self, seq: int, path: str | None = None) -> None:
         """A checkpoint holds every call up to `seq`: the log keeps what came after it (calls
@@ -142,6 +147,19 @@ class ReplayLog:
             self.seq += 1
             self.recent[self.seq & _RECENT_MASK] = proc
         return mark
+
+    def keep_early(self, proc: str, args: tuple[Any, ...]) -> None:
+        """The call just numbered returned before the server ran it (an early copy): keep it
+        to send again when a restored session lacks it (the last EARLY_KEPT_BYTES)."""
+        seq = self.seq
+        size = len(args[1]) + ENTRY_OVERHEAD
+        self.early[seq] = (proc, args)
+        self._early_bytes.append((seq, size))
+        self._early_total += size
+        while self._early_total > EARLY_KEPT_BYTES:
+            old, n = self._early_bytes.popleft()
+            self.early.pop(old, None)
+            self._early_total -= n
 
     def begin(self, calls: list[tuple[str, tuple[Any, ...]]]) -> tuple[int, int]:
         """Number (and log) the calls about to be sent; the mark undoes it (`rollback`)."""
@@ -211,6 +229,9 @@ class ReplayLog:
     def resync(self, restored: int) -> None:
         """The session goes on from a restored state holding `restored` calls (the calls
         after it are reported lost): number from there; a log that was on logs afresh."""
+        self.early.clear()
+        self._early_bytes.clear()
+        self._early_total = 0
         self.seq = self.base = restored
         self.entries.clear()
         self.bytes = 0
@@ -243,7 +264,7 @@ def calls_of(
     method: str, conn: Connection, args: tuple[Any, ...]
 ) -> list[tuple[str, tuple[Any, ...]]]:
     """The (procedure, arguments) a Connection call method is about to send."""
-    if method in ("call", "_call_resuming", "sync", "_sync", "post"):
+    if method in ("call", "_call_resuming", "sync", "_sync", "post", "post_now"):
         return [(args[0], tuple(args[1:]))]
     if method == "post_encoded":  # logged decoded, as `post` would have sent them
         return [(args[0], _decoded_args(conn, args[0], args[1]))]
@@ -282,13 +303,22 @@ def replay(conn: Connection) -> None:
     if isinstance(todo, str) and restored < book.seq and book.seq - restored <= RECENT:
         missing = book.named(restored + 1, book.seq)
         changing_nothing = read_only()  # `@readonly` in cricket.x
-        if all(proc in changing_nothing for _seq, proc in missing):
+        early = book.early
+        if all(proc in changing_nothing or seq in early for seq, proc in missing):
+            again = [early[seq] for seq, _proc in missing if seq in early]
             log.info(
-                "the restored session lacks calls %d..%d, which changed nothing: going on",
+                "the restored session lacks calls %d..%d, which changed nothing but %d "
+                "early-returned copies: sending those again, going on",
                 restored + 1,
                 book.seq,
+                len(again),
             )
             book.resync(restored)
+            for proc, args in again:  # an operator checkpoint taken before the server ran them
+                book.count(proc)
+                err = getattr(conn._stub, proc)(*args)
+                if err:
+                    log.warning("early copy sent again after a resume failed with %d", err)
             return
     if isinstance(todo, str):
         where = f"session {conn.info.session_id:#x} resumed on {conn.address}"

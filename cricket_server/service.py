@@ -248,6 +248,7 @@ class CricketService(
         """Make `session` this connection's; its end frees it (or starts its grace)."""
         conn_id = ctx.connection.id
         session.connection_id = conn_id
+        session.drain_connection = ctx.connection.drain_received  # for operator checkpoints
         ctx.connection.add_close_callback(
             lambda s=session: self.manager.connection_lost(s, conn_id)
         )

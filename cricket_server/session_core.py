@@ -95,6 +95,8 @@ class SessionCore:
         self.closed = False
         self.resumable = False  # a restored (or dropped, --resume-grace) session, untaken
         self.connection_id: int | None = None  # the RPC connection serving it now
+        # wait until every call received on that connection has run (ConnectionInfo)
+        self.drain_connection: Callable[[float], bool] = lambda _timeout: False
         self.calls = 0  # calls executed (CricketService._run counts them; replay needs it)
         self._param_bytes: dict[int, int] = {}  # function handle -> argument bytes it takes
         self.initialized = False

@@ -110,9 +110,15 @@ def _no_progress(n: int) -> None:
 # -- snapshot -------------------------------------------------------------------------------
 
 
+DRAIN_TIMEOUT = 5.0  # seconds a cut waits for the calls already received to run
+
+
 @contextlib.contextmanager
 def consistent_cut(session: Session) -> Iterator[None]:
-    """Hold the session between calls with all of its device work finished."""
+    """Hold the session between calls with all of its device work finished, after every
+    call that reached its connection's socket ran: a client may have returned from a copy
+    the server had not read yet (cricket_client.early_copies), and a checkpoint holds it."""
+    session.drain_connection(DRAIN_TIMEOUT)
     with session.lock:
         if session.closed:
             raise CheckpointError(None, f"session {session.id:#x} is closed")

@@ -196,6 +196,14 @@ class RpcClient:
             resume_hint,
         )
         self._buffered = getattr(self._sock, "pending", None)  # TLS: bytes a poll cannot see
+        # plain TCP (no TLS, no Unix socket): the server can tell which calls reached it
+        # (`RpcServer` connections' `drain_received`)
+        self.plain_tcp = (
+            self._buffered is None
+            and isinstance(self._sock, socket.socket)
+            and not isinstance(self._sock, ssl.SSLSocket)
+            and self._sock.family in (socket.AF_INET, socket.AF_INET6)
+        )
         self._fd = self._sock.fileno()
         self._spinner = Spinner(spin_us) if spin_us > 0 and self._buffered is None else None
         self._conn = ClientConnection(auth=auth, max_record=max_record, max_fragment=max_fragment)
@@ -361,6 +369,7 @@ class RpcClient:
         *,
         into: tuple[bytes, memoryview] | None = None,
         defer: bool = False,
+        hold: bool = False,
     ) -> PendingCall:
         """Send a call and return at once; its reply is awaited with `.result()`.
 
@@ -372,6 +381,9 @@ class RpcClient:
         `defer`: a small call may wait in the client to go out in one write with others: it
         is sent with the next call that is not deferred, when any thread waits for a reply,
         on `flush()`, or once 64 calls or 64 KiB are waiting. Order is kept either way.
+        `hold`: the call waits whatever its size until the next call that is not deferred or
+        `flush()` (the caller sees that one of them follows); it then leaves in the same
+        write (one sendmsg of several buffers, no copy).
         """
         lock = self._lock
         lock.acquire()
@@ -384,16 +396,20 @@ class RpcClient:
             pending = PendingCall(self, xid, prog, vers, proc)
             self._pending[xid] = pending
             queued = self._queued
+            if hold:
+                queued.extend(pieces)
+                self._queued_bytes += sum(nbytes(p) for p in pieces)
+                return pending
             if defer and len(pieces) == 1 and len(pieces[0]) <= _DEFER_MAX_CALL:
                 queued.append(pieces[0])
                 self._queued_bytes += len(pieces[0])
                 if len(queued) < _DEFER_CALLS and self._queued_bytes < _DEFER_BYTES:
                     return pending
-                pieces = [b"".join(queued)]
+                pieces = _joined(queued)
                 queued.clear()
                 self._queued_bytes = 0
             elif queued:
-                pieces = [b"".join(queued), *pieces]
+                pieces = [*_joined(queued), *pieces]
                 queued.clear()
                 self._queued_bytes = 0
             rest = self._send_locked(pieces)
@@ -412,7 +428,7 @@ class RpcClient:
                 self._send_free.wait()
             if not self._queued or self._failed is not None:
                 return
-            pieces: list[Buffer] = [b"".join(self._queued)]
+            pieces = _joined(self._queued)
             self._queued.clear()
             self._queued_bytes = 0
             rest = self._send_locked(pieces)
@@ -434,6 +450,17 @@ class RpcClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def looks_alive(self) -> bool:
+        """Whether the connection shows no sign of loss: something is in flight, or nothing
+        is there to read (with nothing in flight, anything readable is the peer closing)."""
+        if self._failed is not None or self._closed:
+            return False
+        if self._pending or self._reading or self._buffered is not None:
+            return True
+        poller = select.poll()
+        poller.register(self._fd, select.POLLIN | select.POLLERR | select.POLLHUP)
+        return not poller.poll(0)
 
     @property
     def in_flight(self) -> int:
@@ -758,6 +785,14 @@ def _set_up(
     except BaseException:
         sock.close()
         raise
+
+
+def _joined(queued: list[Buffer]) -> list[Buffer]:
+    """Deferred calls as the buffers of one write: small ones joined, a large held one (a
+    launch batch, a copy's data) passed as it is to sendmsg."""
+    if all(type(p) is bytes and len(p) <= _DEFER_MAX_CALL for p in queued):
+        return [b"".join(queued)]
+    return list(queued)
 
 
 def _skip(pieces: Sequence[Any], sent: int) -> list[memoryview]:

@@ -57,6 +57,10 @@ __all__ = ["ConnectionInfo", "CallContext", "Dispatcher"]
 log = logging.getLogger("cricket_xdr.rpc.server")
 
 
+def _cannot_tell(_timeout: float) -> bool:
+    return False
+
+
 class ConnectionInfo:
     """The connection a call came on (`ctx.connection`).
 
@@ -71,6 +75,9 @@ class ConnectionInfo:
         self.peer = peer
         self.peer_uid: int | None = None  # a local Unix socket's peer (SO_PEERCRED)
         self.state: dict[str, Any] = {}
+        # `drain_received(timeout) -> bool`: wait until every call received on the socket so
+        # far has run (the server's connection sets it; False when it cannot tell)
+        self.drain_received: Callable[[float], bool] = _cannot_tell
         self._closer = closer
         self._callbacks: list[Callable[[], object]] = []
         self._lock = threading.Lock()

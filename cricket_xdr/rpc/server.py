@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import itertools
 import logging
 import os
@@ -25,6 +26,7 @@ import selectors
 import socket
 import ssl
 import struct
+import termios
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -64,6 +66,13 @@ class _Connection:
         self.info = ConnectionInfo(conn_id, peer, self.request_close)
         self.write_lock = threading.Lock()
         self.close_requested = False
+        # Bytes of calls taken off the socket, and how many of them when every whole call
+        # among them had run; the kernel's count of bytes received on the socket at the start
+        # of serving (TCP without TLS: `drain_received`; None: it cannot tell).
+        self.received = 0
+        self.settled = 0
+        self._kernel_base: int | None = None
+        self.info.drain_received = self.drain_received
         self.thread = threading.Thread(
             target=self.serve, name=f"rpc-connection-{conn_id}", daemon=True
         )
@@ -108,6 +117,8 @@ class _Connection:
         held_max = _HELD_MAX if server.max_in_flight is None else min(
             _HELD_MAX, server.max_in_flight - 1
         )
+        base = _kernel_received(sock)  # less what is still to read: counted when read
+        self._kernel_base = None if base is None else base - _unread(sock)
         try:
             recv_into = _receiver(sock, server.spin_us)
             while not self.close_requested:
@@ -122,6 +133,7 @@ class _Connection:
                     n = recv_into(scratch)
                     if n:
                         call = take_call(scratch[:n])  # exactly one whole call: at once
+                self.received += n
                 if n == 0:
                     if not conn.idle:
                         log.info("%r: closed in the middle of a record", info)
@@ -129,6 +141,7 @@ class _Connection:
                 while not self.close_requested:
                     if call is None:
                         if not ready and not pending_bytes and reader._record is None:
+                            self.settled = self.received  # every call received has run
                             break  # conn.idle, inlined: nothing more received (the common case)
                         call = next_event()
                         if call is NEED_DATA:
@@ -166,6 +179,27 @@ class _Connection:
                 sock.close()
             server._forget(self)
             info.run_close_callbacks()
+
+    def drain_received(self, timeout: float) -> bool:
+        """Wait (at most `timeout` seconds) until every call that reached this connection's
+        socket before now has run: e.g. a copy a client returned from before the server read
+        it, ahead of an operator checkpoint. False when it cannot tell (TLS, Unix sockets)
+        or the time ran out."""
+        if threading.current_thread() is self.thread:
+            return True  # asked by a call of this connection: the calls before it have run
+        base = self._kernel_base
+        if base is None:
+            return False
+        now = _kernel_received(self.sock)
+        if now is None:
+            return False
+        target = now - base
+        deadline = time.monotonic() + timeout
+        while self.settled < target:
+            if self.close_requested or time.monotonic() > deadline:
+                return False
+            time.sleep(0.0005)
+        return True
 
     def _admit(self, conn: ServerConnection, admission: Admission) -> bool:
         """Connection setup (STARTTLS, token proof; see `handshake.admit`) on this thread;
@@ -207,6 +241,35 @@ class _Connection:
                 if sent:
                     views[0] = views[0][sent:]
                 sent = sock.sendmsg(views[:_IOV_MAX])
+
+
+_TCPI_BYTES_RECEIVED = 128  # offset of tcpi_bytes_received in Linux's struct tcp_info (4.1+)
+
+
+def _kernel_received(sock: Any) -> int | None:
+    """Bytes the kernel received on a plain TCP socket so far, read or not (TCP_INFO); None
+    for TLS, Unix sockets or a kernel that does not say."""
+    if (
+        not isinstance(sock, socket.socket)
+        or isinstance(sock, ssl.SSLSocket)
+        or sock.family not in (socket.AF_INET, socket.AF_INET6)
+        or not hasattr(socket, "TCP_INFO")
+    ):
+        return None
+    try:
+        info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+    except OSError:
+        return None
+    if len(info) < _TCPI_BYTES_RECEIVED + 8:
+        return None
+    return int(struct.unpack_from("=Q", info, _TCPI_BYTES_RECEIVED)[0])
+
+
+def _unread(sock: socket.socket) -> int:
+    """Bytes received on `sock` and not read yet (FIONREAD)."""
+    out = bytearray(4)
+    fcntl.ioctl(sock.fileno(), termios.FIONREAD, out)
+    return int(struct.unpack("=i", out)[0])
 
 
 def _receiver(sock: Any, spin_us: float) -> Callable[[Any], int]:

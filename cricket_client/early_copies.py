@@ -1,0 +1,114 @@
+"""Synchronous host-to-device copies that return early, as CUDA lets them.
+
+CUDA returns from a cuMemcpyHtoD of pageable memory once the source is staged; the copy to
+the device may still be under way. Here a small cuMemcpyHtoD returns once its record is
+written to the socket: it goes as CU_MEMCPY_HTOD_ASYNC on the legacy stream (stream 0), which
+the server runs exactly as CU_MEMCPY_HTOD (the same session call and backend copy, ordered
+after the context's earlier work; cricket_server.session_memcalls), and its reply is
+collected with the next synchronizing call like any pipelined call's (D6).
+
+Only a copy the client can prove would succeed returns early; any other stays synchronous,
+so INVALID_VALUE and the like are answered by the call itself, exactly as locally:
+
+- at most `EARLY_MAX` bytes (the inline limit: the data travels in the call record either
+  way), and more than none;
+- the destination range lies wholly inside an allocation this client made (cuMemAlloc,
+  cudaMalloc) and still holds, made while the current context was the one current now (no
+  context was created, destroyed, set, pushed or popped since: the allocation is in it);
+- no sticky error (ILLEGAL_ADDRESS, LAUNCH_FAILED, ...) was reported on the connection, no
+  failure of earlier pipelined calls waits to be reported (the copy reports it, as a
+  synchronous call does), no stream capture of this client is under way, and the connection
+  shows no sign of loss (nothing in flight and nothing to read: a server that went away is
+  noticed here, and the copy takes the synchronous path, which resumes the session);
+- the connection is plain TCP: there the server knows how many bytes reached its socket, and
+  an operator checkpoint first waits until every call among them ran
+  (`consistent_cut`, `ConnectionInfo.drain_received`), so a checkpoint taken after the copy
+  returned holds it (over TLS or a Unix socket it cannot tell: copies stay synchronous).
+
+The bytes are taken at the call (the caller may reuse its buffer). A failure after all (a
+sticky error of earlier work) is reported by the next synchronizing call. The copies' bytes
+stay in the replay log's ring of early copies (`ReplayLog.keep_early`), so a resume from a
+checkpoint taken while one was still on the network (not yet in the server's socket) sends
+it again (`replay`).
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .connection import Connection
+
+__all__ = ["EARLY_MAX", "STICKY", "Allocations", "returns_early", "post_early"]
+
+# errors after which a context is unusable (CUDA: "sticky"); once one was reported, no copy
+# can be proven to succeed
+STICKY = frozenset({214, 700, 702, 710, 714, 715, 716, 717, 718, 719})
+EARLY_MAX = 64 << 10  # bytes; the inline limit (cricket_client.datapath.select.Limits.small)
+_PROC = "CU_MEMCPY_HTOD_ASYNC"
+_LEGACY_STREAM = 0
+
+
+class Allocations:
+    """The device allocations a connection's client made and still holds, with the context
+    epoch each was made in (the epoch moves on whenever the current context may change)."""
+
+    def __init__(self) -> None:
+        self.epoch = 0
+        self.broken = False  # a sticky error was reported
+        self._starts: list[int] = []  # sorted
+        self._spans: dict[int, tuple[int, int]] = {}  # start -> (size, epoch)
+
+    def made(self, ptr: int, size: int) -> None:
+        if ptr not in self._spans:
+            bisect.insort(self._starts, ptr)
+        self._spans[ptr] = (size, self.epoch)
+
+    def freed(self, ptr: int) -> None:
+        if self._spans.pop(ptr, None) is not None:
+            del self._starts[bisect.bisect_left(self._starts, ptr)]
+
+    def forget(self) -> None:
+        """A call that may end or remap memory it does not name: nothing is proven any more."""
+        self._starts.clear()
+        self._spans.clear()
+
+    def context_may_change(self) -> None:
+        self.epoch += 1
+
+    def holds(self, dst: int, n: int) -> bool:
+        """Whether [dst, dst + n) lies inside one allocation made in the current context."""
+        i = bisect.bisect_right(self._starts, dst) - 1
+        if i < 0:
+            return False
+        start = self._starts[i]
+        span = self._spans.get(start)
+        return (
+            span is not None
+            and dst + n <= start + span[0]
+            and span[1] == self.epoch
+            and not self.broken
+        )
+
+
+def returns_early(conn: Connection, dst: int, n: int, capturing: bool) -> bool:
+    """Whether a cuMemcpyHtoD of `n` bytes to `dst` may return before the server ran it;
+    `capturing`: a capture this client began is under way (driver_graphs.capturing_any)."""
+    if not 0 < n <= EARLY_MAX:
+        return False
+    pipe = conn.pipeline
+    return (
+        conn.known.allocations.holds(dst, n)
+        and not pipe.deferred_error
+        and pipe.deferred_exception is None
+        and not capturing
+        and conn._rpc.plain_tcp
+        and conn._rpc.looks_alive()
+    )
+
+
+def post_early(conn: Connection, dst: int, data: bytes) -> None:
+    """Send the copy (its bytes taken now) without waiting for its reply."""
+    conn.post_now(_PROC, dst, data, _LEGACY_STREAM)
+    conn.replay_log.keep_early(_PROC, (dst, data, _LEGACY_STREAM))
