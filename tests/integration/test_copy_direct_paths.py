@@ -63,6 +63,7 @@ def test_a_small_dtoh_is_one_direct_call(
     data = np.random.default_rng(size).integers(0, 256, size, dtype=np.uint8)
     ptr = _ok(cuda.cuMemAlloc(size))
     _ok(cuda.cuMemcpyHtoD(ptr, data, size))
+    _ok(cuda.cuCtxSynchronize())  # the copy may have returned early: nothing in flight now
 
     def no_pending(*args: object, **kwargs: object) -> None:
         raise AssertionError("a small DtoH went the pending-call way")

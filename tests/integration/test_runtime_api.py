@@ -144,7 +144,7 @@ _DUMMY: dict[str, Any] = {
     "libraryOptionValues": None, "count": 16, "size": 16, "width": 4, "height": 2,
     "dpitch": 8, "spitch": 8, "pitch": 8, "blockSize": 32, "error": 1, "attr": 1, "device": 0,
     "f": cudart.cudaChannelFormatKind.cudaChannelFormatKindFloat, "pDependencies": None,
-    "dependencyData": None,
+    "dependencyData": None, "resources": [], "nbResources": 0,
     "extent": cudart.make_cudaExtent(4, 2, 1), "desc": cudart.cudaChannelFormatDesc(),
 }  # fmt: skip
 
