@@ -22,8 +22,9 @@ from ..driver_flags import _STREAM_FIELDS
 from ..driver_graphs import CUDA_KERNEL_NODE_PARAMS
 from .entries import INVALID_VALUE, SUCCESS, _entry, _err, _func, ffi
 
-__all__ = ["StructView"]
+__all__ = ["StructView", "_write_struct"]
 
+_KERNEL_NODE = ffi.typeof("CUDA_KERNEL_NODE_PARAMS")
 _U64_POOL_ATTRS = frozenset({4, 5, 6, 7, 8, 13})  # CUmemPool_attribute values held as cuuint64_t
 
 
@@ -43,10 +44,71 @@ class StructView:
             if kind == "pointer":
                 return int(ffi.cast("uintptr_t", value)) or None
             if kind in ("struct", "union"):
+                if ffi.typeof(value) is _KERNEL_NODE:  # kernelParams laid out by the function
+                    return _kernel_node(value)
                 return StructView(value)
             if kind == "array":
                 return list(value)
         return value
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """What a driver function writes back into the caller's struct (cuGraphAddNode's
+        allocation address and body graphs): numbers and handles as integers; a list for a
+        pointer field becomes an array the library owns (CUDA owns phGraph_out's)."""
+        if name == "_c":
+            object.__setattr__(self, name, value)
+            return
+        field = ffi.typeof(self._c).fields if ffi.typeof(self._c).kind != "pointer" else \
+            ffi.typeof(self._c).item.fields
+        ctype = dict(field)[name].type
+        if ctype.kind == "pointer" and isinstance(value, list | tuple):
+            array = ffi.new(f"{ffi.getctype(ctype.item)}[]", max(len(value), 1))
+            for i, item in enumerate(value):
+                array[i] = ffi.cast(ctype.item, as_int(item)) if ctype.item.kind == "pointer" \
+                    else as_int(item)
+            _OWNED[int(ffi.cast("uintptr_t", ffi.addressof(self._c, name)))] = array
+            setattr(self._c, name, array)
+        elif ctype.kind == "pointer":
+            setattr(self._c, name, ffi.cast(ctype, 0 if value is None else as_int(value)))
+        elif ctype.kind == "primitive" and ctype.cname in ("float", "double"):
+            setattr(self._c, name, float(value))
+        else:
+            setattr(self._c, name, _number(0 if value is None else value))
+
+
+# Arrays handed out inside a caller's struct (a conditional node's body graphs), by the address
+# of the field holding them: kept while that field may still point to them.
+_OWNED: dict[int, Any] = {}
+
+
+def _write_struct(out: Any, value: Any) -> None:
+    """Fill the caller's C struct `out` (zeroed first) from a driver function's answer, field
+    by field as cuda-python's struct objects name them (nested structs alike)."""
+    ctype = ffi.typeof(out)
+    if ctype.kind == "pointer":
+        ffi.memmove(out, bytes(ffi.sizeof(ctype.item)), ffi.sizeof(ctype.item))
+        out = out[0]
+    _fill_struct(out, value)
+
+
+def _fill_struct(out: Any, value: Any) -> None:
+    view = StructView(out)
+    for name, field in ffi.typeof(out).fields:
+        if not name or name.startswith("reserved"):
+            continue
+        try:
+            got = getattr(value, name)
+        except AttributeError:
+            continue
+        if field.type.kind in ("struct", "union"):
+            _fill_struct(getattr(out, name), got)
+        elif field.type.kind != "array":
+            if field.type.kind == "pointer" and got is not None and not isinstance(got, int):
+                try:
+                    as_int(got)
+                except (TypeError, ValueError):
+                    continue  # a host object of a Python caller: no address to give
+            setattr(view, name, got)
 
 
 def _number(value: Any) -> int:
@@ -204,6 +266,34 @@ def cuGraphAddKernelNode_v2(out: Any, graph: int, deps: Any, count: int, p: Any)
     if p == ffi.NULL:
         return INVALID_VALUE
     return _add(driver.cuGraphAddKernelNode, out, graph, deps, count, _kernel_node(p))
+
+
+def _add_node(out: Any, graph: int, deps: Any, edges: Any, count: int, p: Any) -> int:
+    if p == ffi.NULL:
+        return INVALID_VALUE
+    data = None if edges == ffi.NULL else [StructView(edges[i]) for i in range(count)]
+
+    def add(graph: int, nodes: list[int], n: int, params: Any) -> tuple[Any, ...]:
+        return driver.cuGraphAddNode(graph, nodes, data, n, params)
+
+    return _add(add, out, graph, deps, count, StructView(p))
+
+
+@_entry
+def cuGraphAddNode(out: Any, graph: int, deps: Any, count: int, p: Any) -> int:
+    return _add_node(out, graph, deps, ffi.NULL, count, p)
+
+
+@_entry
+def cuGraphAddNode_v2(out: Any, graph: int, deps: Any, edges: Any, count: int, p: Any) -> int:
+    return _add_node(out, graph, deps, edges, count, p)
+
+
+@_entry
+def cuDeviceSetGraphMemAttribute(device: int, attr: int, value: int) -> int:
+    if not value:
+        return INVALID_VALUE
+    return _err(driver.cuDeviceSetGraphMemAttribute(device, attr, ffi.cast("cuuint64_t *", value)[0]))
 
 
 # -- occupancy of clusters, stream attributes ------------------------------------------------

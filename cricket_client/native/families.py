@@ -95,6 +95,41 @@ STRUCTS = {
         "unsigned char from_port; unsigned char to_port; unsigned char type; "
         "unsigned char reserved[5];"
     ),
+    # the members of CUgraphNodeParams' union (cuda.h 12.4+/13; cuda-bindings' layout)
+    "CUDA_MEMCPY_NODE_PARAMS": "int flags; int reserved; CUcontext copyCtx; CUDA_MEMCPY3D copyParams;",
+    "CUDA_MEMSET_NODE_PARAMS_v2": (
+        "CUdeviceptr dst; size_t pitch; unsigned int value; unsigned int elementSize; "
+        "size_t width; size_t height; CUcontext ctx;"
+    ),
+    "CUDA_HOST_NODE_PARAMS_v2": "void *fn; void *userData; unsigned int syncMode; CUcontext ctx;",
+    "CUDA_CHILD_GRAPH_NODE_PARAMS": "CUgraph graph; int ownership;",
+    "CUDA_EVENT_NODE_PARAMS": "CUevent event;",
+    "CUDA_EXT_SEM_NODE_PARAMS_v2": (
+        "void *extSemArray; const void *paramsArray; unsigned int numExtSems; CUcontext ctx;"
+    ),
+    "CUDA_MEM_ALLOC_NODE_PARAMS": (
+        "CUmemPoolProps poolProps; const CUmemAccessDesc *accessDescs; size_t accessDescCount; "
+        "size_t bytesize; CUdeviceptr dptr;"
+    ),
+    "CUDA_MEM_FREE_NODE_PARAMS": "CUdeviceptr dptr;",
+    "CUDA_BATCH_MEM_OP_NODE_PARAMS_v2": (
+        "CUcontext ctx; unsigned int count; void *paramArray; unsigned int flags;"
+    ),
+    "CUDA_CONDITIONAL_NODE_PARAMS": (
+        "CUgraphConditionalHandle handle; int type; unsigned int size; CUgraph *phGraph_out; "
+        "CUcontext ctx;"
+    ),
+    # 256 bytes: the type, then a 232-byte union of the node kinds' parameters
+    "CUgraphNodeParams": (
+        "int type; int reserved0[3]; union { long long reserved1[29]; "
+        "CUDA_KERNEL_NODE_PARAMS kernel; CUDA_MEMCPY_NODE_PARAMS memcpy; "
+        "CUDA_MEMSET_NODE_PARAMS_v2 memset; CUDA_HOST_NODE_PARAMS_v2 host; "
+        "CUDA_CHILD_GRAPH_NODE_PARAMS graph; CUDA_EVENT_NODE_PARAMS eventWait; "
+        "CUDA_EVENT_NODE_PARAMS eventRecord; CUDA_EXT_SEM_NODE_PARAMS_v2 extSemSignal; "
+        "CUDA_EXT_SEM_NODE_PARAMS_v2 extSemWait; CUDA_MEM_ALLOC_NODE_PARAMS alloc; "
+        "CUDA_MEM_FREE_NODE_PARAMS free; CUDA_BATCH_MEM_OP_NODE_PARAMS_v2 memOp; "
+        "CUDA_CONDITIONAL_NODE_PARAMS conditional; }; long long reserved2;"
+    ),
 }
 
 FAMILY_TYPES = (
@@ -102,6 +137,7 @@ FAMILY_TYPES = (
     + "typedef unsigned long long CUmemGenericAllocationHandle;\n"
     + "typedef unsigned long long CUtexObject;\n"
     + "typedef unsigned long long CUsurfObject;\n"
+    + "typedef unsigned long long CUgraphConditionalHandle;\n"
     + "".join(f"typedef struct {{ {body} }} {name};\n" for name, body in STRUCTS.items())
 )
 
@@ -226,6 +262,58 @@ FAMILY_ENTRIES: list[tuple[str, str]] = [
     ("cuGraphNodeGetToolsId", "CUgraphNode hNode, unsigned long long *toolsNodeId"),
     ("cuMemAllocManaged", "CUdeviceptr *dptr, size_t bytesize, unsigned int flags"),
     ("cuMemHostGetDevicePointer_v2", "CUdeviceptr *pdptr, void *p, unsigned int Flags"),
+    # polymorphic graph nodes, graph memory, conditional nodes
+    ("cuGraphAddNode", "CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUgraphNodeParams *nodeParams"),
+    ("cuGraphAddNode_v2", "CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUgraphNodeParams *nodeParams"),
+    ("cuGraphNodeSetParams", "CUgraphNode hNode, CUgraphNodeParams *nodeParams"),
+    ("cuGraphExecNodeSetParams", "CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeParams *nodeParams"),
+    ("cuGraphMemcpyNodeGetParams", "CUgraphNode hNode, CUDA_MEMCPY3D *nodeParams"),
+    ("cuGraphAddMemAllocNode", "CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams"),
+    ("cuGraphAddMemFreeNode", "CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUdeviceptr dptr"),
+    ("cuGraphMemAllocNodeGetParams", "CUgraphNode hNode, CUDA_MEM_ALLOC_NODE_PARAMS *params_out"),
+    ("cuGraphMemFreeNodeGetParams", "CUgraphNode hNode, CUdeviceptr *dptr_out"),
+    ("cuDeviceGetGraphMemAttribute", "CUdevice device, int attr, cuuint64_t *value"),
+    ("cuDeviceSetGraphMemAttribute", "CUdevice device, int attr, void *value"),
+    ("cuDeviceGraphMemTrim", "CUdevice device"),
+    ("cuGraphConditionalHandleCreate", "CUgraphConditionalHandle *pHandle_out, CUgraph hGraph, CUcontext ctx, unsigned int defaultLaunchValue, unsigned int flags"),
+    # context, stream, module, library and kernel queries
+    ("cuCtxGetApiVersion", "CUcontext ctx, unsigned int *version"),
+    ("cuCtxGetId", "CUcontext ctx, unsigned long long *ctxId"),
+    ("cuCtxRecordEvent", "CUcontext hCtx, CUevent hEvent"),
+    ("cuCtxWaitEvent", "CUcontext hCtx, CUevent hEvent"),
+    ("cuCtxGetSharedMemConfig", "int *pConfig"),
+    ("cuCtxSetSharedMemConfig", "int config"),
+    ("cuFuncSetSharedMemConfig", "CUfunction hfunc, int config"),
+    ("cuStreamGetId", "CUstream hStream, unsigned long long *streamId"),
+    ("cuStreamGetCtx", "CUstream hStream, CUcontext *pctx"),
+    ("cuStreamGetDevice", "CUstream hStream, CUdevice *device"),
+    ("cuStreamCopyAttributes", "CUstream dst, CUstream src"),
+    ("cuEventRecordWithFlags", "CUevent hEvent, CUstream hStream, unsigned int flags"),
+    ("cuFuncGetModule", "CUmodule *hmod, CUfunction hfunc"),
+    ("cuModuleGetFunctionCount", "unsigned int *count, CUmodule mod"),
+    ("cuModuleLoad", "CUmodule *module, const char *fname"),
+    ("cuKernelGetLibrary", "CUlibrary *pLib, CUkernel kernel"),
+    ("cuLibraryGetKernelCount", "unsigned int *count, CUlibrary lib"),
+    ("cuLibraryGetGlobal", "CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name"),
+    ("cuDeviceGetByPCIBusId", "CUdevice *dev, const char *pciBusId"),
+    ("cuDeviceGetTexture1DLinearMaxWidth", "size_t *maxWidthInElements, int format, unsigned int numChannels, CUdevice dev"),
+    # 2D memsets, array copies on a stream, mipmapped arrays
+    ("cuMemsetD2D8_v2", "CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height"),
+    ("cuMemsetD2D16_v2", "CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width, size_t Height"),
+    ("cuMemsetD2D32_v2", "CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height"),
+    ("cuMemsetD2D8Async", "CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height, CUstream hStream"),
+    ("cuMemsetD2D16Async", "CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width, size_t Height, CUstream hStream"),
+    ("cuMemsetD2D32Async", "CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height, CUstream hStream"),
+    ("cuMemcpyHtoAAsync_v2", "CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount, CUstream hStream"),
+    ("cuMemcpyAtoHAsync_v2", "void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount, CUstream hStream"),
+    ("cuMipmappedArrayCreate", "CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc, unsigned int numMipmapLevels"),
+    ("cuMipmappedArrayDestroy", "CUmipmappedArray hMipmappedArray"),
+    ("cuMipmappedArrayGetLevel", "CUarray *pLevelArray, CUmipmappedArray hMipmappedArray, unsigned int level"),
+    # stream memory operations
+    ("cuStreamWaitValue32_v2", "CUstream stream, CUdeviceptr addr, unsigned int value, unsigned int flags"),
+    ("cuStreamWaitValue64_v2", "CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags"),
+    ("cuStreamWriteValue32_v2", "CUstream stream, CUdeviceptr addr, unsigned int value, unsigned int flags"),
+    ("cuStreamWriteValue64_v2", "CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags"),
 ]
 
 # cuGetProcAddress: the CUDA version from which each suffixed ABI is handed out.
@@ -259,4 +347,14 @@ FAMILY_SINCE = {
     "cuLinkAddData_v2": 6050,
     "cuLinkAddFile_v2": 6050,
     "cuMemHostGetDevicePointer_v2": 3020,
+    "cuGraphAddNode_v2": 12030,
+    "cuMemsetD2D8_v2": 3020,
+    "cuMemsetD2D16_v2": 3020,
+    "cuMemsetD2D32_v2": 3020,
+    "cuMemcpyHtoAAsync_v2": 3020,
+    "cuMemcpyAtoHAsync_v2": 3020,
+    "cuStreamWaitValue32_v2": 11070,
+    "cuStreamWaitValue64_v2": 11070,
+    "cuStreamWriteValue32_v2": 11070,
+    "cuStreamWriteValue64_v2": 11070,
 }

@@ -49,3 +49,45 @@ def test_names_graph_ids_nodes_and_unshared_memory_through_both_doors(server: Se
         "done",
     ]
     assert "(native libcuda)" not in native.stderr  # no stub answered
+
+
+NODES_TAIL = Path(__file__).resolve().with_name("native_nodes_tail_program.py")
+
+
+def test_polymorphic_nodes_graph_memory_conditionals_and_queries_through_both_doors(
+    server: Server,
+) -> None:
+    """cuGraphAddNode's CUgraphNodeParams (and the fields CUDA writes back into it), graph
+    memory and conditional nodes, node parameters read back, and the later queries, memsets and
+    stream memory operations answer the same through the native library as through the
+    Python-level door."""
+    pytest.importorskip("cuda.bindings")
+    native = cricket_run(server, "--", sys.executable, str(NODES_TAIL), str(CUBIN))
+    assert native.returncode == 0, native.stdout + native.stderr
+    python = cricket_run(server, str(NODES_TAIL), str(CUBIN))
+    assert python.returncode == 0, python.stdout + python.stderr
+    assert native.stdout == python.stdout
+    assert native.stdout.splitlines() == [
+        "copy node params True True 16",
+        "after launch [9, 9, 1, 1]",
+        "node params set 8",
+        "exec params set [9, 9, 5, 5]",
+        "kernel node [4, 3, 2, 1, 4, 3, 2, 1]",
+        "alloc dptr written back True",
+        "alloc params True 4096 0",
+        "free params True",
+        "alloc.dptr written back True True",
+        "graph memory used True",
+        "conditional body True True",
+        "api version True",
+        "ctx id is a number True",
+        "stream id is a number True",
+        "stream ctx True",
+        "stream device True",
+        "function module True",
+        "functions in module True",
+        "memset 2D [3, 3, 3, 3] [3, 3, 3, 3]",
+        "stream write value [77, 0, 0, 0]",
+        "done",
+    ]
+    assert "(native libcuda)" not in native.stderr  # no stub answered
