@@ -296,6 +296,56 @@ def cuDeviceSetGraphMemAttribute(device: int, attr: int, value: int) -> int:
     return _err(driver.cuDeviceSetGraphMemAttribute(device, attr, ffi.cast("cuuint64_t *", value)[0]))
 
 
+# -- device resources: the server's id kept in the struct's internal bytes -------------------
+
+_SM_FIELDS = ("smCount", "minSmPartitionSize", "smCoscheduledAlignment", "flags")
+
+
+def _resource(c: Any) -> SimpleNamespace:
+    ident = int.from_bytes(bytes(c._internal_padding[0:8]), "little")
+    sm = SimpleNamespace(**{name: getattr(c.sm, name) for name in _SM_FIELDS})
+    return SimpleNamespace(type=c.type, sm=sm, _resource_id=ident)
+
+
+def _write_resource_struct(out: Any, r: Any) -> None:
+    ffi.memmove(ffi.addressof(out), bytes(ffi.sizeof("CUdevResource")), ffi.sizeof("CUdevResource"))
+    out.type = int(r.type)
+    ident = int(getattr(r, "_resource_id", 0))
+    ffi.memmove(out._internal_padding, ident.to_bytes(8, "little"), 8)
+    for name in _SM_FIELDS:
+        setattr(out.sm, name, int(getattr(r.sm, name)))
+
+
+@_entry
+def cuDeviceGetDevResource(device: int, out: Any, kind: int) -> int:
+    if out == ffi.NULL:
+        return INVALID_VALUE
+    err, got = driver.cuDeviceGetDevResource(device, kind)
+    if not err:
+        _write_resource_struct(out[0], got)
+    return int(err)
+
+
+@_entry
+def cuDevSmResourceSplitByCount(
+    result: Any, groups: Any, input_: Any, remaining: Any, flags: int, min_count: int
+) -> int:
+    if groups == ffi.NULL or input_ == ffi.NULL or (groups[0] and result == ffi.NULL):
+        return INVALID_VALUE
+    err, made, count, rest = driver.cuDevSmResourceSplitByCount(
+        groups[0], _resource(input_[0]), flags, min_count
+    )
+    if err:
+        return int(err)
+    if result != ffi.NULL:
+        for i, group in enumerate(made[: groups[0]]):
+            _write_resource_struct(result[i], group)
+    groups[0] = int(count)
+    if remaining != ffi.NULL:
+        _write_resource_struct(remaining[0], rest)
+    return SUCCESS
+
+
 # -- occupancy of clusters, stream attributes ------------------------------------------------
 
 

@@ -119,6 +119,12 @@ STRUCTS = {
         "CUgraphConditionalHandle handle; int type; unsigned int size; CUgraph *phGraph_out; "
         "CUcontext ctx;"
     ),
+    # 144 bytes; the driver's internal bytes hold the id of the server's resource here
+    "CUdevResource": (
+        "int type; unsigned char _internal_padding[92]; union { struct { unsigned int smCount; "
+        "unsigned int minSmPartitionSize; unsigned int smCoscheduledAlignment; "
+        "unsigned int flags; } sm; unsigned char _oversize[40]; }; void *nextResource;"
+    ),
     # 256 bytes: the type, then a 232-byte union of the node kinds' parameters
     "CUgraphNodeParams": (
         "int type; int reserved0[3]; union { long long reserved1[29]; "
@@ -276,6 +282,9 @@ FAMILY_ENTRIES: list[tuple[str, str]] = [
     ("cuDeviceSetGraphMemAttribute", "CUdevice device, int attr, void *value"),
     ("cuDeviceGraphMemTrim", "CUdevice device"),
     ("cuGraphConditionalHandleCreate", "CUgraphConditionalHandle *pHandle_out, CUgraph hGraph, CUcontext ctx, unsigned int defaultLaunchValue, unsigned int flags"),
+    # device resources
+    ("cuDeviceGetDevResource", "CUdevice device, CUdevResource *resource, int type"),
+    ("cuDevSmResourceSplitByCount", "CUdevResource *result, unsigned int *nbGroups, const CUdevResource *input, CUdevResource *remaining, unsigned int useFlags, unsigned int minCount"),
     # context, stream, module, library and kernel queries
     ("cuCtxGetApiVersion", "CUcontext ctx, unsigned int *version"),
     ("cuCtxGetId", "CUcontext ctx, unsigned long long *ctxId"),

@@ -3,7 +3,7 @@ libcuda.so.1 exports: polymorphic graph nodes (cuGraphAddNode with CUgraphNodePa
 device copy, kernel, memory alloc and free, a conditional node whose body graph CUDA writes
 into the caller's params), node and exec parameters set again, copy and alloc node parameters
 read back, graph memory attributes, the long tail of context/stream/module queries, 2D memsets,
-stream memory operations, and the primary context asked for by its pre-11.0 name. One line per
+stream memory operations, device resources split by count, and the primary context asked for by its pre-11.0 name. One line per
 result, so that runs through the native library and through the Python-level module swap
 compare equal.
 
@@ -146,5 +146,10 @@ check(cuda.cuStreamWriteValue32(stream, a, 77, 0))
 check(cuda.cuStreamWaitValue32(stream, a, 77, 0))
 check(cuda.cuStreamSynchronize(stream))
 print("stream write value", read(a, 4))
+res = check(cuda.cuDeviceGetDevResource(dev, cuda.CUdevResourceType.CU_DEV_RESOURCE_TYPE_SM))
+groups, count, rem = check(cuda.cuDevSmResourceSplitByCount(0, res, 0, 2))
+print("sm split", count > 0, len(groups))
+groups, count, rem = check(cuda.cuDevSmResourceSplitByCount(2, res, 0, 2))
+print("sm groups", len(groups), [int(g.sm.smCount) >= 2 for g in groups], int(rem.type))
 check(cuda.cuDevicePrimaryCtxRelease(dev))
 print("done")

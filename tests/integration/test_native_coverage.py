@@ -88,6 +88,8 @@ def test_polymorphic_nodes_graph_memory_conditionals_and_queries_through_both_do
         "functions in module True",
         "memset 2D [3, 3, 3, 3] [3, 3, 3, 3]",
         "stream write value [77, 0, 0, 0]",
+        "sm split True 0",
+        "sm groups 2 [True, True] 1",
         "done",
     ]
     assert "(native libcuda)" not in native.stderr  # no stub answered

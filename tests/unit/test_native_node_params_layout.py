@@ -24,6 +24,7 @@ LAYOUT: dict[str, tuple[int, dict[str, int]]] = {
          "extSemWait": 16, "alloc": 16, "free": 16, "memOp": 16, "conditional": 16,
          "reserved2": 248},
     ),
+    "CUdevResource": (144, {"type": 0, "_internal_padding": 4, "sm": 96, "_oversize": 96, "nextResource": 136}),
     "CUDA_MEMCPY_NODE_PARAMS": (216, {"flags": 0, "reserved": 4, "copyCtx": 8, "copyParams": 16}),
     "CUDA_MEMSET_NODE_PARAMS_v2": (
         48, {"dst": 0, "pitch": 8, "value": 16, "elementSize": 20, "width": 24, "height": 32, "ctx": 40},
@@ -115,3 +116,12 @@ def test_alloc_node_params_agree_with_cuda_bindings(ffi: Any) -> None:
         struct = driver.CUDA_MEM_ALLOC_NODE_PARAMS()
         setattr(struct, field, 1)
         assert _first_nonzero(struct, 120) == ffi.offsetof("CUDA_MEM_ALLOC_NODE_PARAMS", field)
+
+
+def test_device_resource_agrees_with_cuda_bindings(ffi: Any) -> None:
+    driver = pytest.importorskip("cuda.bindings.driver")
+    sm = dict(ffi.typeof("CUdevResource").fields)["sm"]
+    for field in ("smCount", "minSmPartitionSize", "smCoscheduledAlignment", "flags"):
+        struct = driver.CUdevResource()
+        setattr(struct.sm, field, 1)
+        assert _first_nonzero(struct, 144) == sm.offset + dict(sm.type.fields)[field].offset
