@@ -644,7 +644,8 @@ NATIVE_OUTPUT = "cricket_client/native/_entries_generated.py"
 NATIVE_HAND = ("cricket_client/native/entries.py", "cricket_client/native/entries_families.py")
 # Exported symbols whose cuda.bindings.driver function has another name than the symbol
 # without its ABI suffix.
-NATIVE_NAMES = {"cuGraphInstantiateWithFlags": "cuGraphInstantiate"}
+NATIVE_NAMES = {"cuGraphInstantiateWithFlags": "cuGraphInstantiate",
+                "cuStreamGetCtx_v2": "cuStreamGetCtx_v2"}  # a function of its own, not an ABI
 
 
 @dataclass

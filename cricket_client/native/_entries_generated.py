@@ -22,6 +22,7 @@ __all__ = [
     "cuCtxDestroy_v2",
     "cuCtxDisablePeerAccess",
     "cuCtxEnablePeerAccess",
+    "cuCtxFromGreenCtx",
     "cuCtxGetApiVersion",
     "cuCtxGetCacheConfig",
     "cuCtxGetCurrent",
@@ -107,6 +108,11 @@ __all__ = [
     "cuGraphNodeGetToolsId",
     "cuGraphNodeGetType",
     "cuGraphNodeSetParams",
+    "cuGreenCtxCreate",
+    "cuGreenCtxDestroy",
+    "cuGreenCtxRecordEvent",
+    "cuGreenCtxStreamCreate",
+    "cuGreenCtxWaitEvent",
     "cuKernelGetFunction",
     "cuKernelGetLibrary",
     "cuLibraryGetGlobal",
@@ -197,8 +203,10 @@ __all__ = [
     "cuStreamDestroy_v2",
     "cuStreamEndCapture",
     "cuStreamGetCtx",
+    "cuStreamGetCtx_v2",
     "cuStreamGetDevice",
     "cuStreamGetFlags",
+    "cuStreamGetGreenCtx",
     "cuStreamGetId",
     "cuStreamGetPriority",
     "cuStreamIsCapturing",
@@ -1523,6 +1531,74 @@ def cuGraphConditionalHandleCreate(pHandle_out: Any, hGraph: int, ctx: int, defa
     err, v0 = driver.cuGraphConditionalHandleCreate(hGraph, ctx, defaultLaunchValue, flags)
     if not err:
         pHandle_out[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuGreenCtxCreate(phCtx: Any, desc: int, dev: int, flags: int) -> int:
+    if not phCtx:
+        return INVALID_VALUE
+    err, v0 = driver.cuGreenCtxCreate(desc, dev, flags)
+    if not err:
+        phCtx[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuGreenCtxDestroy(hCtx: int) -> int:
+    return int(driver.cuGreenCtxDestroy(hCtx)[0])
+
+
+@_entry
+def cuCtxFromGreenCtx(pContext: Any, hCtx: int) -> int:
+    if not pContext:
+        return INVALID_VALUE
+    err, v0 = driver.cuCtxFromGreenCtx(hCtx)
+    if not err:
+        pContext[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuGreenCtxRecordEvent(hCtx: int, hEvent: int) -> int:
+    return int(driver.cuGreenCtxRecordEvent(hCtx, hEvent)[0])
+
+
+@_entry
+def cuGreenCtxWaitEvent(hCtx: int, hEvent: int) -> int:
+    return int(driver.cuGreenCtxWaitEvent(hCtx, hEvent)[0])
+
+
+@_entry
+def cuGreenCtxStreamCreate(phStream: Any, greenCtx: int, flags: int, priority: int) -> int:
+    if not phStream:
+        return INVALID_VALUE
+    err, v0 = driver.cuGreenCtxStreamCreate(greenCtx, flags, priority)
+    if not err:
+        phStream[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuStreamGetGreenCtx(hStream: int, phCtx: Any) -> int:
+    if not phCtx:
+        return INVALID_VALUE
+    err, v0 = driver.cuStreamGetGreenCtx(hStream)
+    if not err:
+        phCtx[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuStreamGetCtx_v2(hStream: int, pCtx: Any, pGreenCtx: Any) -> int:
+    if not pCtx:
+        return INVALID_VALUE
+    if not pGreenCtx:
+        return INVALID_VALUE
+    err, v0, v1 = driver.cuStreamGetCtx_v2(hStream)
+    if not err:
+        pCtx[0] = _number(v0)
+        pGreenCtx[0] = _number(v1)
     return int(err)
 
 

@@ -16,10 +16,12 @@ from types import SimpleNamespace
 from typing import Any
 
 from .. import driver
+from .._enums import CUdevResourceType
 from .._types import as_int
 from ..connection import get_connection as _conn
 from ..driver_flags import _STREAM_FIELDS
 from ..driver_graphs import CUDA_KERNEL_NODE_PARAMS
+from ..resource_types import CUdevResource
 from .entries import INVALID_VALUE, SUCCESS, _entry, _err, _func, ffi
 
 __all__ = ["StructView", "_write_struct"]
@@ -301,10 +303,12 @@ def cuDeviceSetGraphMemAttribute(device: int, attr: int, value: int) -> int:
 _SM_FIELDS = ("smCount", "minSmPartitionSize", "smCoscheduledAlignment", "flags")
 
 
-def _resource(c: Any) -> SimpleNamespace:
+def _resource(c: Any) -> CUdevResource:
     ident = int.from_bytes(bytes(c._internal_padding[0:8]), "little")
-    sm = SimpleNamespace(**{name: getattr(c.sm, name) for name in _SM_FIELDS})
-    return SimpleNamespace(type=c.type, sm=sm, _resource_id=ident)
+    r = CUdevResource(type=CUdevResourceType(c.type), _resource_id=ident)
+    for name in _SM_FIELDS:
+        setattr(r.sm, name, getattr(c.sm, name))  # type: ignore[attr-defined]
+    return r
 
 
 def _write_resource_struct(out: Any, r: Any) -> None:
@@ -318,11 +322,35 @@ def _write_resource_struct(out: Any, r: Any) -> None:
 
 @_entry
 def cuDeviceGetDevResource(device: int, out: Any, kind: int) -> int:
+    return _resource_of(driver.cuDeviceGetDevResource, device, out, kind)
+
+
+def _resource_of(call: Callable[..., tuple[Any, ...]], handle: int, out: Any, kind: int) -> int:
     if out == ffi.NULL:
         return INVALID_VALUE
-    err, got = driver.cuDeviceGetDevResource(device, kind)
+    err, got = call(handle, kind)
     if not err:
         _write_resource_struct(out[0], got)
+    return int(err)
+
+
+@_entry
+def cuCtxGetDevResource(ctx: int, out: Any, kind: int) -> int:
+    return _resource_of(driver.cuCtxGetDevResource, ctx, out, kind)
+
+
+@_entry
+def cuGreenCtxGetDevResource(ctx: int, out: Any, kind: int) -> int:
+    return _resource_of(driver.cuGreenCtxGetDevResource, ctx, out, kind)
+
+
+@_entry
+def cuDevResourceGenerateDesc(out: Any, resources: Any, count: int) -> int:
+    if out == ffi.NULL or (count and resources == ffi.NULL):
+        return INVALID_VALUE
+    err, desc = driver.cuDevResourceGenerateDesc([_resource(resources[i]) for i in range(count)], count)
+    if not err:
+        out[0] = as_int(desc)
     return int(err)
 
 

@@ -24,7 +24,8 @@ __all__ = [
 HEADER_NAMES = frozenset(["cuGraphInstantiateWithFlags"])
 
 FAMILY_HANDLES = frozenset(
-    ["CUmemoryPool", "CUgraph", "CUgraphExec", "CUgraphNode", "CUarray", "CUmipmappedArray", "CUlinkState"]
+    ["CUmemoryPool", "CUgraph", "CUgraphExec", "CUgraphNode", "CUarray", "CUmipmappedArray", "CUlinkState",
+     "CUgreenCtx", "CUdevResourceDesc"]
 )
 
 # The structs, by name: what a program passes by pointer. Enums are `int` (4 bytes in C).
@@ -285,6 +286,18 @@ FAMILY_ENTRIES: list[tuple[str, str]] = [
     # device resources
     ("cuDeviceGetDevResource", "CUdevice device, CUdevResource *resource, int type"),
     ("cuDevSmResourceSplitByCount", "CUdevResource *result, unsigned int *nbGroups, const CUdevResource *input, CUdevResource *remaining, unsigned int useFlags, unsigned int minCount"),
+    ("cuCtxGetDevResource", "CUcontext hCtx, CUdevResource *resource, int type"),
+    ("cuDevResourceGenerateDesc", "CUdevResourceDesc *phDesc, CUdevResource *resources, unsigned int nbResources"),
+    # green contexts
+    ("cuGreenCtxCreate", "CUgreenCtx *phCtx, CUdevResourceDesc desc, CUdevice dev, unsigned int flags"),
+    ("cuGreenCtxDestroy", "CUgreenCtx hCtx"),
+    ("cuGreenCtxGetDevResource", "CUgreenCtx hCtx, CUdevResource *resource, int type"),
+    ("cuCtxFromGreenCtx", "CUcontext *pContext, CUgreenCtx hCtx"),
+    ("cuGreenCtxRecordEvent", "CUgreenCtx hCtx, CUevent hEvent"),
+    ("cuGreenCtxWaitEvent", "CUgreenCtx hCtx, CUevent hEvent"),
+    ("cuGreenCtxStreamCreate", "CUstream *phStream, CUgreenCtx greenCtx, unsigned int flags, int priority"),
+    ("cuStreamGetGreenCtx", "CUstream hStream, CUgreenCtx *phCtx"),
+    ("cuStreamGetCtx_v2", "CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx"),
     # context, stream, module, library and kernel queries
     ("cuCtxGetApiVersion", "CUcontext ctx, unsigned int *version"),
     ("cuCtxGetId", "CUcontext ctx, unsigned long long *ctxId"),
@@ -357,6 +370,7 @@ FAMILY_SINCE = {
     "cuLinkAddFile_v2": 6050,
     "cuMemHostGetDevicePointer_v2": 3020,
     "cuGraphAddNode_v2": 12030,
+    "cuStreamGetCtx_v2": 12050,
     "cuMemsetD2D8_v2": 3020,
     "cuMemsetD2D16_v2": 3020,
     "cuMemsetD2D32_v2": 3020,

@@ -3,7 +3,7 @@ libcuda.so.1 exports: polymorphic graph nodes (cuGraphAddNode with CUgraphNodePa
 device copy, kernel, memory alloc and free, a conditional node whose body graph CUDA writes
 into the caller's params), node and exec parameters set again, copy and alloc node parameters
 read back, graph memory attributes, the long tail of context/stream/module queries, 2D memsets,
-stream memory operations, device resources split by count, and the primary context asked for by its pre-11.0 name. One line per
+stream memory operations, device resources and green contexts, and the primary context asked for by its pre-11.0 name. One line per
 result, so that runs through the native library and through the Python-level module swap
 compare equal.
 
@@ -151,5 +151,20 @@ groups, count, rem = check(cuda.cuDevSmResourceSplitByCount(0, res, 0, 2))
 print("sm split", count > 0, len(groups))
 groups, count, rem = check(cuda.cuDevSmResourceSplitByCount(2, res, 0, 2))
 print("sm groups", len(groups), [int(g.sm.smCount) >= 2 for g in groups], int(rem.type))
+desc = check(cuda.cuDevResourceGenerateDesc([groups[0]], 1))
+green = check(cuda.cuGreenCtxCreate(desc, dev, cuda.CUgreenCtxCreate_flags.CU_GREEN_CTX_DEFAULT_STREAM))
+print("green context", int(check(cuda.cuCtxFromGreenCtx(green))) != 0)
+mine = check(cuda.cuGreenCtxGetDevResource(green, cuda.CUdevResourceType.CU_DEV_RESOURCE_TYPE_SM))
+print("green resource", int(mine.sm.smCount) == int(groups[0].sm.smCount))
+ctx_res = check(cuda.cuCtxGetDevResource(ctx, cuda.CUdevResourceType.CU_DEV_RESOURCE_TYPE_SM))
+print("context resource", int(ctx_res.sm.smCount) == int(res.sm.smCount))
+gstream = check(cuda.cuGreenCtxStreamCreate(green, cuda.CUstream_flags.CU_STREAM_NON_BLOCKING, 0))
+print("green stream", int(check(cuda.cuStreamGetGreenCtx(gstream))) == int(green))
+pair = check(cuda.cuStreamGetCtx_v2(stream))
+print("stream ctx v2", int(pair[0]) == int(ctx), int(pair[1] or 0))
+check(cuda.cuGreenCtxRecordEvent(green, event))
+check(cuda.cuGreenCtxWaitEvent(green, event))
+check(cuda.cuStreamDestroy(gstream))
+check(cuda.cuGreenCtxDestroy(green))
 check(cuda.cuDevicePrimaryCtxRelease(dev))
 print("done")

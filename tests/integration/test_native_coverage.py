@@ -58,8 +58,8 @@ def test_polymorphic_nodes_graph_memory_conditionals_and_queries_through_both_do
     server: Server,
 ) -> None:
     """cuGraphAddNode's CUgraphNodeParams (and the fields CUDA writes back into it), graph
-    memory and conditional nodes, node parameters read back, and the later queries, memsets and
-    stream memory operations answer the same through the native library as through the
+    memory and conditional nodes, node parameters read back, device resources and green contexts,
+    and the later queries, memsets and stream memory operations answer the same through the native library as through the
     Python-level door."""
     pytest.importorskip("cuda.bindings")
     native = cricket_run(server, "--", sys.executable, str(NODES_TAIL), str(CUBIN))
@@ -90,6 +90,11 @@ def test_polymorphic_nodes_graph_memory_conditionals_and_queries_through_both_do
         "stream write value [77, 0, 0, 0]",
         "sm split True 0",
         "sm groups 2 [True, True] 1",
+        "green context True",
+        "green resource True",
+        "context resource True",
+        "green stream True",
+        "stream ctx v2 True 0",
         "done",
     ]
     assert "(native libcuda)" not in native.stderr  # no stub answered
