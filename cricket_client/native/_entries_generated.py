@@ -19,6 +19,8 @@ __all__ = [
     "cuArray3DCreate_v2",
     "cuArrayCreate_v2",
     "cuArrayDestroy",
+    "cuArrayGetMemoryRequirements",
+    "cuArrayGetSparseProperties",
     "cuCtxDestroy_v2",
     "cuCtxDisablePeerAccess",
     "cuCtxEnablePeerAccess",
@@ -151,6 +153,8 @@ __all__ = [
     "cuMemcpy2DUnaligned_v2",
     "cuMemcpy2D_v2",
     "cuMemcpy3DAsync_v2",
+    "cuMemcpy3DPeer",
+    "cuMemcpy3DPeerAsync",
     "cuMemcpy3D_v2",
     "cuMemcpyAsync",
     "cuMemcpyAtoA_v2",
@@ -183,6 +187,8 @@ __all__ = [
     "cuMipmappedArrayCreate",
     "cuMipmappedArrayDestroy",
     "cuMipmappedArrayGetLevel",
+    "cuMipmappedArrayGetMemoryRequirements",
+    "cuMipmappedArrayGetSparseProperties",
     "cuModuleGetFunction",
     "cuModuleGetFunctionCount",
     "cuModuleGetGlobal_v2",
@@ -1600,6 +1606,60 @@ def cuStreamGetCtx_v2(hStream: int, pCtx: Any, pGreenCtx: Any) -> int:
         pCtx[0] = _number(v0)
         pGreenCtx[0] = _number(v1)
     return int(err)
+
+
+@_entry
+def cuArrayGetMemoryRequirements(memoryRequirements: Any, array: int, device: int) -> int:
+    if not memoryRequirements:
+        return INVALID_VALUE
+    err, v0 = driver.cuArrayGetMemoryRequirements(array, device)
+    if not err:
+        _write_struct(memoryRequirements, v0)
+    return int(err)
+
+
+@_entry
+def cuMipmappedArrayGetMemoryRequirements(memoryRequirements: Any, mipmap: int, device: int) -> int:
+    if not memoryRequirements:
+        return INVALID_VALUE
+    err, v0 = driver.cuMipmappedArrayGetMemoryRequirements(mipmap, device)
+    if not err:
+        _write_struct(memoryRequirements, v0)
+    return int(err)
+
+
+@_entry
+def cuArrayGetSparseProperties(sparseProperties: Any, array: int) -> int:
+    if not sparseProperties:
+        return INVALID_VALUE
+    err, v0 = driver.cuArrayGetSparseProperties(array)
+    if not err:
+        _write_struct(sparseProperties, v0)
+    return int(err)
+
+
+@_entry
+def cuMipmappedArrayGetSparseProperties(sparseProperties: Any, mipmap: int) -> int:
+    if not sparseProperties:
+        return INVALID_VALUE
+    err, v0 = driver.cuMipmappedArrayGetSparseProperties(mipmap)
+    if not err:
+        _write_struct(sparseProperties, v0)
+    return int(err)
+
+
+@_entry
+def cuMemcpy3DPeer(pCopy: Any) -> int:
+    if not pCopy:
+        return INVALID_VALUE
+    return int(driver.cuMemcpy3DPeer(StructView(pCopy))[0])
+
+
+@_entry
+def cuMemcpy3DPeerAsync(pCopy: Any, hStream: int) -> int:
+    if not pCopy:
+        return INVALID_VALUE
+    return int(driver.cuMemcpy3DPeerAsync(StructView(pCopy), hStream)[0])
 
 
 @_entry

@@ -21,8 +21,9 @@ from .._types import as_int
 from ..connection import get_connection as _conn
 from ..driver_flags import _STREAM_FIELDS
 from ..driver_graphs import CUDA_KERNEL_NODE_PARAMS
+from ..driver_tail import CUtensorMap
 from ..resource_types import CUdevResource
-from .entries import INVALID_VALUE, SUCCESS, _entry, _err, _func, ffi
+from .entries import INVALID_VALUE, SUCCESS, _entry, _err, _func, _ints, _words, ffi
 
 __all__ = ["StructView", "_write_struct"]
 
@@ -372,6 +373,106 @@ def cuDevSmResourceSplitByCount(
     if remaining != ffi.NULL:
         _write_resource_struct(remaining[0], rest)
     return SUCCESS
+
+
+# -- batches of stream memory operations, tensor maps, enumerations, libraries from files -----
+
+
+@_entry
+def cuStreamBatchMemOp_v2(stream: int, count: int, params: Any, flags: int) -> int:
+    if count and params == ffi.NULL:
+        return INVALID_VALUE
+    ops = [StructView(params[i]) for i in range(count)]
+    return _err(driver.cuStreamBatchMemOp(stream, count, ops, flags))
+
+
+def _tensor_map(out: Any, result: tuple[Any, ...]) -> int:
+    err, got = result
+    if not err:
+        ffi.memmove(out, bytes(got), 128)
+    return int(err)
+
+
+def _array(values: Any, count: int) -> list[int] | None:
+    return None if values == ffi.NULL else list(ffi.unpack(values, count))
+
+
+@_entry
+def cuTensorMapEncodeTiled(
+    out: Any, kind: int, rank: int, address: int, dims: Any, strides: Any, box: Any,
+    element_strides: Any, interleave: int, swizzle: int, promotion: int, fill: int,
+) -> int:  # fmt: skip
+    if out == ffi.NULL:
+        return INVALID_VALUE
+    return _tensor_map(out, driver.cuTensorMapEncodeTiled(
+        kind, rank, address, _array(dims, rank), _array(strides, max(rank - 1, 0)),
+        _array(box, rank), _array(element_strides, rank), interleave, swizzle, promotion, fill,
+    ))  # fmt: skip
+
+
+@_entry
+def cuTensorMapEncodeIm2col(
+    out: Any, kind: int, rank: int, address: int, dims: Any, strides: Any, lower: Any,
+    upper: Any, channels: int, pixels: int, element_strides: Any, interleave: int, swizzle: int,
+    promotion: int, fill: int,
+) -> int:  # fmt: skip
+    if out == ffi.NULL:
+        return INVALID_VALUE
+    corners = max(rank - 2, 0)
+    return _tensor_map(out, driver.cuTensorMapEncodeIm2col(
+        kind, rank, address, _array(dims, rank), _array(strides, max(rank - 1, 0)),
+        _array(lower, corners), _array(upper, corners), channels, pixels,
+        _array(element_strides, rank), interleave, swizzle, promotion, fill,
+    ))  # fmt: skip
+
+
+@_entry
+def cuTensorMapReplaceAddress(tensor_map: Any, address: int) -> int:
+    if tensor_map == ffi.NULL:
+        return INVALID_VALUE
+    mine = CUtensorMap()
+    mine._set(bytes(ffi.buffer(tensor_map, 128)))
+    err = _err(driver.cuTensorMapReplaceAddress(mine, address))
+    if not err:
+        ffi.memmove(tensor_map, bytes(mine), 128)
+    return err
+
+
+def _enumerate(call: Callable[..., tuple[Any, ...]], out: Any, count: int, owner: int) -> int:
+    if count and out == ffi.NULL:
+        return INVALID_VALUE
+    err, got = call(count, owner)
+    if not err:
+        for i, handle in enumerate((got or [])[:count]):
+            out[i] = ffi.cast(ffi.typeof(out).item, as_int(handle))
+    return int(err)
+
+
+@_entry
+def cuModuleEnumerateFunctions(out: Any, count: int, module: int) -> int:
+    return _enumerate(driver.cuModuleEnumerateFunctions, out, count, module)
+
+
+@_entry
+def cuLibraryEnumerateKernels(out: Any, count: int, library: int) -> int:
+    return _enumerate(driver.cuLibraryEnumerateKernels, out, count, library)
+
+
+@_entry
+def cuLibraryLoadFromFile(
+    library: Any, path: Any, jit_options: Any, jit_values: int, n_jit: int, lib_options: Any,
+    lib_values: int, n_lib: int,
+) -> int:  # fmt: skip
+    if library == ffi.NULL or path == ffi.NULL:
+        return INVALID_VALUE
+    jo, lo = _ints(jit_options, n_jit), _ints(lib_options, n_lib)
+    err, got = driver.cuLibraryLoadFromFile(
+        ffi.string(path), jo, _words(jit_values, len(jo)), len(jo), lo,
+        _words(lib_values, len(lo)), len(lo),
+    )  # fmt: skip
+    if not err:
+        library[0] = as_int(got)
+    return int(err)
 
 
 # -- occupancy of clusters, stream attributes ------------------------------------------------

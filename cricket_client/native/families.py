@@ -120,6 +120,36 @@ STRUCTS = {
         "CUgraphConditionalHandle handle; int type; unsigned int size; CUgraph *phGraph_out; "
         "CUcontext ctx;"
     ),
+    "CUDA_MEMCPY3D_PEER": (
+        "size_t srcXInBytes; size_t srcY; size_t srcZ; size_t srcLOD; int srcMemoryType; "
+        "const void *srcHost; CUdeviceptr srcDevice; CUarray srcArray; CUcontext srcContext; "
+        "size_t srcPitch; size_t srcHeight; "
+        "size_t dstXInBytes; size_t dstY; size_t dstZ; size_t dstLOD; int dstMemoryType; "
+        "void *dstHost; CUdeviceptr dstDevice; CUarray dstArray; CUcontext dstContext; "
+        "size_t dstPitch; size_t dstHeight; "
+        "size_t WidthInBytes; size_t Height; size_t Depth;"
+    ),
+    "CUDA_ARRAY_MEMORY_REQUIREMENTS": "size_t size; size_t alignment; unsigned int reserved[4];",
+    "CUDA_ARRAY_SPARSE_PROPERTIES": (
+        "struct { unsigned int width; unsigned int height; unsigned int depth; } tileExtent; "
+        "unsigned int miptailFirstLevel; unsigned long long miptailSize; unsigned int flags; "
+        "unsigned int reserved[4];"
+    ),
+    # the CUstreamBatchMemOpParams union (48 bytes), as a struct holding it; its wait and write
+    # arms (CUstreamMemOpWaitValueParams_st, ...WriteValue...) have one layout
+    "CUstreamMemOpValueParams": (
+        "int operation; CUdeviceptr address; union { unsigned int value; cuuint64_t value64; }; "
+        "unsigned int flags; CUdeviceptr alias;"
+    ),
+    "CUstreamBatchMemOpParams": (
+        "union { int operation; "
+        "CUstreamMemOpValueParams waitValue; CUstreamMemOpValueParams writeValue; "
+        "struct { int operation; unsigned int flags; } flushRemoteWrites; "
+        "struct { int operation; unsigned int flags; } memoryBarrier; "
+        "cuuint64_t pad[6]; };"
+    ),
+    # 128 bytes, 64-byte aligned: the encoding the server's driver made
+    "CUtensorMap": "cuuint64_t opaque[16];",
     # 144 bytes; the driver's internal bytes hold the id of the server's resource here
     "CUdevResource": (
         "int type; unsigned char _internal_padding[92]; union { struct { unsigned int smCount; "
@@ -298,6 +328,20 @@ FAMILY_ENTRIES: list[tuple[str, str]] = [
     ("cuGreenCtxStreamCreate", "CUstream *phStream, CUgreenCtx greenCtx, unsigned int flags, int priority"),
     ("cuStreamGetGreenCtx", "CUstream hStream, CUgreenCtx *phCtx"),
     ("cuStreamGetCtx_v2", "CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx"),
+    # arrays' requirements, peer 3D copies, batches of stream memory operations, tensor maps
+    ("cuArrayGetMemoryRequirements", "CUDA_ARRAY_MEMORY_REQUIREMENTS *memoryRequirements, CUarray array, CUdevice device"),
+    ("cuMipmappedArrayGetMemoryRequirements", "CUDA_ARRAY_MEMORY_REQUIREMENTS *memoryRequirements, CUmipmappedArray mipmap, CUdevice device"),
+    ("cuArrayGetSparseProperties", "CUDA_ARRAY_SPARSE_PROPERTIES *sparseProperties, CUarray array"),
+    ("cuMipmappedArrayGetSparseProperties", "CUDA_ARRAY_SPARSE_PROPERTIES *sparseProperties, CUmipmappedArray mipmap"),
+    ("cuMemcpy3DPeer", "const CUDA_MEMCPY3D_PEER *pCopy"),
+    ("cuMemcpy3DPeerAsync", "const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream"),
+    ("cuStreamBatchMemOp_v2", "CUstream stream, unsigned int count, CUstreamBatchMemOpParams *paramArray, unsigned int flags"),
+    ("cuTensorMapEncodeTiled", "CUtensorMap *tensorMap, int tensorDataType, unsigned int tensorRank, void *globalAddress, const cuuint64_t *globalDim, const cuuint64_t *globalStrides, const unsigned int *boxDim, const unsigned int *elementStrides, int interleave, int swizzle, int l2Promotion, int oobFill"),
+    ("cuTensorMapEncodeIm2col", "CUtensorMap *tensorMap, int tensorDataType, unsigned int tensorRank, void *globalAddress, const cuuint64_t *globalDim, const cuuint64_t *globalStrides, const int *pixelBoxLowerCorner, const int *pixelBoxUpperCorner, unsigned int channelsPerPixel, unsigned int pixelsPerColumn, const unsigned int *elementStrides, int interleave, int swizzle, int l2Promotion, int oobFill"),
+    ("cuTensorMapReplaceAddress", "CUtensorMap *tensorMap, void *globalAddress"),
+    ("cuModuleEnumerateFunctions", "CUfunction *functions, unsigned int numFunctions, CUmodule mod"),
+    ("cuLibraryEnumerateKernels", "CUkernel *kernels, unsigned int numKernels, CUlibrary lib"),
+    ("cuLibraryLoadFromFile", "CUlibrary *library, const char *fileName, int *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, int *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions"),
     # context, stream, module, library and kernel queries
     ("cuCtxGetApiVersion", "CUcontext ctx, unsigned int *version"),
     ("cuCtxGetId", "CUcontext ctx, unsigned long long *ctxId"),
@@ -371,6 +415,7 @@ FAMILY_SINCE = {
     "cuMemHostGetDevicePointer_v2": 3020,
     "cuGraphAddNode_v2": 12030,
     "cuStreamGetCtx_v2": 12050,
+    "cuStreamBatchMemOp_v2": 11070,
     "cuMemsetD2D8_v2": 3020,
     "cuMemsetD2D16_v2": 3020,
     "cuMemsetD2D32_v2": 3020,

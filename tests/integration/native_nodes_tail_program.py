@@ -3,7 +3,7 @@ libcuda.so.1 exports: polymorphic graph nodes (cuGraphAddNode with CUgraphNodePa
 device copy, kernel, memory alloc and free, a conditional node whose body graph CUDA writes
 into the caller's params), node and exec parameters set again, copy and alloc node parameters
 read back, graph memory attributes, the long tail of context/stream/module queries, 2D memsets,
-stream memory operations, device resources and green contexts, and the primary context asked for by its pre-11.0 name. One line per
+stream memory operations (one by one and in batches), peer 3D copies, enumerated functions and kernels, a library from a file, tensor maps, device resources and green contexts, and the primary context asked for by its pre-11.0 name. One line per
 result, so that runs through the native library and through the Python-level module swap
 compare equal.
 
@@ -19,7 +19,7 @@ from cuda.bindings import driver as cuda
 def check(result):
     err, *values = result if isinstance(result, tuple) else (result,)
     if err != cuda.CUresult.CUDA_SUCCESS:
-        raise SystemExit(f"CUDA error {err!r}")
+        raise SystemExit(f"CUDA error {err!r} at line {sys._getframe(1).f_lineno}")
     return values[0] if len(values) == 1 else values
 
 
@@ -166,5 +166,43 @@ check(cuda.cuGreenCtxRecordEvent(green, event))
 check(cuda.cuGreenCtxWaitEvent(green, event))
 check(cuda.cuStreamDestroy(gstream))
 check(cuda.cuGreenCtxDestroy(green))
+
+# batches of stream memory operations, peer 3D copies, enumerations, tensor maps
+ops = [cuda.CUstreamBatchMemOpParams() for _ in range(2)]
+ops[0].operation = cuda.CUstreamBatchMemOpType.CU_STREAM_MEM_OP_WRITE_VALUE_32
+ops[0].writeValue.operation = cuda.CUstreamBatchMemOpType.CU_STREAM_MEM_OP_WRITE_VALUE_32
+ops[0].writeValue.address, ops[0].writeValue.value = a, 0x0A0B0C0D
+ops[1].operation = cuda.CUstreamBatchMemOpType.CU_STREAM_MEM_OP_WRITE_VALUE_64
+ops[1].writeValue.operation = cuda.CUstreamBatchMemOpType.CU_STREAM_MEM_OP_WRITE_VALUE_64
+ops[1].writeValue.address, ops[1].writeValue.value64 = int(a) + 8, 0x0102030405060708
+check(cuda.cuStreamBatchMemOp(stream, 2, ops, 0))
+check(cuda.cuStreamSynchronize(stream))
+print("batch mem ops", read(a, 16))
+peer = cuda.CUDA_MEMCPY3D_PEER()
+peer.srcMemoryType = peer.dstMemoryType = cuda.CUmemorytype.CU_MEMORYTYPE_DEVICE
+peer.srcDevice, peer.dstDevice, peer.srcContext, peer.dstContext = a, b, ctx, ctx
+peer.WidthInBytes, peer.Height, peer.Depth = 16, 1, 1
+check(cuda.cuMemcpy3DPeer(peer))
+print("peer 3D copy", read(b, 16) == read(a, 16))
+n = check(cuda.cuModuleGetFunctionCount(module))
+functions = check(cuda.cuModuleEnumerateFunctions(n, module))
+print("enumerated functions", len(functions) == n, all(int(f) != 0 for f in functions))
+library = check(cuda.cuLibraryLoadFromFile(sys.argv[1].encode(), None, None, 0, None, None, 0))
+kernels = check(cuda.cuLibraryEnumerateKernels(check(cuda.cuLibraryGetKernelCount(library)), library))
+print("library from file", len(kernels) >= 1, int(check(cuda.cuKernelGetLibrary(kernels[0]))) == int(library))
+u32, u64 = cuda.cuuint32_t, cuda.cuuint64_t
+err, tmap = cuda.cuTensorMapEncodeTiled(
+    cuda.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT8, u32(2), a, [u64(64), u64(4)],
+    [u64(64)], [u32(16), u32(2)], [u32(1), u32(1)],
+    cuda.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+    cuda.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_NONE,
+    cuda.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_NONE,
+    cuda.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+)
+print("tensor map", err.name)
+if err == cuda.CUresult.CUDA_SUCCESS:
+    before = [int(w) for w in tmap.opaque]
+    check(cuda.cuTensorMapReplaceAddress(tmap, b))
+    print("tensor map address replaced", any(before), [int(w) for w in tmap.opaque] != before)
 check(cuda.cuDevicePrimaryCtxRelease(dev))
 print("done")

@@ -24,6 +24,26 @@ LAYOUT: dict[str, tuple[int, dict[str, int]]] = {
          "extSemWait": 16, "alloc": 16, "free": 16, "memOp": 16, "conditional": 16,
          "reserved2": 248},
     ),
+    "CUDA_MEMCPY3D_PEER": (
+        200,
+        {"srcXInBytes": 0, "srcMemoryType": 32, "srcHost": 40, "srcDevice": 48, "srcArray": 56,
+         "srcContext": 64, "srcPitch": 72, "srcHeight": 80, "dstXInBytes": 88,
+         "dstMemoryType": 120, "dstHost": 128, "dstDevice": 136, "dstArray": 144,
+         "dstContext": 152, "dstPitch": 160, "dstHeight": 168, "WidthInBytes": 176,
+         "Height": 184, "Depth": 192},
+    ),
+    "CUDA_ARRAY_MEMORY_REQUIREMENTS": (32, {"size": 0, "alignment": 8, "reserved": 16}),
+    "CUDA_ARRAY_SPARSE_PROPERTIES": (
+        48, {"tileExtent": 0, "miptailFirstLevel": 12, "miptailSize": 16, "flags": 24, "reserved": 28},
+    ),
+    "CUstreamMemOpValueParams": (
+        40, {"operation": 0, "address": 8, "value": 16, "value64": 16, "flags": 24, "alias": 32},
+    ),
+    "CUstreamBatchMemOpParams": (
+        48, {"operation": 0, "waitValue": 0, "writeValue": 0, "flushRemoteWrites": 0,
+             "memoryBarrier": 0, "pad": 0},
+    ),
+    "CUtensorMap": (128, {"opaque": 0}),
     "CUdevResource": (144, {"type": 0, "_internal_padding": 4, "sm": 96, "_oversize": 96, "nextResource": 136}),
     "CUDA_MEMCPY_NODE_PARAMS": (216, {"flags": 0, "reserved": 4, "copyCtx": 8, "copyParams": 16}),
     "CUDA_MEMSET_NODE_PARAMS_v2": (
@@ -125,3 +145,28 @@ def test_device_resource_agrees_with_cuda_bindings(ffi: Any) -> None:
         struct = driver.CUdevResource()
         setattr(struct.sm, field, 1)
         assert _first_nonzero(struct, 144) == sm.offset + dict(sm.type.fields)[field].offset
+
+
+@pytest.mark.parametrize(
+    "name,fields",
+    [
+        ("CUDA_MEMCPY3D_PEER", ("srcY", "srcPitch", "dstXInBytes", "dstPitch", "WidthInBytes", "Depth")),
+        ("CUDA_ARRAY_MEMORY_REQUIREMENTS", ("size", "alignment")),
+        ("CUDA_ARRAY_SPARSE_PROPERTIES", ("miptailFirstLevel", "miptailSize", "flags")),
+    ],
+)  # fmt: skip
+def test_more_structs_agree_with_cuda_bindings(ffi: Any, name: str, fields: tuple[str, ...]) -> None:
+    driver = pytest.importorskip("cuda.bindings.driver")
+    for field in fields:
+        struct = getattr(driver, name)()
+        setattr(struct, field, 1)
+        assert _first_nonzero(struct, ffi.sizeof(name)) == ffi.offsetof(name, field), field
+
+
+def test_batch_memop_arms_agree_with_cuda_bindings(ffi: Any) -> None:
+    driver = pytest.importorskip("cuda.bindings.driver")
+    arm = "CUstreamMemOpValueParams"
+    for field in ("address", "value64", "flags", "alias"):
+        struct = driver.CUstreamBatchMemOpParams()
+        setattr(struct.writeValue, field, 1)
+        assert _first_nonzero(struct, 48) == ffi.offsetof(arm, field), field
