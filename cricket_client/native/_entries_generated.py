@@ -86,6 +86,7 @@ __all__ = [
     "cuGraphAddEmptyNode",
     "cuGraphAddEventRecordNode",
     "cuGraphAddEventWaitNode",
+    "cuGraphAddHostNode",
     "cuGraphAddMemAllocNode",
     "cuGraphAddMemFreeNode",
     "cuGraphAddMemcpyNode",
@@ -124,6 +125,7 @@ __all__ = [
     "cuLinkDestroy",
     "cuMemAddressFree",
     "cuMemAddressReserve",
+    "cuMemAdvise_v2",
     "cuMemAllocAsync",
     "cuMemAllocFromPoolAsync",
     "cuMemAllocManaged",
@@ -144,6 +146,7 @@ __all__ = [
     "cuMemPoolDestroy",
     "cuMemPoolGetAccess",
     "cuMemPoolTrimTo",
+    "cuMemPrefetchAsync_v2",
     "cuMemRelease",
     "cuMemRetainAllocationHandle",
     "cuMemSetMemPool",
@@ -1660,6 +1663,30 @@ def cuMemcpy3DPeerAsync(pCopy: Any, hStream: int) -> int:
     if not pCopy:
         return INVALID_VALUE
     return int(driver.cuMemcpy3DPeerAsync(StructView(pCopy), hStream)[0])
+
+
+@_entry
+def cuMemAdvise_v2(devPtr: int, count: int, advice: int, location: int) -> int:
+    return int(driver.cuMemAdvise(devPtr, count, advice, location)[0])
+
+
+@_entry
+def cuMemPrefetchAsync_v2(devPtr: int, count: int, location: int, flags: int, hStream: int) -> int:
+    return int(driver.cuMemPrefetchAsync(devPtr, count, location, flags, hStream)[0])
+
+
+@_entry
+def cuGraphAddHostNode(phGraphNode: Any, hGraph: int, dependencies: Any, numDependencies: int, nodeParams: Any) -> int:
+    if not phGraphNode:
+        return INVALID_VALUE
+    if numDependencies and not dependencies:
+        return INVALID_VALUE
+    if not nodeParams:
+        return INVALID_VALUE
+    err, v0 = driver.cuGraphAddHostNode(hGraph, _handles(dependencies, numDependencies), numDependencies, StructView(nodeParams))
+    if not err:
+        phGraphNode[0] = _number(v0)
+    return int(err)
 
 
 @_entry

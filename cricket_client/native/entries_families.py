@@ -475,6 +475,11 @@ def cuLibraryLoadFromFile(
     return int(err)
 
 
+@_entry
+def cuMemRangeGetAttribute(data: int, size: int, attribute: int, ptr: int, count: int) -> int:
+    return _err(driver.cuMemRangeGetAttribute(size, attribute, ptr, count))  # refused by the client
+
+
 # -- occupancy of clusters, stream attributes ------------------------------------------------
 
 

@@ -102,6 +102,7 @@ STRUCTS = {
         "CUdeviceptr dst; size_t pitch; unsigned int value; unsigned int elementSize; "
         "size_t width; size_t height; CUcontext ctx;"
     ),
+    "CUDA_HOST_NODE_PARAMS": "void *fn; void *userData;",
     "CUDA_HOST_NODE_PARAMS_v2": "void *fn; void *userData; unsigned int syncMode; CUcontext ctx;",
     "CUDA_CHILD_GRAPH_NODE_PARAMS": "CUgraph graph; int ownership;",
     "CUDA_EVENT_NODE_PARAMS": "CUevent event;",
@@ -342,6 +343,12 @@ FAMILY_ENTRIES: list[tuple[str, str]] = [
     ("cuModuleEnumerateFunctions", "CUfunction *functions, unsigned int numFunctions, CUmodule mod"),
     ("cuLibraryEnumerateKernels", "CUkernel *kernels, unsigned int numKernels, CUlibrary lib"),
     ("cuLibraryLoadFromFile", "CUlibrary *library, const char *fileName, int *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, int *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions"),
+    # refused by the client with its reason (managed memory, host functions in graphs); an
+    # 8-byte CUmemLocation by value travels in one integer register (x86-64 and AArch64 ABIs)
+    ("cuMemAdvise_v2", "CUdeviceptr devPtr, size_t count, int advice, cuuint64_t location"),
+    ("cuMemPrefetchAsync_v2", "CUdeviceptr devPtr, size_t count, cuuint64_t location, unsigned int flags, CUstream hStream"),
+    ("cuMemRangeGetAttribute", "void *data, size_t dataSize, int attribute, CUdeviceptr devPtr, size_t count"),
+    ("cuGraphAddHostNode", "CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_HOST_NODE_PARAMS *nodeParams"),
     # context, stream, module, library and kernel queries
     ("cuCtxGetApiVersion", "CUcontext ctx, unsigned int *version"),
     ("cuCtxGetId", "CUcontext ctx, unsigned long long *ctxId"),
@@ -416,6 +423,8 @@ FAMILY_SINCE = {
     "cuGraphAddNode_v2": 12030,
     "cuStreamGetCtx_v2": 12050,
     "cuStreamBatchMemOp_v2": 11070,
+    "cuMemAdvise_v2": 12020,
+    "cuMemPrefetchAsync_v2": 12020,
     "cuMemsetD2D8_v2": 3020,
     "cuMemsetD2D16_v2": 3020,
     "cuMemsetD2D32_v2": 3020,

@@ -204,5 +204,13 @@ if err == cuda.CUresult.CUDA_SUCCESS:
     before = [int(w) for w in tmap.opaque]
     check(cuda.cuTensorMapReplaceAddress(tmap, b))
     print("tensor map address replaced", any(before), [int(w) for w in tmap.opaque] != before)
+
+# refused by a remote client, with its reason: managed memory hints, host functions in graphs
+loc = cuda.CUmemLocation()
+loc.type, loc.id = cuda.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE, 0
+print("managed hints", cuda.cuMemAdvise(a, 16, cuda.CUmem_advise.CU_MEM_ADVISE_SET_READ_MOSTLY, loc)[0].name,
+      cuda.cuMemPrefetchAsync(a, 16, loc, 0, stream)[0].name,
+      cuda.cuMemRangeGetAttribute(4, cuda.CUmem_range_attribute.CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, a, 16)[0].name)
+print("host node", cuda.cuGraphAddHostNode(graph, None, 0, cuda.CUDA_HOST_NODE_PARAMS())[0].name)
 check(cuda.cuDevicePrimaryCtxRelease(dev))
 print("done")

@@ -100,6 +100,8 @@ def test_polymorphic_nodes_graph_memory_conditionals_and_queries_through_both_do
         "peer 3D copy True",
         "enumerated functions True True",
         "library from file True True",
+        "managed hints CUDA_ERROR_NOT_SUPPORTED CUDA_ERROR_NOT_SUPPORTED CUDA_ERROR_NOT_SUPPORTED",
+        "host node CUDA_ERROR_NOT_SUPPORTED",
         "done",
     ]
     # tensor maps: encoded by a GPU's driver (sim answers NOT_SUPPORTED), the same either door
