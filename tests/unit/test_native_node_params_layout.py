@@ -64,11 +64,12 @@ LAYOUT: dict[str, tuple[int, dict[str, int]]] = {
 }  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def ffi() -> Any:
-    made = cffi.FFI()
-    made.cdef(C_TYPES)
-    return made
+@pytest.fixture(scope="module", name="ffi")
+def c_types() -> Any:
+    """The project's C declarations, parsed (sizes and offsets as the C compiler lays them)."""
+    parsed = cffi.FFI()
+    parsed.cdef(C_TYPES)
+    return parsed
 
 
 @pytest.mark.parametrize("name", sorted(LAYOUT))
