@@ -13,41 +13,57 @@ from typing import Any
 
 from .. import driver
 from .entries import INVALID_VALUE, _entry, _func, ffi
-from .entries_families import StructView, _handles, _number, _uuid
+from .entries_families import StructView, _handles, _number, _uuid, _write_struct
 
 __all__ = [
     "cuArray3DCreate_v2",
     "cuArrayCreate_v2",
     "cuArrayDestroy",
+    "cuArrayGetMemoryRequirements",
+    "cuArrayGetSparseProperties",
     "cuCtxDestroy_v2",
     "cuCtxDisablePeerAccess",
     "cuCtxEnablePeerAccess",
+    "cuCtxFromGreenCtx",
+    "cuCtxGetApiVersion",
     "cuCtxGetCacheConfig",
     "cuCtxGetCurrent",
     "cuCtxGetDevice",
     "cuCtxGetFlags",
+    "cuCtxGetId",
     "cuCtxGetLimit",
+    "cuCtxGetSharedMemConfig",
     "cuCtxGetStreamPriorityRange",
     "cuCtxPopCurrent_v2",
     "cuCtxPushCurrent_v2",
+    "cuCtxRecordEvent",
     "cuCtxSetCacheConfig",
     "cuCtxSetCurrent",
     "cuCtxSetFlags",
     "cuCtxSetLimit",
+    "cuCtxSetSharedMemConfig",
     "cuCtxSynchronize",
+    "cuCtxWaitEvent",
     "cuDeviceCanAccessPeer",
     "cuDeviceGet",
     "cuDeviceGetAttribute",
+    "cuDeviceGetByPCIBusId",
     "cuDeviceGetCount",
     "cuDeviceGetDefaultMemPool",
+    "cuDeviceGetGraphMemAttribute",
     "cuDeviceGetMemPool",
     "cuDeviceGetP2PAttribute",
+    "cuDeviceGetTexture1DLinearMaxWidth",
     "cuDeviceGetUuid",
     "cuDeviceGetUuid_v2",
+    "cuDeviceGraphMemTrim",
     "cuDevicePrimaryCtxGetState",
+    "cuDevicePrimaryCtxRelease",
     "cuDevicePrimaryCtxRelease_v2",
+    "cuDevicePrimaryCtxReset",
     "cuDevicePrimaryCtxReset_v2",
     "cuDevicePrimaryCtxRetain",
+    "cuDevicePrimaryCtxSetFlags",
     "cuDevicePrimaryCtxSetFlags_v2",
     "cuDeviceSetMemPool",
     "cuDeviceTotalMem_v2",
@@ -58,37 +74,58 @@ __all__ = [
     "cuEventElapsedTime_v2",
     "cuEventQuery",
     "cuEventRecord",
+    "cuEventRecordWithFlags",
     "cuEventSynchronize",
     "cuFuncGetAttribute",
+    "cuFuncGetModule",
     "cuFuncGetParamInfo",
     "cuFuncSetAttribute",
     "cuFuncSetCacheConfig",
+    "cuFuncSetSharedMemConfig",
     "cuGraphAddChildGraphNode",
     "cuGraphAddEmptyNode",
     "cuGraphAddEventRecordNode",
     "cuGraphAddEventWaitNode",
+    "cuGraphAddHostNode",
+    "cuGraphAddMemAllocNode",
+    "cuGraphAddMemFreeNode",
     "cuGraphAddMemcpyNode",
     "cuGraphAddMemsetNode",
     "cuGraphClone",
+    "cuGraphConditionalHandleCreate",
     "cuGraphCreate",
     "cuGraphDestroy",
     "cuGraphDestroyNode",
     "cuGraphExecDestroy",
     "cuGraphExecGetId",
     "cuGraphExecMemsetNodeSetParams",
+    "cuGraphExecNodeSetParams",
     "cuGraphGetId",
     "cuGraphInstantiateWithFlags",
     "cuGraphLaunch",
+    "cuGraphMemAllocNodeGetParams",
+    "cuGraphMemFreeNodeGetParams",
+    "cuGraphMemcpyNodeGetParams",
     "cuGraphNodeGetContainingGraph",
     "cuGraphNodeGetLocalId",
     "cuGraphNodeGetToolsId",
     "cuGraphNodeGetType",
+    "cuGraphNodeSetParams",
+    "cuGreenCtxCreate",
+    "cuGreenCtxDestroy",
+    "cuGreenCtxRecordEvent",
+    "cuGreenCtxStreamCreate",
+    "cuGreenCtxWaitEvent",
     "cuKernelGetFunction",
+    "cuKernelGetLibrary",
+    "cuLibraryGetGlobal",
     "cuLibraryGetKernel",
+    "cuLibraryGetKernelCount",
     "cuLibraryUnload",
     "cuLinkDestroy",
     "cuMemAddressFree",
     "cuMemAddressReserve",
+    "cuMemAdvise_v2",
     "cuMemAllocAsync",
     "cuMemAllocFromPoolAsync",
     "cuMemAllocManaged",
@@ -109,6 +146,7 @@ __all__ = [
     "cuMemPoolDestroy",
     "cuMemPoolGetAccess",
     "cuMemPoolTrimTo",
+    "cuMemPrefetchAsync_v2",
     "cuMemRelease",
     "cuMemRetainAllocationHandle",
     "cuMemSetMemPool",
@@ -118,16 +156,20 @@ __all__ = [
     "cuMemcpy2DUnaligned_v2",
     "cuMemcpy2D_v2",
     "cuMemcpy3DAsync_v2",
+    "cuMemcpy3DPeer",
+    "cuMemcpy3DPeerAsync",
     "cuMemcpy3D_v2",
     "cuMemcpyAsync",
     "cuMemcpyAtoA_v2",
     "cuMemcpyAtoD_v2",
+    "cuMemcpyAtoHAsync_v2",
     "cuMemcpyAtoH_v2",
     "cuMemcpyDtoA_v2",
     "cuMemcpyDtoDAsync_v2",
     "cuMemcpyDtoD_v2",
     "cuMemcpyDtoHAsync_v2",
     "cuMemcpyDtoH_v2",
+    "cuMemcpyHtoAAsync_v2",
     "cuMemcpyHtoA_v2",
     "cuMemcpyHtoDAsync_v2",
     "cuMemcpyHtoD_v2",
@@ -135,13 +177,26 @@ __all__ = [
     "cuMemcpyPeerAsync",
     "cuMemsetD16Async",
     "cuMemsetD16_v2",
+    "cuMemsetD2D16Async",
+    "cuMemsetD2D16_v2",
+    "cuMemsetD2D32Async",
+    "cuMemsetD2D32_v2",
+    "cuMemsetD2D8Async",
+    "cuMemsetD2D8_v2",
     "cuMemsetD32Async",
     "cuMemsetD32_v2",
     "cuMemsetD8Async",
     "cuMemsetD8_v2",
+    "cuMipmappedArrayCreate",
+    "cuMipmappedArrayDestroy",
+    "cuMipmappedArrayGetLevel",
+    "cuMipmappedArrayGetMemoryRequirements",
+    "cuMipmappedArrayGetSparseProperties",
     "cuModuleGetFunction",
+    "cuModuleGetFunctionCount",
     "cuModuleGetGlobal_v2",
     "cuModuleGetLoadingMode",
+    "cuModuleLoad",
     "cuModuleLoadData",
     "cuModuleLoadFatBinary",
     "cuModuleUnload",
@@ -151,16 +206,26 @@ __all__ = [
     "cuOccupancyMaxPotentialBlockSize",
     "cuOccupancyMaxPotentialBlockSizeWithFlags",
     "cuStreamBeginCapture_v2",
+    "cuStreamCopyAttributes",
     "cuStreamCreate",
     "cuStreamCreateWithPriority",
     "cuStreamDestroy_v2",
     "cuStreamEndCapture",
+    "cuStreamGetCtx",
+    "cuStreamGetCtx_v2",
+    "cuStreamGetDevice",
     "cuStreamGetFlags",
+    "cuStreamGetGreenCtx",
+    "cuStreamGetId",
     "cuStreamGetPriority",
     "cuStreamIsCapturing",
     "cuStreamQuery",
     "cuStreamSynchronize",
     "cuStreamWaitEvent",
+    "cuStreamWaitValue32_v2",
+    "cuStreamWaitValue64_v2",
+    "cuStreamWriteValue32_v2",
+    "cuStreamWriteValue64_v2",
     "cuSurfObjectCreate",
     "cuSurfObjectDestroy",
     "cuTexObjectDestroy",
@@ -272,6 +337,21 @@ def cuDevicePrimaryCtxGetState(dev: int, flags: Any, active: Any) -> int:
 
 @_entry
 def cuDevicePrimaryCtxSetFlags_v2(dev: int, flags: int) -> int:
+    return int(driver.cuDevicePrimaryCtxSetFlags(dev, flags)[0])
+
+
+@_entry
+def cuDevicePrimaryCtxRelease(dev: int) -> int:
+    return int(driver.cuDevicePrimaryCtxRelease(dev)[0])
+
+
+@_entry
+def cuDevicePrimaryCtxReset(dev: int) -> int:
+    return int(driver.cuDevicePrimaryCtxReset(dev)[0])
+
+
+@_entry
+def cuDevicePrimaryCtxSetFlags(dev: int, flags: int) -> int:
     return int(driver.cuDevicePrimaryCtxSetFlags(dev, flags)[0])
 
 
@@ -1366,3 +1446,510 @@ def cuMemHostGetDevicePointer_v2(pdptr: Any, p: int, Flags: int) -> int:
     if not err:
         pdptr[0] = _number(v0)
     return int(err)
+
+
+@_entry
+def cuGraphNodeSetParams(hNode: int, nodeParams: Any) -> int:
+    if not nodeParams:
+        return INVALID_VALUE
+    return int(driver.cuGraphNodeSetParams(hNode, StructView(nodeParams))[0])
+
+
+@_entry
+def cuGraphExecNodeSetParams(hGraphExec: int, hNode: int, nodeParams: Any) -> int:
+    if not nodeParams:
+        return INVALID_VALUE
+    return int(driver.cuGraphExecNodeSetParams(hGraphExec, hNode, StructView(nodeParams))[0])
+
+
+@_entry
+def cuGraphMemcpyNodeGetParams(hNode: int, nodeParams: Any) -> int:
+    if not nodeParams:
+        return INVALID_VALUE
+    err, v0 = driver.cuGraphMemcpyNodeGetParams(hNode)
+    if not err:
+        _write_struct(nodeParams, v0)
+    return int(err)
+
+
+@_entry
+def cuGraphAddMemAllocNode(phGraphNode: Any, hGraph: int, dependencies: Any, numDependencies: int, nodeParams: Any) -> int:
+    if not phGraphNode:
+        return INVALID_VALUE
+    if numDependencies and not dependencies:
+        return INVALID_VALUE
+    if not nodeParams:
+        return INVALID_VALUE
+    err, v0 = driver.cuGraphAddMemAllocNode(hGraph, _handles(dependencies, numDependencies), numDependencies, StructView(nodeParams))
+    if not err:
+        phGraphNode[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuGraphAddMemFreeNode(phGraphNode: Any, hGraph: int, dependencies: Any, numDependencies: int, dptr: int) -> int:
+    if not phGraphNode:
+        return INVALID_VALUE
+    if numDependencies and not dependencies:
+        return INVALID_VALUE
+    err, v0 = driver.cuGraphAddMemFreeNode(hGraph, _handles(dependencies, numDependencies), numDependencies, dptr)
+    if not err:
+        phGraphNode[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuGraphMemAllocNodeGetParams(hNode: int, params_out: Any) -> int:
+    if not params_out:
+        return INVALID_VALUE
+    err, v0 = driver.cuGraphMemAllocNodeGetParams(hNode)
+    if not err:
+        _write_struct(params_out, v0)
+    return int(err)
+
+
+@_entry
+def cuGraphMemFreeNodeGetParams(hNode: int, dptr_out: Any) -> int:
+    if not dptr_out:
+        return INVALID_VALUE
+    err, v0 = driver.cuGraphMemFreeNodeGetParams(hNode)
+    if not err:
+        dptr_out[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuDeviceGetGraphMemAttribute(device: int, attr: int, value: Any) -> int:
+    if not value:
+        return INVALID_VALUE
+    err, v0 = driver.cuDeviceGetGraphMemAttribute(device, attr)
+    if not err:
+        value[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuDeviceGraphMemTrim(device: int) -> int:
+    return int(driver.cuDeviceGraphMemTrim(device)[0])
+
+
+@_entry
+def cuGraphConditionalHandleCreate(pHandle_out: Any, hGraph: int, ctx: int, defaultLaunchValue: int, flags: int) -> int:
+    if not pHandle_out:
+        return INVALID_VALUE
+    err, v0 = driver.cuGraphConditionalHandleCreate(hGraph, ctx, defaultLaunchValue, flags)
+    if not err:
+        pHandle_out[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuGreenCtxCreate(phCtx: Any, desc: int, dev: int, flags: int) -> int:
+    if not phCtx:
+        return INVALID_VALUE
+    err, v0 = driver.cuGreenCtxCreate(desc, dev, flags)
+    if not err:
+        phCtx[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuGreenCtxDestroy(hCtx: int) -> int:
+    return int(driver.cuGreenCtxDestroy(hCtx)[0])
+
+
+@_entry
+def cuCtxFromGreenCtx(pContext: Any, hCtx: int) -> int:
+    if not pContext:
+        return INVALID_VALUE
+    err, v0 = driver.cuCtxFromGreenCtx(hCtx)
+    if not err:
+        pContext[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuGreenCtxRecordEvent(hCtx: int, hEvent: int) -> int:
+    return int(driver.cuGreenCtxRecordEvent(hCtx, hEvent)[0])
+
+
+@_entry
+def cuGreenCtxWaitEvent(hCtx: int, hEvent: int) -> int:
+    return int(driver.cuGreenCtxWaitEvent(hCtx, hEvent)[0])
+
+
+@_entry
+def cuGreenCtxStreamCreate(phStream: Any, greenCtx: int, flags: int, priority: int) -> int:
+    if not phStream:
+        return INVALID_VALUE
+    err, v0 = driver.cuGreenCtxStreamCreate(greenCtx, flags, priority)
+    if not err:
+        phStream[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuStreamGetGreenCtx(hStream: int, phCtx: Any) -> int:
+    if not phCtx:
+        return INVALID_VALUE
+    err, v0 = driver.cuStreamGetGreenCtx(hStream)
+    if not err:
+        phCtx[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuStreamGetCtx_v2(hStream: int, pCtx: Any, pGreenCtx: Any) -> int:
+    if not pCtx:
+        return INVALID_VALUE
+    if not pGreenCtx:
+        return INVALID_VALUE
+    err, v0, v1 = driver.cuStreamGetCtx_v2(hStream)
+    if not err:
+        pCtx[0] = _number(v0)
+        pGreenCtx[0] = _number(v1)
+    return int(err)
+
+
+@_entry
+def cuArrayGetMemoryRequirements(memoryRequirements: Any, array: int, device: int) -> int:
+    if not memoryRequirements:
+        return INVALID_VALUE
+    err, v0 = driver.cuArrayGetMemoryRequirements(array, device)
+    if not err:
+        _write_struct(memoryRequirements, v0)
+    return int(err)
+
+
+@_entry
+def cuMipmappedArrayGetMemoryRequirements(memoryRequirements: Any, mipmap: int, device: int) -> int:
+    if not memoryRequirements:
+        return INVALID_VALUE
+    err, v0 = driver.cuMipmappedArrayGetMemoryRequirements(mipmap, device)
+    if not err:
+        _write_struct(memoryRequirements, v0)
+    return int(err)
+
+
+@_entry
+def cuArrayGetSparseProperties(sparseProperties: Any, array: int) -> int:
+    if not sparseProperties:
+        return INVALID_VALUE
+    err, v0 = driver.cuArrayGetSparseProperties(array)
+    if not err:
+        _write_struct(sparseProperties, v0)
+    return int(err)
+
+
+@_entry
+def cuMipmappedArrayGetSparseProperties(sparseProperties: Any, mipmap: int) -> int:
+    if not sparseProperties:
+        return INVALID_VALUE
+    err, v0 = driver.cuMipmappedArrayGetSparseProperties(mipmap)
+    if not err:
+        _write_struct(sparseProperties, v0)
+    return int(err)
+
+
+@_entry
+def cuMemcpy3DPeer(pCopy: Any) -> int:
+    if not pCopy:
+        return INVALID_VALUE
+    return int(driver.cuMemcpy3DPeer(StructView(pCopy))[0])
+
+
+@_entry
+def cuMemcpy3DPeerAsync(pCopy: Any, hStream: int) -> int:
+    if not pCopy:
+        return INVALID_VALUE
+    return int(driver.cuMemcpy3DPeerAsync(StructView(pCopy), hStream)[0])
+
+
+@_entry
+def cuMemAdvise_v2(devPtr: int, count: int, advice: int, location: int) -> int:
+    return int(driver.cuMemAdvise(devPtr, count, advice, location)[0])
+
+
+@_entry
+def cuMemPrefetchAsync_v2(devPtr: int, count: int, location: int, flags: int, hStream: int) -> int:
+    return int(driver.cuMemPrefetchAsync(devPtr, count, location, flags, hStream)[0])
+
+
+@_entry
+def cuGraphAddHostNode(phGraphNode: Any, hGraph: int, dependencies: Any, numDependencies: int, nodeParams: Any) -> int:
+    if not phGraphNode:
+        return INVALID_VALUE
+    if numDependencies and not dependencies:
+        return INVALID_VALUE
+    if not nodeParams:
+        return INVALID_VALUE
+    err, v0 = driver.cuGraphAddHostNode(hGraph, _handles(dependencies, numDependencies), numDependencies, StructView(nodeParams))
+    if not err:
+        phGraphNode[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuCtxGetApiVersion(ctx: int, version: Any) -> int:
+    if not version:
+        return INVALID_VALUE
+    err, v0 = driver.cuCtxGetApiVersion(ctx)
+    if not err:
+        version[0] = v0
+    return int(err)
+
+
+@_entry
+def cuCtxGetId(ctx: int, ctxId: Any) -> int:
+    if not ctxId:
+        return INVALID_VALUE
+    err, v0 = driver.cuCtxGetId(ctx)
+    if not err:
+        ctxId[0] = v0
+    return int(err)
+
+
+@_entry
+def cuCtxRecordEvent(hCtx: int, hEvent: int) -> int:
+    return int(driver.cuCtxRecordEvent(hCtx, hEvent)[0])
+
+
+@_entry
+def cuCtxWaitEvent(hCtx: int, hEvent: int) -> int:
+    return int(driver.cuCtxWaitEvent(hCtx, hEvent)[0])
+
+
+@_entry
+def cuCtxGetSharedMemConfig(pConfig: Any) -> int:
+    if not pConfig:
+        return INVALID_VALUE
+    err, v0 = driver.cuCtxGetSharedMemConfig()
+    if not err:
+        pConfig[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuCtxSetSharedMemConfig(config: int) -> int:
+    return int(driver.cuCtxSetSharedMemConfig(config)[0])
+
+
+@_entry
+def cuFuncSetSharedMemConfig(hfunc: int, config: int) -> int:
+    return int(driver.cuFuncSetSharedMemConfig(_func(hfunc), config)[0])
+
+
+@_entry
+def cuStreamGetId(hStream: int, streamId: Any) -> int:
+    if not streamId:
+        return INVALID_VALUE
+    err, v0 = driver.cuStreamGetId(hStream)
+    if not err:
+        streamId[0] = v0
+    return int(err)
+
+
+@_entry
+def cuStreamGetCtx(hStream: int, pctx: Any) -> int:
+    if not pctx:
+        return INVALID_VALUE
+    err, v0 = driver.cuStreamGetCtx(hStream)
+    if not err:
+        pctx[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuStreamGetDevice(hStream: int, device: Any) -> int:
+    if not device:
+        return INVALID_VALUE
+    err, v0 = driver.cuStreamGetDevice(hStream)
+    if not err:
+        device[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuStreamCopyAttributes(dst: int, src: int) -> int:
+    return int(driver.cuStreamCopyAttributes(dst, src)[0])
+
+
+@_entry
+def cuEventRecordWithFlags(hEvent: int, hStream: int, flags: int) -> int:
+    return int(driver.cuEventRecordWithFlags(hEvent, hStream, flags)[0])
+
+
+@_entry
+def cuFuncGetModule(hmod: Any, hfunc: int) -> int:
+    if not hmod:
+        return INVALID_VALUE
+    err, v0 = driver.cuFuncGetModule(_func(hfunc))
+    if not err:
+        hmod[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuModuleGetFunctionCount(count: Any, mod: int) -> int:
+    if not count:
+        return INVALID_VALUE
+    err, v0 = driver.cuModuleGetFunctionCount(mod)
+    if not err:
+        count[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuModuleLoad(module: Any, fname: Any) -> int:
+    if not module:
+        return INVALID_VALUE
+    if not fname:
+        return INVALID_VALUE
+    err, v0 = driver.cuModuleLoad(ffi.string(fname))
+    if not err:
+        module[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuKernelGetLibrary(pLib: Any, kernel: int) -> int:
+    if not pLib:
+        return INVALID_VALUE
+    err, v0 = driver.cuKernelGetLibrary(kernel)
+    if not err:
+        pLib[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuLibraryGetKernelCount(count: Any, lib: int) -> int:
+    if not count:
+        return INVALID_VALUE
+    err, v0 = driver.cuLibraryGetKernelCount(lib)
+    if not err:
+        count[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuLibraryGetGlobal(dptr: Any, bytes_: Any, library: int, name: Any) -> int:
+    if not dptr:
+        return INVALID_VALUE
+    if not bytes_:
+        return INVALID_VALUE
+    if not name:
+        return INVALID_VALUE
+    err, v0, v1 = driver.cuLibraryGetGlobal(library, ffi.string(name))
+    if not err:
+        dptr[0] = _number(v0)
+        bytes_[0] = v1
+    return int(err)
+
+
+@_entry
+def cuDeviceGetByPCIBusId(dev: Any, pciBusId: Any) -> int:
+    if not dev:
+        return INVALID_VALUE
+    if not pciBusId:
+        return INVALID_VALUE
+    err, v0 = driver.cuDeviceGetByPCIBusId(ffi.string(pciBusId))
+    if not err:
+        dev[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuDeviceGetTexture1DLinearMaxWidth(maxWidthInElements: Any, format_: int, numChannels: int, dev: int) -> int:
+    if not maxWidthInElements:
+        return INVALID_VALUE
+    err, v0 = driver.cuDeviceGetTexture1DLinearMaxWidth(format_, numChannels, dev)
+    if not err:
+        maxWidthInElements[0] = v0
+    return int(err)
+
+
+@_entry
+def cuMemsetD2D8_v2(dstDevice: int, dstPitch: int, uc: int, Width: int, Height: int) -> int:
+    return int(driver.cuMemsetD2D8(dstDevice, dstPitch, uc, Width, Height)[0])
+
+
+@_entry
+def cuMemsetD2D16_v2(dstDevice: int, dstPitch: int, us: int, Width: int, Height: int) -> int:
+    return int(driver.cuMemsetD2D16(dstDevice, dstPitch, us, Width, Height)[0])
+
+
+@_entry
+def cuMemsetD2D32_v2(dstDevice: int, dstPitch: int, ui: int, Width: int, Height: int) -> int:
+    return int(driver.cuMemsetD2D32(dstDevice, dstPitch, ui, Width, Height)[0])
+
+
+@_entry
+def cuMemsetD2D8Async(dstDevice: int, dstPitch: int, uc: int, Width: int, Height: int, hStream: int) -> int:
+    return int(driver.cuMemsetD2D8Async(dstDevice, dstPitch, uc, Width, Height, hStream)[0])
+
+
+@_entry
+def cuMemsetD2D16Async(dstDevice: int, dstPitch: int, us: int, Width: int, Height: int, hStream: int) -> int:
+    return int(driver.cuMemsetD2D16Async(dstDevice, dstPitch, us, Width, Height, hStream)[0])
+
+
+@_entry
+def cuMemsetD2D32Async(dstDevice: int, dstPitch: int, ui: int, Width: int, Height: int, hStream: int) -> int:
+    return int(driver.cuMemsetD2D32Async(dstDevice, dstPitch, ui, Width, Height, hStream)[0])
+
+
+@_entry
+def cuMemcpyHtoAAsync_v2(dstArray: int, dstOffset: int, srcHost: int, ByteCount: int, hStream: int) -> int:
+    return int(driver.cuMemcpyHtoAAsync(dstArray, dstOffset, srcHost, ByteCount, hStream)[0])
+
+
+@_entry
+def cuMemcpyAtoHAsync_v2(dstHost: int, srcArray: int, srcOffset: int, ByteCount: int, hStream: int) -> int:
+    return int(driver.cuMemcpyAtoHAsync(dstHost, srcArray, srcOffset, ByteCount, hStream)[0])
+
+
+@_entry
+def cuMipmappedArrayCreate(pHandle: Any, pMipmappedArrayDesc: Any, numMipmapLevels: int) -> int:
+    if not pHandle:
+        return INVALID_VALUE
+    if not pMipmappedArrayDesc:
+        return INVALID_VALUE
+    err, v0 = driver.cuMipmappedArrayCreate(StructView(pMipmappedArrayDesc), numMipmapLevels)
+    if not err:
+        pHandle[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuMipmappedArrayDestroy(hMipmappedArray: int) -> int:
+    return int(driver.cuMipmappedArrayDestroy(hMipmappedArray)[0])
+
+
+@_entry
+def cuMipmappedArrayGetLevel(pLevelArray: Any, hMipmappedArray: int, level: int) -> int:
+    if not pLevelArray:
+        return INVALID_VALUE
+    err, v0 = driver.cuMipmappedArrayGetLevel(hMipmappedArray, level)
+    if not err:
+        pLevelArray[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuStreamWaitValue32_v2(stream: int, addr: int, value: int, flags: int) -> int:
+    return int(driver.cuStreamWaitValue32(stream, addr, value, flags)[0])
+
+
+@_entry
+def cuStreamWaitValue64_v2(stream: int, addr: int, value: int, flags: int) -> int:
+    return int(driver.cuStreamWaitValue64(stream, addr, value, flags)[0])
+
+
+@_entry
+def cuStreamWriteValue32_v2(stream: int, addr: int, value: int, flags: int) -> int:
+    return int(driver.cuStreamWriteValue32(stream, addr, value, flags)[0])
+
+
+@_entry
+def cuStreamWriteValue64_v2(stream: int, addr: int, value: int, flags: int) -> int:
+    return int(driver.cuStreamWriteValue64(stream, addr, value, flags)[0])

@@ -16,14 +16,18 @@ from types import SimpleNamespace
 from typing import Any
 
 from .. import driver
+from .._enums import CUdevResourceType
 from .._types import as_int
 from ..connection import get_connection as _conn
 from ..driver_flags import _STREAM_FIELDS
 from ..driver_graphs import CUDA_KERNEL_NODE_PARAMS
-from .entries import INVALID_VALUE, SUCCESS, _entry, _err, _func, ffi
+from ..driver_tail import CUtensorMap
+from ..resource_types import CUdevResource
+from .entries import INVALID_VALUE, SUCCESS, _entry, _err, _func, _ints, _words, ffi
 
-__all__ = ["StructView"]
+__all__ = ["StructView", "_write_struct"]
 
+_KERNEL_NODE = ffi.typeof("CUDA_KERNEL_NODE_PARAMS")
 _U64_POOL_ATTRS = frozenset({4, 5, 6, 7, 8, 13})  # CUmemPool_attribute values held as cuuint64_t
 
 
@@ -43,10 +47,71 @@ class StructView:
             if kind == "pointer":
                 return int(ffi.cast("uintptr_t", value)) or None
             if kind in ("struct", "union"):
+                if ffi.typeof(value) is _KERNEL_NODE:  # kernelParams laid out by the function
+                    return _kernel_node(value)
                 return StructView(value)
             if kind == "array":
                 return list(value)
         return value
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """What a driver function writes back into the caller's struct (cuGraphAddNode's
+        allocation address and body graphs): numbers and handles as integers; a list for a
+        pointer field becomes an array the library owns (CUDA owns phGraph_out's)."""
+        if name == "_c":
+            object.__setattr__(self, name, value)
+            return
+        field = ffi.typeof(self._c).fields if ffi.typeof(self._c).kind != "pointer" else \
+            ffi.typeof(self._c).item.fields
+        ctype = dict(field)[name].type
+        if ctype.kind == "pointer" and isinstance(value, list | tuple):
+            array = ffi.new(f"{ffi.getctype(ctype.item)}[]", max(len(value), 1))
+            for i, item in enumerate(value):
+                array[i] = ffi.cast(ctype.item, as_int(item)) if ctype.item.kind == "pointer" \
+                    else as_int(item)
+            _OWNED[int(ffi.cast("uintptr_t", ffi.addressof(self._c, name)))] = array
+            setattr(self._c, name, array)
+        elif ctype.kind == "pointer":
+            setattr(self._c, name, ffi.cast(ctype, 0 if value is None else as_int(value)))
+        elif ctype.kind == "primitive" and ctype.cname in ("float", "double"):
+            setattr(self._c, name, float(value))
+        else:
+            setattr(self._c, name, _number(0 if value is None else value))
+
+
+# Arrays handed out inside a caller's struct (a conditional node's body graphs), by the address
+# of the field holding them: kept while that field may still point to them.
+_OWNED: dict[int, Any] = {}
+
+
+def _write_struct(out: Any, value: Any) -> None:
+    """Fill the caller's C struct `out` (zeroed first) from a driver function's answer, field
+    by field as cuda-python's struct objects name them (nested structs alike)."""
+    ctype = ffi.typeof(out)
+    if ctype.kind == "pointer":
+        ffi.memmove(out, bytes(ffi.sizeof(ctype.item)), ffi.sizeof(ctype.item))
+        out = out[0]
+    _fill_struct(out, value)
+
+
+def _fill_struct(out: Any, value: Any) -> None:
+    view = StructView(out)
+    for name, field in ffi.typeof(out).fields:
+        if not name or name.startswith("reserved"):
+            continue
+        try:
+            got = getattr(value, name)
+        except AttributeError:
+            continue
+        if field.type.kind in ("struct", "union"):
+            _fill_struct(getattr(out, name), got)
+        elif field.type.kind != "array":
+            if field.type.kind == "pointer" and got is not None and not isinstance(got, int):
+                try:
+                    as_int(got)
+                except (TypeError, ValueError):
+                    continue  # a host object of a Python caller: no address to give
+            setattr(view, name, got)
 
 
 def _number(value: Any) -> int:
@@ -204,6 +269,215 @@ def cuGraphAddKernelNode_v2(out: Any, graph: int, deps: Any, count: int, p: Any)
     if p == ffi.NULL:
         return INVALID_VALUE
     return _add(driver.cuGraphAddKernelNode, out, graph, deps, count, _kernel_node(p))
+
+
+def _add_node(out: Any, graph: int, deps: Any, edges: Any, count: int, p: Any) -> int:
+    if p == ffi.NULL:
+        return INVALID_VALUE
+    data = None if edges == ffi.NULL else [StructView(edges[i]) for i in range(count)]
+
+    def add(graph: int, nodes: list[int], n: int, params: Any) -> tuple[Any, ...]:
+        return driver.cuGraphAddNode(graph, nodes, data, n, params)
+
+    return _add(add, out, graph, deps, count, StructView(p))
+
+
+@_entry
+def cuGraphAddNode(out: Any, graph: int, deps: Any, count: int, p: Any) -> int:
+    return _add_node(out, graph, deps, ffi.NULL, count, p)
+
+
+@_entry
+def cuGraphAddNode_v2(out: Any, graph: int, deps: Any, edges: Any, count: int, p: Any) -> int:
+    return _add_node(out, graph, deps, edges, count, p)
+
+
+@_entry
+def cuDeviceSetGraphMemAttribute(device: int, attr: int, value: int) -> int:
+    if not value:
+        return INVALID_VALUE
+    return _err(driver.cuDeviceSetGraphMemAttribute(device, attr, ffi.cast("cuuint64_t *", value)[0]))
+
+
+# -- device resources: the server's id kept in the struct's internal bytes -------------------
+
+_SM_FIELDS = ("smCount", "minSmPartitionSize", "smCoscheduledAlignment", "flags")
+
+
+def _resource(c: Any) -> CUdevResource:
+    ident = int.from_bytes(bytes(c._internal_padding[0:8]), "little")
+    r = CUdevResource(type=CUdevResourceType(c.type), _resource_id=ident)
+    for name in _SM_FIELDS:
+        setattr(r.sm, name, getattr(c.sm, name))  # type: ignore[attr-defined]
+    return r
+
+
+def _write_resource_struct(out: Any, r: Any) -> None:
+    ffi.memmove(ffi.addressof(out), bytes(ffi.sizeof("CUdevResource")), ffi.sizeof("CUdevResource"))
+    out.type = int(r.type)
+    ident = int(getattr(r, "_resource_id", 0))
+    ffi.memmove(out._internal_padding, ident.to_bytes(8, "little"), 8)
+    for name in _SM_FIELDS:
+        setattr(out.sm, name, int(getattr(r.sm, name)))
+
+
+@_entry
+def cuDeviceGetDevResource(device: int, out: Any, kind: int) -> int:
+    return _resource_of(driver.cuDeviceGetDevResource, device, out, kind)
+
+
+def _resource_of(call: Callable[..., tuple[Any, ...]], handle: int, out: Any, kind: int) -> int:
+    if out == ffi.NULL:
+        return INVALID_VALUE
+    err, got = call(handle, kind)
+    if not err:
+        _write_resource_struct(out[0], got)
+    return int(err)
+
+
+@_entry
+def cuCtxGetDevResource(ctx: int, out: Any, kind: int) -> int:
+    return _resource_of(driver.cuCtxGetDevResource, ctx, out, kind)
+
+
+@_entry
+def cuGreenCtxGetDevResource(ctx: int, out: Any, kind: int) -> int:
+    return _resource_of(driver.cuGreenCtxGetDevResource, ctx, out, kind)
+
+
+@_entry
+def cuDevResourceGenerateDesc(out: Any, resources: Any, count: int) -> int:
+    if out == ffi.NULL or (count and resources == ffi.NULL):
+        return INVALID_VALUE
+    err, desc = driver.cuDevResourceGenerateDesc([_resource(resources[i]) for i in range(count)], count)
+    if not err:
+        out[0] = as_int(desc)
+    return int(err)
+
+
+@_entry
+def cuDevSmResourceSplitByCount(
+    result: Any, groups: Any, input_: Any, remaining: Any, flags: int, min_count: int
+) -> int:
+    if groups == ffi.NULL or input_ == ffi.NULL or (groups[0] and result == ffi.NULL):
+        return INVALID_VALUE
+    err, made, count, rest = driver.cuDevSmResourceSplitByCount(
+        groups[0], _resource(input_[0]), flags, min_count
+    )
+    if err:
+        return int(err)
+    if result != ffi.NULL:
+        for i, group in enumerate(made[: groups[0]]):
+            _write_resource_struct(result[i], group)
+    groups[0] = int(count)
+    if remaining != ffi.NULL:
+        _write_resource_struct(remaining[0], rest)
+    return SUCCESS
+
+
+# -- batches of stream memory operations, tensor maps, enumerations, libraries from files -----
+
+
+@_entry
+def cuStreamBatchMemOp_v2(stream: int, count: int, params: Any, flags: int) -> int:
+    if count and params == ffi.NULL:
+        return INVALID_VALUE
+    ops = [StructView(params[i]) for i in range(count)]
+    return _err(driver.cuStreamBatchMemOp(stream, count, ops, flags))
+
+
+def _tensor_map(out: Any, result: tuple[Any, ...]) -> int:
+    err, got = result
+    if not err:
+        ffi.memmove(out, bytes(got), 128)
+    return int(err)
+
+
+def _array(values: Any, count: int) -> list[int] | None:
+    return None if values == ffi.NULL else list(ffi.unpack(values, count))
+
+
+@_entry
+def cuTensorMapEncodeTiled(
+    out: Any, kind: int, rank: int, address: int, dims: Any, strides: Any, box: Any,
+    element_strides: Any, interleave: int, swizzle: int, promotion: int, fill: int,
+) -> int:  # fmt: skip
+    if out == ffi.NULL:
+        return INVALID_VALUE
+    return _tensor_map(out, driver.cuTensorMapEncodeTiled(
+        kind, rank, address, _array(dims, rank), _array(strides, max(rank - 1, 0)),
+        _array(box, rank), _array(element_strides, rank), interleave, swizzle, promotion, fill,
+    ))  # fmt: skip
+
+
+@_entry
+def cuTensorMapEncodeIm2col(
+    out: Any, kind: int, rank: int, address: int, dims: Any, strides: Any, lower: Any,
+    upper: Any, channels: int, pixels: int, element_strides: Any, interleave: int, swizzle: int,
+    promotion: int, fill: int,
+) -> int:  # fmt: skip
+    if out == ffi.NULL:
+        return INVALID_VALUE
+    corners = max(rank - 2, 0)
+    return _tensor_map(out, driver.cuTensorMapEncodeIm2col(
+        kind, rank, address, _array(dims, rank), _array(strides, max(rank - 1, 0)),
+        _array(lower, corners), _array(upper, corners), channels, pixels,
+        _array(element_strides, rank), interleave, swizzle, promotion, fill,
+    ))  # fmt: skip
+
+
+@_entry
+def cuTensorMapReplaceAddress(tensor_map: Any, address: int) -> int:
+    if tensor_map == ffi.NULL:
+        return INVALID_VALUE
+    mine = CUtensorMap()
+    mine._set(bytes(ffi.buffer(tensor_map, 128)))
+    err = _err(driver.cuTensorMapReplaceAddress(mine, address))
+    if not err:
+        ffi.memmove(tensor_map, bytes(mine), 128)
+    return err
+
+
+def _enumerate(call: Callable[..., tuple[Any, ...]], out: Any, count: int, owner: int) -> int:
+    if count and out == ffi.NULL:
+        return INVALID_VALUE
+    err, got = call(count, owner)
+    if not err:
+        for i, handle in enumerate((got or [])[:count]):
+            out[i] = ffi.cast(ffi.typeof(out).item, as_int(handle))
+    return int(err)
+
+
+@_entry
+def cuModuleEnumerateFunctions(out: Any, count: int, module: int) -> int:
+    return _enumerate(driver.cuModuleEnumerateFunctions, out, count, module)
+
+
+@_entry
+def cuLibraryEnumerateKernels(out: Any, count: int, library: int) -> int:
+    return _enumerate(driver.cuLibraryEnumerateKernels, out, count, library)
+
+
+@_entry
+def cuLibraryLoadFromFile(
+    library: Any, path: Any, jit_options: Any, jit_values: int, n_jit: int, lib_options: Any,
+    lib_values: int, n_lib: int,
+) -> int:  # fmt: skip
+    if library == ffi.NULL or path == ffi.NULL:
+        return INVALID_VALUE
+    jo, lo = _ints(jit_options, n_jit), _ints(lib_options, n_lib)
+    err, got = driver.cuLibraryLoadFromFile(
+        ffi.string(path), jo, _words(jit_values, len(jo)), len(jo), lo,
+        _words(lib_values, len(lo)), len(lo),
+    )  # fmt: skip
+    if not err:
+        library[0] = as_int(got)
+    return int(err)
+
+
+@_entry
+def cuMemRangeGetAttribute(data: int, size: int, attribute: int, ptr: int, count: int) -> int:
+    return _err(driver.cuMemRangeGetAttribute(size, attribute, ptr, count))  # refused by the client
 
 
 # -- occupancy of clusters, stream attributes ------------------------------------------------

@@ -24,7 +24,8 @@ __all__ = [
 HEADER_NAMES = frozenset(["cuGraphInstantiateWithFlags"])
 
 FAMILY_HANDLES = frozenset(
-    ["CUmemoryPool", "CUgraph", "CUgraphExec", "CUgraphNode", "CUarray", "CUmipmappedArray", "CUlinkState"]
+    ["CUmemoryPool", "CUgraph", "CUgraphExec", "CUgraphNode", "CUarray", "CUmipmappedArray", "CUlinkState",
+     "CUgreenCtx", "CUdevResourceDesc"]
 )
 
 # The structs, by name: what a program passes by pointer. Enums are `int` (4 bytes in C).
@@ -95,6 +96,78 @@ STRUCTS = {
         "unsigned char from_port; unsigned char to_port; unsigned char type; "
         "unsigned char reserved[5];"
     ),
+    # the members of CUgraphNodeParams' union (cuda.h 12.4+/13; cuda-bindings' layout)
+    "CUDA_MEMCPY_NODE_PARAMS": "int flags; int reserved; CUcontext copyCtx; CUDA_MEMCPY3D copyParams;",
+    "CUDA_MEMSET_NODE_PARAMS_v2": (
+        "CUdeviceptr dst; size_t pitch; unsigned int value; unsigned int elementSize; "
+        "size_t width; size_t height; CUcontext ctx;"
+    ),
+    "CUDA_HOST_NODE_PARAMS": "void *fn; void *userData;",
+    "CUDA_HOST_NODE_PARAMS_v2": "void *fn; void *userData; unsigned int syncMode; CUcontext ctx;",
+    "CUDA_CHILD_GRAPH_NODE_PARAMS": "CUgraph graph; int ownership;",
+    "CUDA_EVENT_NODE_PARAMS": "CUevent event;",
+    "CUDA_EXT_SEM_NODE_PARAMS_v2": (
+        "void *extSemArray; const void *paramsArray; unsigned int numExtSems; CUcontext ctx;"
+    ),
+    "CUDA_MEM_ALLOC_NODE_PARAMS": (
+        "CUmemPoolProps poolProps; const CUmemAccessDesc *accessDescs; size_t accessDescCount; "
+        "size_t bytesize; CUdeviceptr dptr;"
+    ),
+    "CUDA_MEM_FREE_NODE_PARAMS": "CUdeviceptr dptr;",
+    "CUDA_BATCH_MEM_OP_NODE_PARAMS_v2": (
+        "CUcontext ctx; unsigned int count; void *paramArray; unsigned int flags;"
+    ),
+    "CUDA_CONDITIONAL_NODE_PARAMS": (
+        "CUgraphConditionalHandle handle; int type; unsigned int size; CUgraph *phGraph_out; "
+        "CUcontext ctx;"
+    ),
+    "CUDA_MEMCPY3D_PEER": (
+        "size_t srcXInBytes; size_t srcY; size_t srcZ; size_t srcLOD; int srcMemoryType; "
+        "const void *srcHost; CUdeviceptr srcDevice; CUarray srcArray; CUcontext srcContext; "
+        "size_t srcPitch; size_t srcHeight; "
+        "size_t dstXInBytes; size_t dstY; size_t dstZ; size_t dstLOD; int dstMemoryType; "
+        "void *dstHost; CUdeviceptr dstDevice; CUarray dstArray; CUcontext dstContext; "
+        "size_t dstPitch; size_t dstHeight; "
+        "size_t WidthInBytes; size_t Height; size_t Depth;"
+    ),
+    "CUDA_ARRAY_MEMORY_REQUIREMENTS": "size_t size; size_t alignment; unsigned int reserved[4];",
+    "CUDA_ARRAY_SPARSE_PROPERTIES": (
+        "struct { unsigned int width; unsigned int height; unsigned int depth; } tileExtent; "
+        "unsigned int miptailFirstLevel; unsigned long long miptailSize; unsigned int flags; "
+        "unsigned int reserved[4];"
+    ),
+    # the CUstreamBatchMemOpParams union (48 bytes), as a struct holding it; its wait and write
+    # arms (CUstreamMemOpWaitValueParams_st, ...WriteValue...) have one layout
+    "CUstreamMemOpValueParams": (
+        "int operation; CUdeviceptr address; union { unsigned int value; cuuint64_t value64; }; "
+        "unsigned int flags; CUdeviceptr alias;"
+    ),
+    "CUstreamBatchMemOpParams": (
+        "union { int operation; "
+        "CUstreamMemOpValueParams waitValue; CUstreamMemOpValueParams writeValue; "
+        "struct { int operation; unsigned int flags; } flushRemoteWrites; "
+        "struct { int operation; unsigned int flags; } memoryBarrier; "
+        "cuuint64_t pad[6]; };"
+    ),
+    # 128 bytes, 64-byte aligned: the encoding the server's driver made
+    "CUtensorMap": "cuuint64_t opaque[16];",
+    # 144 bytes; the driver's internal bytes hold the id of the server's resource here
+    "CUdevResource": (
+        "int type; unsigned char _internal_padding[92]; union { struct { unsigned int smCount; "
+        "unsigned int minSmPartitionSize; unsigned int smCoscheduledAlignment; "
+        "unsigned int flags; } sm; unsigned char _oversize[40]; }; void *nextResource;"
+    ),
+    # 256 bytes: the type, then a 232-byte union of the node kinds' parameters
+    "CUgraphNodeParams": (
+        "int type; int reserved0[3]; union { long long reserved1[29]; "
+        "CUDA_KERNEL_NODE_PARAMS kernel; CUDA_MEMCPY_NODE_PARAMS memcpy; "
+        "CUDA_MEMSET_NODE_PARAMS_v2 memset; CUDA_HOST_NODE_PARAMS_v2 host; "
+        "CUDA_CHILD_GRAPH_NODE_PARAMS graph; CUDA_EVENT_NODE_PARAMS eventWait; "
+        "CUDA_EVENT_NODE_PARAMS eventRecord; CUDA_EXT_SEM_NODE_PARAMS_v2 extSemSignal; "
+        "CUDA_EXT_SEM_NODE_PARAMS_v2 extSemWait; CUDA_MEM_ALLOC_NODE_PARAMS alloc; "
+        "CUDA_MEM_FREE_NODE_PARAMS free; CUDA_BATCH_MEM_OP_NODE_PARAMS_v2 memOp; "
+        "CUDA_CONDITIONAL_NODE_PARAMS conditional; }; long long reserved2;"
+    ),
 }
 
 FAMILY_TYPES = (
@@ -102,6 +175,7 @@ FAMILY_TYPES = (
     + "typedef unsigned long long CUmemGenericAllocationHandle;\n"
     + "typedef unsigned long long CUtexObject;\n"
     + "typedef unsigned long long CUsurfObject;\n"
+    + "typedef unsigned long long CUgraphConditionalHandle;\n"
     + "".join(f"typedef struct {{ {body} }} {name};\n" for name, body in STRUCTS.items())
 )
 
@@ -226,6 +300,93 @@ FAMILY_ENTRIES: list[tuple[str, str]] = [
     ("cuGraphNodeGetToolsId", "CUgraphNode hNode, unsigned long long *toolsNodeId"),
     ("cuMemAllocManaged", "CUdeviceptr *dptr, size_t bytesize, unsigned int flags"),
     ("cuMemHostGetDevicePointer_v2", "CUdeviceptr *pdptr, void *p, unsigned int Flags"),
+    # polymorphic graph nodes, graph memory, conditional nodes
+    ("cuGraphAddNode", "CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUgraphNodeParams *nodeParams"),
+    ("cuGraphAddNode_v2", "CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUgraphNodeParams *nodeParams"),
+    ("cuGraphNodeSetParams", "CUgraphNode hNode, CUgraphNodeParams *nodeParams"),
+    ("cuGraphExecNodeSetParams", "CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeParams *nodeParams"),
+    ("cuGraphMemcpyNodeGetParams", "CUgraphNode hNode, CUDA_MEMCPY3D *nodeParams"),
+    ("cuGraphAddMemAllocNode", "CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams"),
+    ("cuGraphAddMemFreeNode", "CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUdeviceptr dptr"),
+    ("cuGraphMemAllocNodeGetParams", "CUgraphNode hNode, CUDA_MEM_ALLOC_NODE_PARAMS *params_out"),
+    ("cuGraphMemFreeNodeGetParams", "CUgraphNode hNode, CUdeviceptr *dptr_out"),
+    ("cuDeviceGetGraphMemAttribute", "CUdevice device, int attr, cuuint64_t *value"),
+    ("cuDeviceSetGraphMemAttribute", "CUdevice device, int attr, void *value"),
+    ("cuDeviceGraphMemTrim", "CUdevice device"),
+    ("cuGraphConditionalHandleCreate", "CUgraphConditionalHandle *pHandle_out, CUgraph hGraph, CUcontext ctx, unsigned int defaultLaunchValue, unsigned int flags"),
+    # device resources
+    ("cuDeviceGetDevResource", "CUdevice device, CUdevResource *resource, int type"),
+    ("cuDevSmResourceSplitByCount", "CUdevResource *result, unsigned int *nbGroups, const CUdevResource *input, CUdevResource *remaining, unsigned int useFlags, unsigned int minCount"),
+    ("cuCtxGetDevResource", "CUcontext hCtx, CUdevResource *resource, int type"),
+    ("cuDevResourceGenerateDesc", "CUdevResourceDesc *phDesc, CUdevResource *resources, unsigned int nbResources"),
+    # green contexts
+    ("cuGreenCtxCreate", "CUgreenCtx *phCtx, CUdevResourceDesc desc, CUdevice dev, unsigned int flags"),
+    ("cuGreenCtxDestroy", "CUgreenCtx hCtx"),
+    ("cuGreenCtxGetDevResource", "CUgreenCtx hCtx, CUdevResource *resource, int type"),
+    ("cuCtxFromGreenCtx", "CUcontext *pContext, CUgreenCtx hCtx"),
+    ("cuGreenCtxRecordEvent", "CUgreenCtx hCtx, CUevent hEvent"),
+    ("cuGreenCtxWaitEvent", "CUgreenCtx hCtx, CUevent hEvent"),
+    ("cuGreenCtxStreamCreate", "CUstream *phStream, CUgreenCtx greenCtx, unsigned int flags, int priority"),
+    ("cuStreamGetGreenCtx", "CUstream hStream, CUgreenCtx *phCtx"),
+    ("cuStreamGetCtx_v2", "CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx"),
+    # arrays' requirements, peer 3D copies, batches of stream memory operations, tensor maps
+    ("cuArrayGetMemoryRequirements", "CUDA_ARRAY_MEMORY_REQUIREMENTS *memoryRequirements, CUarray array, CUdevice device"),
+    ("cuMipmappedArrayGetMemoryRequirements", "CUDA_ARRAY_MEMORY_REQUIREMENTS *memoryRequirements, CUmipmappedArray mipmap, CUdevice device"),
+    ("cuArrayGetSparseProperties", "CUDA_ARRAY_SPARSE_PROPERTIES *sparseProperties, CUarray array"),
+    ("cuMipmappedArrayGetSparseProperties", "CUDA_ARRAY_SPARSE_PROPERTIES *sparseProperties, CUmipmappedArray mipmap"),
+    ("cuMemcpy3DPeer", "const CUDA_MEMCPY3D_PEER *pCopy"),
+    ("cuMemcpy3DPeerAsync", "const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream"),
+    ("cuStreamBatchMemOp_v2", "CUstream stream, unsigned int count, CUstreamBatchMemOpParams *paramArray, unsigned int flags"),
+    ("cuTensorMapEncodeTiled", "CUtensorMap *tensorMap, int tensorDataType, unsigned int tensorRank, void *globalAddress, const cuuint64_t *globalDim, const cuuint64_t *globalStrides, const unsigned int *boxDim, const unsigned int *elementStrides, int interleave, int swizzle, int l2Promotion, int oobFill"),
+    ("cuTensorMapEncodeIm2col", "CUtensorMap *tensorMap, int tensorDataType, unsigned int tensorRank, void *globalAddress, const cuuint64_t *globalDim, const cuuint64_t *globalStrides, const int *pixelBoxLowerCorner, const int *pixelBoxUpperCorner, unsigned int channelsPerPixel, unsigned int pixelsPerColumn, const unsigned int *elementStrides, int interleave, int swizzle, int l2Promotion, int oobFill"),
+    ("cuTensorMapReplaceAddress", "CUtensorMap *tensorMap, void *globalAddress"),
+    ("cuModuleEnumerateFunctions", "CUfunction *functions, unsigned int numFunctions, CUmodule mod"),
+    ("cuLibraryEnumerateKernels", "CUkernel *kernels, unsigned int numKernels, CUlibrary lib"),
+    ("cuLibraryLoadFromFile", "CUlibrary *library, const char *fileName, int *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, int *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions"),
+    # refused by the client with its reason (managed memory, host functions in graphs); an
+    # 8-byte CUmemLocation by value travels in one integer register (x86-64 and AArch64 ABIs)
+    ("cuMemAdvise_v2", "CUdeviceptr devPtr, size_t count, int advice, cuuint64_t location"),
+    ("cuMemPrefetchAsync_v2", "CUdeviceptr devPtr, size_t count, cuuint64_t location, unsigned int flags, CUstream hStream"),
+    ("cuMemRangeGetAttribute", "void *data, size_t dataSize, int attribute, CUdeviceptr devPtr, size_t count"),
+    ("cuGraphAddHostNode", "CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_HOST_NODE_PARAMS *nodeParams"),
+    # context, stream, module, library and kernel queries
+    ("cuCtxGetApiVersion", "CUcontext ctx, unsigned int *version"),
+    ("cuCtxGetId", "CUcontext ctx, unsigned long long *ctxId"),
+    ("cuCtxRecordEvent", "CUcontext hCtx, CUevent hEvent"),
+    ("cuCtxWaitEvent", "CUcontext hCtx, CUevent hEvent"),
+    ("cuCtxGetSharedMemConfig", "int *pConfig"),
+    ("cuCtxSetSharedMemConfig", "int config"),
+    ("cuFuncSetSharedMemConfig", "CUfunction hfunc, int config"),
+    ("cuStreamGetId", "CUstream hStream, unsigned long long *streamId"),
+    ("cuStreamGetCtx", "CUstream hStream, CUcontext *pctx"),
+    ("cuStreamGetDevice", "CUstream hStream, CUdevice *device"),
+    ("cuStreamCopyAttributes", "CUstream dst, CUstream src"),
+    ("cuEventRecordWithFlags", "CUevent hEvent, CUstream hStream, unsigned int flags"),
+    ("cuFuncGetModule", "CUmodule *hmod, CUfunction hfunc"),
+    ("cuModuleGetFunctionCount", "unsigned int *count, CUmodule mod"),
+    ("cuModuleLoad", "CUmodule *module, const char *fname"),
+    ("cuKernelGetLibrary", "CUlibrary *pLib, CUkernel kernel"),
+    ("cuLibraryGetKernelCount", "unsigned int *count, CUlibrary lib"),
+    ("cuLibraryGetGlobal", "CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name"),
+    ("cuDeviceGetByPCIBusId", "CUdevice *dev, const char *pciBusId"),
+    ("cuDeviceGetTexture1DLinearMaxWidth", "size_t *maxWidthInElements, int format, unsigned int numChannels, CUdevice dev"),
+    # 2D memsets, array copies on a stream, mipmapped arrays
+    ("cuMemsetD2D8_v2", "CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height"),
+    ("cuMemsetD2D16_v2", "CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width, size_t Height"),
+    ("cuMemsetD2D32_v2", "CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height"),
+    ("cuMemsetD2D8Async", "CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height, CUstream hStream"),
+    ("cuMemsetD2D16Async", "CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width, size_t Height, CUstream hStream"),
+    ("cuMemsetD2D32Async", "CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height, CUstream hStream"),
+    ("cuMemcpyHtoAAsync_v2", "CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount, CUstream hStream"),
+    ("cuMemcpyAtoHAsync_v2", "void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount, CUstream hStream"),
+    ("cuMipmappedArrayCreate", "CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc, unsigned int numMipmapLevels"),
+    ("cuMipmappedArrayDestroy", "CUmipmappedArray hMipmappedArray"),
+    ("cuMipmappedArrayGetLevel", "CUarray *pLevelArray, CUmipmappedArray hMipmappedArray, unsigned int level"),
+    # stream memory operations
+    ("cuStreamWaitValue32_v2", "CUstream stream, CUdeviceptr addr, unsigned int value, unsigned int flags"),
+    ("cuStreamWaitValue64_v2", "CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags"),
+    ("cuStreamWriteValue32_v2", "CUstream stream, CUdeviceptr addr, unsigned int value, unsigned int flags"),
+    ("cuStreamWriteValue64_v2", "CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags"),
 ]
 
 # cuGetProcAddress: the CUDA version from which each suffixed ABI is handed out.
@@ -259,4 +420,18 @@ FAMILY_SINCE = {
     "cuLinkAddData_v2": 6050,
     "cuLinkAddFile_v2": 6050,
     "cuMemHostGetDevicePointer_v2": 3020,
+    "cuGraphAddNode_v2": 12030,
+    "cuStreamGetCtx_v2": 12050,
+    "cuStreamBatchMemOp_v2": 11070,
+    "cuMemAdvise_v2": 12020,
+    "cuMemPrefetchAsync_v2": 12020,
+    "cuMemsetD2D8_v2": 3020,
+    "cuMemsetD2D16_v2": 3020,
+    "cuMemsetD2D32_v2": 3020,
+    "cuMemcpyHtoAAsync_v2": 3020,
+    "cuMemcpyAtoHAsync_v2": 3020,
+    "cuStreamWaitValue32_v2": 11070,
+    "cuStreamWaitValue64_v2": 11070,
+    "cuStreamWriteValue32_v2": 11070,
+    "cuStreamWriteValue64_v2": 11070,
 }

@@ -74,6 +74,11 @@ ENTRIES: list[tuple[str, str]] = [
     ("cuDevicePrimaryCtxReset_v2", "CUdevice dev"),
     ("cuDevicePrimaryCtxGetState", "CUdevice dev, unsigned int *flags, int *active"),
     ("cuDevicePrimaryCtxSetFlags_v2", "CUdevice dev, unsigned int flags"),
+    # the forms before 11.0 (a 13.0 runtime asks for them at 7000): the _v2 implementation, as
+    # the driver's own unversioned symbols behave today
+    ("cuDevicePrimaryCtxRelease", "CUdevice dev"),
+    ("cuDevicePrimaryCtxReset", "CUdevice dev"),
+    ("cuDevicePrimaryCtxSetFlags", "CUdevice dev, unsigned int flags"),
     ("cuCtxCreate_v2", "CUcontext *pctx, unsigned int flags, CUdevice dev"),
     ("cuCtxCreate_v3", "CUcontext *pctx, void *paramsArray, int numParams, unsigned int flags, CUdevice dev"),
     ("cuCtxCreate_v4", "CUcontext *pctx, void *ctxCreateParams, unsigned int flags, CUdevice dev"),
