@@ -233,30 +233,164 @@ class cudaExternalSemaphoreSignalNodeParams(ValueStruct):
 # -- stream batch memory operations -----------------------------------------------------------
 
 
-class _MemOpValue(ValueStruct):
-    FIELDS: ClassVar[dict[str, Any]] = {
-        "operation": CUstreamBatchMemOpType(1), "address": CUdeviceptr(0), "value": 0,
-        "value64": cuuint64_t(0), "flags": 0, "alias": CUdeviceptr(0),
-    }  # fmt: skip
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in ("address", "alias"):
-            value = CUdeviceptr(value)
-        elif name == "value64":
-            value = cuuint64_t(value)
-        super().__setattr__(name, value)
+class _MemOpValueC(ctypes.Structure):
+    _fields_ = [("operation", ctypes.c_uint32), ("address", ctypes.c_uint64),
+                ("value64", ctypes.c_uint64), ("flags", ctypes.c_uint32), ("alias", ctypes.c_uint64)]  # fmt: skip
 
 
-class _MemOpFlags(ValueStruct):
-    FIELDS: ClassVar[dict[str, Any]] = {"operation": CUstreamBatchMemOpType(1), "flags": 0}
+class _MemOpFlagsC(ctypes.Structure):
+    _fields_ = [("operation", ctypes.c_uint32), ("flags", ctypes.c_uint32)]
 
 
-class CUstreamBatchMemOpParams(ValueStruct):
-    FIELDS: ClassVar[dict[str, Any]] = {
-        "operation": CUstreamBatchMemOpType(1), "waitValue": _MemOpValue,
-        "writeValue": _MemOpValue, "flushRemoteWrites": _MemOpFlags,
-        "memoryBarrier": _MemOpFlags, "pad": [0] * 6,
-    }  # fmt: skip
+class _MemOpUnionC(ctypes.Union):
+    """CUstreamBatchMemOpParams_union of cuda.h: every arm starts with the operation."""
+
+    _fields_ = [("operation", ctypes.c_uint32), ("waitValue", _MemOpValueC),
+                ("writeValue", _MemOpValueC), ("flushRemoteWrites", _MemOpFlagsC),
+                ("memoryBarrier", _MemOpFlagsC), ("pad", ctypes.c_uint64 * 6)]  # fmt: skip
+
+
+class _MemOpValue(_Shown):
+    """The wait or write arm: a view of its union's bytes (value is value64's low 32 bits)."""
+
+    _shown = ("operation", "address", "value", "value64", "flags", "alias")
+
+    def __init__(self, arm: _MemOpValueC) -> None:
+        self._c = arm
+
+    @property
+    def operation(self) -> CUstreamBatchMemOpType:
+        return CUstreamBatchMemOpType(self._c.operation)
+
+    @operation.setter
+    def operation(self, v: Any) -> None:
+        self._c.operation = int(v)
+
+    @property
+    def address(self) -> CUdeviceptr:
+        return CUdeviceptr(self._c.address)
+
+    @address.setter
+    def address(self, v: Any) -> None:
+        self._c.address = as_int(v)
+
+    @property
+    def value(self) -> cuuint32_t:
+        return cuuint32_t(self._c.value64 & 0xFFFFFFFF)
+
+    @value.setter
+    def value(self, v: Any) -> None:
+        self._c.value64 = (self._c.value64 & ~0xFFFFFFFF) | (as_int(v) & 0xFFFFFFFF)
+
+    @property
+    def value64(self) -> cuuint64_t:
+        return cuuint64_t(self._c.value64)
+
+    @value64.setter
+    def value64(self, v: Any) -> None:
+        self._c.value64 = as_int(v)
+
+    @property
+    def flags(self) -> int:
+        return self._c.flags
+
+    @flags.setter
+    def flags(self, v: Any) -> None:
+        self._c.flags = int(v)
+
+    @property
+    def alias(self) -> CUdeviceptr:
+        return CUdeviceptr(self._c.alias)
+
+    @alias.setter
+    def alias(self, v: Any) -> None:
+        self._c.alias = as_int(v)
+
+
+class _MemOpFlags(_Shown):
+    """The flush or barrier arm: a view of its union's bytes."""
+
+    _shown = ("operation", "flags")
+
+    def __init__(self, arm: _MemOpFlagsC) -> None:
+        self._c = arm
+
+    @property
+    def operation(self) -> CUstreamBatchMemOpType:
+        return CUstreamBatchMemOpType(self._c.operation)
+
+    @operation.setter
+    def operation(self, v: Any) -> None:
+        self._c.operation = int(v)
+
+    @property
+    def flags(self) -> int:
+        return self._c.flags
+
+    @flags.setter
+    def flags(self, v: Any) -> None:
+        self._c.flags = int(v)
+
+
+class CUstreamBatchMemOpParams(_Shown):
+    """A union, as in cuda.h and cuda-bindings: `operation` and each arm share their bytes, so
+    setting `writeValue.operation` sets `operation` too; assigning an arm copies its bytes."""
+
+    _shown = ("operation", "waitValue", "writeValue", "flushRemoteWrites", "memoryBarrier", "pad")
+
+    def __init__(self) -> None:
+        self._c = _MemOpUnionC()
+
+    @property
+    def operation(self) -> CUstreamBatchMemOpType:
+        return CUstreamBatchMemOpType(self._c.operation)
+
+    @operation.setter
+    def operation(self, v: Any) -> None:
+        self._c.operation = int(v)
+
+    @property
+    def waitValue(self) -> _MemOpValue:
+        return _MemOpValue(self._c.waitValue)
+
+    @waitValue.setter
+    def waitValue(self, v: _MemOpValue) -> None:
+        ctypes.pointer(self._c.waitValue)[0] = v._c
+
+    @property
+    def writeValue(self) -> _MemOpValue:
+        return _MemOpValue(self._c.writeValue)
+
+    @writeValue.setter
+    def writeValue(self, v: _MemOpValue) -> None:
+        ctypes.pointer(self._c.writeValue)[0] = v._c
+
+    @property
+    def flushRemoteWrites(self) -> _MemOpFlags:
+        return _MemOpFlags(self._c.flushRemoteWrites)
+
+    @flushRemoteWrites.setter
+    def flushRemoteWrites(self, v: _MemOpFlags) -> None:
+        ctypes.pointer(self._c.flushRemoteWrites)[0] = v._c
+
+    @property
+    def memoryBarrier(self) -> _MemOpFlags:
+        return _MemOpFlags(self._c.memoryBarrier)
+
+    @memoryBarrier.setter
+    def memoryBarrier(self, v: _MemOpFlags) -> None:
+        ctypes.pointer(self._c.memoryBarrier)[0] = v._c
+
+    @property
+    def pad(self) -> list[int]:
+        return list(self._c.pad)
+
+    @pad.setter
+    def pad(self, values: Any) -> None:
+        items = [as_int(v) for v in values]
+        if len(items) != 6:
+            raise ValueError(f"pad: expected 6 values, got {len(items)}")
+        self._c.pad[:] = items
 
 
 CUstreamBatchMemOpParams_union = CUstreamBatchMemOpParams
