@@ -15,10 +15,11 @@ from typing import Any
 
 from . import driver_graph_mem_cond
 from . import driver_graphs as dg
-from ._enums import CUgraphNodeType, CUmemorytype
+from ._enums import CUgraphNodeType
 from ._types import CUdeviceptr
 from .array_types import CUDA_MEMCPY3D
 from .connection import Connection, get_connection
+from .driver_graph_access import memcpy3d_of
 
 __all__ = [
     "cuGraphDestroyNode",
@@ -160,20 +161,7 @@ def cuGraphMemcpyNodeGetParams(hNode: Any) -> tuple[Any, CUDA_MEMCPY3D | None]:
     err, copy, conn = _params_of("cuGraphMemcpyNodeGetParams", hNode, dg._MEMCPY)
     if err:
         return dg._out(err, None)  # type: ignore[return-value]
-    p = CUDA_MEMCPY3D(WidthInBytes=int(copy.size), Height=1, Depth=1)
-    slots = dg._state(conn).slots
-    for side, is_host, value in (
-        ("dst", copy.dst_host, copy.dst),
-        ("src", copy.src_host, copy.src),
-    ):
-        if is_host:
-            slot = slots.get(int(value))
-            setattr(p, f"{side}MemoryType", CUmemorytype.CU_MEMORYTYPE_HOST)
-            setattr(p, f"{side}Host", None if slot is None else slot.obj)
-        else:
-            setattr(p, f"{side}MemoryType", CUmemorytype.CU_MEMORYTYPE_DEVICE)
-            setattr(p, f"{side}Device", CUdeviceptr(int(value)))
-    return (dg._SUCCESS, p)
+    return (dg._SUCCESS, memcpy3d_of(conn, copy))
 
 
 def cuGraphMemsetNodeGetParams(hNode: Any) -> tuple[Any, Any]:

@@ -243,27 +243,28 @@ def cudaGraphAddKernelNode(
     return _node(add)
 
 
+def copy_params(call: str, p: Any) -> Any:
+    """The driver's 1D CUDA_MEMCPY3D of a cudaMemcpy3DParms, or (cudaError_t, why not)."""
+    if not hasattr(p, "extent"):
+        return cudaError_t.cudaErrorInvalidValue, f"{call}: pCopyParams is not a cudaMemcpy3DParms"
+    if int(p.srcArray or 0) or int(p.dstArray or 0):
+        return cudaError_t.cudaErrorNotSupported, f"{call}: arrays are not supported in memcpy nodes remotely"
+    for pos in (p.srcPos, p.dstPos):
+        if pos.x or pos.y or pos.z:
+            return cudaError_t.cudaErrorNotSupported, f"{call}: srcPos/dstPos offsets are not supported remotely"
+    if (p.extent.height or 1) != 1 or (p.extent.depth or 1) != 1:
+        return cudaError_t.cudaErrorNotSupported, f"{call}: only 1D copies (extent height and depth 1) are supported remotely"
+    count = size_t(p.extent.width, f"{call}: extent.width")
+    return _copy_1d(get_connection(), p.dstPtr.ptr, p.srcPtr.ptr, count, int(p.kind))
+
+
 def cudaGraphAddMemcpyNode(
     graph: Any, pDependencies: Sequence[Any] | None, numDependencies: int, pCopyParams: Any
 ) -> tuple[Any, cudaGraphNode_t | None]:
-    call = "cudaGraphAddMemcpyNode"
-    p = pCopyParams
-    if not hasattr(p, "extent"):
-        return _fail(cudaError_t.cudaErrorInvalidValue, f"{call}: pCopyParams is not a cudaMemcpy3DParms", 1)
-    if int(p.srcArray or 0) or int(p.dstArray or 0):
-        return _fail(cudaError_t.cudaErrorNotSupported, f"{call}: arrays are not supported in memcpy nodes remotely", 1)
-    for pos in (p.srcPos, p.dstPos):
-        if pos.x or pos.y or pos.z:
-            return _fail(cudaError_t.cudaErrorNotSupported, f"{call}: srcPos/dstPos offsets are not supported remotely", 1)
-    if (p.extent.height or 1) != 1 or (p.extent.depth or 1) != 1:
-        return _fail(cudaError_t.cudaErrorNotSupported, f"{call}: only 1D copies (extent height and depth 1) are supported remotely", 1)
-    count = size_t(p.extent.width, f"{call}: extent.width")
-    return _node(
-        lambda: dg.cuGraphAddMemcpyNode(
-            graph, pDependencies, numDependencies,
-            _copy_1d(get_connection(), p.dstPtr.ptr, p.srcPtr.ptr, count, int(p.kind)), None,
-        )
-    )
+    copy = copy_params("cudaGraphAddMemcpyNode", pCopyParams)
+    if isinstance(copy, tuple):
+        return _fail(copy[0], copy[1], 1)
+    return _node(lambda: dg.cuGraphAddMemcpyNode(graph, pDependencies, numDependencies, copy, None))
 
 
 def cudaGraphAddMemcpyNode1D(

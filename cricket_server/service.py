@@ -29,6 +29,7 @@ from cricket_server.binding_procedures import BindingProcedures
 from cricket_server.checkpoints.sessions import checkpoint_call
 from cricket_server.checkpoints.targets import check_own_target
 from cricket_server.datapath import DataPathProcedures
+from cricket_server.graph_access_procedures import GraphAccessProcedures
 from cricket_server.graph_procedures import GraphProcedures
 from cricket_server.handle_checks import KIND_SHIFT, tag_masks, wrong_kind
 from cricket_server.launch_batch import Launch, decode_launch_batch_args
@@ -109,6 +110,7 @@ def _mem_info(session: Session) -> proto.mem_info:
 
 class CricketService(
     GraphProcedures,
+    GraphAccessProcedures,
     BindingProcedures,
     FlagsProcedures,
     DataPathProcedures,

@@ -51,6 +51,7 @@ from cricket_server.session_core import (
     SessionCore,
 )
 from cricket_server.session_dev_resources import SessionDevResources
+from cricket_server.session_graph_access import SessionGraphAccess
 from cricket_server.session_graph_nodes import SessionGraphNodes
 from cricket_server.session_link import SessionLink
 from cricket_server.session_memcalls import PITCH_ALIGNMENT, SessionMemoryCalls
@@ -250,6 +251,7 @@ class SessionManager:
 class Session(
     SessionTail,
     SessionLink,
+    SessionGraphAccess,
     SessionGraphNodes,
     SessionPeers,
     SessionContexts,

@@ -457,10 +457,11 @@ class SessionGraphs(
 
     def _exec_update(self, call: str, record: GraphExecRecord, i: int, params: Any) -> None:
         old = record.nodes[i]
-        if int(params.type) != old.type or old.type not in (NODE_KERNEL, NODE_MEMSET, NODE_EMPTY):
+        updatable = (NODE_KERNEL, NODE_MEMSET, NODE_EMPTY, NODE_WAIT_EVENT, NODE_EVENT_RECORD)
+        if int(params.type) != old.type or old.type not in updatable:
             raise CudaError(
                 CUDA_ERROR_INVALID_VALUE,
-                f"{call}: only kernel and memset nodes of an exec can be updated; node "
+                f"{call}: only kernel, memset and event nodes of an exec can be updated; node "
                 f"{old.handle:#x} is a {_NODE_NAMES.get(old.type)} node",
             )
         params = self._checked_params(call, params, old.graph)

@@ -253,6 +253,9 @@ __all__ = [
     'CU_STREAM_BATCH_MEM_OP',
     'CU_TENSOR_MAP_ENCODE',
     'CU_TENSOR_MAP_REPLACE_ADDRESS',
+    'CU_GRAPH_EXEC_GET_FLAGS',
+    'CU_GRAPH_UPLOAD',
+    'CU_GRAPH_REMOVE_DEPENDENCIES',
     'int_result',
     'u64_result',
     'handle_result',
@@ -705,6 +708,9 @@ CU_MEMSET_D2D = 750
 CU_STREAM_BATCH_MEM_OP = 751
 CU_TENSOR_MAP_ENCODE = 760
 CU_TENSOR_MAP_REPLACE_ADDRESS = 761
+CU_GRAPH_EXEC_GET_FLAGS = 800
+CU_GRAPH_UPLOAD = 801
+CU_GRAPH_REMOVE_DEPENDENCIES = 802
 
 
 @_dc.dataclass(slots=True)
@@ -10181,6 +10187,54 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 761, _enc.buffers())
         return _Pending(call, xdr_tensor_map_result.decode)
 
+    def CU_GRAPH_EXEC_GET_FLAGS(self, arg1: cu_handle, *, timeout: float | None = None) -> u64_result:
+        """Call CU_GRAPH_EXEC_GET_FLAGS (800) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 800, _enc.buffers(), timeout=timeout)
+        return xdr_u64_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_EXEC_GET_FLAGS_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_GRAPH_EXEC_GET_FLAGS (800); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 800, _enc.buffers())
+        return _Pending(call, xdr_u64_result.decode)
+
+    def CU_GRAPH_UPLOAD(self, arg1: cu_handle, arg2: cu_handle, *, timeout: float | None = None) -> int:
+        """Call CU_GRAPH_UPLOAD (801) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 801, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_UPLOAD_async(self, arg1: cu_handle, arg2: cu_handle) -> _Pending:
+        """Send CU_GRAPH_UPLOAD (801); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 801, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_GRAPH_REMOVE_DEPENDENCIES(self, arg1: cu_handle, arg2: graph_node_list, arg3: graph_node_list, *, timeout: float | None = None) -> int:
+        """Call CU_GRAPH_REMOVE_DEPENDENCIES (802) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_graph_node_list.pack(_enc, arg2)
+        xdr_graph_node_list.pack(_enc, arg3)
+        body = self._rpc.call(0x20c0ffee, 1, 802, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_REMOVE_DEPENDENCIES_async(self, arg1: cu_handle, arg2: graph_node_list, arg3: graph_node_list) -> _Pending:
+        """Send CU_GRAPH_REMOVE_DEPENDENCIES (802); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_graph_node_list.pack(_enc, arg2)
+        xdr_graph_node_list.pack(_enc, arg3)
+        call = self._rpc.call_async(0x20c0ffee, 1, 802, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
 
 class CRICKET_V1_Server:
     """Service of program CRICKET_PROG version CRICKET_V1: subclass it, override what
@@ -11268,6 +11322,21 @@ class CRICKET_V1_Server:
             761, 'CU_TENSOR_MAP_REPLACE_ADDRESS', (xdr_tensor_map, xdr_cu_ptr), xdr_tensor_map_result,
             _Facts(replay='readonly'),
         ),
+        800: _Procedure(
+            800, 'CU_GRAPH_EXEC_GET_FLAGS', (xdr_cu_handle,), xdr_u64_result,
+            _Facts(replay='readonly', handles=((0, ('graph_exec',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_u64_result_decode_reply, encode_result=_plan_xdr_u64_result_encode_result),
+        ),
+        801: _Procedure(
+            801, 'CU_GRAPH_UPLOAD', (xdr_cu_handle, xdr_cu_handle), _xdr.xdr_int,
+            _Facts(replay='readonly', handles=((0, ('graph_exec',)), (1, ('stream',)))),
+            plan=_Plan(encode_args=_plan_a23_encode_args, decode_args=_plan_a23_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        802: _Procedure(
+            802, 'CU_GRAPH_REMOVE_DEPENDENCIES', (xdr_cu_handle, xdr_graph_node_list, xdr_graph_node_list), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('graph',)),)),
+            plan=_Plan(decode_reply=_xdr_plan_status),
+        ),
     }
 
     def HELLO(self, ctx: Any, arg1: hello_args) -> hello_result:
@@ -12145,6 +12214,18 @@ class CRICKET_V1_Server:
     def CU_TENSOR_MAP_REPLACE_ADDRESS(self, ctx: Any, arg1: tensor_map, arg2: cu_ptr) -> tensor_map_result:
         """CU_TENSOR_MAP_REPLACE_ADDRESS (761): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_TENSOR_MAP_REPLACE_ADDRESS")
+
+    def CU_GRAPH_EXEC_GET_FLAGS(self, ctx: Any, arg1: cu_handle) -> u64_result:
+        """CU_GRAPH_EXEC_GET_FLAGS (800): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_EXEC_GET_FLAGS")
+
+    def CU_GRAPH_UPLOAD(self, ctx: Any, arg1: cu_handle, arg2: cu_handle) -> int:
+        """CU_GRAPH_UPLOAD (801): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_UPLOAD")
+
+    def CU_GRAPH_REMOVE_DEPENDENCIES(self, ctx: Any, arg1: cu_handle, arg2: graph_node_list, arg3: graph_node_list) -> int:
+        """CU_GRAPH_REMOVE_DEPENDENCIES (802): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_REMOVE_DEPENDENCIES")
 
 
 # Every codec is built now, at import (none is built while threads use it).

@@ -352,6 +352,10 @@ class BackendSession(abc.ABC):
         """Give the exec's node `node.key` the parameters of `node` (same type)."""
         raise not_supported("cuGraphExecKernelNodeSetParams")
 
+    def graph_upload(self, exec_: object, stream: object | None) -> None:
+        """Make the exec ready to launch, in `stream`'s order (cuGraphUpload)."""
+        raise not_supported("cuGraphUpload")
+
     def graph_exec_destroy(self, exec_: object) -> None:  # noqa: B027 - optional hook
         """Free an exec (nothing to free by default)."""
 

@@ -78,6 +78,7 @@ READ_ONLY_RESOURCES = {  # mipmapped and sparse arrays; device resources and gre
 # a refusal the client reports for a capture: it changes nothing a checkpoint holds
 READ_ONLY_CAPTURE = {"CU_STREAM_CAPTURE_PROHIBIT"}
 READ_ONLY_GRAPH_NODES = {"CU_DEVICE_GET_GRAPH_MEM_ATTRIBUTE"}
+READ_ONLY_GRAPH_ACCESS = {"CU_GRAPH_EXEC_GET_FLAGS", "CU_GRAPH_UPLOAD"}  # procedures 800-839
 # small module, context, stream and memory calls (procedures 720-779)
 PIPELINED_BEFORE |= {"CU_MEMSET_D2D", "CU_STREAM_BATCH_MEM_OP"}
 READ_ONLY_TAIL = {
@@ -103,6 +104,7 @@ def test_the_spec_gives_the_replay_lists_the_client_kept() -> None:
     assert facts.read_only() == (
         READ_ONLY_BEFORE | READ_ONLY_VMM_POOLS | READ_ONLY_BINDING_TESTS | READ_ONLY_LINK
         | READ_ONLY_RESOURCES | READ_ONLY_CAPTURE | READ_ONLY_GRAPH_NODES | READ_ONLY_TAIL
+        | READ_ONLY_GRAPH_ACCESS
     )
     stated = {p.name: p.facts.replay for p in PROCEDURES.values()}
     assert set(stated.values()) == {"replay", "readonly", "uncounted"}  # every one states one

@@ -178,6 +178,15 @@ class CudaGraphs(BackendSession):
                 driver.cuGraphExecMemsetNodeSetParams,
                 made.exec, target, self._memset_params(node), state.context.handle,
             )
+        elif node.type == _RECORD:
+            call(driver.cuGraphExecEventRecordNodeSetEvent, made.exec, target, node.event)
+        elif node.type == _WAIT:
+            call(driver.cuGraphExecEventWaitNodeSetEvent, made.exec, target, node.event)
+
+    def graph_upload(self, exec_: object, stream: object | None) -> None:
+        made = self._exec_of(exec_)
+        self._state()  # type: ignore[attr-defined]
+        call(driver.cuGraphUpload, made.exec, self._stream(stream))  # type: ignore[attr-defined]
 
     def graph_launch(
         self, exec_: object, stream: object | None, host_in: Sequence[memoryview]

@@ -53,6 +53,10 @@ class ReplayGraphs(BackendSession):
                 )
                 return
 
+    def graph_upload(self, exec_: object, stream: object | None) -> None:
+        """Nothing to upload: a sim exec is its node list."""
+        assert isinstance(exec_, ReplayExec)
+
     def graph_launch(
         self, exec_: object, stream: object | None, host_in: Sequence[memoryview]
     ) -> list[bytes | memoryview]:

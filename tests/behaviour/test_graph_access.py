@@ -1,0 +1,203 @@
+"""Reading and changing what a graph holds, through the driver, on both backends:
+cuGraphNodeGetParams reads each node type back; memcpy, memset and event nodes are set with
+their typed calls and the next instantiation runs the new work; an exec's event record node
+records another event; dependents and removed edges change what runs first; an exec's flags,
+uploads and cuGraphInstantiateWithParams."""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import numpy as np
+from behaviour_helpers import check
+
+import cricket_client
+from cricket_client import driver as cuda
+
+T = cuda.CUgraphNodeType
+N = 256
+
+
+def memset_params(dst: Any, value: int) -> Any:
+    p = cuda.CUDA_MEMSET_NODE_PARAMS()
+    p.dst, p.value, p.elementSize, p.width, p.height = dst, value, 1, N, 1
+    return p
+
+
+def copy_params(dst: Any, src: Any) -> Any:
+    p = cuda.CUDA_MEMCPY3D()
+    p.srcMemoryType, p.srcDevice = cuda.CUmemorytype.CU_MEMORYTYPE_DEVICE, src
+    p.dstMemoryType, p.dstDevice = cuda.CUmemorytype.CU_MEMORYTYPE_DEVICE, dst
+    p.WidthInBytes, p.Height, p.Depth = N, 1, 1
+    return p
+
+
+def read(dev: Any) -> np.ndarray:
+    out = np.zeros(N, dtype=np.uint8)
+    check(cuda.cuMemcpyDtoH(out, dev, N))
+    return out
+
+
+def run(graph: Any, stream: Any) -> None:
+    exec_ = check(cuda.cuGraphInstantiate(graph, 0))
+    check(cuda.cuGraphLaunch(exec_, stream))
+    check(cuda.cuStreamSynchronize(stream))
+    check(cuda.cuGraphExecDestroy(exec_))
+
+
+def test_node_params_read_back_and_typed_setters_change_the_work(
+    session: cricket_client.Connection, kernels: Any
+) -> None:
+    stream = check(cuda.cuStreamCreate(0))
+    a, b, c = (check(cuda.cuMemAlloc(N)) for _ in range(3))
+    event = check(cuda.cuEventCreate(0))
+    graph = check(cuda.cuGraphCreate(0))
+    set_node = check(cuda.cuGraphAddMemsetNode(graph, None, 0, memset_params(a, 5), None))
+    copy_node = check(cuda.cuGraphAddMemcpyNode(graph, [set_node], 1, copy_params(b, a), None))
+    record = check(cuda.cuGraphAddEventRecordNode(graph, [copy_node], 1, event))
+    wait = check(cuda.cuGraphAddEventWaitNode(graph, [record], 1, event))
+    child = check(cuda.cuGraphCreate(0))
+    check(cuda.cuGraphAddEmptyNode(child, None, 0))
+    child_node = check(cuda.cuGraphAddChildGraphNode(graph, [wait], 1, child))
+    fill = check(cuda.cuModuleGetFunction(kernels, b"fill_u32"))
+    k = cuda.CUDA_KERNEL_NODE_PARAMS()
+    k.func = fill
+    k.gridDimX = k.gridDimY = k.gridDimZ = 1
+    k.blockDimX, k.blockDimY, k.blockDimZ = 4, 1, 1
+    k.kernelParams = ((c, 7, 4), (None, ctypes.c_uint32, ctypes.c_uint64))
+    kernel_node = check(cuda.cuGraphAddKernelNode(graph, None, 0, k))
+
+    got = check(cuda.cuGraphNodeGetParams(set_node))
+    assert got.type == T.CU_GRAPH_NODE_TYPE_MEMSET
+    assert (int(got.memset.dst), got.memset.value, got.memset.width) == (int(a), 5, N)
+    got = check(cuda.cuGraphNodeGetParams(copy_node))
+    assert got.type == T.CU_GRAPH_NODE_TYPE_MEMCPY
+    copy = got.memcpy.copyParams
+    assert (int(copy.dstDevice), int(copy.srcDevice), copy.WidthInBytes) == (int(b), int(a), N)
+    assert int(check(cuda.cuGraphNodeGetParams(record)).eventRecord.event) == int(event)
+    assert int(check(cuda.cuGraphNodeGetParams(wait)).eventWait.event) == int(event)
+    inner = check(cuda.cuGraphChildGraphNodeGetGraph(child_node))
+    assert int(check(cuda.cuGraphNodeGetParams(child_node)).graph.graph) == int(inner)
+    assert check(cuda.cuGraphGetNodes(inner, 0))[1] == 1  # the clone holds the empty node
+    got = check(cuda.cuGraphNodeGetParams(kernel_node))
+    assert got.type == T.CU_GRAPH_NODE_TYPE_KERNEL and int(got.kernel.func) == int(fill)
+    assert (got.kernel.blockDimX, got.kernel.gridDimX) == (4, 1)
+
+    run(graph, stream)
+    assert np.all(read(b) == 5)
+    check(cuda.cuGraphMemsetNodeSetParams(set_node, memset_params(a, 9)))
+    check(cuda.cuGraphMemcpyNodeSetParams(copy_node, copy_params(c, a)))
+    assert check(cuda.cuGraphMemsetNodeGetParams(set_node)).value == 9
+    assert int(check(cuda.cuGraphMemcpyNodeGetParams(copy_node)).dstDevice) == int(c)
+    run(graph, stream)
+    assert np.all(read(c)[16:] == 9) and np.all(read(b) == 5)
+
+    other = check(cuda.cuEventCreate(0))
+    check(cuda.cuGraphEventRecordNodeSetEvent(record, other))
+    check(cuda.cuGraphEventWaitNodeSetEvent(wait, other))
+    assert int(check(cuda.cuGraphEventRecordNodeGetEvent(record))) == int(other)
+    assert int(check(cuda.cuGraphEventWaitNodeGetEvent(wait))) == int(other)
+    err, _ = cuda.cuGraphEventWaitNodeGetEvent(record)
+    assert err == cuda.CUresult.CUDA_ERROR_INVALID_VALUE
+    run(graph, stream)
+    check(cuda.cuEventSynchronize(other))
+
+    check(cuda.cuGraphDestroy(graph))
+    check(cuda.cuGraphDestroy(child))
+    for e in (event, other):
+        check(cuda.cuEventDestroy(e))
+    for p in (a, b, c):
+        check(cuda.cuMemFree(p))
+    check(cuda.cuStreamDestroy(stream))
+
+
+def test_an_exec_event_record_node_records_another_event(
+    session: cricket_client.Connection,
+) -> None:
+    stream = check(cuda.cuStreamCreate(0))
+    first, second = check(cuda.cuEventCreate(0)), check(cuda.cuEventCreate(0))
+    graph = check(cuda.cuGraphCreate(0))
+    record = check(cuda.cuGraphAddEventRecordNode(graph, None, 0, first))
+    exec_ = check(cuda.cuGraphInstantiate(graph, 0))
+    check(cuda.cuGraphExecEventRecordNodeSetEvent(exec_, record, second))
+    start = check(cuda.cuEventCreate(0))
+    check(cuda.cuEventRecord(start, stream))
+    check(cuda.cuGraphLaunch(exec_, stream))
+    check(cuda.cuStreamSynchronize(stream))
+    # only `second` was recorded: a time between start and it, none to `first`
+    assert check(cuda.cuEventElapsedTime(start, second)) >= 0
+    assert cuda.cuEventElapsedTime(start, first)[0] != cuda.CUresult.CUDA_SUCCESS
+    # the graph's own node keeps its event
+    assert int(check(cuda.cuGraphEventRecordNodeGetEvent(record))) == int(first)
+    err = cuda.cuGraphExecEventWaitNodeSetEvent(exec_, record, second)[0]
+    assert err == cuda.CUresult.CUDA_ERROR_INVALID_VALUE  # a record node is no wait node
+    check(cuda.cuGraphExecDestroy(exec_))
+    check(cuda.cuGraphDestroy(graph))
+    for e in (first, second, start):
+        check(cuda.cuEventDestroy(e))
+    check(cuda.cuStreamDestroy(stream))
+
+
+def test_dependents_and_removed_edges(session: cricket_client.Connection) -> None:
+    """Two memsets of one buffer: the later one in graph order wins while the edge holds;
+    once the edge is removed and the other way round is added, the other one does."""
+    stream = check(cuda.cuStreamCreate(0))
+    a = check(cuda.cuMemAlloc(N))
+    graph = check(cuda.cuGraphCreate(0))
+    one = check(cuda.cuGraphAddMemsetNode(graph, None, 0, memset_params(a, 1), None))
+    two = check(cuda.cuGraphAddMemsetNode(graph, [one], 1, memset_params(a, 2), None))
+    dependents, _, count = check(cuda.cuGraphNodeGetDependentNodes(one, 2))
+    assert count == 1 and dependents[0] == two and int(dependents[1]) == 0
+    assert check(cuda.cuGraphNodeGetDependentNodes(two))[2] == 0
+    run(graph, stream)
+    assert np.all(read(a) == 2)
+
+    check(cuda.cuGraphRemoveDependencies(graph, [one], [two], None, 1))
+    assert check(cuda.cuGraphNodeGetDependencies(two))[2] == 0
+    assert check(cuda.cuGraphNodeGetDependentNodes(one))[2] == 0
+    err = cuda.cuGraphRemoveDependencies(graph, [one], [two], None, 1)[0]
+    assert err == cuda.CUresult.CUDA_ERROR_INVALID_VALUE  # no such edge any more
+    assert "no edge" in cricket_client.last_error_message()
+    check(cuda.cuGraphAddDependencies(graph, [two], [one], None, 1))
+    run(graph, stream)
+    assert np.all(read(a) == 1)
+
+    check(cuda.cuGraphDestroy(graph))
+    check(cuda.cuMemFree(a))
+    check(cuda.cuStreamDestroy(stream))
+
+
+def test_exec_flags_upload_and_instantiate_with_params(
+    session: cricket_client.Connection,
+) -> None:
+    stream = check(cuda.cuStreamCreate(0))
+    a = check(cuda.cuMemAlloc(N))
+    graph = check(cuda.cuGraphCreate(0))
+    check(cuda.cuGraphAddMemsetNode(graph, None, 0, memset_params(a, 3), None))
+    flags = cuda.CUgraphInstantiate_flags
+    launch_order = int(flags.CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY)
+    exec_ = check(cuda.cuGraphInstantiate(graph, launch_order))
+    assert check(cuda.cuGraphExecGetFlags(exec_)) == launch_order
+    check(cuda.cuGraphUpload(exec_, stream))
+    check(cuda.cuGraphLaunch(exec_, stream))
+    check(cuda.cuStreamSynchronize(stream))
+    assert np.all(read(a) == 3)
+    check(cuda.cuGraphExecDestroy(exec_))
+
+    params = cuda.CUDA_GRAPH_INSTANTIATE_PARAMS()
+    params.flags = int(flags.CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD)
+    params.hUploadStream = stream
+    exec_ = check(cuda.cuGraphInstantiateWithParams(graph, params))
+    assert params.result_out == cuda.CUgraphInstantiateResult.CUDA_GRAPH_INSTANTIATE_SUCCESS
+    assert check(cuda.cuGraphExecGetFlags(exec_)) == int(flags.CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD)
+    check(cuda.cuMemsetD8(a, 0, N))
+    check(cuda.cuGraphLaunch(exec_, stream))
+    check(cuda.cuStreamSynchronize(stream))
+    assert np.all(read(a) == 3)
+    check(cuda.cuGraphExecDestroy(exec_))
+    assert cuda.cuGraphExecGetFlags(exec_)[0] == cuda.CUresult.CUDA_ERROR_INVALID_HANDLE
+
+    check(cuda.cuGraphDestroy(graph))
+    check(cuda.cuMemFree(a))
+    check(cuda.cuStreamDestroy(stream))
