@@ -23,6 +23,7 @@ from ._enums import (
     CUmemorytype,
 )
 from ._types import CUdeviceptr
+from ._types_vmm import cuuint64_t
 from .connection import Connection, get_connection
 from .plain_types import (
     CUDA_CONDITIONAL_NODE_PARAMS,
@@ -282,10 +283,10 @@ def cuGraphRemoveDependencies(
 # -- execs ------------------------------------------------------------------------------------
 
 
-def cuGraphExecGetFlags(hGraphExec: Any) -> tuple[Any, int | None]:
-    """The flags the exec was instantiated with (procedure 800)."""
+def cuGraphExecGetFlags(hGraphExec: Any) -> tuple[Any, Any]:
+    """The flags the exec was instantiated with, a cuuint64_t (procedure 800)."""
     err, r = get_connection().sync("CU_GRAPH_EXEC_GET_FLAGS", dg._u64(hGraphExec, "hGraphExec"))
-    return dg._out(err, None if err else int(r.value))  # type: ignore[return-value]
+    return dg._out(err, None if err else cuuint64_t(int(r.value)))  # type: ignore[return-value]
 
 
 def cuGraphUpload(hGraphExec: Any, hStream: Any) -> tuple[Any]:

@@ -309,7 +309,11 @@ def cudaGraphRemoveDependencies(
 
 
 def cudaGraphExecGetFlags(graphExec: Any) -> tuple[Any, Any]:
-    return rg._run(lambda: da.cuGraphExecGetFlags(graphExec), 1)  # type: ignore[return-value]
+    def get() -> tuple[Any, ...]:
+        err, flags = da.cuGraphExecGetFlags(graphExec)
+        return err, None if err else int(flags)
+
+    return rg._run(get, 1)
 
 
 def cudaGraphUpload(graphExec: Any, stream: Any) -> tuple[Any]:

@@ -91,12 +91,20 @@ __all__ = [
     "cuGraphAddMemFreeNode",
     "cuGraphAddMemcpyNode",
     "cuGraphAddMemsetNode",
+    "cuGraphChildGraphNodeGetGraph",
     "cuGraphClone",
     "cuGraphConditionalHandleCreate",
     "cuGraphCreate",
     "cuGraphDestroy",
     "cuGraphDestroyNode",
+    "cuGraphEventRecordNodeGetEvent",
+    "cuGraphEventRecordNodeSetEvent",
+    "cuGraphEventWaitNodeGetEvent",
+    "cuGraphEventWaitNodeSetEvent",
     "cuGraphExecDestroy",
+    "cuGraphExecEventRecordNodeSetEvent",
+    "cuGraphExecEventWaitNodeSetEvent",
+    "cuGraphExecGetFlags",
     "cuGraphExecGetId",
     "cuGraphExecMemsetNodeSetParams",
     "cuGraphExecNodeSetParams",
@@ -106,11 +114,14 @@ __all__ = [
     "cuGraphMemAllocNodeGetParams",
     "cuGraphMemFreeNodeGetParams",
     "cuGraphMemcpyNodeGetParams",
+    "cuGraphMemcpyNodeSetParams",
+    "cuGraphMemsetNodeSetParams",
     "cuGraphNodeGetContainingGraph",
     "cuGraphNodeGetLocalId",
     "cuGraphNodeGetToolsId",
     "cuGraphNodeGetType",
     "cuGraphNodeSetParams",
+    "cuGraphUpload",
     "cuGreenCtxCreate",
     "cuGreenCtxDestroy",
     "cuGreenCtxRecordEvent",
@@ -1541,6 +1552,85 @@ def cuGraphConditionalHandleCreate(pHandle_out: Any, hGraph: int, ctx: int, defa
     if not err:
         pHandle_out[0] = _number(v0)
     return int(err)
+
+
+@_entry
+def cuGraphMemcpyNodeSetParams(hNode: int, nodeParams: Any) -> int:
+    if not nodeParams:
+        return INVALID_VALUE
+    return int(driver.cuGraphMemcpyNodeSetParams(hNode, StructView(nodeParams))[0])
+
+
+@_entry
+def cuGraphMemsetNodeSetParams(hNode: int, nodeParams: Any) -> int:
+    if not nodeParams:
+        return INVALID_VALUE
+    return int(driver.cuGraphMemsetNodeSetParams(hNode, StructView(nodeParams))[0])
+
+
+@_entry
+def cuGraphEventRecordNodeGetEvent(hNode: int, event_out: Any) -> int:
+    if not event_out:
+        return INVALID_VALUE
+    err, v0 = driver.cuGraphEventRecordNodeGetEvent(hNode)
+    if not err:
+        event_out[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuGraphEventRecordNodeSetEvent(hNode: int, event: int) -> int:
+    return int(driver.cuGraphEventRecordNodeSetEvent(hNode, event)[0])
+
+
+@_entry
+def cuGraphEventWaitNodeGetEvent(hNode: int, event_out: Any) -> int:
+    if not event_out:
+        return INVALID_VALUE
+    err, v0 = driver.cuGraphEventWaitNodeGetEvent(hNode)
+    if not err:
+        event_out[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuGraphEventWaitNodeSetEvent(hNode: int, event: int) -> int:
+    return int(driver.cuGraphEventWaitNodeSetEvent(hNode, event)[0])
+
+
+@_entry
+def cuGraphExecEventRecordNodeSetEvent(hGraphExec: int, hNode: int, event: int) -> int:
+    return int(driver.cuGraphExecEventRecordNodeSetEvent(hGraphExec, hNode, event)[0])
+
+
+@_entry
+def cuGraphExecEventWaitNodeSetEvent(hGraphExec: int, hNode: int, event: int) -> int:
+    return int(driver.cuGraphExecEventWaitNodeSetEvent(hGraphExec, hNode, event)[0])
+
+
+@_entry
+def cuGraphChildGraphNodeGetGraph(hNode: int, phGraph: Any) -> int:
+    if not phGraph:
+        return INVALID_VALUE
+    err, v0 = driver.cuGraphChildGraphNodeGetGraph(hNode)
+    if not err:
+        phGraph[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuGraphExecGetFlags(hGraphExec: int, flags: Any) -> int:
+    if not flags:
+        return INVALID_VALUE
+    err, v0 = driver.cuGraphExecGetFlags(hGraphExec)
+    if not err:
+        flags[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuGraphUpload(hGraphExec: int, hStream: int) -> int:
+    return int(driver.cuGraphUpload(hGraphExec, hStream)[0])
 
 
 @_entry

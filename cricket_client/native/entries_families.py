@@ -620,19 +620,29 @@ def _fill(out: Any, items: list[Any]) -> None:
             out[i] = as_int(item)
 
 
-@_entry
-def cuGraphNodeGetDependencies_v2(node: int, deps: Any, edges: Any, count: Any) -> int:
+def _node_answer(fetch: Any, node: int, nodes: Any, edges: Any, count: Any) -> int:
+    """A node's dependencies or dependents (`fetch`) into the caller's arrays, as C does."""
     if count == ffi.NULL:
         return INVALID_VALUE
-    asked = 0 if deps == ffi.NULL else int(count[0])
-    err, items, _edge_data, n = driver.cuGraphNodeGetDependencies(node, asked)
+    asked = 0 if nodes == ffi.NULL else int(count[0])
+    err, items, _edge_data, n = fetch(node, asked)
     if err:
         return int(err)
-    _fill(deps, items or [])
+    _fill(nodes, items or [])
     if edges != ffi.NULL and asked:
         ffi.memmove(edges, bytes(8 * asked), 8 * asked)  # default edges
     count[0] = n
     return SUCCESS
+
+
+@_entry
+def cuGraphNodeGetDependencies_v2(node: int, deps: Any, edges: Any, count: Any) -> int:
+    return _node_answer(driver.cuGraphNodeGetDependencies, node, deps, edges, count)
+
+
+@_entry
+def cuGraphNodeGetDependentNodes_v2(node: int, nodes: Any, edges: Any, count: Any) -> int:
+    return _node_answer(driver.cuGraphNodeGetDependentNodes, node, nodes, edges, count)
 
 
 @_entry
@@ -659,6 +669,36 @@ def cuGraphAddDependencies_v2(graph: int, froms: Any, tos: Any, edges: Any, coun
     if edges != ffi.NULL and any(bytes(ffi.buffer(edges, 8 * count))):
         return _err(driver.cuGraphAddDependencies(graph, f, t, [StructView(edges[i]) for i in range(count)], count))
     return _err(driver.cuGraphAddDependencies(graph, f, t, None, count))
+
+
+@_entry
+def cuGraphRemoveDependencies_v2(graph: int, froms: Any, tos: Any, edges: Any, count: int) -> int:
+    f, t = _deps(froms, count), _deps(tos, count)
+    if f is None or t is None:
+        return INVALID_VALUE
+    return _err(driver.cuGraphRemoveDependencies(graph, f, t, None, count))
+
+
+# the CUgraphNodeParams union member each node type's parameters are in
+_NODE_ARMS = {0: "kernel", 1: "memcpy", 2: "memset", 4: "graph", 6: "eventWait", 7: "eventRecord",
+              10: "alloc", 11: "free", 13: "conditional"}  # fmt: skip
+
+
+@_entry
+def cuGraphNodeGetParams(node: int, out: Any) -> int:
+    """The type and its union member only (the others share its bytes)."""
+    if out == ffi.NULL:
+        return INVALID_VALUE
+    err, got = driver.cuGraphNodeGetParams(node)
+    if err:
+        return int(err)
+    ffi.memmove(out, bytes(ffi.sizeof("CUgraphNodeParams")), ffi.sizeof("CUgraphNodeParams"))
+    kind = int(got.type)
+    out.type = kind
+    arm = _NODE_ARMS.get(kind)
+    if arm is not None:
+        _fill_struct(getattr(out, arm), getattr(got, arm))
+    return SUCCESS
 
 
 # -- texture and surface objects ---------------------------------------------------------------

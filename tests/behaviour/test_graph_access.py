@@ -178,7 +178,7 @@ def test_exec_flags_upload_and_instantiate_with_params(
     flags = cuda.CUgraphInstantiate_flags
     launch_order = int(flags.CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY)
     exec_ = check(cuda.cuGraphInstantiate(graph, launch_order))
-    assert check(cuda.cuGraphExecGetFlags(exec_)) == launch_order
+    assert int(check(cuda.cuGraphExecGetFlags(exec_))) == launch_order
     check(cuda.cuGraphUpload(exec_, stream))
     check(cuda.cuGraphLaunch(exec_, stream))
     check(cuda.cuStreamSynchronize(stream))
@@ -190,7 +190,7 @@ def test_exec_flags_upload_and_instantiate_with_params(
     params.hUploadStream = stream
     exec_ = check(cuda.cuGraphInstantiateWithParams(graph, params))
     assert params.result_out == cuda.CUgraphInstantiateResult.CUDA_GRAPH_INSTANTIATE_SUCCESS
-    assert check(cuda.cuGraphExecGetFlags(exec_)) == int(flags.CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD)
+    assert int(check(cuda.cuGraphExecGetFlags(exec_))) == int(flags.CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD)
     check(cuda.cuMemsetD8(a, 0, N))
     check(cuda.cuGraphLaunch(exec_, stream))
     check(cuda.cuStreamSynchronize(stream))

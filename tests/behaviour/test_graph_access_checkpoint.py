@@ -62,7 +62,7 @@ def check_state(built: tuple[Any, ...], stream: Any) -> None:
     assert check(cuda.cuGraphNodeGetDependentNodes(one))[2] == 1
     assert check(cuda.cuGraphMemsetNodeGetParams(one)).value == 4
     assert int(check(cuda.cuGraphEventRecordNodeGetEvent(record))) == int(first)
-    assert check(cuda.cuGraphExecGetFlags(exec_)) == UPLOAD
+    assert int(check(cuda.cuGraphExecGetFlags(exec_))) == UPLOAD
     check(cuda.cuMemsetD8(a, 0, N))
     start = check(cuda.cuEventCreate(0))
     check(cuda.cuEventRecord(start, stream))

@@ -43,7 +43,7 @@ ENTRIES_PY = Path(__file__).resolve().parents[2] / "cricket_client" / "native" /
         ("cuDevicePrimaryCtxRelease", 11000, "cuDevicePrimaryCtxRelease_v2"),
         ("cuEventElapsedTime", 12080, "cuEventElapsedTime_v2"),
         ("cuLaunchKernel", 4000, "cuLaunchKernel"),
-        ("cuGraphUpload", 11010, None),  # not remoted
+        ("cuGraphExecBatchMemOpNodeSetParams", 11070, None),  # not remoted
         ("cuGraphCreate", 10000, "cuGraphCreate"),
         ("cuStreamBeginCapture", 10000, None),  # the ABI before the capture mode
         ("cuStreamBeginCapture", 10010, "cuStreamBeginCapture_v2"),
@@ -138,5 +138,5 @@ def test_every_driver_function_not_remoted_is_exported_by_name_as_a_stub() -> No
     stubs = set(stub_symbols())
     exported = {symbol for symbol, _ in ENTRIES} | set(C_ONLY) | set(PER_THREAD.values())
     assert not stubs & exported
-    assert {"cuGraphUpload", "cuGraphicsGLRegisterBuffer", "cuIpcOpenMemHandle", "cuMemAlloc"} <= stubs
+    assert {"cuGraphExecBatchMemOpNodeSetParams", "cuGraphicsGLRegisterBuffer", "cuIpcOpenMemHandle", "cuMemAlloc"} <= stubs
     assert "cuMemAlloc_v2" in exported
