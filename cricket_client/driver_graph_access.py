@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from . import driver_graph_mem_cond as mc
 from . import driver_graphs as dg
-from ._args import size_t
+from ._args import size_t, uint
 from ._enums import (
     CUgraphInstantiateResult,
     CUgraphNodeType,
@@ -52,6 +52,8 @@ __all__ = [
     "cuGraphExecGetFlags",
     "cuGraphUpload",
     "cuGraphInstantiateWithParams",
+    "cuGraphNodeSetEnabled",
+    "cuGraphNodeGetEnabled",
 ]
 
 _T = CUgraphNodeType
@@ -321,3 +323,17 @@ def cuGraphInstantiateWithParams(hGraph: Any, instantiateParams: Any) -> tuple[A
     return (dg._SUCCESS, exec_)
 
 
+
+
+def cuGraphNodeSetEnabled(hGraphExec: Any, hNode: Any, isEnabled: int) -> tuple[Any]:
+    """Turn the exec's kernel, memset or memcpy node off (0) or on (procedure 803)."""
+    enabled = uint(isEnabled, "cuGraphNodeSetEnabled: isEnabled")
+    exec_handle, node_handle = dg._u64(hGraphExec, "hGraphExec"), dg._u64(hNode, "hNode")
+    err, _ = get_connection().sync("CU_GRAPH_NODE_SET_ENABLED", exec_handle, node_handle, enabled)
+    return dg._out(err)  # type: ignore[return-value]
+
+
+def cuGraphNodeGetEnabled(hGraphExec: Any, hNode: Any) -> tuple[Any, int | None]:
+    exec_handle, node_handle = dg._u64(hGraphExec, "hGraphExec"), dg._u64(hNode, "hNode")
+    err, r = get_connection().sync("CU_GRAPH_NODE_GET_ENABLED", exec_handle, node_handle)
+    return dg._out(err, None if err else int(r.value))  # type: ignore[return-value]

@@ -50,6 +50,8 @@ __all__ = [
     "cudaGraphExecGetFlags",
     "cudaGraphUpload",
     "cudaGraphInstantiateWithParams",
+    "cudaGraphNodeSetEnabled",
+    "cudaGraphNodeGetEnabled",
 ]
 
 _T = CUgraphNodeType
@@ -336,3 +338,11 @@ def cudaGraphInstantiateWithParams(graph: Any, instantiateParams: Any) -> tuple[
         return err, rg._wrap(rg.cudaGraphExec_t, exec_)
 
     return rg._run(instantiate, 1)
+
+
+def cudaGraphNodeSetEnabled(hGraphExec: Any, hNode: Any, isEnabled: int) -> tuple[Any]:
+    return rg._run(lambda: da.cuGraphNodeSetEnabled(hGraphExec, hNode, isEnabled), 0)  # type: ignore[return-value]
+
+
+def cudaGraphNodeGetEnabled(hGraphExec: Any, hNode: Any) -> tuple[Any, Any]:
+    return rg._run(lambda: da.cuGraphNodeGetEnabled(hGraphExec, hNode), 1)  # type: ignore[return-value]

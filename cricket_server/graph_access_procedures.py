@@ -15,7 +15,7 @@ __all__ = ["GraphAccessProcedures"]
 
 class GraphAccessProcedures:
     """The procedures of `CricketService` (which supplies `_status`, `_result`) for
-    cuGraphExecGetFlags, cuGraphUpload and cuGraphRemoveDependencies."""
+    cuGraphExecGetFlags, cuGraphUpload, cuGraphRemoveDependencies and cuGraphNodeSet/GetEnabled."""
 
     _status: Callable[..., int]
     _result: Callable[..., Any]
@@ -34,4 +34,16 @@ class GraphAccessProcedures:
         return self._status(
             ctx, "cuGraphRemoveDependencies",
             lambda s: s.graph_remove_dependencies(graph, froms, tos),
+        )
+
+    def CU_GRAPH_NODE_SET_ENABLED(self, ctx: Any, exec_: int, node: int, enabled: int) -> int:
+        return self._status(
+            ctx, "cuGraphNodeSetEnabled",
+            lambda s: s.graph_node_set_enabled(exec_, node, enabled),
+        )
+
+    def CU_GRAPH_NODE_GET_ENABLED(self, ctx: Any, exec_: int, node: int) -> proto.int_result:
+        return self._result(
+            proto.int_result, ctx, "cuGraphNodeGetEnabled",
+            lambda s: s.graph_node_get_enabled(exec_, node),
         )

@@ -89,6 +89,7 @@ class GraphExecRecord(Record):
     flags: int
     nodes: list[GraphNodeRecord]  # copies of the graph's nodes it was made from
     host_copies: list[HostCopy]
+    disabled: set[int] = field(default_factory=set)  # nodes cuGraphNodeSetEnabled turned off
 
 
 @dataclass(frozen=True)

@@ -7,14 +7,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cricket_server.backends.base import CUDA_ERROR_INVALID_VALUE, CudaError
+from cricket_server.backends.base import (
+    CUDA_ERROR_INVALID_VALUE,
+    CUDA_ERROR_NOT_SUPPORTED,
+    CudaError,
+)
+from cricket_server.graphs import NODE_KERNEL, NODE_MEMCPY, NODE_MEMSET, GraphExecRecord
 from cricket_server.session_graphs import SessionGraphs
 
 __all__ = ["SessionGraphAccess"]
 
 
 class SessionGraphAccess(SessionGraphs):
-    """cuGraphExecGetFlags, cuGraphUpload, cuGraphRemoveDependencies."""
+    """cuGraphExecGetFlags, cuGraphUpload, cuGraphRemoveDependencies, cuGraphNodeSetEnabled
+    and GetEnabled."""
 
     def graph_exec_flags(self, handle: int) -> int:
         call = "cuGraphExecGetFlags"
@@ -52,3 +58,46 @@ class SessionGraphAccess(SessionGraphs):
             pairs.append((f, t))
         for f, t in pairs:
             self._node(call, t).deps.remove(f)
+
+    def _exec_node(self, call: str, handle: int, node: int) -> tuple[GraphExecRecord, int]:
+        """The exec and the type of its copy of `node` (a node of the graph it was made from)."""
+        record = self._exec(call, handle)
+        self._node(call, node)  # a live node of this session
+        kind = next((n.type for n in record.nodes if n.handle == node), None)
+        if kind is None:
+            raise CudaError(
+                CUDA_ERROR_INVALID_VALUE,
+                f"{call}: node {node:#x} is not in the graph exec {handle:#x} was made from",
+            )
+        return record, kind
+
+    def graph_node_set_enabled(self, handle: int, node: int, enabled: int) -> None:
+        """Turn a kernel, memset or memcpy node of the exec off (0) or on; a memcpy node with
+        client host memory stays on (its bytes travel with every launch)."""
+        call = "cuGraphNodeSetEnabled"
+        self.current(call)
+        record, kind = self._exec_node(call, handle, node)
+        if kind not in (NODE_KERNEL, NODE_MEMSET, NODE_MEMCPY):
+            raise CudaError(
+                CUDA_ERROR_INVALID_VALUE,
+                f"{call}: only kernel, memset and memcpy nodes can be disabled; node {node:#x} "
+                f"is of type {kind}",
+            )
+        params = next(n.params.value for n in record.nodes if n.handle == node)
+        if kind == NODE_MEMCPY and (params.dst_host or params.src_host):
+            raise CudaError(
+                CUDA_ERROR_NOT_SUPPORTED,
+                f"{call}: memcpy node {node:#x} copies client host memory, whose bytes travel "
+                "with every launch; it cannot be disabled remotely",
+            )
+        self.bsession.graph_exec_set_enabled(record.obj, node, bool(enabled))
+        if enabled:
+            record.disabled.discard(node)
+        else:
+            record.disabled.add(node)
+
+    def graph_node_get_enabled(self, handle: int, node: int) -> int:
+        call = "cuGraphNodeGetEnabled"
+        self.require_init(call)
+        record, _ = self._exec_node(call, handle, node)
+        return 0 if node in record.disabled else 1

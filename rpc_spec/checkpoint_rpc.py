@@ -591,6 +591,7 @@ class graph_exec_image:
     ctx: ckpt_handle
     flags: int
     nodes: list[graph_node_image]
+    disabled: list[ckpt_handle]
 
     def encode(self) -> bytes:
         """The XDR encoding of this value."""
@@ -1472,6 +1473,7 @@ def _xdr_graph_exec_image__pack(enc: _xdr.Encoder, v: Any) -> None:
     try:
         enc.buf += _xdr_graph_exec_image__S0(v.handle, v.ctx, v.flags)
         _xdr_graph_exec_image__p3(enc, v.nodes)
+        _xdr_graph_exec_image__p4(enc, v.disabled)
     except RecursionError:
         raise
     except Exception as e:
@@ -1484,11 +1486,12 @@ def _xdr_graph_exec_image__unpack(dec: _xdr.Decoder) -> graph_exec_image:
         a0_0, a0_1, a0_2, = _xdr_graph_exec_image__U0(dec.mv, pos)
         dec.pos = pos + 24
         f3 = _xdr_graph_exec_image__u3(dec)
+        f4 = _xdr_graph_exec_image__u4(dec)
     except _struct.error:
         raise _xdr.XdrDecodeError('struct graph_exec_image: data ends early at offset %d' % dec.pos) from None
     except KeyError as e:
         raise _xdr.XdrDecodeError('struct graph_exec_image: %s is not a declared enum value' % e) from None
-    return graph_exec_image(a0_0, a0_1, a0_2, f3)
+    return graph_exec_image(a0_0, a0_1, a0_2, f3, f4)
 
 
 _xdr_mipmap_image__st0 = _struct.Struct('>QQQQQiII')
@@ -2048,6 +2051,7 @@ xdr_graph_exec_image.define(
         ('ctx', xdr_ckpt_handle),
         ('flags', _xdr.xdr_u_hyper),
         ('nodes', _xdr.VarArray(xdr_graph_node_image, None)),
+        ('disabled', _xdr.VarArray(xdr_ckpt_handle, None)),
     ],
     coders=(_xdr_graph_exec_image__pack, _xdr_graph_exec_image__unpack),
 )
@@ -2252,6 +2256,8 @@ _xdr_graph_image__p3 = xdr_graph_image.fields[3][1].packer()
 _xdr_graph_image__u3 = xdr_graph_image.fields[3][1].unpacker()
 _xdr_graph_exec_image__p3 = xdr_graph_exec_image.fields[3][1].packer()
 _xdr_graph_exec_image__u3 = xdr_graph_exec_image.fields[3][1].unpacker()
+_xdr_graph_exec_image__p4 = xdr_graph_exec_image.fields[4][1].packer()
+_xdr_graph_exec_image__u4 = xdr_graph_exec_image.fields[4][1].unpacker()
 _xdr_mipmap_image__p8 = xdr_mipmap_image.fields[8][1].packer()
 _xdr_mipmap_image__u8 = xdr_mipmap_image.fields[8][1].unpacker()
 _xdr_vmm_physical_image__p11 = xdr_vmm_physical_image.fields[11][1].packer()

@@ -256,6 +256,8 @@ __all__ = [
     'CU_GRAPH_EXEC_GET_FLAGS',
     'CU_GRAPH_UPLOAD',
     'CU_GRAPH_REMOVE_DEPENDENCIES',
+    'CU_GRAPH_NODE_SET_ENABLED',
+    'CU_GRAPH_NODE_GET_ENABLED',
     'int_result',
     'u64_result',
     'handle_result',
@@ -711,6 +713,8 @@ CU_TENSOR_MAP_REPLACE_ADDRESS = 761
 CU_GRAPH_EXEC_GET_FLAGS = 800
 CU_GRAPH_UPLOAD = 801
 CU_GRAPH_REMOVE_DEPENDENCIES = 802
+CU_GRAPH_NODE_SET_ENABLED = 803
+CU_GRAPH_NODE_GET_ENABLED = 804
 
 
 @_dc.dataclass(slots=True)
@@ -10235,6 +10239,40 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 802, _enc.buffers())
         return _Pending(call, _xdr.xdr_int.decode)
 
+    def CU_GRAPH_NODE_SET_ENABLED(self, arg1: cu_handle, arg2: cu_handle, arg3: int, *, timeout: float | None = None) -> int:
+        """Call CU_GRAPH_NODE_SET_ENABLED (803) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        _xdr.xdr_u_int.pack(_enc, arg3)
+        body = self._rpc.call(0x20c0ffee, 1, 803, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_NODE_SET_ENABLED_async(self, arg1: cu_handle, arg2: cu_handle, arg3: int) -> _Pending:
+        """Send CU_GRAPH_NODE_SET_ENABLED (803); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        _xdr.xdr_u_int.pack(_enc, arg3)
+        call = self._rpc.call_async(0x20c0ffee, 1, 803, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_GRAPH_NODE_GET_ENABLED(self, arg1: cu_handle, arg2: cu_handle, *, timeout: float | None = None) -> int_result:
+        """Call CU_GRAPH_NODE_GET_ENABLED (804) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 804, _enc.buffers(), timeout=timeout)
+        return xdr_int_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_NODE_GET_ENABLED_async(self, arg1: cu_handle, arg2: cu_handle) -> _Pending:
+        """Send CU_GRAPH_NODE_GET_ENABLED (804); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 804, _enc.buffers())
+        return _Pending(call, xdr_int_result.decode)
+
 
 class CRICKET_V1_Server:
     """Service of program CRICKET_PROG version CRICKET_V1: subclass it, override what
@@ -11337,6 +11375,16 @@ class CRICKET_V1_Server:
             _Facts(replay='replay', handles=((0, ('graph',)),)),
             plan=_Plan(decode_reply=_xdr_plan_status),
         ),
+        803: _Procedure(
+            803, 'CU_GRAPH_NODE_SET_ENABLED', (xdr_cu_handle, xdr_cu_handle, _xdr.xdr_u_int), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('graph_exec',)), (1, ('graph_node',)))),
+            plan=_Plan(encode_args=_plan_a22_encode_args, decode_args=_plan_a22_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        804: _Procedure(
+            804, 'CU_GRAPH_NODE_GET_ENABLED', (xdr_cu_handle, xdr_cu_handle), xdr_int_result,
+            _Facts(replay='readonly', handles=((0, ('graph_exec',)), (1, ('graph_node',)))),
+            plan=_Plan(encode_args=_plan_a23_encode_args, decode_args=_plan_a23_decode_args, decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
+        ),
     }
 
     def HELLO(self, ctx: Any, arg1: hello_args) -> hello_result:
@@ -12226,6 +12274,14 @@ class CRICKET_V1_Server:
     def CU_GRAPH_REMOVE_DEPENDENCIES(self, ctx: Any, arg1: cu_handle, arg2: graph_node_list, arg3: graph_node_list) -> int:
         """CU_GRAPH_REMOVE_DEPENDENCIES (802): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_REMOVE_DEPENDENCIES")
+
+    def CU_GRAPH_NODE_SET_ENABLED(self, ctx: Any, arg1: cu_handle, arg2: cu_handle, arg3: int) -> int:
+        """CU_GRAPH_NODE_SET_ENABLED (803): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_NODE_SET_ENABLED")
+
+    def CU_GRAPH_NODE_GET_ENABLED(self, ctx: Any, arg1: cu_handle, arg2: cu_handle) -> int_result:
+        """CU_GRAPH_NODE_GET_ENABLED (804): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_NODE_GET_ENABLED")
 
 
 # Every codec is built now, at import (none is built while threads use it).

@@ -117,9 +117,11 @@ __all__ = [
     "cuGraphMemcpyNodeSetParams",
     "cuGraphMemsetNodeSetParams",
     "cuGraphNodeGetContainingGraph",
+    "cuGraphNodeGetEnabled",
     "cuGraphNodeGetLocalId",
     "cuGraphNodeGetToolsId",
     "cuGraphNodeGetType",
+    "cuGraphNodeSetEnabled",
     "cuGraphNodeSetParams",
     "cuGraphUpload",
     "cuGreenCtxCreate",
@@ -1631,6 +1633,21 @@ def cuGraphExecGetFlags(hGraphExec: int, flags: Any) -> int:
 @_entry
 def cuGraphUpload(hGraphExec: int, hStream: int) -> int:
     return int(driver.cuGraphUpload(hGraphExec, hStream)[0])
+
+
+@_entry
+def cuGraphNodeSetEnabled(hGraphExec: int, hNode: int, isEnabled: int) -> int:
+    return int(driver.cuGraphNodeSetEnabled(hGraphExec, hNode, isEnabled)[0])
+
+
+@_entry
+def cuGraphNodeGetEnabled(hGraphExec: int, hNode: int, isEnabled: Any) -> int:
+    if not isEnabled:
+        return INVALID_VALUE
+    err, v0 = driver.cuGraphNodeGetEnabled(hGraphExec, hNode)
+    if not err:
+        isEnabled[0] = _number(v0)
+    return int(err)
 
 
 @_entry

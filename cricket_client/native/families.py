@@ -327,6 +327,8 @@ FAMILY_ENTRIES: list[tuple[str, str]] = [
     ("cuGraphChildGraphNodeGetGraph", "CUgraphNode hNode, CUgraph *phGraph"),
     ("cuGraphExecGetFlags", "CUgraphExec hGraphExec, cuuint64_t *flags"),
     ("cuGraphUpload", "CUgraphExec hGraphExec, CUstream hStream"),
+    ("cuGraphNodeSetEnabled", "CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int isEnabled"),
+    ("cuGraphNodeGetEnabled", "CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int *isEnabled"),
     ("cuGraphNodeGetDependentNodes_v2", "CUgraphNode hNode, CUgraphNode *dependentNodes, CUgraphEdgeData *edgeData, size_t *numDependentNodes"),
     ("cuGraphRemoveDependencies_v2", "CUgraph hGraph, const CUgraphNode *from_, const CUgraphNode *to, const CUgraphEdgeData *edgeData, size_t numDependencies"),
     # device resources

@@ -352,6 +352,10 @@ class BackendSession(abc.ABC):
         """Give the exec's node `node.key` the parameters of `node` (same type)."""
         raise not_supported("cuGraphExecKernelNodeSetParams")
 
+    def graph_exec_set_enabled(self, exec_: object, key: object, enabled: bool) -> None:
+        """Turn the exec's node `key` (a kernel, memset or device memcpy node) off or on."""
+        raise not_supported("cuGraphNodeSetEnabled")
+
     def graph_upload(self, exec_: object, stream: object | None) -> None:
         """Make the exec ready to launch, in `stream`'s order (cuGraphUpload)."""
         raise not_supported("cuGraphUpload")

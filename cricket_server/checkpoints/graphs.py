@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from checkpoint.format import CheckpointError
-from cricket_server.backends.base import CudaError
+from cricket_server.backends.base import CUDA_ERROR_INVALID_VALUE, CudaError
 from cricket_server.graphs import (
     CUDA_ERROR_ILLEGAL_STATE,
     GraphExecRecord,
@@ -67,7 +67,8 @@ def graph_images(session: Session) -> list[ck.graph_image]:
 def exec_images(session: Session) -> list[ck.graph_exec_image]:
     return [
         ck.graph_exec_image(
-            handle=r.handle, ctx=r.ctx, flags=r.flags, nodes=[_node_image(n) for n in r.nodes]
+            handle=r.handle, ctx=r.ctx, flags=r.flags, nodes=[_node_image(n) for n in r.nodes],
+            disabled=sorted(r.disabled),
         )
         for r in session.handles.records()
         if isinstance(r, GraphExecRecord)
@@ -114,13 +115,19 @@ def restore_graphs(
         try:
             with session.on_device(devs.get(e.ctx, 0)):
                 obj, host = session.instantiate_nodes("restore: cuGraphInstantiate", nodes)
+                for key in e.disabled:
+                    if key not in {n.handle for n in nodes}:
+                        raise CudaError(
+                            CUDA_ERROR_INVALID_VALUE, f"disabled node {key:#x} is none of its nodes"
+                        )
+                    session.bsession.graph_exec_set_enabled(obj, key, False)
         except CudaError as err:
             raise CheckpointError(
                 path, f"graph exec {e.handle:#x} cannot be instantiated again: {err.message}"
             ) from None
         session.handles.add_with_handle(
             e.handle, GraphExecRecord, ctx=e.ctx, obj=obj, flags=e.flags, nodes=nodes,
-            host_copies=host,
+            host_copies=host, disabled=set(e.disabled),
         )
     session.adopt_graph_nodes()  # memory and conditional nodes' bookkeeping
 

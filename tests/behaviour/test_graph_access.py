@@ -201,3 +201,39 @@ def test_exec_flags_upload_and_instantiate_with_params(
     check(cuda.cuGraphDestroy(graph))
     check(cuda.cuMemFree(a))
     check(cuda.cuStreamDestroy(stream))
+
+
+def test_disabled_nodes_do_not_run_until_enabled_again(session: cricket_client.Connection) -> None:
+    stream = check(cuda.cuStreamCreate(0))
+    a, b = check(cuda.cuMemAlloc(N)), check(cuda.cuMemAlloc(N))
+    graph = check(cuda.cuGraphCreate(0))
+    fill = check(cuda.cuGraphAddMemsetNode(graph, None, 0, memset_params(a, 6), None))
+    copy = check(cuda.cuGraphAddMemcpyNode(graph, [fill], 1, copy_params(b, a), None))
+    event = check(cuda.cuEventCreate(0))
+    record = check(cuda.cuGraphAddEventRecordNode(graph, [copy], 1, event))
+    exec_ = check(cuda.cuGraphInstantiate(graph, 0))
+    assert check(cuda.cuGraphNodeGetEnabled(exec_, copy)) == 1
+    check(cuda.cuGraphNodeSetEnabled(exec_, copy, 0))
+    assert check(cuda.cuGraphNodeGetEnabled(exec_, copy)) == 0
+    assert check(cuda.cuGraphNodeGetEnabled(exec_, fill)) == 1
+    check(cuda.cuMemsetD8(b, 0, N))
+    check(cuda.cuGraphLaunch(exec_, stream))
+    check(cuda.cuStreamSynchronize(stream))
+    assert np.all(read(a) == 6) and np.all(read(b) == 0)  # the copy did not run
+    check(cuda.cuGraphNodeSetEnabled(exec_, copy, 1))
+    check(cuda.cuGraphLaunch(exec_, stream))
+    check(cuda.cuStreamSynchronize(stream))
+    assert np.all(read(b) == 6)
+    # only kernel, memset and memcpy nodes can be turned off; nodes of other graphs are refused
+    assert cuda.cuGraphNodeSetEnabled(exec_, record, 0)[0] == cuda.CUresult.CUDA_ERROR_INVALID_VALUE
+    other = check(cuda.cuGraphCreate(0))
+    stranger = check(cuda.cuGraphAddMemsetNode(other, None, 0, memset_params(a, 1), None))
+    assert cuda.cuGraphNodeGetEnabled(exec_, stranger)[0] == cuda.CUresult.CUDA_ERROR_INVALID_VALUE
+
+    check(cuda.cuGraphExecDestroy(exec_))
+    for g in (graph, other):
+        check(cuda.cuGraphDestroy(g))
+    check(cuda.cuEventDestroy(event))
+    for p in (a, b):
+        check(cuda.cuMemFree(p))
+    check(cuda.cuStreamDestroy(stream))

@@ -1,6 +1,6 @@
-"""What cuGraphRemoveDependencies, the typed node setters and an exec's event and flags change
-survives checkpoint, SIGKILL and cricket-restart, and the same calls made after the checkpoint
-are replayed."""
+"""What cuGraphRemoveDependencies, the typed node setters, an exec's event, flags and disabled
+nodes change survives checkpoint, SIGKILL and cricket-restart, and the same calls made after
+the checkpoint are replayed."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def launch(exec_: Any, stream: Any) -> None:
 def build(stream: Any) -> tuple[Any, ...]:
     """A graph of two memsets of one buffer, `two` after `one` at first, then the edge turned
     round and `one`'s value changed to 4; an exec of it (flags UPLOAD) whose record node
-    records `second` instead of `first`."""
+    records `second` instead of `first`, with `one` turned off."""
     a = check(cuda.cuMemAlloc(N))
     first, second = check(cuda.cuEventCreate(0)), check(cuda.cuEventCreate(0))
     graph = check(cuda.cuGraphCreate(0))
@@ -53,6 +53,7 @@ def build(stream: Any) -> tuple[Any, ...]:
     params.flags, params.hUploadStream = UPLOAD, stream
     exec_ = check(cuda.cuGraphInstantiateWithParams(graph, params))
     check(cuda.cuGraphExecEventRecordNodeSetEvent(exec_, record, second))
+    check(cuda.cuGraphNodeSetEnabled(exec_, one, 0))
     return a, graph, one, two, record, exec_, first, second
 
 
@@ -63,11 +64,13 @@ def check_state(built: tuple[Any, ...], stream: Any) -> None:
     assert check(cuda.cuGraphMemsetNodeGetParams(one)).value == 4
     assert int(check(cuda.cuGraphEventRecordNodeGetEvent(record))) == int(first)
     assert int(check(cuda.cuGraphExecGetFlags(exec_))) == UPLOAD
+    assert check(cuda.cuGraphNodeGetEnabled(exec_, one)) == 0
+    assert check(cuda.cuGraphNodeGetEnabled(exec_, two)) == 1
     check(cuda.cuMemsetD8(a, 0, N))
     start = check(cuda.cuEventCreate(0))
     check(cuda.cuEventRecord(start, stream))
     launch(exec_, stream)
-    assert np.all(np.frombuffer(read(a, N), dtype=np.uint8) == 4)
+    assert np.all(np.frombuffer(read(a, N), dtype=np.uint8) == 2)  # `one` (4) is off
     # the exec records `second`, never `first`
     assert check(cuda.cuEventElapsedTime(start, second)) >= 0
     assert cuda.cuEventElapsedTime(start, first)[0] != cuda.CUresult.CUDA_SUCCESS

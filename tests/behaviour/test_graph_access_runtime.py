@@ -2,7 +2,7 @@
 cudaGraphNodeGetParams and the typed getters read nodes back as the runtime's structs;
 cudaGraphNodeSetParams, the memcpy/memset setters and cudaGraphExecNodeSetParams change the
 work; event and child-graph nodes; dependents and removed edges; exec flags, uploads and
-cudaGraphInstantiateWithParams."""
+cudaGraphInstantiateWithParams, nodes turned off."""
 
 from __future__ import annotations
 
@@ -124,6 +124,10 @@ def test_runtime_structure_flags_and_instantiate_with_params(
     ok(cudart.cudaGraphUpload(exec_, stream))
     launch(exec_, stream)
     assert np.all(read(a) == 1)  # `one` runs last now
+    ok(cudart.cudaGraphNodeSetEnabled(exec_, one, 0))
+    assert ok(cudart.cudaGraphNodeGetEnabled(exec_, one)) == 0
+    launch(exec_, stream)
+    assert np.all(read(a) == 2)  # `one` is off
 
     ok(cudart.cudaGraphExecDestroy(exec_))
     ok(cudart.cudaGraphDestroy(graph))

@@ -186,6 +186,8 @@ BACKEND_NEEDS: dict[str, tuple[str, ...]] = {
     "CU_GRAPH_EXEC_GET_FLAGS": (),
     "CU_GRAPH_UPLOAD": ("graph_upload",),
     "CU_GRAPH_REMOVE_DEPENDENCIES": (),
+    "CU_GRAPH_NODE_SET_ENABLED": ("graph_exec_set_enabled",),
+    "CU_GRAPH_NODE_GET_ENABLED": (),
     "CU_FUNC_GET_NAME": ("kernel_get_function",),
     "CU_KERNEL_GET_NAME": (),
     "CU_GRAPH_GET_ID": (),

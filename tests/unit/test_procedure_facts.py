@@ -78,7 +78,9 @@ READ_ONLY_RESOURCES = {  # mipmapped and sparse arrays; device resources and gre
 # a refusal the client reports for a capture: it changes nothing a checkpoint holds
 READ_ONLY_CAPTURE = {"CU_STREAM_CAPTURE_PROHIBIT"}
 READ_ONLY_GRAPH_NODES = {"CU_DEVICE_GET_GRAPH_MEM_ATTRIBUTE"}
-READ_ONLY_GRAPH_ACCESS = {"CU_GRAPH_EXEC_GET_FLAGS", "CU_GRAPH_UPLOAD"}  # procedures 800-839
+READ_ONLY_GRAPH_ACCESS = {  # procedures 800-839
+    "CU_GRAPH_EXEC_GET_FLAGS", "CU_GRAPH_UPLOAD", "CU_GRAPH_NODE_GET_ENABLED",
+}
 # small module, context, stream and memory calls (procedures 720-779)
 PIPELINED_BEFORE |= {"CU_MEMSET_D2D", "CU_STREAM_BATCH_MEM_OP"}
 READ_ONLY_TAIL = {

@@ -183,6 +183,14 @@ class CudaGraphs(BackendSession):
         elif node.type == _WAIT:
             call(driver.cuGraphExecEventWaitNodeSetEvent, made.exec, target, node.event)
 
+    def graph_exec_set_enabled(self, exec_: object, key: object, enabled: bool) -> None:
+        made = self._exec_of(exec_)
+        self._state()  # type: ignore[attr-defined]
+        target = made.nodes.get(key)
+        if target is None:
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, "cuGraphNodeSetEnabled: no such node")
+        call(driver.cuGraphNodeSetEnabled, made.exec, target, 1 if enabled else 0)
+
     def graph_upload(self, exec_: object, stream: object | None) -> None:
         made = self._exec_of(exec_)
         self._state()  # type: ignore[attr-defined]

@@ -35,6 +35,7 @@ __all__ = ["ReplayGraphs", "ReplayExec"]
 @dataclass
 class ReplayExec:
     nodes: list[ExecNode] = field(default_factory=list)
+    disabled: set[object] = field(default_factory=set)  # keys of nodes turned off
 
 
 class ReplayGraphs(BackendSession):
@@ -53,6 +54,13 @@ class ReplayGraphs(BackendSession):
                 )
                 return
 
+    def graph_exec_set_enabled(self, exec_: object, key: object, enabled: bool) -> None:
+        assert isinstance(exec_, ReplayExec)
+        if enabled:
+            exec_.disabled.discard(key)
+        else:
+            exec_.disabled.add(key)
+
     def graph_upload(self, exec_: object, stream: object | None) -> None:
         """Nothing to upload: a sim exec is its node list."""
         assert isinstance(exec_, ReplayExec)
@@ -62,7 +70,8 @@ class ReplayGraphs(BackendSession):
     ) -> list[bytes | memoryview]:
         assert isinstance(exec_, ReplayExec)
         out: list[bytes | memoryview] = []
-        self._replay(exec_.nodes, stream, host_in, out)
+        nodes = [n for n in exec_.nodes if n.key not in exec_.disabled]
+        self._replay(nodes, stream, host_in, out)
         return out
 
     def _replay(
