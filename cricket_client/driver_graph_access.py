@@ -54,6 +54,7 @@ __all__ = [
     "cuGraphInstantiateWithParams",
     "cuGraphNodeSetEnabled",
     "cuGraphNodeGetEnabled",
+    "cuGraphExecMemcpyNodeSetParams",
 ]
 
 _T = CUgraphNodeType
@@ -180,6 +181,23 @@ def cuGraphMemcpyNodeSetParams(hNode: Any, nodeParams: Any) -> tuple[Any]:
     if isinstance(copy, str):
         return dg._fail(conn, dg._NOT_SUPPORTED, f"{call}: {copy}", 0)  # type: ignore[return-value]
     return _set(conn, hNode, dg._node(conn, dg._MEMCPY, copy))
+
+
+def cuGraphExecMemcpyNodeSetParams(
+    hGraphExec: Any, hNode: Any, copyParams: Any, ctx: Any
+) -> tuple[Any]:
+    """The exec's copy of a memcpy node copies between other device addresses (client host
+    memory sides are fixed when the exec is made: NOT_SUPPORTED)."""
+    call = "cuGraphExecMemcpyNodeSetParams"
+    conn = get_connection()
+    if not hasattr(copyParams, "WidthInBytes"):
+        return dg._fail(conn, dg._INVALID_VALUE, f"{call}: copyParams is not a CUDA_MEMCPY3D", 0)  # type: ignore[return-value]
+    copy = dg.memcpy_node_params(conn, call, copyParams)
+    if isinstance(copy, str):
+        return dg._fail(conn, dg._NOT_SUPPORTED, f"{call}: {copy}", 0)  # type: ignore[return-value]
+    node = dg._node(conn, dg._MEMCPY, copy)
+    exec_handle, node_handle = dg._u64(hGraphExec, "hGraphExec"), dg._u64(hNode, "hNode")
+    return dg._out(conn.sync("CU_GRAPH_EXEC_NODE_SET_PARAMS", exec_handle, node_handle, node)[0])  # type: ignore[return-value]
 
 
 def cuGraphMemsetNodeSetParams(hNode: Any, nodeParams: Any) -> tuple[Any]:

@@ -52,6 +52,8 @@ __all__ = [
     "cudaGraphInstantiateWithParams",
     "cudaGraphNodeSetEnabled",
     "cudaGraphNodeGetEnabled",
+    "cudaGraphExecMemcpyNodeSetParams",
+    "cudaGraphExecMemcpyNodeSetParams1D",
 ]
 
 _T = CUgraphNodeType
@@ -249,6 +251,21 @@ def cudaGraphMemcpyNodeSetParams1D(node: Any, dst: Any, src: Any, count: int, ki
     count = size_t(count, "cudaGraphMemcpyNodeSetParams1D: count")
     copy = rg._copy_1d(get_connection(), dst, src, count, int(kind))
     return rg._run(lambda: da.cuGraphMemcpyNodeSetParams(node, copy), 0)  # type: ignore[return-value]
+
+
+def cudaGraphExecMemcpyNodeSetParams(hGraphExec: Any, node: Any, pNodeParams: Any) -> tuple[Any]:
+    copy = rg.copy_params("cudaGraphExecMemcpyNodeSetParams", pNodeParams)
+    if isinstance(copy, tuple):
+        return rg._fail(copy[0], copy[1], 0)  # type: ignore[return-value]
+    return rg._run(lambda: da.cuGraphExecMemcpyNodeSetParams(hGraphExec, node, copy, None), 0)  # type: ignore[return-value]
+
+
+def cudaGraphExecMemcpyNodeSetParams1D(
+    hGraphExec: Any, node: Any, dst: Any, src: Any, count: int, kind: Any
+) -> tuple[Any]:
+    count = size_t(count, "cudaGraphExecMemcpyNodeSetParams1D: count")
+    copy = rg._copy_1d(get_connection(), dst, src, count, int(kind))
+    return rg._run(lambda: da.cuGraphExecMemcpyNodeSetParams(hGraphExec, node, copy, None), 0)  # type: ignore[return-value]
 
 
 def cudaGraphMemsetNodeSetParams(node: Any, pNodeParams: Any) -> tuple[Any]:

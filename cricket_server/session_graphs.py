@@ -457,14 +457,24 @@ class SessionGraphs(
 
     def _exec_update(self, call: str, record: GraphExecRecord, i: int, params: Any) -> None:
         old = record.nodes[i]
-        updatable = (NODE_KERNEL, NODE_MEMSET, NODE_EMPTY, NODE_WAIT_EVENT, NODE_EVENT_RECORD)
+        updatable = (
+            NODE_KERNEL, NODE_MEMSET, NODE_MEMCPY, NODE_EMPTY, NODE_WAIT_EVENT, NODE_EVENT_RECORD
+        )
         if int(params.type) != old.type or old.type not in updatable:
             raise CudaError(
                 CUDA_ERROR_INVALID_VALUE,
-                f"{call}: only kernel, memset and event nodes of an exec can be updated; node "
+                f"{call}: only kernel, memset, memcpy and event nodes of an exec can be updated; node "
                 f"{old.handle:#x} is a {_NODE_NAMES.get(old.type)} node",
             )
         params = self._checked_params(call, params, old.graph)
+        if old.type == NODE_MEMCPY and any(
+            p.value.dst_host or p.value.src_host for p in (old.params, params)
+        ):
+            raise CudaError(
+                CUDA_ERROR_NOT_SUPPORTED,
+                f"{call}: memcpy node {old.handle:#x} of an exec can change between device "
+                "addresses only (client host memory is fixed when the exec is made)",
+            )
         new = GraphNodeRecord(
             handle=old.handle, ctx=old.ctx, graph=old.graph, params=params, deps=list(old.deps)
         )

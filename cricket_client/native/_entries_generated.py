@@ -106,6 +106,7 @@ __all__ = [
     "cuGraphExecEventWaitNodeSetEvent",
     "cuGraphExecGetFlags",
     "cuGraphExecGetId",
+    "cuGraphExecMemcpyNodeSetParams",
     "cuGraphExecMemsetNodeSetParams",
     "cuGraphExecNodeSetParams",
     "cuGraphGetId",
@@ -1633,6 +1634,13 @@ def cuGraphExecGetFlags(hGraphExec: int, flags: Any) -> int:
 @_entry
 def cuGraphUpload(hGraphExec: int, hStream: int) -> int:
     return int(driver.cuGraphUpload(hGraphExec, hStream)[0])
+
+
+@_entry
+def cuGraphExecMemcpyNodeSetParams(hGraphExec: int, hNode: int, copyParams: Any, ctx: int) -> int:
+    if not copyParams:
+        return INVALID_VALUE
+    return int(driver.cuGraphExecMemcpyNodeSetParams(hGraphExec, hNode, StructView(copyParams), ctx)[0])
 
 
 @_entry

@@ -237,3 +237,32 @@ def test_disabled_nodes_do_not_run_until_enabled_again(session: cricket_client.C
     for p in (a, b):
         check(cuda.cuMemFree(p))
     check(cuda.cuStreamDestroy(stream))
+
+
+def test_an_exec_memcpy_node_copies_between_other_device_addresses(
+    session: cricket_client.Connection,
+) -> None:
+    stream = check(cuda.cuStreamCreate(0))
+    a, b, c = (check(cuda.cuMemAlloc(N)) for _ in range(3))
+    check(cuda.cuMemsetD8(a, 3, N))
+    check(cuda.cuMemsetD8(c, 0, N))
+    graph = check(cuda.cuGraphCreate(0))
+    copy = check(cuda.cuGraphAddMemcpyNode(graph, None, 0, copy_params(b, a), None))
+    exec_ = check(cuda.cuGraphInstantiate(graph, 0))
+    check(cuda.cuGraphExecMemcpyNodeSetParams(exec_, copy, copy_params(c, a), None))
+    check(cuda.cuGraphLaunch(exec_, stream))
+    check(cuda.cuStreamSynchronize(stream))
+    assert np.all(read(c) == 3)
+    assert int(check(cuda.cuGraphMemcpyNodeGetParams(copy)).dstDevice) == int(b)  # the graph's
+    host = np.zeros(N, dtype=np.uint8)
+    to_host = copy_params(b, a)
+    to_host.dstMemoryType, to_host.dstHost = cuda.CUmemorytype.CU_MEMORYTYPE_HOST, host
+    err = cuda.cuGraphExecMemcpyNodeSetParams(exec_, copy, to_host, None)[0]
+    assert err == cuda.CUresult.CUDA_ERROR_NOT_SUPPORTED
+    assert "client host memory" in cricket_client.last_error_message()
+
+    check(cuda.cuGraphExecDestroy(exec_))
+    check(cuda.cuGraphDestroy(graph))
+    for p in (a, b, c):
+        check(cuda.cuMemFree(p))
+    check(cuda.cuStreamDestroy(stream))

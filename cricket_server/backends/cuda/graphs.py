@@ -178,6 +178,13 @@ class CudaGraphs(BackendSession):
                 driver.cuGraphExecMemsetNodeSetParams,
                 made.exec, target, self._memset_params(node), state.context.handle,
             )
+        elif node.type == _MEMCPY:
+            dst_host, dst, src_host, src, size = node.copy  # device sides only (the session's rule)
+            p = driver.CUDA_MEMCPY3D()
+            p.srcMemoryType = p.dstMemoryType = driver.CUmemorytype.CU_MEMORYTYPE_DEVICE
+            p.srcDevice, p.dstDevice = driver.CUdeviceptr(src), driver.CUdeviceptr(dst)
+            p.WidthInBytes, p.Height, p.Depth = size, 1, 1
+            call(driver.cuGraphExecMemcpyNodeSetParams, made.exec, target, p, state.context.handle)
         elif node.type == _RECORD:
             call(driver.cuGraphExecEventRecordNodeSetEvent, made.exec, target, node.event)
         elif node.type == _WAIT:
