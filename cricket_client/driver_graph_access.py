@@ -9,6 +9,7 @@ CU_GRAPH_EXEC_NODE_SET_PARAMS); procedures 800-839 carry the rest. Re-exported b
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -21,6 +22,7 @@ from ._enums import (
     CUmemAllocationType,
     CUmemLocationType,
     CUmemorytype,
+    CUresult,
 )
 from ._types import CUdeviceptr
 from ._types_vmm import cuuint64_t
@@ -55,6 +57,7 @@ __all__ = [
     "cuGraphNodeSetEnabled",
     "cuGraphNodeGetEnabled",
     "cuGraphExecMemcpyNodeSetParams",
+    "cuGraphDebugDotPrint",
 ]
 
 _T = CUgraphNodeType
@@ -355,3 +358,24 @@ def cuGraphNodeGetEnabled(hGraphExec: Any, hNode: Any) -> tuple[Any, int | None]
     exec_handle, node_handle = dg._u64(hGraphExec, "hGraphExec"), dg._u64(hNode, "hNode")
     err, r = get_connection().sync("CU_GRAPH_NODE_GET_ENABLED", exec_handle, node_handle)
     return dg._out(err, None if err else int(r.value))  # type: ignore[return-value]
+
+
+def cuGraphDebugDotPrint(hGraph: Any, path: Any, flags: int) -> tuple[Any]:
+    """The server's DOT description of the graph (its driver's on cuda, sim's own model on
+    sim), written to `path` on the client (procedure 805)."""
+    call = "cuGraphDebugDotPrint"
+    flags = uint(flags, f"{call}: flags")
+    if not isinstance(path, str | bytes | os.PathLike):
+        raise TypeError(f"{call}: path must be a str or bytes, got {type(path).__name__}")
+    conn = get_connection()
+    err, r = conn.sync("CU_GRAPH_DEBUG_DOT", dg._u64(hGraph, "hGraph"), flags)
+    if err:
+        return dg._out(err)  # type: ignore[return-value]
+    try:
+        with open(path, "wb") as f:
+            f.write(bytes(r.value))
+    except OSError as exc:
+        return dg._fail(
+            conn, CUresult.CUDA_ERROR_OPERATING_SYSTEM, f"{call}: cannot write {path!r}: {exc}", 0
+        )  # type: ignore[return-value]
+    return (dg._SUCCESS,)

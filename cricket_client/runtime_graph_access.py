@@ -54,6 +54,7 @@ __all__ = [
     "cudaGraphNodeGetEnabled",
     "cudaGraphExecMemcpyNodeSetParams",
     "cudaGraphExecMemcpyNodeSetParams1D",
+    "cudaGraphDebugDotPrint",
 ]
 
 _T = CUgraphNodeType
@@ -363,3 +364,7 @@ def cudaGraphNodeSetEnabled(hGraphExec: Any, hNode: Any, isEnabled: int) -> tupl
 
 def cudaGraphNodeGetEnabled(hGraphExec: Any, hNode: Any) -> tuple[Any, Any]:
     return rg._run(lambda: da.cuGraphNodeGetEnabled(hGraphExec, hNode), 1)  # type: ignore[return-value]
+
+
+def cudaGraphDebugDotPrint(graph: Any, path: Any, flags: int) -> tuple[Any]:
+    return rg._run(lambda: da.cuGraphDebugDotPrint(graph, path, flags), 0)  # type: ignore[return-value]

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from cricket_server.backends.base import CUDA_SUCCESS
 from rpc_spec import cricket_rpc as proto
 
 __all__ = ["GraphAccessProcedures"]
@@ -15,8 +16,10 @@ __all__ = ["GraphAccessProcedures"]
 
 class GraphAccessProcedures:
     """The procedures of `CricketService` (which supplies `_status`, `_result`) for
-    cuGraphExecGetFlags, cuGraphUpload, cuGraphRemoveDependencies and cuGraphNodeSet/GetEnabled."""
+    cuGraphExecGetFlags, cuGraphUpload, cuGraphRemoveDependencies, cuGraphNodeSet/GetEnabled and
+    cuGraphDebugDotPrint."""
 
+    _run: Callable[..., tuple[int, Any]]
     _status: Callable[..., int]
     _result: Callable[..., Any]
 
@@ -47,3 +50,9 @@ class GraphAccessProcedures:
             proto.int_result, ctx, "cuGraphNodeGetEnabled",
             lambda s: s.graph_node_get_enabled(exec_, node),
         )
+
+    def CU_GRAPH_DEBUG_DOT(self, ctx: Any, graph: int, flags: int) -> proto.mem_result:
+        code, data = self._run(
+            ctx, "cuGraphDebugDotPrint", lambda s: s.graph_debug_dot(graph, flags)
+        )
+        return proto.mem_result(code, data if code == CUDA_SUCCESS else None)

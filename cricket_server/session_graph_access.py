@@ -12,7 +12,13 @@ from cricket_server.backends.base import (
     CUDA_ERROR_NOT_SUPPORTED,
     CudaError,
 )
-from cricket_server.graphs import NODE_KERNEL, NODE_MEMCPY, NODE_MEMSET, GraphExecRecord
+from cricket_server.graphs import (
+    NODE_KERNEL,
+    NODE_MEMCPY,
+    NODE_MEMSET,
+    GraphExecRecord,
+    flatten,
+)
 from cricket_server.session_graphs import SessionGraphs
 
 __all__ = ["SessionGraphAccess"]
@@ -20,7 +26,7 @@ __all__ = ["SessionGraphAccess"]
 
 class SessionGraphAccess(SessionGraphs):
     """cuGraphExecGetFlags, cuGraphUpload, cuGraphRemoveDependencies, cuGraphNodeSetEnabled
-    and GetEnabled."""
+    and GetEnabled, cuGraphDebugDotPrint."""
 
     def graph_exec_flags(self, handle: int) -> int:
         call = "cuGraphExecGetFlags"
@@ -101,3 +107,13 @@ class SessionGraphAccess(SessionGraphs):
         self.require_init(call)
         record, _ = self._exec_node(call, handle, node)
         return 0 if node in record.disabled else 1
+
+    def graph_debug_dot(self, handle: int, flags: int) -> bytes:
+        """The backend's DOT text of the graph (child graphs expanded, as instantiated)."""
+        call = "cuGraphDebugDotPrint"
+        self.current(call)
+        nodes = self._copies(call, self._graph(call, handle))
+        exec_nodes, _ = flatten(
+            call, nodes, lambda h: self._copies(call, self._graph(call, h)), self._resolver(call)
+        )
+        return self.bsession.graph_debug_dot(exec_nodes, flags).encode()

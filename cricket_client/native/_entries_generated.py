@@ -95,6 +95,7 @@ __all__ = [
     "cuGraphClone",
     "cuGraphConditionalHandleCreate",
     "cuGraphCreate",
+    "cuGraphDebugDotPrint",
     "cuGraphDestroy",
     "cuGraphDestroyNode",
     "cuGraphEventRecordNodeGetEvent",
@@ -1634,6 +1635,13 @@ def cuGraphExecGetFlags(hGraphExec: int, flags: Any) -> int:
 @_entry
 def cuGraphUpload(hGraphExec: int, hStream: int) -> int:
     return int(driver.cuGraphUpload(hGraphExec, hStream)[0])
+
+
+@_entry
+def cuGraphDebugDotPrint(hGraph: int, path: Any, flags: int) -> int:
+    if not path:
+        return INVALID_VALUE
+    return int(driver.cuGraphDebugDotPrint(hGraph, ffi.string(path), flags)[0])
 
 
 @_entry

@@ -356,6 +356,10 @@ class BackendSession(abc.ABC):
         """Turn the exec's node `key` (a kernel, memset or device memcpy node) off or on."""
         raise not_supported("cuGraphNodeSetEnabled")
 
+    def graph_debug_dot(self, nodes: Sequence[ExecNode], flags: int) -> str:
+        """A DOT description of a graph of `nodes` (as for graph_instantiate)."""
+        raise not_supported("cuGraphDebugDotPrint")
+
     def graph_upload(self, exec_: object, stream: object | None) -> None:
         """Make the exec ready to launch, in `stream`'s order (cuGraphUpload)."""
         raise not_supported("cuGraphUpload")

@@ -2,11 +2,13 @@
 cuGraphNodeGetParams reads each node type back; memcpy, memset and event nodes are set with
 their typed calls and the next instantiation runs the new work; an exec's event record node
 records another event; dependents and removed edges change what runs first; an exec's flags,
-uploads and cuGraphInstantiateWithParams."""
+uploads and cuGraphInstantiateWithParams; nodes turned off; the DOT text written on the
+client."""
 
 from __future__ import annotations
 
 import ctypes
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -266,3 +268,23 @@ def test_an_exec_memcpy_node_copies_between_other_device_addresses(
     for p in (a, b, c):
         check(cuda.cuMemFree(p))
     check(cuda.cuStreamDestroy(stream))
+
+
+def test_debug_dot_print_writes_the_graph_on_the_client(
+    session: cricket_client.Connection, tmp_path: Path
+) -> None:
+    a = check(cuda.cuMemAlloc(N))
+    graph = check(cuda.cuGraphCreate(0))
+    one = check(cuda.cuGraphAddMemsetNode(graph, None, 0, memset_params(a, 1), None))
+    check(cuda.cuGraphAddMemsetNode(graph, [one], 1, memset_params(a, 2), None))
+    path = tmp_path / "graph.dot"
+    verbose = int(cuda.CUgraphDebugDot_flags.CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE)
+    check(cuda.cuGraphDebugDotPrint(graph, str(path).encode(), verbose))
+    text = path.read_text()
+    assert text.lstrip().startswith("digraph") and "->" in text
+    missing = tmp_path / "no such folder" / "graph.dot"
+    err = cuda.cuGraphDebugDotPrint(graph, str(missing), 0)[0]
+    assert err == cuda.CUresult.CUDA_ERROR_OPERATING_SYSTEM
+    assert "no such folder" in cricket_client.last_error_message()
+    check(cuda.cuGraphDestroy(graph))
+    check(cuda.cuMemFree(a))

@@ -2,10 +2,11 @@
 cudaGraphNodeGetParams and the typed getters read nodes back as the runtime's structs;
 cudaGraphNodeSetParams, the memcpy/memset setters and cudaGraphExecNodeSetParams change the
 work; event and child-graph nodes; dependents and removed edges; exec flags, uploads and
-cudaGraphInstantiateWithParams, nodes turned off."""
+cudaGraphInstantiateWithParams, nodes turned off, the DOT text."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -109,7 +110,7 @@ def test_runtime_nodes_read_back_and_change(rt: cricket_client.Connection) -> No
 
 
 def test_runtime_structure_flags_and_instantiate_with_params(
-    rt: cricket_client.Connection,
+    rt: cricket_client.Connection, tmp_path: Path
 ) -> None:
     stream = ok(cudart.cudaStreamCreate())
     a = ok(cudart.cudaMalloc(N))
@@ -136,6 +137,10 @@ def test_runtime_structure_flags_and_instantiate_with_params(
     assert ok(cudart.cudaGraphNodeGetEnabled(exec_, one)) == 0
     launch(exec_, stream)
     assert np.all(read(a) == 2)  # `one` is off
+
+    dot = tmp_path / "graph.dot"
+    ok(cudart.cudaGraphDebugDotPrint(graph, str(dot).encode(), 0))
+    assert dot.read_text().lstrip().startswith("digraph")
 
     ok(cudart.cudaGraphExecDestroy(exec_))
     ok(cudart.cudaGraphDestroy(graph))

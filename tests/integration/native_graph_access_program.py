@@ -8,7 +8,9 @@ and through the Python-level module swap compare equal.
 """
 
 import ctypes
+import os
 import sys
+import tempfile
 
 from cuda.bindings import driver as cuda
 
@@ -99,4 +101,9 @@ check(cuda.cuGraphExecMemcpyNodeSetParams(exe, copy_node, copy, ctx))
 check(cuda.cuGraphLaunch(exe, stream))
 check(cuda.cuStreamSynchronize(stream))
 print("exec copy set", read(c, 64)[30:34], read(b, 64)[30:34])
+with tempfile.TemporaryDirectory() as folder:
+    path = os.path.join(folder, "graph.dot")
+    check(cuda.cuGraphDebugDotPrint(graph, path.encode(), 0))
+    with open(path) as f:
+        print("dot", f.read().startswith("digraph"))
 print("done")

@@ -19,6 +19,8 @@ alloc and free nodes are empty nodes here: their memory is the session heap's.
 from __future__ import annotations
 
 import ctypes
+import os
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -197,6 +199,20 @@ class CudaGraphs(BackendSession):
         if target is None:
             raise CudaError(CUDA_ERROR_INVALID_VALUE, "cuGraphNodeSetEnabled: no such node")
         call(driver.cuGraphNodeSetEnabled, made.exec, target, 1 if enabled else 0)
+
+    def graph_debug_dot(self, nodes: Sequence[Any], flags: int) -> str:
+        """The driver's DOT text of a real graph of `nodes`, built as for an exec (and freed)."""
+        state = self._state()  # type: ignore[attr-defined]
+        made = CudaExec(call(driver.cuGraphCreate, 0), None, {})
+        try:
+            self._populate(made, made.graph, nodes, state.context.handle)
+            with tempfile.TemporaryDirectory(prefix="cricket-dot-") as folder:
+                path = os.path.join(folder, "graph.dot")
+                call(driver.cuGraphDebugDotPrint, made.graph, path.encode(), flags)
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    return f.read()
+        finally:
+            self._free_exec(made)
 
     def graph_upload(self, exec_: object, stream: object | None) -> None:
         made = self._exec_of(exec_)

@@ -61,6 +61,11 @@ class ReplayGraphs(BackendSession):
         else:
             exec_.disabled.add(key)
 
+    def graph_debug_dot(self, nodes: Sequence[ExecNode], flags: int) -> str:
+        """The graph as sim keeps it: one DOT node per exec node (child graphs flattened),
+        labelled with its type and what it does, and its dependencies as edges."""
+        return dot_text(nodes)
+
     def graph_upload(self, exec_: object, stream: object | None) -> None:
         """Nothing to upload: a sim exec is its node list."""
         assert isinstance(exec_, ReplayExec)
@@ -136,3 +141,43 @@ def _check_conditionals(nodes: Sequence[ExecNode]) -> None:
             )
         for body in node.conditional[4]:
             _check_conditionals(body)
+
+
+_DOT_NAMES = {
+    NODE_KERNEL: "KERNEL", NODE_MEMCPY: "MEMCPY", NODE_MEMSET: "MEMSET", NODE_WAIT_EVENT:
+    "EVENT_WAIT", NODE_EVENT_RECORD: "EVENT_RECORD", NODE_CONDITIONAL: "CONDITIONAL",
+}  # fmt: skip
+
+
+def _dot_id(key: object) -> str:
+    parts = key if isinstance(key, tuple) else (key,)
+    return "node_" + "_".join(f"{int(p):x}" if isinstance(p, int) else str(p) for p in parts)
+
+
+def _dot_side(host: bool, value: int) -> str:
+    return f"client host memory {value}" if host else f"{value:#x}"
+
+
+def _dot_label(node: ExecNode) -> str:
+    name = _DOT_NAMES.get(node.type, "EMPTY")
+    if node.kernel is not None:
+        _, grid, block, shared, params = node.kernel
+        return f"{name}\\ngrid {grid} block {block}\\nshared {shared} params {len(params)} bytes"
+    if node.copy is not None:
+        dst_host, dst, src_host, src, size = node.copy
+        return f"{name}\\n{size} bytes {_dot_side(src_host, src)} -> {_dot_side(dst_host, dst)}"
+    if node.set is not None:
+        dst, pitch, value, element, width, height = node.set
+        return f"{name}\\n{dst:#x} value {value:#x} ({element} B) {width}x{height} pitch {pitch}"
+    return name
+
+
+def dot_text(nodes: Sequence[ExecNode]) -> str:
+    """A DOT digraph of `nodes` and their dependencies."""
+    lines = ["digraph cricket_graph {"]
+    for node in nodes:
+        lines.append(f'  {_dot_id(node.key)} [shape=box label="{_dot_label(node)}"];')
+    for node in nodes:
+        lines += [f"  {_dot_id(d)} -> {_dot_id(node.key)};" for d in node.deps]
+    lines.append("}")
+    return "\n".join(lines) + "\n"
