@@ -58,6 +58,7 @@ __all__ = [
     "cuGraphNodeGetEnabled",
     "cuGraphExecMemcpyNodeSetParams",
     "cuGraphDebugDotPrint",
+    "cuGraphNodeFindInClone",
 ]
 
 _T = CUgraphNodeType
@@ -301,6 +302,14 @@ def cuGraphRemoveDependencies(
     conn = get_connection()
     err, _ = conn.sync("CU_GRAPH_REMOVE_DEPENDENCIES", dg._u64(hGraph, "hGraph"), froms, tos)
     return dg._out(err)  # type: ignore[return-value]
+
+
+def cuGraphNodeFindInClone(hOriginalNode: Any, hClonedGraph: Any) -> tuple[Any, Any]:
+    """The node of the cloned graph made from `hOriginalNode` (procedure 806)."""
+    conn = get_connection()
+    node, graph = dg._u64(hOriginalNode, "hOriginalNode"), dg._u64(hClonedGraph, "hClonedGraph")
+    err, r = conn.sync("CU_GRAPH_NODE_FIND_IN_CLONE", node, graph)
+    return dg._out(err, None if err else dg.CUgraphNode(r.value))  # type: ignore[return-value]
 
 
 # -- execs ------------------------------------------------------------------------------------

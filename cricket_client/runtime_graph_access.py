@@ -55,6 +55,7 @@ __all__ = [
     "cudaGraphExecMemcpyNodeSetParams",
     "cudaGraphExecMemcpyNodeSetParams1D",
     "cudaGraphDebugDotPrint",
+    "cudaGraphNodeFindInClone",
 ]
 
 _T = CUgraphNodeType
@@ -368,3 +369,11 @@ def cudaGraphNodeGetEnabled(hGraphExec: Any, hNode: Any) -> tuple[Any, Any]:
 
 def cudaGraphDebugDotPrint(graph: Any, path: Any, flags: int) -> tuple[Any]:
     return rg._run(lambda: da.cuGraphDebugDotPrint(graph, path, flags), 0)  # type: ignore[return-value]
+
+
+def cudaGraphNodeFindInClone(originalNode: Any, clonedGraph: Any) -> tuple[Any, Any]:
+    def find() -> tuple[Any, ...]:
+        err, node = da.cuGraphNodeFindInClone(originalNode, clonedGraph)
+        return err, rg._wrap(rg.cudaGraphNode_t, node)
+
+    return rg._run(find, 1)

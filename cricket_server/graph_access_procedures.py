@@ -16,8 +16,8 @@ __all__ = ["GraphAccessProcedures"]
 
 class GraphAccessProcedures:
     """The procedures of `CricketService` (which supplies `_status`, `_result`) for
-    cuGraphExecGetFlags, cuGraphUpload, cuGraphRemoveDependencies, cuGraphNodeSet/GetEnabled and
-    cuGraphDebugDotPrint."""
+    cuGraphExecGetFlags, cuGraphUpload, cuGraphRemoveDependencies, cuGraphNodeSet/GetEnabled,
+    cuGraphNodeFindInClone and cuGraphDebugDotPrint."""
 
     _run: Callable[..., tuple[int, Any]]
     _status: Callable[..., int]
@@ -56,3 +56,9 @@ class GraphAccessProcedures:
             ctx, "cuGraphDebugDotPrint", lambda s: s.graph_debug_dot(graph, flags)
         )
         return proto.mem_result(code, data if code == CUDA_SUCCESS else None)
+
+    def CU_GRAPH_NODE_FIND_IN_CLONE(self, ctx: Any, node: int, graph: int) -> proto.handle_result:
+        return self._result(
+            proto.handle_result, ctx, "cuGraphNodeFindInClone",
+            lambda s: s.node_find_in_clone(node, graph),
+        )

@@ -62,6 +62,7 @@ class GraphNodeRecord(Record):
     graph: int
     params: Any  # cricket.x graph_node_params
     deps: list[int]
+    origin: int = 0  # the node this one is a clone of (cuGraphNodeFindInClone), 0: none
 
     @property
     def type(self) -> int:

@@ -26,7 +26,7 @@ __all__ = ["SessionGraphAccess"]
 
 class SessionGraphAccess(SessionGraphs):
     """cuGraphExecGetFlags, cuGraphUpload, cuGraphRemoveDependencies, cuGraphNodeSetEnabled
-    and GetEnabled, cuGraphDebugDotPrint."""
+    and GetEnabled, cuGraphNodeFindInClone, cuGraphDebugDotPrint."""
 
     def graph_exec_flags(self, handle: int) -> int:
         call = "cuGraphExecGetFlags"
@@ -117,3 +117,15 @@ class SessionGraphAccess(SessionGraphs):
             call, nodes, lambda h: self._copies(call, self._graph(call, h)), self._resolver(call)
         )
         return self.bsession.graph_debug_dot(exec_nodes, flags).encode()
+
+    def node_find_in_clone(self, node: int, clone: int) -> int:
+        """The node of graph `clone` that was cloned from `node`."""
+        call = "cuGraphNodeFindInClone"
+        self.require_init(call)
+        self._node(call, node)
+        for h in self._graph(call, clone).nodes:
+            if self._node(call, h).origin == node:
+                return h
+        raise CudaError(
+            CUDA_ERROR_INVALID_VALUE, f"{call}: graph {clone:#x} holds no clone of node {node:#x}"
+        )

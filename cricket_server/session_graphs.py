@@ -153,10 +153,12 @@ class SessionGraphs(
         params = self._checked_params(call, params, graph_handle)
         return self._add_node(graph, ctx.handle, params, deps)
 
-    def _add_node(self, graph: GraphRecord, ctx: int, params: Any, deps: list[int]) -> int:
+    def _add_node(
+        self, graph: GraphRecord, ctx: int, params: Any, deps: list[int], origin: int = 0
+    ) -> int:
         node = self.handles.add(
             HandleKind.GRAPH_NODE, GraphNodeRecord, ctx=ctx, graph=graph.handle,
-            params=params, deps=list(deps),
+            params=params, deps=list(deps), origin=origin,
         )
         graph.nodes.append(node.handle)
         return node.handle
@@ -312,10 +314,12 @@ class SessionGraphs(
         graph = self._graph(call, handle)
         clone = self.handles.add(HandleKind.GRAPH, GraphRecord, ctx=ctx.handle, flags=graph.flags)
         mapping: dict[int, int] = {}
+        for h in graph.nodes:  # edges after: one added later may point to an earlier node
+            params = self._clone_params(call, self._node(call, h))
+            mapping[h] = self._add_node(clone, ctx.handle, params, [], origin=h)
         for h in graph.nodes:
-            node = self._node(call, h)
-            params = self._clone_params(call, node)
-            mapping[h] = self._add_node(clone, ctx.handle, params, [mapping[d] for d in node.deps])
+            deps = [mapping[d] for d in self._node(call, h).deps]
+            self._node(call, mapping[h]).deps.extend(deps)
         return clone.handle
 
     def _clone_params(self, call: str, node: GraphNodeRecord) -> Any:

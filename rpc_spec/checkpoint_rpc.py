@@ -553,6 +553,7 @@ class graph_node_image:
     handle: ckpt_handle
     dependencies: list[ckpt_handle]
     params: bytes
+    origin: ckpt_handle
 
     def encode(self) -> bytes:
         """The XDR encoding of this value."""
@@ -1411,6 +1412,8 @@ def _xdr_setting_image__unpack(dec: _xdr.Decoder) -> setting_image:
 
 _xdr_graph_node_image__st0 = _struct.Struct('>Q')
 _xdr_graph_node_image__S0, _xdr_graph_node_image__U0 = _xdr_graph_node_image__st0.pack, _xdr_graph_node_image__st0.unpack_from
+_xdr_graph_node_image__st3 = _struct.Struct('>Q')
+_xdr_graph_node_image__S3, _xdr_graph_node_image__U3 = _xdr_graph_node_image__st3.pack, _xdr_graph_node_image__st3.unpack_from
 
 
 def _xdr_graph_node_image__pack(enc: _xdr.Encoder, v: Any) -> None:
@@ -1418,6 +1421,7 @@ def _xdr_graph_node_image__pack(enc: _xdr.Encoder, v: Any) -> None:
         enc.buf += _xdr_graph_node_image__S0(v.handle)
         _xdr_graph_node_image__p1(enc, v.dependencies)
         _xdr_graph_node_image__p2(enc, v.params)
+        enc.buf += _xdr_graph_node_image__S3(v.origin)
     except RecursionError:
         raise
     except Exception as e:
@@ -1431,11 +1435,14 @@ def _xdr_graph_node_image__unpack(dec: _xdr.Decoder) -> graph_node_image:
         dec.pos = pos + 8
         f1 = _xdr_graph_node_image__u1(dec)
         f2 = _xdr_graph_node_image__u2(dec)
+        pos = dec.pos
+        a3_0, = _xdr_graph_node_image__U3(dec.mv, pos)
+        dec.pos = pos + 8
     except _struct.error:
         raise _xdr.XdrDecodeError('struct graph_node_image: data ends early at offset %d' % dec.pos) from None
     except KeyError as e:
         raise _xdr.XdrDecodeError('struct graph_node_image: %s is not a declared enum value' % e) from None
-    return graph_node_image(a0_0, f1, f2)
+    return graph_node_image(a0_0, f1, f2, a3_0)
 
 
 _xdr_graph_image__st0 = _struct.Struct('>QQI')
@@ -2031,6 +2038,7 @@ xdr_graph_node_image.define(
         ('handle', xdr_ckpt_handle),
         ('dependencies', _xdr.VarArray(xdr_ckpt_handle, None)),
         ('params', _xdr.VarOpaque(None)),
+        ('origin', xdr_ckpt_handle),
     ],
     coders=(_xdr_graph_node_image__pack, _xdr_graph_node_image__unpack),
 )

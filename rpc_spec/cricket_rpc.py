@@ -258,6 +258,7 @@ __all__ = [
     'CU_GRAPH_REMOVE_DEPENDENCIES',
     'CU_GRAPH_NODE_SET_ENABLED',
     'CU_GRAPH_NODE_GET_ENABLED',
+    'CU_GRAPH_NODE_FIND_IN_CLONE',
     'CU_GRAPH_DEBUG_DOT',
     'int_result',
     'u64_result',
@@ -716,6 +717,7 @@ CU_GRAPH_UPLOAD = 801
 CU_GRAPH_REMOVE_DEPENDENCIES = 802
 CU_GRAPH_NODE_SET_ENABLED = 803
 CU_GRAPH_NODE_GET_ENABLED = 804
+CU_GRAPH_NODE_FIND_IN_CLONE = 806
 CU_GRAPH_DEBUG_DOT = 805
 
 
@@ -10275,6 +10277,22 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 804, _enc.buffers())
         return _Pending(call, xdr_int_result.decode)
 
+    def CU_GRAPH_NODE_FIND_IN_CLONE(self, arg1: cu_handle, arg2: cu_handle, *, timeout: float | None = None) -> handle_result:
+        """Call CU_GRAPH_NODE_FIND_IN_CLONE (806) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 806, _enc.buffers(), timeout=timeout)
+        return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_NODE_FIND_IN_CLONE_async(self, arg1: cu_handle, arg2: cu_handle) -> _Pending:
+        """Send CU_GRAPH_NODE_FIND_IN_CLONE (806); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 806, _enc.buffers())
+        return _Pending(call, xdr_handle_result.decode)
+
     def CU_GRAPH_DEBUG_DOT(self, arg1: cu_handle, arg2: int, *, timeout: float | None = None) -> mem_result:
         """Call CU_GRAPH_DEBUG_DOT (805) and wait for its result."""
         _enc = _xdr.Encoder()
@@ -11403,6 +11421,11 @@ class CRICKET_V1_Server:
             _Facts(replay='readonly', handles=((0, ('graph_exec',)), (1, ('graph_node',)))),
             plan=_Plan(encode_args=_plan_a23_encode_args, decode_args=_plan_a23_decode_args, decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
         ),
+        806: _Procedure(
+            806, 'CU_GRAPH_NODE_FIND_IN_CLONE', (xdr_cu_handle, xdr_cu_handle), xdr_handle_result,
+            _Facts(replay='readonly', handles=((0, ('graph_node',)), (1, ('graph',)))),
+            plan=_Plan(encode_args=_plan_a23_encode_args, decode_args=_plan_a23_decode_args, decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
+        ),
         805: _Procedure(
             805, 'CU_GRAPH_DEBUG_DOT', (xdr_cu_handle, _xdr.xdr_u_int), xdr_mem_result,
             _Facts(replay='readonly', handles=((0, ('graph',)),)),
@@ -12305,6 +12328,10 @@ class CRICKET_V1_Server:
     def CU_GRAPH_NODE_GET_ENABLED(self, ctx: Any, arg1: cu_handle, arg2: cu_handle) -> int_result:
         """CU_GRAPH_NODE_GET_ENABLED (804): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_NODE_GET_ENABLED")
+
+    def CU_GRAPH_NODE_FIND_IN_CLONE(self, ctx: Any, arg1: cu_handle, arg2: cu_handle) -> handle_result:
+        """CU_GRAPH_NODE_FIND_IN_CLONE (806): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_NODE_FIND_IN_CLONE")
 
     def CU_GRAPH_DEBUG_DOT(self, ctx: Any, arg1: cu_handle, arg2: int) -> mem_result:
         """CU_GRAPH_DEBUG_DOT (805): not served unless overridden."""

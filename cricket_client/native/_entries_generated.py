@@ -118,6 +118,7 @@ __all__ = [
     "cuGraphMemcpyNodeGetParams",
     "cuGraphMemcpyNodeSetParams",
     "cuGraphMemsetNodeSetParams",
+    "cuGraphNodeFindInClone",
     "cuGraphNodeGetContainingGraph",
     "cuGraphNodeGetEnabled",
     "cuGraphNodeGetLocalId",
@@ -1642,6 +1643,16 @@ def cuGraphDebugDotPrint(hGraph: int, path: Any, flags: int) -> int:
     if not path:
         return INVALID_VALUE
     return int(driver.cuGraphDebugDotPrint(hGraph, ffi.string(path), flags)[0])
+
+
+@_entry
+def cuGraphNodeFindInClone(phNode: Any, hOriginalNode: int, hClonedGraph: int) -> int:
+    if not phNode:
+        return INVALID_VALUE
+    err, v0 = driver.cuGraphNodeFindInClone(hOriginalNode, hClonedGraph)
+    if not err:
+        phNode[0] = _number(v0)
+    return int(err)
 
 
 @_entry

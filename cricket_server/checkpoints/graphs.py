@@ -31,7 +31,8 @@ __all__ = ["graph_images", "exec_images", "restore_graphs", "graph_handles"]
 
 def _node_image(node: GraphNodeRecord) -> ck.graph_node_image:
     return ck.graph_node_image(
-        handle=node.handle, dependencies=list(node.deps), params=node.params.encode()
+        handle=node.handle, dependencies=list(node.deps), params=node.params.encode(),
+        origin=node.origin,
     )
 
 
@@ -88,7 +89,8 @@ def _nodes(
             ) from None
         nodes.append(
             GraphNodeRecord(
-                handle=n.handle, ctx=ctx, graph=owner, params=params, deps=list(n.dependencies)
+                handle=n.handle, ctx=ctx, graph=owner, params=params, deps=list(n.dependencies),
+                origin=n.origin,
             )
         )
     return nodes
@@ -107,7 +109,7 @@ def restore_graphs(
         for node in _nodes(path, g.handle, g.nodes, g.ctx):
             session.handles.add_with_handle(
                 node.handle, GraphNodeRecord, ctx=node.ctx, graph=g.handle,
-                params=node.params, deps=node.deps,
+                params=node.params, deps=node.deps, origin=node.origin,
             )
             record.nodes.append(node.handle)
     for e in execs:

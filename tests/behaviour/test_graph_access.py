@@ -288,3 +288,40 @@ def test_debug_dot_print_writes_the_graph_on_the_client(
     assert "no such folder" in cricket_client.last_error_message()
     check(cuda.cuGraphDestroy(graph))
     check(cuda.cuMemFree(a))
+
+
+def test_a_node_is_found_in_a_clone(session: cricket_client.Connection) -> None:
+    a = check(cuda.cuMemAlloc(N))
+    graph = check(cuda.cuGraphCreate(0))
+    one = check(cuda.cuGraphAddMemsetNode(graph, None, 0, memset_params(a, 1), None))
+    two = check(cuda.cuGraphAddMemsetNode(graph, [one], 1, memset_params(a, 2), None))
+    clone = check(cuda.cuGraphClone(graph))
+    found = check(cuda.cuGraphNodeFindInClone(two, clone))
+    assert int(found) != int(two)
+    assert int(check(cuda.cuGraphNodeGetContainingGraph(found))) == int(clone)
+    assert check(cuda.cuGraphMemsetNodeGetParams(found)).value == 2
+    assert [int(n) for n in check(cuda.cuGraphNodeGetDependencies(found, 1))[0]] == [
+        int(check(cuda.cuGraphNodeFindInClone(one, clone)))
+    ]
+    other = check(cuda.cuGraphCreate(0))
+    err, node = cuda.cuGraphNodeFindInClone(two, other)
+    assert err == cuda.CUresult.CUDA_ERROR_INVALID_VALUE and node is None
+    for g in (graph, clone, other):
+        check(cuda.cuGraphDestroy(g))
+    check(cuda.cuMemFree(a))
+
+
+def test_a_graph_whose_later_node_runs_first_clones(session: cricket_client.Connection) -> None:
+    """An edge from a node added later to one added earlier (cuGraphAddDependencies) is
+    cloned too."""
+    a = check(cuda.cuMemAlloc(N))
+    graph = check(cuda.cuGraphCreate(0))
+    one = check(cuda.cuGraphAddMemsetNode(graph, None, 0, memset_params(a, 1), None))
+    two = check(cuda.cuGraphAddMemsetNode(graph, None, 0, memset_params(a, 2), None))
+    check(cuda.cuGraphAddDependencies(graph, [two], [one], None, 1))
+    clone = check(cuda.cuGraphClone(graph))
+    one_c, two_c = (check(cuda.cuGraphNodeFindInClone(n, clone)) for n in (one, two))
+    assert [int(n) for n in check(cuda.cuGraphNodeGetDependencies(one_c, 1))[0]] == [int(two_c)]
+    for g in (graph, clone):
+        check(cuda.cuGraphDestroy(g))
+    check(cuda.cuMemFree(a))

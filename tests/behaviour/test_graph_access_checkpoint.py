@@ -1,6 +1,6 @@
 """What cuGraphRemoveDependencies, the typed node setters, an exec's event, flags and disabled
-nodes change survives checkpoint, SIGKILL and cricket-restart, and the same calls made after
-the checkpoint are replayed."""
+nodes change, and which node a clone's is made from, survive checkpoint, SIGKILL and
+cricket-restart, and the same calls made after the checkpoint are replayed."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def launch(exec_: Any, stream: Any) -> None:
 def build(stream: Any) -> tuple[Any, ...]:
     """A graph of two memsets of one buffer, `two` after `one` at first, then the edge turned
     round and `one`'s value changed to 4; an exec of it (flags UPLOAD) whose record node
-    records `second` instead of `first`, with `one` turned off."""
+    records `second` instead of `first`, with `one` turned off; a clone of the graph."""
     a = check(cuda.cuMemAlloc(N))
     first, second = check(cuda.cuEventCreate(0)), check(cuda.cuEventCreate(0))
     graph = check(cuda.cuGraphCreate(0))
@@ -54,11 +54,14 @@ def build(stream: Any) -> tuple[Any, ...]:
     exec_ = check(cuda.cuGraphInstantiateWithParams(graph, params))
     check(cuda.cuGraphExecEventRecordNodeSetEvent(exec_, record, second))
     check(cuda.cuGraphNodeSetEnabled(exec_, one, 0))
-    return a, graph, one, two, record, exec_, first, second
+    clone = check(cuda.cuGraphClone(graph))
+    return a, graph, one, two, record, exec_, first, second, clone
 
 
 def check_state(built: tuple[Any, ...], stream: Any) -> None:
-    a, graph, one, two, record, exec_, first, second = built
+    a, graph, one, two, record, exec_, first, second, clone = built
+    found = check(cuda.cuGraphNodeFindInClone(two, clone))
+    assert int(check(cuda.cuGraphNodeGetContainingGraph(found))) == int(clone)
     assert [int(n) for n in check(cuda.cuGraphNodeGetDependentNodes(two, 1))[0]] == [int(one)]
     assert check(cuda.cuGraphNodeGetDependentNodes(one))[2] == 1
     assert check(cuda.cuGraphMemsetNodeGetParams(one)).value == 4

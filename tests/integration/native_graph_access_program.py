@@ -106,4 +106,7 @@ with tempfile.TemporaryDirectory() as folder:
     check(cuda.cuGraphDebugDotPrint(graph, path.encode(), 0))
     with open(path) as f:
         print("dot", f.read().startswith("digraph"))
+clone = check(cuda.cuGraphClone(graph))
+found = check(cuda.cuGraphNodeFindInClone(copy_node, clone))
+print("found in clone", int(check(cuda.cuGraphNodeGetContainingGraph(found))) == int(clone))
 print("done")

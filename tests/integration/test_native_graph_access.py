@@ -45,6 +45,7 @@ def test_node_params_setters_dependents_and_exec_calls_through_both_doors(server
         "copy disabled [0, 0, 0, 0]",
         "exec copy set [4, 4, 0, 0] [0, 0, 0, 0]",
         "dot True",
+        "found in clone True",
         "done",
     ]
     assert "(native libcuda)" not in native.stderr  # no stub answered
