@@ -176,15 +176,20 @@ def _set(conn: Connection, hNode: Any, node: Any) -> tuple[Any]:
     return dg._out(conn.sync("CU_GRAPH_NODE_SET_PARAMS", dg._u64(hNode, "hNode"), node)[0])  # type: ignore[return-value]
 
 
-def cuGraphMemcpyNodeSetParams(hNode: Any, nodeParams: Any) -> tuple[Any]:
-    call = "cuGraphMemcpyNodeSetParams"
-    conn = get_connection()
-    if not hasattr(nodeParams, "WidthInBytes"):
-        return dg._fail(conn, dg._INVALID_VALUE, f"{call}: nodeParams is not a CUDA_MEMCPY3D", 0)  # type: ignore[return-value]
-    copy = dg.memcpy_node_params(conn, call, nodeParams)
+def _memcpy_node(conn: Connection, call: str, p: Any, name: str) -> tuple[Any, Any]:
+    """(None, memcpy graph_node_params) of a CUDA_MEMCPY3D, or (the error's answer, None)."""
+    if not hasattr(p, "WidthInBytes"):
+        return dg._fail(conn, dg._INVALID_VALUE, f"{call}: {name} is not a CUDA_MEMCPY3D", 0), None
+    copy = dg.memcpy_node_params(conn, call, p)
     if isinstance(copy, str):
-        return dg._fail(conn, dg._NOT_SUPPORTED, f"{call}: {copy}", 0)  # type: ignore[return-value]
-    return _set(conn, hNode, dg._node(conn, dg._MEMCPY, copy))
+        return dg._fail(conn, dg._NOT_SUPPORTED, f"{call}: {copy}", 0), None
+    return None, dg._node(conn, dg._MEMCPY, copy)
+
+
+def cuGraphMemcpyNodeSetParams(hNode: Any, nodeParams: Any) -> tuple[Any]:
+    conn = get_connection()
+    failed, node = _memcpy_node(conn, "cuGraphMemcpyNodeSetParams", nodeParams, "nodeParams")
+    return failed if failed is not None else _set(conn, hNode, node)  # type: ignore[no-any-return]
 
 
 def cuGraphExecMemcpyNodeSetParams(
@@ -192,14 +197,10 @@ def cuGraphExecMemcpyNodeSetParams(
 ) -> tuple[Any]:
     """The exec's copy of a memcpy node copies between other device addresses (client host
     memory sides are fixed when the exec is made: NOT_SUPPORTED)."""
-    call = "cuGraphExecMemcpyNodeSetParams"
     conn = get_connection()
-    if not hasattr(copyParams, "WidthInBytes"):
-        return dg._fail(conn, dg._INVALID_VALUE, f"{call}: copyParams is not a CUDA_MEMCPY3D", 0)  # type: ignore[return-value]
-    copy = dg.memcpy_node_params(conn, call, copyParams)
-    if isinstance(copy, str):
-        return dg._fail(conn, dg._NOT_SUPPORTED, f"{call}: {copy}", 0)  # type: ignore[return-value]
-    node = dg._node(conn, dg._MEMCPY, copy)
+    failed, node = _memcpy_node(conn, "cuGraphExecMemcpyNodeSetParams", copyParams, "copyParams")
+    if failed is not None:
+        return failed  # type: ignore[no-any-return]
     exec_handle, node_handle = dg._u64(hGraphExec, "hGraphExec"), dg._u64(hNode, "hNode")
     return dg._out(conn.sync("CU_GRAPH_EXEC_NODE_SET_PARAMS", exec_handle, node_handle, node)[0])  # type: ignore[return-value]
 
