@@ -59,6 +59,7 @@ __all__ = [
     "cuGraphExecMemcpyNodeSetParams",
     "cuGraphDebugDotPrint",
     "cuGraphNodeFindInClone",
+    "cuGraphExecChildGraphNodeSetParams",
 ]
 
 _T = CUgraphNodeType
@@ -260,6 +261,16 @@ def cuGraphExecEventRecordNodeSetEvent(hGraphExec: Any, hNode: Any, event: Any) 
 
 def cuGraphExecEventWaitNodeSetEvent(hGraphExec: Any, hNode: Any, event: Any) -> tuple[Any]:
     return _exec_set_event("cuGraphExecEventWaitNodeSetEvent", hGraphExec, hNode, dg._WAIT, event)
+
+
+def cuGraphExecChildGraphNodeSetParams(hGraphExec: Any, hNode: Any, childGraph: Any) -> tuple[Any]:
+    """The exec's child-graph node does `childGraph`'s work: a graph of the same nodes and
+    edges (procedure 807)."""
+    conn = get_connection()
+    exec_handle, node_handle = dg._u64(hGraphExec, "hGraphExec"), dg._u64(hNode, "hNode")
+    graph = dg._u64(childGraph, "childGraph")
+    err, _ = conn.sync("CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS", exec_handle, node_handle, graph)
+    return dg._out(err)  # type: ignore[return-value]
 
 
 def cuGraphChildGraphNodeGetGraph(hNode: Any) -> tuple[Any, Any]:

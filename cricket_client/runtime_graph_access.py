@@ -56,6 +56,7 @@ __all__ = [
     "cudaGraphExecMemcpyNodeSetParams1D",
     "cudaGraphDebugDotPrint",
     "cudaGraphNodeFindInClone",
+    "cudaGraphExecChildGraphNodeSetParams",
 ]
 
 _T = CUgraphNodeType
@@ -377,3 +378,9 @@ def cudaGraphNodeFindInClone(originalNode: Any, clonedGraph: Any) -> tuple[Any, 
         return err, rg._wrap(rg.cudaGraphNode_t, node)
 
     return rg._run(find, 1)
+
+
+def cudaGraphExecChildGraphNodeSetParams(hGraphExec: Any, node: Any, childGraph: Any) -> tuple[Any]:
+    return rg._run(  # type: ignore[return-value]
+        lambda: da.cuGraphExecChildGraphNodeSetParams(hGraphExec, node, childGraph), 0
+    )

@@ -62,3 +62,11 @@ class GraphAccessProcedures:
             proto.handle_result, ctx, "cuGraphNodeFindInClone",
             lambda s: s.node_find_in_clone(node, graph),
         )
+
+    def CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS(
+        self, ctx: Any, exec_: int, node: int, graph: int
+    ) -> int:
+        return self._status(
+            ctx, "cuGraphExecChildGraphNodeSetParams",
+            lambda s: s.graph_exec_child_set(exec_, node, graph),
+        )

@@ -5,6 +5,7 @@ node calls of `session_graphs`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from cricket_server.backends.base import (
@@ -13,20 +14,30 @@ from cricket_server.backends.base import (
     CudaError,
 )
 from cricket_server.graphs import (
+    NODE_EMPTY,
+    NODE_EVENT_RECORD,
+    NODE_GRAPH,
     NODE_KERNEL,
     NODE_MEMCPY,
     NODE_MEMSET,
+    NODE_WAIT_EVENT,
+    ExecNode,
     GraphExecRecord,
+    GraphNodeRecord,
+    HostCopy,
     flatten,
 )
+from cricket_server.resources import HandleKind
 from cricket_server.session_graphs import SessionGraphs
+from rpc_spec import cricket_rpc as proto
 
 __all__ = ["SessionGraphAccess"]
 
 
 class SessionGraphAccess(SessionGraphs):
     """cuGraphExecGetFlags, cuGraphUpload, cuGraphRemoveDependencies, cuGraphNodeSetEnabled
-    and GetEnabled, cuGraphNodeFindInClone, cuGraphDebugDotPrint."""
+    and GetEnabled, cuGraphNodeFindInClone, cuGraphExecChildGraphNodeSetParams,
+    cuGraphDebugDotPrint."""
 
     def graph_exec_flags(self, handle: int) -> int:
         call = "cuGraphExecGetFlags"
@@ -128,4 +139,70 @@ class SessionGraphAccess(SessionGraphs):
                 return h
         raise CudaError(
             CUDA_ERROR_INVALID_VALUE, f"{call}: graph {clone:#x} holds no clone of node {node:#x}"
+        )
+
+    def _flat_child(self, call: str, node: int, child: int) -> list[ExecNode]:
+        """The exec nodes of child graph `child` under child-graph node `node`; refused when it
+        moves client host memory or holds nodes an exec cannot update."""
+        host: list[HostCopy] = []
+        nodes, _ = flatten(
+            call, self._copies(call, self._graph(call, child)),
+            lambda h: self._copies(call, self._graph(call, h)), self._resolver(call),
+            (node,), (), host,
+        )  # fmt: skip
+        if host:
+            raise CudaError(
+                CUDA_ERROR_NOT_SUPPORTED,
+                f"{call}: graph {child:#x} copies client host memory, which is fixed when the "
+                "exec is made",
+            )
+        updatable = (
+            NODE_KERNEL, NODE_MEMSET, NODE_MEMCPY, NODE_EMPTY, NODE_WAIT_EVENT, NODE_EVENT_RECORD
+        )
+        for n in nodes:
+            if n.type not in updatable:
+                raise CudaError(
+                    CUDA_ERROR_NOT_SUPPORTED,
+                    f"{call}: graph {child:#x} holds a node of type {n.type}, which an exec "
+                    "cannot update remotely",
+                )
+        return nodes
+
+    def graph_exec_child_set(self, handle: int, node: int, child: int) -> None:
+        """The exec's child-graph node does the work of `child` (same nodes and edges, other
+        parameters); the exec keeps a clone of it, as CUDA copies it."""
+        call = "cuGraphExecChildGraphNodeSetParams"
+        self.current(call)
+        record, kind = self._exec_node(call, handle, node)
+        if kind != NODE_GRAPH:
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{call}: node {node:#x} is no child-graph node")
+        i = next(j for j, n in enumerate(record.nodes) if n.handle == node)
+        held = int(record.nodes[i].params.value)
+        old, new = self._flat_child(call, node, held), self._flat_child(call, node, child)
+        at_old = {n.key: j for j, n in enumerate(old)}
+        at_new = {n.key: j for j, n in enumerate(new)}
+        if len(old) != len(new) or any(
+            o.type != n.type
+            or sorted(at_old[d] for d in o.deps if d in at_old)
+            != sorted(at_new[d] for d in n.deps if d in at_new)
+            for o, n in zip(old, new, strict=False)
+        ):
+            raise CudaError(
+                CUDA_ERROR_INVALID_VALUE,
+                f"{call}: graph {child:#x} differs from the exec's child graph in its nodes or "
+                "edges (only parameters can change)",
+            )
+        clone = self.graph_clone(child, call)
+        for o, n in zip(old, new, strict=True):
+            if n.type != NODE_EMPTY:
+                self.bsession.graph_exec_set_node(
+                    record.obj, dataclasses.replace(n, key=o.key, deps=o.deps)
+                )
+        current = record.nodes[i]
+        graph_node = self.handles.get(call, HandleKind.GRAPH_NODE, node, GraphNodeRecord)
+        if held != int(graph_node.params.value) and held in self.handles:
+            self._drop_graph(self._graph(call, held))  # the clone an earlier call gave the exec
+        record.nodes[i] = GraphNodeRecord(
+            handle=current.handle, ctx=current.ctx, graph=current.graph,
+            params=proto.graph_node_params(NODE_GRAPH, clone), deps=list(current.deps),
         )

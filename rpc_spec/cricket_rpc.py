@@ -259,6 +259,7 @@ __all__ = [
     'CU_GRAPH_NODE_SET_ENABLED',
     'CU_GRAPH_NODE_GET_ENABLED',
     'CU_GRAPH_NODE_FIND_IN_CLONE',
+    'CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS',
     'CU_GRAPH_DEBUG_DOT',
     'int_result',
     'u64_result',
@@ -718,6 +719,7 @@ CU_GRAPH_REMOVE_DEPENDENCIES = 802
 CU_GRAPH_NODE_SET_ENABLED = 803
 CU_GRAPH_NODE_GET_ENABLED = 804
 CU_GRAPH_NODE_FIND_IN_CLONE = 806
+CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS = 807
 CU_GRAPH_DEBUG_DOT = 805
 
 
@@ -6815,6 +6817,28 @@ def _plan_a42_decode_args(body: Any) -> tuple[Any, ...]:
     return _plan_a42_AU(body)  # type: ignore[no-any-return]
 
 
+_plan_a43_A = _struct.Struct('>QQQ')
+_plan_a43_AP, _plan_a43_AU = _plan_a43_A.pack, _plan_a43_A.unpack
+
+
+def _plan_a43_encode_args(a0: Any, a1: Any, a2: Any) -> Any:
+    try:
+        return _plan_a43_AP(a0, a1, a2)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    xdr_cu_handle.pack(enc, a0)
+    xdr_cu_handle.pack(enc, a1)
+    xdr_cu_handle.pack(enc, a2)
+    return enc.buffers()
+
+
+def _plan_a43_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 24:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 24' % len(body))
+    return _plan_a43_AU(body)  # type: ignore[no-any-return]
+
+
 class CRICKET_V1_Client:
     """Client of program CRICKET_PROG (0x20c0ffee) version CRICKET_V1 (1)."""
 
@@ -10293,6 +10317,24 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 806, _enc.buffers())
         return _Pending(call, xdr_handle_result.decode)
 
+    def CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS(self, arg1: cu_handle, arg2: cu_handle, arg3: cu_handle, *, timeout: float | None = None) -> int:
+        """Call CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS (807) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        xdr_cu_handle.pack(_enc, arg3)
+        body = self._rpc.call(0x20c0ffee, 1, 807, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS_async(self, arg1: cu_handle, arg2: cu_handle, arg3: cu_handle) -> _Pending:
+        """Send CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS (807); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        xdr_cu_handle.pack(_enc, arg3)
+        call = self._rpc.call_async(0x20c0ffee, 1, 807, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
     def CU_GRAPH_DEBUG_DOT(self, arg1: cu_handle, arg2: int, *, timeout: float | None = None) -> mem_result:
         """Call CU_GRAPH_DEBUG_DOT (805) and wait for its result."""
         _enc = _xdr.Encoder()
@@ -11426,6 +11468,11 @@ class CRICKET_V1_Server:
             _Facts(replay='readonly', handles=((0, ('graph_node',)), (1, ('graph',)))),
             plan=_Plan(encode_args=_plan_a23_encode_args, decode_args=_plan_a23_decode_args, decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
         ),
+        807: _Procedure(
+            807, 'CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS', (xdr_cu_handle, xdr_cu_handle, xdr_cu_handle), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('graph_exec',)), (1, ('graph_node',)), (2, ('graph',)))),
+            plan=_Plan(encode_args=_plan_a43_encode_args, decode_args=_plan_a43_decode_args, decode_reply=_xdr_plan_status),
+        ),
         805: _Procedure(
             805, 'CU_GRAPH_DEBUG_DOT', (xdr_cu_handle, _xdr.xdr_u_int), xdr_mem_result,
             _Facts(replay='readonly', handles=((0, ('graph',)),)),
@@ -12332,6 +12379,10 @@ class CRICKET_V1_Server:
     def CU_GRAPH_NODE_FIND_IN_CLONE(self, ctx: Any, arg1: cu_handle, arg2: cu_handle) -> handle_result:
         """CU_GRAPH_NODE_FIND_IN_CLONE (806): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_NODE_FIND_IN_CLONE")
+
+    def CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS(self, ctx: Any, arg1: cu_handle, arg2: cu_handle, arg3: cu_handle) -> int:
+        """CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS (807): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS")
 
     def CU_GRAPH_DEBUG_DOT(self, ctx: Any, arg1: cu_handle, arg2: int) -> mem_result:
         """CU_GRAPH_DEBUG_DOT (805): not served unless overridden."""

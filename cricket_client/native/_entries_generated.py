@@ -102,6 +102,7 @@ __all__ = [
     "cuGraphEventRecordNodeSetEvent",
     "cuGraphEventWaitNodeGetEvent",
     "cuGraphEventWaitNodeSetEvent",
+    "cuGraphExecChildGraphNodeSetParams",
     "cuGraphExecDestroy",
     "cuGraphExecEventRecordNodeSetEvent",
     "cuGraphExecEventWaitNodeSetEvent",
@@ -1643,6 +1644,11 @@ def cuGraphDebugDotPrint(hGraph: int, path: Any, flags: int) -> int:
     if not path:
         return INVALID_VALUE
     return int(driver.cuGraphDebugDotPrint(hGraph, ffi.string(path), flags)[0])
+
+
+@_entry
+def cuGraphExecChildGraphNodeSetParams(hGraphExec: int, hNode: int, childGraph: int) -> int:
+    return int(driver.cuGraphExecChildGraphNodeSetParams(hGraphExec, hNode, childGraph)[0])
 
 
 @_entry

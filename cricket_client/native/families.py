@@ -328,6 +328,7 @@ FAMILY_ENTRIES: list[tuple[str, str]] = [
     ("cuGraphExecGetFlags", "CUgraphExec hGraphExec, cuuint64_t *flags"),
     ("cuGraphUpload", "CUgraphExec hGraphExec, CUstream hStream"),
     ("cuGraphDebugDotPrint", "CUgraph hGraph, const char *path, unsigned int flags"),
+    ("cuGraphExecChildGraphNodeSetParams", "CUgraphExec hGraphExec, CUgraphNode hNode, CUgraph childGraph"),
     ("cuGraphNodeFindInClone", "CUgraphNode *phNode, CUgraphNode hOriginalNode, CUgraph hClonedGraph"),
     ("cuGraphExecMemcpyNodeSetParams", "CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMCPY3D *copyParams, CUcontext ctx"),
     ("cuGraphNodeSetEnabled", "CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int isEnabled"),

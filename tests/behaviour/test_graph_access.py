@@ -325,3 +325,40 @@ def test_a_graph_whose_later_node_runs_first_clones(session: cricket_client.Conn
     for g in (graph, clone):
         check(cuda.cuGraphDestroy(g))
     check(cuda.cuMemFree(a))
+
+
+def test_an_exec_child_graph_node_does_another_graphs_work(
+    session: cricket_client.Connection,
+) -> None:
+    stream = check(cuda.cuStreamCreate(0))
+    a, b = check(cuda.cuMemAlloc(N)), check(cuda.cuMemAlloc(N))
+    first, second = check(cuda.cuGraphCreate(0)), check(cuda.cuGraphCreate(0))
+    s1 = check(cuda.cuGraphAddMemsetNode(first, None, 0, memset_params(a, 1), None))
+    check(cuda.cuGraphAddMemcpyNode(first, [s1], 1, copy_params(b, a), None))
+    s2 = check(cuda.cuGraphAddMemsetNode(second, None, 0, memset_params(a, 7), None))
+    check(cuda.cuGraphAddMemcpyNode(second, [s2], 1, copy_params(b, a), None))
+    graph = check(cuda.cuGraphCreate(0))
+    child = check(cuda.cuGraphAddChildGraphNode(graph, None, 0, first))
+    exec_ = check(cuda.cuGraphInstantiate(graph, 0))
+    check(cuda.cuGraphLaunch(exec_, stream))
+    check(cuda.cuStreamSynchronize(stream))
+    assert np.all(read(b) == 1)
+    check(cuda.cuGraphExecChildGraphNodeSetParams(exec_, child, second))
+    check(cuda.cuGraphLaunch(exec_, stream))
+    check(cuda.cuStreamSynchronize(stream))
+    assert np.all(read(b) == 7)
+    # a graph of another shape is refused
+    other = check(cuda.cuGraphCreate(0))
+    check(cuda.cuGraphAddMemsetNode(other, None, 0, memset_params(a, 9), None))
+    err = cuda.cuGraphExecChildGraphNodeSetParams(exec_, child, other)[0]
+    assert err == cuda.CUresult.CUDA_ERROR_INVALID_VALUE
+    check(cuda.cuGraphLaunch(exec_, stream))
+    check(cuda.cuStreamSynchronize(stream))
+    assert np.all(read(b) == 7)
+
+    check(cuda.cuGraphExecDestroy(exec_))
+    for g in (graph, first, second, other):
+        check(cuda.cuGraphDestroy(g))
+    for p in (a, b):
+        check(cuda.cuMemFree(p))
+    check(cuda.cuStreamDestroy(stream))

@@ -39,7 +39,8 @@ def launch(exec_: Any, stream: Any) -> None:
 def build(stream: Any) -> tuple[Any, ...]:
     """A graph of two memsets of one buffer, `two` after `one` at first, then the edge turned
     round and `one`'s value changed to 4; an exec of it (flags UPLOAD) whose record node
-    records `second` instead of `first`, with `one` turned off; a clone of the graph."""
+    records `second` instead of `first`, with `one` turned off; a clone of the graph; an exec
+    whose child-graph node does another graph's work."""
     a = check(cuda.cuMemAlloc(N))
     first, second = check(cuda.cuEventCreate(0)), check(cuda.cuEventCreate(0))
     graph = check(cuda.cuGraphCreate(0))
@@ -55,11 +56,22 @@ def build(stream: Any) -> tuple[Any, ...]:
     check(cuda.cuGraphExecEventRecordNodeSetEvent(exec_, record, second))
     check(cuda.cuGraphNodeSetEnabled(exec_, one, 0))
     clone = check(cuda.cuGraphClone(graph))
-    return a, graph, one, two, record, exec_, first, second, clone
+    # an exec whose child-graph node was given another graph's work (memset 8 instead of 1)
+    b = check(cuda.cuMemAlloc(N))
+    inner1, inner2, outer = (check(cuda.cuGraphCreate(0)) for _ in range(3))
+    check(cuda.cuGraphAddMemsetNode(inner1, None, 0, memset_params(b, 1), None))
+    check(cuda.cuGraphAddMemsetNode(inner2, None, 0, memset_params(b, 8), None))
+    child = check(cuda.cuGraphAddChildGraphNode(outer, None, 0, inner1))
+    child_exec = check(cuda.cuGraphInstantiate(outer, 0))
+    check(cuda.cuGraphExecChildGraphNodeSetParams(child_exec, child, inner2))
+    return a, graph, one, two, record, exec_, first, second, clone, b, child_exec
 
 
 def check_state(built: tuple[Any, ...], stream: Any) -> None:
-    a, graph, one, two, record, exec_, first, second, clone = built
+    a, graph, one, two, record, exec_, first, second, clone, b, child_exec = built
+    check(cuda.cuMemsetD8(b, 0, N))
+    launch(child_exec, stream)
+    assert np.all(np.frombuffer(read(b, N), dtype=np.uint8) == 8)
     found = check(cuda.cuGraphNodeFindInClone(two, clone))
     assert int(check(cuda.cuGraphNodeGetContainingGraph(found))) == int(clone)
     assert [int(n) for n in check(cuda.cuGraphNodeGetDependentNodes(two, 1))[0]] == [int(one)]

@@ -146,3 +146,24 @@ def test_runtime_structure_flags_and_instantiate_with_params(
     ok(cudart.cudaGraphDestroy(graph))
     ok(cudart.cudaFree(a))
     ok(cudart.cudaStreamDestroy(stream))
+
+
+def test_runtime_exec_child_graph_and_clone_lookup(rt: cricket_client.Connection) -> None:
+    stream = ok(cudart.cudaStreamCreate())
+    a = ok(cudart.cudaMalloc(N))
+    first, second, graph = (ok(cudart.cudaGraphCreate(0)) for _ in range(3))
+    ok(cudart.cudaGraphAddMemsetNode(first, None, 0, memset_params(a, 1)))
+    ok(cudart.cudaGraphAddMemsetNode(second, None, 0, memset_params(a, 5)))
+    child = ok(cudart.cudaGraphAddChildGraphNode(graph, None, 0, first))
+    exec_ = ok(cudart.cudaGraphInstantiate(graph, 0))
+    ok(cudart.cudaGraphExecChildGraphNodeSetParams(exec_, child, second))
+    launch(exec_, stream)
+    assert np.all(read(a) == 5)
+    clone = ok(cudart.cudaGraphClone(graph))
+    found = ok(cudart.cudaGraphNodeFindInClone(child, clone))
+    assert ok(cudart.cudaGraphNodeGetType(found)) == T.cudaGraphNodeTypeGraph
+    ok(cudart.cudaGraphExecDestroy(exec_))
+    for g in (graph, first, second, clone):
+        ok(cudart.cudaGraphDestroy(g))
+    ok(cudart.cudaFree(a))
+    ok(cudart.cudaStreamDestroy(stream))

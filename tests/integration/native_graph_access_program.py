@@ -109,4 +109,8 @@ with tempfile.TemporaryDirectory() as folder:
 clone = check(cuda.cuGraphClone(graph))
 found = check(cuda.cuGraphNodeFindInClone(copy_node, clone))
 print("found in clone", int(check(cuda.cuGraphNodeGetContainingGraph(found))) == int(clone))
+other = check(cuda.cuGraphCreate(0))
+check(cuda.cuGraphAddEmptyNode(other, None, 0))
+err = cuda.cuGraphExecChildGraphNodeSetParams(exe, child_node, other)[0]
+print("exec child set", err == cuda.CUresult.CUDA_SUCCESS)
 print("done")

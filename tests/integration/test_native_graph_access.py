@@ -46,6 +46,7 @@ def test_node_params_setters_dependents_and_exec_calls_through_both_doors(server
         "exec copy set [4, 4, 0, 0] [0, 0, 0, 0]",
         "dot True",
         "found in clone True",
+        "exec child set True",
         "done",
     ]
     assert "(native libcuda)" not in native.stderr  # no stub answered

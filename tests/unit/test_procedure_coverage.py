@@ -189,6 +189,9 @@ BACKEND_NEEDS: dict[str, tuple[str, ...]] = {
     "CU_GRAPH_NODE_SET_ENABLED": ("graph_exec_set_enabled",),
     "CU_GRAPH_NODE_GET_ENABLED": (),
     "CU_GRAPH_NODE_FIND_IN_CLONE": (),
+    "CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS": (
+        "func_param_info", "graph_exec_set_node", "kernel_get_function",
+    ),
     "CU_GRAPH_DEBUG_DOT": ("func_param_info", "graph_debug_dot", "kernel_get_function"),
     "CU_FUNC_GET_NAME": ("kernel_get_function",),
     "CU_KERNEL_GET_NAME": (),
