@@ -15,12 +15,10 @@ from cricket_server.backends.base import (
 )
 from cricket_server.graphs import (
     NODE_EMPTY,
-    NODE_EVENT_RECORD,
     NODE_GRAPH,
     NODE_KERNEL,
     NODE_MEMCPY,
     NODE_MEMSET,
-    NODE_WAIT_EVENT,
     ExecNode,
     GraphExecRecord,
     GraphNodeRecord,
@@ -28,7 +26,7 @@ from cricket_server.graphs import (
     flatten,
 )
 from cricket_server.resources import HandleKind
-from cricket_server.session_graphs import SessionGraphs
+from cricket_server.session_graphs import EXEC_UPDATABLE, SessionGraphs
 from rpc_spec import cricket_rpc as proto
 
 __all__ = ["SessionGraphAccess"]
@@ -156,11 +154,8 @@ class SessionGraphAccess(SessionGraphs):
                 f"{call}: graph {child:#x} copies client host memory, which is fixed when the "
                 "exec is made",
             )
-        updatable = (
-            NODE_KERNEL, NODE_MEMSET, NODE_MEMCPY, NODE_EMPTY, NODE_WAIT_EVENT, NODE_EVENT_RECORD
-        )
         for n in nodes:
-            if n.type not in updatable:
+            if n.type not in EXEC_UPDATABLE:
                 raise CudaError(
                     CUDA_ERROR_NOT_SUPPORTED,
                     f"{call}: graph {child:#x} holds a node of type {n.type}, which an exec "

@@ -60,6 +60,10 @@ _capture_ids = itertools.count(1)
 CAPTURE_MODE_RELAXED = 2  # CUstreamCaptureMode  # capture sequence ids, unique in the process
 # the potentially unsafe calls a thread's capture mode governs (CU_STREAM_CAPTURE_PROHIBIT)
 PROHIBITED_CALLS = ("cuMemAlloc", "cuMemFree")
+# node types whose parameters an exec can change (cuGraphExec*NodeSetParams, cuGraphExecUpdate)
+EXEC_UPDATABLE = (
+    NODE_KERNEL, NODE_MEMSET, NODE_MEMCPY, NODE_EMPTY, NODE_WAIT_EVENT, NODE_EVENT_RECORD
+)
 _NODE_NAMES = {
     NODE_KERNEL: "kernel",
     NODE_MEMCPY: "memcpy",
@@ -461,10 +465,7 @@ class SessionGraphs(
 
     def _exec_update(self, call: str, record: GraphExecRecord, i: int, params: Any) -> None:
         old = record.nodes[i]
-        updatable = (
-            NODE_KERNEL, NODE_MEMSET, NODE_MEMCPY, NODE_EMPTY, NODE_WAIT_EVENT, NODE_EVENT_RECORD
-        )
-        if int(params.type) != old.type or old.type not in updatable:
+        if int(params.type) != old.type or old.type not in EXEC_UPDATABLE:
             raise CudaError(
                 CUDA_ERROR_INVALID_VALUE,
                 f"{call}: only kernel, memset, memcpy and event nodes of an exec can be updated; node "
