@@ -250,29 +250,48 @@ class _MemOpUnionC(ctypes.Union):
                 ("memoryBarrier", _MemOpFlagsC), ("pad", ctypes.c_uint64 * 6)]  # fmt: skip
 
 
+class _Bytes:
+    """A field of a union view: read from and written to its ctypes bytes (`self._c`)."""
+
+    def __init__(self, read: Any = int, write: Any = int, path: str = "") -> None:
+        self.read, self.write, self.path = read, write, path
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.path = self.path or name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        return self.read(getattr(obj._c, self.path))
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        setattr(obj._c, self.path, self.write(value))
+
+
+class _Arm(_Bytes):
+    """An arm of a union: a view of its bytes; assigning an arm copies the other's bytes."""
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        ctypes.pointer(getattr(obj._c, self.path))[0] = value._c
+
+
+def _pad(values: Any) -> Any:
+    items = [as_int(v) for v in values]
+    if len(items) != 6:
+        raise ValueError(f"pad: expected 6 values, got {len(items)}")
+    return (ctypes.c_uint64 * 6)(*items)
+
+
 class _MemOpValue(_Shown):
-    """The wait or write arm: a view of its union's bytes (value is value64's low 32 bits)."""
+    """The wait or write arm (value is value64's low 32 bits, as in cuda.h's inner union)."""
 
     _shown = ("operation", "address", "value", "value64", "flags", "alias")
+    operation = _Bytes(CUstreamBatchMemOpType)
+    address = _Bytes(CUdeviceptr, as_int)
+    value64 = _Bytes(cuuint64_t, as_int)
+    flags = _Bytes()
+    alias = _Bytes(CUdeviceptr, as_int)
 
     def __init__(self, arm: _MemOpValueC) -> None:
         self._c = arm
-
-    @property
-    def operation(self) -> CUstreamBatchMemOpType:
-        return CUstreamBatchMemOpType(self._c.operation)
-
-    @operation.setter
-    def operation(self, v: Any) -> None:
-        self._c.operation = int(v)
-
-    @property
-    def address(self) -> CUdeviceptr:
-        return CUdeviceptr(self._c.address)
-
-    @address.setter
-    def address(self, v: Any) -> None:
-        self._c.address = as_int(v)
 
     @property
     def value(self) -> cuuint32_t:
@@ -282,54 +301,16 @@ class _MemOpValue(_Shown):
     def value(self, v: Any) -> None:
         self._c.value64 = (self._c.value64 & ~0xFFFFFFFF) | (as_int(v) & 0xFFFFFFFF)
 
-    @property
-    def value64(self) -> cuuint64_t:
-        return cuuint64_t(self._c.value64)
-
-    @value64.setter
-    def value64(self, v: Any) -> None:
-        self._c.value64 = as_int(v)
-
-    @property
-    def flags(self) -> int:
-        return self._c.flags
-
-    @flags.setter
-    def flags(self, v: Any) -> None:
-        self._c.flags = int(v)
-
-    @property
-    def alias(self) -> CUdeviceptr:
-        return CUdeviceptr(self._c.alias)
-
-    @alias.setter
-    def alias(self, v: Any) -> None:
-        self._c.alias = as_int(v)
-
 
 class _MemOpFlags(_Shown):
-    """The flush or barrier arm: a view of its union's bytes."""
+    """The flush or barrier arm."""
 
     _shown = ("operation", "flags")
+    operation = _Bytes(CUstreamBatchMemOpType)
+    flags = _Bytes()
 
     def __init__(self, arm: _MemOpFlagsC) -> None:
         self._c = arm
-
-    @property
-    def operation(self) -> CUstreamBatchMemOpType:
-        return CUstreamBatchMemOpType(self._c.operation)
-
-    @operation.setter
-    def operation(self, v: Any) -> None:
-        self._c.operation = int(v)
-
-    @property
-    def flags(self) -> int:
-        return self._c.flags
-
-    @flags.setter
-    def flags(self, v: Any) -> None:
-        self._c.flags = int(v)
 
 
 class CUstreamBatchMemOpParams(_Shown):
@@ -337,60 +318,15 @@ class CUstreamBatchMemOpParams(_Shown):
     setting `writeValue.operation` sets `operation` too; assigning an arm copies its bytes."""
 
     _shown = ("operation", "waitValue", "writeValue", "flushRemoteWrites", "memoryBarrier", "pad")
+    operation = _Bytes(CUstreamBatchMemOpType)
+    waitValue = _Arm(_MemOpValue)
+    writeValue = _Arm(_MemOpValue)
+    flushRemoteWrites = _Arm(_MemOpFlags)
+    memoryBarrier = _Arm(_MemOpFlags)
+    pad = _Bytes(list, _pad)
 
     def __init__(self) -> None:
         self._c = _MemOpUnionC()
-
-    @property
-    def operation(self) -> CUstreamBatchMemOpType:
-        return CUstreamBatchMemOpType(self._c.operation)
-
-    @operation.setter
-    def operation(self, v: Any) -> None:
-        self._c.operation = int(v)
-
-    @property
-    def waitValue(self) -> _MemOpValue:
-        return _MemOpValue(self._c.waitValue)
-
-    @waitValue.setter
-    def waitValue(self, v: _MemOpValue) -> None:
-        ctypes.pointer(self._c.waitValue)[0] = v._c
-
-    @property
-    def writeValue(self) -> _MemOpValue:
-        return _MemOpValue(self._c.writeValue)
-
-    @writeValue.setter
-    def writeValue(self, v: _MemOpValue) -> None:
-        ctypes.pointer(self._c.writeValue)[0] = v._c
-
-    @property
-    def flushRemoteWrites(self) -> _MemOpFlags:
-        return _MemOpFlags(self._c.flushRemoteWrites)
-
-    @flushRemoteWrites.setter
-    def flushRemoteWrites(self, v: _MemOpFlags) -> None:
-        ctypes.pointer(self._c.flushRemoteWrites)[0] = v._c
-
-    @property
-    def memoryBarrier(self) -> _MemOpFlags:
-        return _MemOpFlags(self._c.memoryBarrier)
-
-    @memoryBarrier.setter
-    def memoryBarrier(self, v: _MemOpFlags) -> None:
-        ctypes.pointer(self._c.memoryBarrier)[0] = v._c
-
-    @property
-    def pad(self) -> list[int]:
-        return list(self._c.pad)
-
-    @pad.setter
-    def pad(self, values: Any) -> None:
-        items = [as_int(v) for v in values]
-        if len(items) != 6:
-            raise ValueError(f"pad: expected 6 values, got {len(items)}")
-        self._c.pad[:] = items
 
 
 CUstreamBatchMemOpParams_union = CUstreamBatchMemOpParams
