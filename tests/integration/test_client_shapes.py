@@ -7,6 +7,7 @@ is compared with the Returns section of cuda.bindings.driver's documentation of 
 from __future__ import annotations
 
 import inspect
+import os
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -61,7 +62,7 @@ _DUMMY: dict[str, Any] = {
     "kernelParams": None, "extra": 0, "ctxCreateParams": None, "blockSizeToDynamicSMemSize": None,
     "options": None, "optionValues": None, "jitOptions": None, "jitOptionsValues": None,
     "libraryOptions": None, "libraryOptionValues": None, "attributes": [],
-    "length": 16, "ByteCount": 16, "pResViewDesc": None,
+    "length": 16, "ByteCount": 16, "pResViewDesc": None, "path": os.devnull,
 }
 _HOST = {"srcHost", "dstHost", "src", "dst"}
 _NOT_HOST = {"cuStreamCopyAttributes": {"src", "dst"}}  # streams by those names
