@@ -18,7 +18,8 @@ its implementation); [F] CUDA's public fatbinary headers (fatbinary_section.h: t
 `__fatBinC_Wrapper_t` the runtime registers); [N] other public notes, named where used; [T]
 traced here: what the CUDA 13.0 runtime
 (nvcc 13.0, static and shared) called through the native library against a sim server, in
-order, with its arguments (`CRICKET_NATIVE_TRACE=1`).
+order, with its arguments (`CRICKET_NATIVE_TRACE=1`); [D] read from the real driver (580, the
+H200's) by tests/gpu/test_export_table_sizes.py.
 """
 
 from __future__ import annotations
@@ -123,7 +124,7 @@ TABLES: tuple[Table, ...] = (
         ),
         f"{_Z} (10 pointers; later notes 13, slot 12 'load compilers')",
     ),
-    Table("42d85a8123f6cb478298f6e78a3aecdc", "TOOLS_TLS", 4, True, (), f"{_Z}: no slot known"),
+    Table("42d85a8123f6cb478298f6e78a3aecdc", "TOOLS_TLS", 3, True, (), f"{_Z}: no slot known; [D] 3 pointers on driver 580"),
     Table(
         "a094798c2e742e7493f20800200c0a66",
         "TOOLS_RUNTIME_CALLBACK_HOOKS",
@@ -170,32 +171,6 @@ TABLES: tuple[Table, ...] = (
         f"{_Z}",
     ),
     Table(
-        "195bcbf4d67d024aacc51d29cea631ae",
-        "HEAP_ACCESS",
-        3,
-        True,
-        (
-            Slot(1, "heap_alloc", "CUresult", "void **record, size_t arg2, size_t arg3", None,
-                 f"{_Z}: a driver-side heap record, meaning unknown"),
-            Slot(2, "heap_free", "CUresult", "void *record, size_t *arg2", None, f"{_Z}"),
-        ),
-        f"{_Z}",
-    ),
-    Table(
-        "b10541e1f7c7c74a9f64f223be99f1e2",
-        "DEVICE_EXTENDED_RT",
-        26,
-        True,
-        (
-            Slot(5, "device_get_attribute_ext", "CUresult",
-                 "CUdevice dev, unsigned int attribute, int unknown, size_t *result", None,
-                 f"{_Z}: an attribute with a 16-byte answer, attribute ids unknown"),
-            Slot(13, "device_get_something", "CUresult", "unsigned char *result, CUdevice dev", None,
-                 f"{_Z}: one byte per device, meaning unknown"),
-        ),
-        f"{_Z}",
-    ),
-    Table(
         "d4082055bde6704b8d34ba123c66e1f2",
         "INTEGRITY_CHECK",
         3,
@@ -213,18 +188,18 @@ TABLES: tuple[Table, ...] = (
     Table(
         "21318c60971432488ca641ff7324c8f2",
         "RUNTIME_13_4",
-        95,
+        93,
         True,
         (),
         "[N] a public note of another driver re-implementation: asked for by CUDA 13.4 "
         "runtimes, 95 pointers (94 slots) on driver 595, none called through device, memory, "
-        "copy, stream and event calls; [T] cuda-bindings 13.5's static runtime asks for it "
+        "copy, stream and event calls; [D] 93 pointers on driver 580; [T] cuda-bindings 13.5's static runtime asks for it "
         "right after TOOLS_TLS and stops (cudaErrorNotSupported) without it",
     ),
     Table(
         "263e88607cd2614392f6bbd5006dfa7e",
         "UNKNOWN_CHECKS",
-        4,
+        15,
         True,
         (
             Slot(2, "context_check", "CUresult", "CUcontext ctx, unsigned int *result1, const void **result2",

@@ -51,13 +51,13 @@ def main() -> int:
     for lv, image in enumerate(images):
         level = check(runtime.cudaGetMipmappedArrayLevel(mipmap, lv))
         h, w = image.shape
-        check(runtime.cudaMemcpy2DToArray(level, 0, 0, image, w * 4, w * 4, h, H2D))
+        check(runtime.cudaMemcpy2DToArray(level, 0, 0, image.ctypes.data, w * 4, w * 4, h, H2D))
     for lv, image in enumerate(images):
         level = check(runtime.cudaGetMipmappedArrayLevel(mipmap, lv))
         _desc, extent, _flags = check(runtime.cudaArrayGetInfo(level))
         out = np.zeros_like(image)
         h, w = image.shape
-        check(runtime.cudaMemcpy2DFromArray(out, w * 4, level, 0, 0, w * 4, h, D2H))
+        check(runtime.cudaMemcpy2DFromArray(out.ctypes.data, w * 4, level, 0, 0, w * 4, h, D2H))
         print(f"level {lv}: {extent.width} x {extent.height}, mean {float(out.mean()):.2f}, "
               f"read back exactly: {bool(np.array_equal(out, image))}")
 

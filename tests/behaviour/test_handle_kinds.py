@@ -69,7 +69,7 @@ def handles(session: cricket_client.Connection) -> dict[str, int]:
         "memhandle": _ok(stub.CU_MEM_CREATE(2 << 20, _device_prop(), 0)),
         "mempool": _ok(stub.CU_DEVICE_GET_DEFAULT_MEM_POOL(0)),
         "mipmap": _ok(stub.MIPMAP_CREATE(proto.array_desc(8, 8, 0, 0x20, 1, 0), 2)),
-        "green_ctx": _ok(stub.CU_GREEN_CTX_CREATE([sms], 0, 0)),
+        "green_ctx": _ok(stub.CU_GREEN_CTX_CREATE([sms], 0, 1)),  # CU_GREEN_CTX_DEFAULT_STREAM
     }
 
 

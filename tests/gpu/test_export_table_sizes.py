@@ -45,4 +45,4 @@ def test_the_real_driver_offers_every_declared_table_with_the_declared_length() 
             wrong.append(f"{table.name}: the driver answers {err}")
         elif table.sized and size != 8 * table.length:
             wrong.append(f"{table.name}: declared {table.length} pointers, the driver's is {size} bytes")
-    assert not wrong, wrong
+    assert not wrong, "\n".join(wrong)

@@ -51,7 +51,10 @@ class CudaDevResources:
         groups, count, remainder = call(
             driver.cuDevSmResourceSplitByCount, wanted, res.obj, flags, min_count
         )
-        return [_resource(g) for g in groups or []], int(count), _resource(remainder)
+        # the bindings' list may be longer than what the driver wrote (count groups, none
+        # for a count query)
+        made = list(groups or [])[: min(int(wanted), int(count))]
+        return [_resource(g) for g in made], int(count), _resource(remainder)
 
     def green_ctx_create(self, resources: list[DevResource], dev: int, flags: int) -> object:
         self._state()

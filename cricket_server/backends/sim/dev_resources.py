@@ -61,8 +61,10 @@ class SimDevResources:
 
     def green_ctx_create(self, resources: list[DevResource], dev: int, flags: int) -> object:
         call = "cuGreenCtxCreate"
-        if flags & ~GREEN_CTX_FLAGS:
-            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{call}: unknown flags {flags:#x}")
+        if flags != GREEN_CTX_FLAGS:  # as the driver: the default stream flag is required
+            raise CudaError(
+                CUDA_ERROR_INVALID_VALUE, f"{call}: flags must be CU_GREEN_CTX_DEFAULT_STREAM"
+            )
         self.backend.device(dev)
         if any(r.obj != dev for r in resources):
             raise CudaError(
