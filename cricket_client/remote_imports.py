@@ -141,7 +141,7 @@ def _is_ours(module: types.ModuleType) -> bool:
     )
 
 
-class _RemoteLoader(importlib.abc.Loader):
+class RemoteModuleLoader(importlib.abc.Loader):
     """Makes `cuda.bindings.driver` (etc.) a module holding the remote module's names."""
 
     def __init__(self, target: str) -> None:
@@ -225,7 +225,7 @@ class RemoteCudaFinder(importlib.abc.MetaPathFinder):
             return None  # inside a LOCAL_DRIVER_USERS module's import: everything is local
         remote = REMOTE_MODULES.get(fullname)
         if remote is not None:
-            return importlib.util.spec_from_loader(fullname, _RemoteLoader(remote))
+            return importlib.util.spec_from_loader(fullname, RemoteModuleLoader(remote))
         if fullname in PACKAGES:
             if importlib.machinery.PathFinder.find_spec(fullname, path) is not None:
                 return None  # the installed package

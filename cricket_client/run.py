@@ -71,7 +71,7 @@ def run_native(server: str | None, command: Sequence[str]) -> None:
 
     try:
         env = native_environment()
-    except NativeLibraryMissing as exc:
+    except (NativeLibraryMissing, ValueError) as exc:
         raise SystemExit(f"cricket-run: {exc}") from None
     if server:
         env[ADDRESS_ENV] = server

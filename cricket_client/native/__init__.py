@@ -94,12 +94,24 @@ def _client_paths() -> list[str]:
 
 
 def native_environment(env: Mapping[str, str] | None = None, library: Path | None = None) -> dict[str, str]:
-    """`env` (default: this process's) with the native library first on LD_LIBRARY_PATH and
-    the client's folders on CRICKET_NATIVE_PATH."""
+    """`env` (default: this process's) with the native library first on LD_LIBRARY_PATH, the
+    client's folders on CRICKET_NATIVE_PATH and, unless CRICKET_NATIVE_RUNTIME=cudart, the
+    folder that makes Python programs' CUDA runtime the client's first on PYTHONPATH
+    (runtime_swap). A wrong CRICKET_NATIVE_RUNTIME raises ValueError."""
+    from . import runtime_swap
+
     out = dict(os.environ if env is None else env)
     folder = str((library or library_path()).parent)
     ld = [p for p in out.get("LD_LIBRARY_PATH", "").split(os.pathsep) if p and p != folder]
     out["LD_LIBRARY_PATH"] = os.pathsep.join([folder, *ld])
     known = [p for p in out.get(PATH_ENV, "").split(os.pathsep) if p]
     out[PATH_ENV] = os.pathsep.join(dict.fromkeys([*_client_paths(), *known]))
+    startup = str(runtime_swap.STARTUP_DIR)
+    python = [p for p in out.get("PYTHONPATH", "").split(os.pathsep) if p and p != startup]
+    if runtime_swap.wanted(out):
+        python.insert(0, startup)
+    if python:
+        out["PYTHONPATH"] = os.pathsep.join(python)
+    else:
+        out.pop("PYTHONPATH", None)
     return out

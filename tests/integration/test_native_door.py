@@ -15,6 +15,7 @@ import pytest
 from server_harness import LIMIT, ROOT, Server, running_server
 
 from cricket_client.native import library_path
+from cricket_client.native.runtime_swap import STARTUP_DIR
 
 HERE = Path(__file__).resolve().parent
 CUBIN = ROOT / "tests" / "kernels" / "test_kernels.sm_90.cubin"
@@ -81,7 +82,7 @@ def test_a_c_program_with_kernels_threads_and_fork(server: Server, tmp_path: Pat
     launches, events, 8 pthreads x 200 calls, an unsupported function, and a forked child
     whose calls leave the parent's session intact. The interpreter the library starts finds
     the client (and cffi's backend) where it is installed, and leaves the program's
-    PYTHONPATH as it was."""
+    PYTHONPATH as cricket-run gave it (the runtime's start-up folder first)."""
     binary = tmp_path / "native_threads"
     subprocess.run(
         ["gcc", "-O1", "-Wall", "-o", str(binary), str(HERE / "native_threads.c"), "-ldl", "-lpthread"],
@@ -90,7 +91,7 @@ def test_a_c_program_with_kernels_threads_and_fork(server: Server, tmp_path: Pat
     done = cricket_run(server, "--", str(binary), str(CUBIN))
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines() == [
-        f"PYTHONPATH {os.environ.get('PYTHONPATH', '(unset)')}",
+        f"PYTHONPATH {os.pathsep.join([str(STARTUP_DIR), *filter(None, [os.environ.get('PYTHONPATH')])])}",
         "kernelParams ok",
         "extra ok",
         "threads ok (200 calls each)",
@@ -342,16 +343,65 @@ def test_python_threads_calling_with_the_gil_released(server: Server) -> None:
     assert done.stdout.strip() == "alive 0 bad []"
 
 
-def test_the_cuda_runtime_fails_naming_the_private_table_it_needs(server: Server) -> None:
-    """cuda.bindings.runtime links the CUDA runtime statically; the runtime asks the driver
-    for private tables (cuGetExportTable, cricket_client.native.export_tables) and stops at the
-    integrity check, which is not offered: its calls fail with cudaErrorNotSupported and stderr
-    names the table and slot."""
+def test_cuda_pythons_own_runtime_fails_naming_the_private_table_it_needs(server: Server) -> None:
+    """With CRICKET_NATIVE_RUNTIME=cudart, cuda.bindings.runtime is cuda-python's (the CUDA
+    runtime, linked statically): it asks the driver for private tables (cuGetExportTable,
+    cricket_client.native.export_tables) and stops at the integrity check, which is not
+    offered: its calls fail with cudaErrorNotSupported and stderr names the table and slot."""
     script = "from cuda.bindings import runtime as rt; print(rt.cudaGetDeviceCount()[0].name)"
-    done = cricket_run(server, "--", sys.executable, "-c", script)
+    done = cricket_run(server, "--", sys.executable, "-c", script, env={"CRICKET_NATIVE_RUNTIME": "cudart"})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "cudaErrorNotSupported"
     assert "table INTEGRITY_CHECK {D4082055-BDE6-704B-8D34-BA123C66E1F2} slot 1" in done.stderr
+
+
+def test_python_programs_get_the_clients_runtime_sharing_the_session_with_the_native_driver(
+    server: Server,
+) -> None:
+    """By default a Python program's cuda.bindings.runtime is the Python client's: it works,
+    and streams, events, graphs and memory made by either module are the other's too (one
+    session), as cuda-python's interoperability tests check on a local GPU."""
+    script = textwrap.dedent(
+        """
+        import numpy as np
+        import cuda.bindings.driver as cu
+        import cuda.bindings.runtime as rt
+        print("runtime", rt.cudaGetDeviceCount())
+        assert cu.cuInit(0)[0] == 0
+        err, dev = cu.cuDeviceGet(0)
+        err, ctx = cu.cuCtxCreate(None, 0, dev)
+        err, stream = cu.cuStreamCreate(0)
+        print("drv stream to rt", rt.cudaStreamDestroy(stream)[0].name)
+        err, stream = rt.cudaStreamCreate()
+        print("rt stream to drv", cu.cuStreamDestroy(stream)[0].name)
+        err, event = rt.cudaEventCreate()
+        print("rt event to drv", cu.cuEventDestroy(event)[0].name)
+        err, graph = cu.cuGraphCreate(0)
+        print("drv graph to rt", rt.cudaGraphDestroy(graph)[0].name)
+        err, ptr = rt.cudaMalloc(64)
+        data = np.arange(16, dtype=np.int32)
+        back = np.zeros(16, dtype=np.int32)
+        print("drv copy to rt memory", cu.cuMemcpyHtoD(ptr, data, 64)[0].name)
+        print("rt copy back", rt.cudaMemcpy(back, ptr, 64, rt.cudaMemcpyKind.cudaMemcpyDeviceToHost)[0].name,
+              bool((back == data).all()))
+        print("rt free", rt.cudaFree(ptr)[0].name)
+        print("ctx", cu.cuCtxDestroy(ctx)[0].name)
+        """
+    )
+    done = cricket_run(server, "--", sys.executable, "-c", script)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "runtime (<cudaError_t.cudaSuccess: 0>, 1)",
+        "drv stream to rt cudaSuccess",
+        "rt stream to drv CUDA_SUCCESS",
+        "rt event to drv CUDA_SUCCESS",
+        "drv graph to rt cudaSuccess",
+        "drv copy to rt memory CUDA_SUCCESS",
+        "rt copy back cudaSuccess True",
+        "rt free cudaSuccess",
+        "ctx CUDA_SUCCESS",
+    ]
+    assert "INTEGRITY_CHECK" not in done.stderr
 
 
 def test_host_functions_run_after_the_stream_and_pointer_attributes(server: Server) -> None:

@@ -34,3 +34,4 @@ def test_a_wheel_built_from_the_sources_holds_the_native_library(tmp_path: Path)
     assert f"cricket_client/native/_lib/{tag}/libcuda.so.1" in names
     assert f"cricket_client/native/_lib/{tag}/libcuda.so.1.sources" in names  # what it was built from
     assert "cricket_client/native/_entries_generated.py" in names
+    assert "cricket_client/native/startup/sitecustomize.py" in names  # the runtime of Python programs
