@@ -84,6 +84,8 @@ __all__ = [
     "cuModuleUnload",
     "cuOccupancyMaxActiveBlocksPerMultiprocessor",
     "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+    "cuProfilerStart",
+    "cuProfilerStop",
     "cuStreamCopyAttributes",
     "cuStreamCreate",
     "cuStreamCreateWithPriority",
@@ -200,6 +202,14 @@ def cuCtxPopCurrent() -> tuple[Any, CUcontext | None]:
 
 def cuCtxSynchronize() -> tuple[Any]:
     return _out(_conn().call("CU_CTX_SYNCHRONIZE")[0])
+
+
+def cuProfilerStart() -> tuple[Any]:
+    return _out(_conn().call("CU_PROFILER_START")[0])
+
+
+def cuProfilerStop() -> tuple[Any]:
+    return _out(_conn().call("CU_PROFILER_STOP")[0])
 
 
 def cuCtxGetDevice() -> tuple[Any, CUdevice | None]:

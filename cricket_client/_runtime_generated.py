@@ -37,6 +37,8 @@ __all__ = [
     "cudaMemGetInfo",
     "cudaMemset",
     "cudaMemsetAsync",
+    "cudaProfilerStart",
+    "cudaProfilerStop",
     "cudaStreamCopyAttributes",
     "cudaStreamCreate",
     "cudaStreamCreateWithFlags",
@@ -54,6 +56,20 @@ def cudaDeviceSynchronize() -> tuple[Any]:
     if err:
         return _ret(err)
     return _ret(driver.cuCtxSynchronize()[0])
+
+
+def cudaProfilerStart() -> tuple[Any]:
+    err = _ready()[0]
+    if err:
+        return _ret(err)
+    return _ret(driver.cuProfilerStart()[0])
+
+
+def cudaProfilerStop() -> tuple[Any]:
+    err = _ready()[0]
+    if err:
+        return _ret(err)
+    return _ret(driver.cuProfilerStop()[0])
 
 
 def cudaDeviceGetLimit(limit: Any) -> tuple[Any, int | None]:

@@ -19,6 +19,13 @@ class TailProcedures:
     _status: Any
     _result: Any
 
+    # -- profiling ranges -------------------------------------------------------------------
+    def CU_PROFILER_START(self, ctx: Any) -> int:
+        return self._status(ctx, "cuProfilerStart", lambda s: s.profiler_start())
+
+    def CU_PROFILER_STOP(self, ctx: Any) -> int:
+        return self._status(ctx, "cuProfilerStop", lambda s: s.profiler_stop())
+
     # -- modules, libraries, kernels, functions ---------------------------------------------
     def CU_MODULE_ENUMERATE_FUNCTIONS(self, ctx: Any, module: int) -> proto.handle_list_result:
         return self._result(

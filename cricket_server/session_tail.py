@@ -59,7 +59,7 @@ class SessionTail(SessionModules):
     cuCtxGetDevice_v2, cuCtxSynchronize_v2, cuCtxGetApiVersion/GetId/RecordEvent/WaitEvent/GetSharedMemConfig/SetSharedMemConfig,
     cuFuncSetSharedMemConfig, cuStreamGetCtx/GetId/GetDevice/CopyAttributes,
     cuDeviceGetTexture1DLinearMaxWidth, cuMemsetD2D8/16/32(Async), cuStreamBatchMemOp,
-    cuTensorMapEncodeTiled/Im2col, cuTensorMapReplaceAddress."""
+    cuTensorMapEncodeTiled/Im2col, cuTensorMapReplaceAddress, cuProfilerStart/Stop."""
 
     # from the session's other mixins (SessionRuntime, SessionGraphs, SessionStreams,
     # SessionFlags)
@@ -216,6 +216,14 @@ class SessionTail(SessionModules):
         record = self._event(call, event)
         with self._on_device(ctx.dev):
             self.bsession.ctx_wait_event(record.obj)
+
+    def profiler_start(self) -> None:
+        self.current("cuProfilerStart")
+        self.bsession.profiler_start()
+
+    def profiler_stop(self) -> None:
+        self.current("cuProfilerStop")
+        self.bsession.profiler_stop()
 
     def ctx_get_shared_mem_config(self) -> int:
         self.current("cuCtxGetSharedMemConfig")

@@ -261,6 +261,8 @@ __all__ = [
     'CU_GRAPH_NODE_FIND_IN_CLONE',
     'CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS',
     'CU_GRAPH_DEBUG_DOT',
+    'CU_PROFILER_START',
+    'CU_PROFILER_STOP',
     'int_result',
     'u64_result',
     'handle_result',
@@ -721,6 +723,8 @@ CU_GRAPH_NODE_GET_ENABLED = 804
 CU_GRAPH_NODE_FIND_IN_CLONE = 806
 CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS = 807
 CU_GRAPH_DEBUG_DOT = 805
+CU_PROFILER_START = 870
+CU_PROFILER_STOP = 871
 
 
 @_dc.dataclass(slots=True)
@@ -10351,6 +10355,26 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 805, _enc.buffers())
         return _Pending(call, xdr_mem_result.decode)
 
+    def CU_PROFILER_START(self, *, timeout: float | None = None) -> int:
+        """Call CU_PROFILER_START (870) and wait for its result."""
+        body = self._rpc.call(0x20c0ffee, 1, 870, b"", timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_PROFILER_START_async(self) -> _Pending:
+        """Send CU_PROFILER_START (870); ``.result(timeout)`` gives the result."""
+        call = self._rpc.call_async(0x20c0ffee, 1, 870, b"")
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_PROFILER_STOP(self, *, timeout: float | None = None) -> int:
+        """Call CU_PROFILER_STOP (871) and wait for its result."""
+        body = self._rpc.call(0x20c0ffee, 1, 871, b"", timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_PROFILER_STOP_async(self) -> _Pending:
+        """Send CU_PROFILER_STOP (871); ``.result(timeout)`` gives the result."""
+        call = self._rpc.call_async(0x20c0ffee, 1, 871, b"")
+        return _Pending(call, _xdr.xdr_int.decode)
+
 
 class CRICKET_V1_Server:
     """Service of program CRICKET_PROG version CRICKET_V1: subclass it, override what
@@ -11478,6 +11502,16 @@ class CRICKET_V1_Server:
             _Facts(replay='readonly', handles=((0, ('graph',)),)),
             plan=_Plan(encode_args=_plan_a30_encode_args, decode_args=_plan_a30_decode_args),
         ),
+        870: _Procedure(
+            870, 'CU_PROFILER_START', (), _xdr.xdr_int,
+            _Facts(replay='readonly'),
+            plan=_Plan(decode_reply=_xdr_plan_status),
+        ),
+        871: _Procedure(
+            871, 'CU_PROFILER_STOP', (), _xdr.xdr_int,
+            _Facts(replay='readonly'),
+            plan=_Plan(decode_reply=_xdr_plan_status),
+        ),
     }
 
     def HELLO(self, ctx: Any, arg1: hello_args) -> hello_result:
@@ -12387,6 +12421,14 @@ class CRICKET_V1_Server:
     def CU_GRAPH_DEBUG_DOT(self, ctx: Any, arg1: cu_handle, arg2: int) -> mem_result:
         """CU_GRAPH_DEBUG_DOT (805): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_DEBUG_DOT")
+
+    def CU_PROFILER_START(self, ctx: Any) -> int:
+        """CU_PROFILER_START (870): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_PROFILER_START")
+
+    def CU_PROFILER_STOP(self, ctx: Any) -> int:
+        """CU_PROFILER_STOP (871): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_PROFILER_STOP")
 
 
 # Every codec is built now, at import (none is built while threads use it).

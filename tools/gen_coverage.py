@@ -62,8 +62,8 @@ REASONS: dict[str, tuple[str, str]] = {
         r"|Multicast\w*|LogicalEndpoint\w*|(Device)?FlushGPUDirectRDMAWrites)$",
     ),
     "process": (
-        "profiler, core dumps, logs, process checkpoints, entry points and export tables",
-        r"^cu(da)?(Profiler\w*|Coredump\w*|Logs\w*|Checkpoint\w*|GetProcAddress"
+        "profiler initialization, core dumps, logs, process checkpoints, entry points and export tables",
+        r"^cu(da)?(ProfilerInitialize|Coredump\w*|Logs\w*|Checkpoint\w*|GetProcAddress"
         r"|GetExportTable|GetDriverEntryPoint\w*)$",
     ),
     "deprecated": (

@@ -222,6 +222,8 @@ __all__ = [
     "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
     "cuOccupancyMaxPotentialBlockSize",
     "cuOccupancyMaxPotentialBlockSizeWithFlags",
+    "cuProfilerStart",
+    "cuProfilerStop",
     "cuStreamBeginCapture_v2",
     "cuStreamCopyAttributes",
     "cuStreamCreate",
@@ -408,6 +410,16 @@ def cuCtxPopCurrent_v2(pctx: Any) -> int:
 @_entry
 def cuCtxSynchronize() -> int:
     return int(driver.cuCtxSynchronize()[0])
+
+
+@_entry
+def cuProfilerStart() -> int:
+    return int(driver.cuProfilerStart()[0])
+
+
+@_entry
+def cuProfilerStop() -> int:
+    return int(driver.cuProfilerStop()[0])
 
 
 @_entry

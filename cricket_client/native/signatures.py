@@ -88,6 +88,8 @@ ENTRIES: list[tuple[str, str]] = [
     ("cuCtxPushCurrent_v2", "CUcontext ctx"),
     ("cuCtxPopCurrent_v2", "CUcontext *pctx"),
     ("cuCtxSynchronize", ""),
+    ("cuProfilerStart", ""),
+    ("cuProfilerStop", ""),
     ("cuCtxGetDevice", "CUdevice *device"),
     ("cuCtxGetDevice_v2", "CUdevice *device, CUcontext ctx"),
     ("cuCtxSynchronize_v2", "CUcontext ctx"),

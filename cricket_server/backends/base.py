@@ -537,6 +537,15 @@ class BackendSession(abc.ABC):
         Default: wait for the event here, so that everything sent after it follows."""
         self.event_synchronize(event)
 
+    def profiler_start(self) -> None:
+        """cuProfilerStart in the current context. Default: nothing to record, as a driver
+        without a profiler attached."""
+        return None
+
+    def profiler_stop(self) -> None:
+        """cuProfilerStop in the current context. Default: as profiler_start."""
+        return None
+
     def ctx_get_shared_mem_config(self) -> int:
         """cuCtxGetSharedMemConfig (CUsharedconfig). Default: 4-byte banks (1), the fixed
         bank size of every device without configurable banks (all since Maxwell)."""

@@ -288,6 +288,8 @@ BACKEND_NEEDS: dict[str, tuple[str, ...]] = {
     "CU_FUNC_SET_SHARED_MEM_CONFIG": ("func_set_shared_mem_config", "kernel_get_function"),
     "CU_CTX_GET_DEVICE_V2": (),
     "CU_CTX_SYNCHRONIZE_V2": ("set_device", "synchronize"),
+    "CU_PROFILER_START": ("profiler_start",),
+    "CU_PROFILER_STOP": ("profiler_stop",),
     "CU_MEMSET_D2D": ("memset",),
     "CU_STREAM_BATCH_MEM_OP": ("stream_mem_ops",),
     "CU_TENSOR_MAP_ENCODE": ("tensor_map_encode",),

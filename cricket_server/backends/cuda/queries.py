@@ -90,6 +90,14 @@ class CudaQueries:
         state = self._state()
         call(driver.cuCtxWaitEvent, state.context.handle, event)
 
+    def profiler_start(self) -> None:
+        self._state()
+        call(driver.cuProfilerStart)
+
+    def profiler_stop(self) -> None:
+        self._state()
+        call(driver.cuProfilerStop)
+
     def ctx_get_shared_mem_config(self) -> int:
         self._state()
         return int(call(driver.cuCtxGetSharedMemConfig))
