@@ -37,8 +37,9 @@ def _start(tmp_path: Path, runtime: str, code: str) -> subprocess.CompletedProce
     shadowed = tmp_path / "theirs"
     shadowed.mkdir()
     (shadowed / "sitecustomize.py").write_text("print('their sitecustomize ran')\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(runtime_swap.STARTUP_DIR), str(shadowed)]),
-           "CRICKET_NATIVE_RUNTIME": runtime}
+    env = native_environment({**os.environ, "CRICKET_NATIVE_RUNTIME": runtime}, library=LIBRARY)
+    after = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(runtime_swap.STARTUP_DIR)]
+    env["PYTHONPATH"] = os.pathsep.join([str(runtime_swap.STARTUP_DIR), str(shadowed), *after])
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                           timeout=120, cwd=tmp_path)  # fmt: skip
 
