@@ -36,6 +36,7 @@ __all__ = [
     "cuCtxPopCurrent",
     "cuCtxPushCurrent",
     "cuCtxRecordEvent",
+    "cuCtxResetPersistingL2Cache",
     "cuCtxSetCurrent",
     "cuCtxSetLimit",
     "cuCtxSetSharedMemConfig",
@@ -210,6 +211,10 @@ def cuProfilerStart() -> tuple[Any]:
 
 def cuProfilerStop() -> tuple[Any]:
     return _out(_conn().call("CU_PROFILER_STOP")[0])
+
+
+def cuCtxResetPersistingL2Cache() -> tuple[Any]:
+    return _out(_conn().call("CU_CTX_RESET_PERSISTING_L2_CACHE")[0])
 
 
 def cuCtxGetDevice() -> tuple[Any, CUdevice | None]:

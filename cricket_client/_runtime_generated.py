@@ -16,6 +16,7 @@ from ._types import CUlibrary, as_int
 from .runtime_types import cudaEvent_t, cudaKernel_t, cudaLibrary_t, cudaStream_t
 
 __all__ = [
+    "cudaCtxResetPersistingL2Cache",
     "cudaDeviceGetLimit",
     "cudaDeviceGetStreamPriorityRange",
     "cudaDeviceSetLimit",
@@ -70,6 +71,13 @@ def cudaProfilerStop() -> tuple[Any]:
     if err:
         return _ret(err)
     return _ret(driver.cuProfilerStop()[0])
+
+
+def cudaCtxResetPersistingL2Cache() -> tuple[Any]:
+    err = _ready()[0]
+    if err:
+        return _ret(err)
+    return _ret(driver.cuCtxResetPersistingL2Cache()[0])
 
 
 def cudaDeviceGetLimit(limit: Any) -> tuple[Any, int | None]:

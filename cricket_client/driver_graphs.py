@@ -225,6 +225,15 @@ def _deps(call: str, deps: Sequence[Any] | None, n: Any) -> list[int]:
     return [_u64(d, f"{call}: dependencies") for d in items[:count]]
 
 
+_EDGES_WHY = "edge data other than default edges (ports, programmatic dependencies) is not remoted"
+
+
+def _edge_data_given(data: Sequence[Any] | None) -> bool:
+    """Whether `data` (CUgraphEdgeData per dependency) asks for anything but default edges."""
+    fields = ("from_port", "to_port", "type")
+    return any(int(getattr(edge, name, 0) or 0) for edge in data or () for name in fields)
+
+
 def _add(conn: Connection, graph: Any, deps: list[int], params: Any) -> tuple[Any, ...]:
     err, r = conn.sync("CU_GRAPH_ADD_NODE", _u64(graph, "hGraph"), deps, params)
     return _out(err, CUgraphNode(r.value) if not err else None)
@@ -246,6 +255,44 @@ def cuStreamBeginCapture(hStream: Any, mode: Any) -> tuple[Any]:
         capture_modes.began(conn, stream, int(mode))
     return _out(err)
 
+
+
+def cuStreamBeginCaptureToGraph(
+    hStream: Any,
+    hGraph: Any,
+    dependencies: Sequence[Any] | None,
+    dependencyData: Any,
+    numDependencies: int,
+    mode: Any,
+) -> tuple[Any]:
+    """Capture into `hGraph`; the first captured work depends on `dependencies` (default
+    edges: edge data is not remoted)."""
+    call = "cuStreamBeginCaptureToGraph"
+    conn = get_connection()
+    stream = _stream(hStream)
+    deps = _deps(call, dependencies, numDependencies)
+    if _edge_data_given(dependencyData):
+        return _fail(conn, _NOT_SUPPORTED, f"{call}: {_EDGES_WHY}", 0)
+    err, _ = conn.sync("CU_STREAM_BEGIN_CAPTURE_TO_GRAPH", stream, _u64(hGraph, "hGraph"), deps, int(mode))
+    if not err:
+        _state(conn).capturing.add(stream)
+        capture_modes.began(conn, stream, int(mode))
+    return _out(err)
+
+
+def cuStreamUpdateCaptureDependencies(
+    hStream: Any, dependencies: Sequence[Any] | None, dependencyData: Any, numDependencies: int, flags: int
+) -> tuple[Any]:
+    """Add (flags 0) or set (1) the nodes the stream's next captured work depends on."""
+    call = "cuStreamUpdateCaptureDependencies"
+    conn = get_connection()
+    deps = _deps(call, dependencies, numDependencies)
+    if _edge_data_given(dependencyData):
+        return _fail(conn, _NOT_SUPPORTED, f"{call}: {_EDGES_WHY}", 0)
+    err, _ = conn.sync(
+        "CU_STREAM_UPDATE_CAPTURE_DEPENDENCIES", _stream(hStream), deps, uint(flags, f"{call}: flags")
+    )
+    return _out(err)
 
 
 def cuStreamEndCapture(hStream: Any) -> tuple[Any, CUgraph | None]:

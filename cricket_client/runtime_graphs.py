@@ -175,6 +175,28 @@ def cudaStreamBeginCapture(stream: Any, mode: Any) -> tuple[Any]:
     return _run(lambda: dg.cuStreamBeginCapture(stream, mode), 0)
 
 
+def cudaStreamBeginCaptureToGraph(
+    stream: Any, graph: Any, dependencies: Any, dependencyData: Any, numDependencies: int, mode: Any
+) -> tuple[Any]:
+    return _run(
+        lambda: dg.cuStreamBeginCaptureToGraph(
+            stream, graph, dependencies, dependencyData, numDependencies, mode
+        ),
+        0,
+    )
+
+
+def cudaStreamUpdateCaptureDependencies(
+    stream: Any, dependencies: Any, dependencyData: Any, numDependencies: int, flags: int
+) -> tuple[Any]:
+    return _run(
+        lambda: dg.cuStreamUpdateCaptureDependencies(
+            stream, dependencies, dependencyData, numDependencies, flags
+        ),
+        0,
+    )
+
+
 def cudaStreamEndCapture(stream: Any) -> tuple[Any, cudaGraph_t | None]:
     def end() -> tuple[Any, ...]:
         err, graph = dg.cuStreamEndCapture(stream)

@@ -148,6 +148,24 @@ class GraphProcedures:
             ctx, "cuStreamBeginCapture", lambda s: s.stream_begin_capture(stream, mode)
         )
 
+    def CU_STREAM_BEGIN_CAPTURE_TO_GRAPH(
+        self, ctx: Any, stream: int, graph: int, deps: list[int], mode: int
+    ) -> int:
+        return self._status(
+            ctx,
+            "cuStreamBeginCaptureToGraph",
+            lambda s: s.stream_begin_capture_to_graph(stream, graph, deps, mode),
+        )
+
+    def CU_STREAM_UPDATE_CAPTURE_DEPENDENCIES(
+        self, ctx: Any, stream: int, deps: list[int], flags: int
+    ) -> int:
+        return self._status(
+            ctx,
+            "cuStreamUpdateCaptureDependencies",
+            lambda s: s.stream_update_capture_dependencies(stream, deps, flags),
+        )
+
     def CU_STREAM_END_CAPTURE(self, ctx: Any, stream: int) -> proto.handle_result:
         return self._result(
             proto.handle_result, ctx, "cuStreamEndCapture", lambda s: s.stream_end_capture(stream)

@@ -26,6 +26,11 @@ class TailProcedures:
     def CU_PROFILER_STOP(self, ctx: Any) -> int:
         return self._status(ctx, "cuProfilerStop", lambda s: s.profiler_stop())
 
+    def CU_CTX_RESET_PERSISTING_L2_CACHE(self, ctx: Any) -> int:
+        return self._status(
+            ctx, "cuCtxResetPersistingL2Cache", lambda s: s.ctx_reset_persisting_l2_cache()
+        )
+
     # -- modules, libraries, kernels, functions ---------------------------------------------
     def CU_MODULE_ENUMERATE_FUNCTIONS(self, ctx: Any, module: int) -> proto.handle_list_result:
         return self._result(

@@ -84,6 +84,7 @@ class CaptureSequence:
     mode: int
     origin: int
     invalid: str = ""  # why it was invalidated
+    owned: bool = True  # the capture made the graph (cuStreamBeginCaptureToGraph: the caller's)
 
 
 @dataclass
@@ -516,6 +517,55 @@ class SessionGraphs(
     # -- stream capture ---------------------------------------------------------------------
     def stream_begin_capture(self, stream: int, mode: int) -> None:
         call = "cuStreamBeginCapture"
+        ctx = self._check_capture_start(call, stream, mode)
+        graph = self.handles.add(HandleKind.GRAPH, GraphRecord, ctx=ctx.handle, flags=0)
+        seq = CaptureSequence(graph.handle, next(_capture_ids), mode, stream)
+        self.__dict__.setdefault("_captures", {})[stream] = StreamCapture(seq)
+
+    def stream_begin_capture_to_graph(
+        self, stream: int, graph: int, deps: Sequence[int], mode: int
+    ) -> None:
+        """Capture into the caller's graph, the first work depending on `deps` (its nodes);
+        the graph stays the caller's, also when the capture is invalidated."""
+        call = "cuStreamBeginCaptureToGraph"
+        self._check_capture_start(call, stream, mode)
+        record = self._graph(call, graph)
+        tail = self._nodes_of(call, record, deps)
+        seq = CaptureSequence(record.handle, next(_capture_ids), mode, stream, owned=False)
+        self.__dict__.setdefault("_captures", {})[stream] = StreamCapture(seq, tail)
+
+    def stream_update_capture_dependencies(
+        self, stream: int, deps: Sequence[int], flags: int
+    ) -> None:
+        """The nodes the stream's next captured work depends on: `deps` added to them (flags
+        CU_STREAM_ADD_CAPTURE_DEPENDENCIES, 0) or in their place (..._SET_..., 1)."""
+        call = "cuStreamUpdateCaptureDependencies"
+        self.current(call)
+        self._stream(call, stream)
+        if flags not in (0, 1):
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{call}: flags {flags} (0: add, 1: set)")
+        capture = self._capture_of(stream)
+        if capture is None:
+            raise CudaError(CUDA_ERROR_ILLEGAL_STATE, f"{call}: stream {stream:#x} is not capturing")
+        if capture.seq.invalid:
+            raise CudaError(
+                CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+                f"{call}: the capture was invalidated: {capture.seq.invalid}",
+            )
+        nodes = self._nodes_of(call, self._graph(call, capture.seq.graph), deps)
+        capture.tail = list(dict.fromkeys([*capture.tail, *nodes])) if flags == 0 else nodes
+
+    def _nodes_of(self, call: str, graph: GraphRecord, deps: Sequence[int]) -> list[int]:
+        """`deps`, each a node of `graph` (else CUDA_ERROR_INVALID_VALUE), without repeats."""
+        for dep in deps:
+            if self._node(call, dep).graph != graph.handle:
+                raise CudaError(
+                    CUDA_ERROR_INVALID_VALUE, f"{call}: node {dep:#x} is not in graph {graph.handle:#x}"
+                )
+        return list(dict.fromkeys(deps))
+
+    def _check_capture_start(self, call: str, stream: int, mode: int) -> Any:
+        """The current context, once `stream` may begin a capture in `mode`."""
         ctx = self.current(call)
         if stream == STREAM_LEGACY:
             raise CudaError(
@@ -529,9 +579,7 @@ class SessionGraphs(
             raise CudaError(
                 CUDA_ERROR_ILLEGAL_STATE, f"{call}: stream {stream:#x} is already capturing"
             )
-        graph = self.handles.add(HandleKind.GRAPH, GraphRecord, ctx=ctx.handle, flags=0)
-        seq = CaptureSequence(graph.handle, next(_capture_ids), mode, stream)
-        self.__dict__.setdefault("_captures", {})[stream] = StreamCapture(seq)
+        return ctx
 
     def stream_end_capture(self, stream: int) -> int:
         call = "cuStreamEndCapture"
@@ -555,7 +603,8 @@ class SessionGraphs(
         for e in [e for e, (q, _) in marks.items() if q is seq]:
             del marks[e]
         if seq.invalid:
-            self.graph_destroy(seq.graph, call)
+            if seq.owned:
+                self.graph_destroy(seq.graph, call)
             raise CudaError(
                 CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
                 f"{call}: the capture was invalidated: {seq.invalid}",

@@ -59,7 +59,8 @@ class SessionTail(SessionModules):
     cuCtxGetDevice_v2, cuCtxSynchronize_v2, cuCtxGetApiVersion/GetId/RecordEvent/WaitEvent/GetSharedMemConfig/SetSharedMemConfig,
     cuFuncSetSharedMemConfig, cuStreamGetCtx/GetId/GetDevice/CopyAttributes,
     cuDeviceGetTexture1DLinearMaxWidth, cuMemsetD2D8/16/32(Async), cuStreamBatchMemOp,
-    cuTensorMapEncodeTiled/Im2col, cuTensorMapReplaceAddress, cuProfilerStart/Stop."""
+    cuTensorMapEncodeTiled/Im2col, cuTensorMapReplaceAddress, cuProfilerStart/Stop,
+    cuCtxResetPersistingL2Cache."""
 
     # from the session's other mixins (SessionRuntime, SessionGraphs, SessionStreams,
     # SessionFlags)
@@ -224,6 +225,10 @@ class SessionTail(SessionModules):
     def profiler_stop(self) -> None:
         self.current("cuProfilerStop")
         self.bsession.profiler_stop()
+
+    def ctx_reset_persisting_l2_cache(self) -> None:
+        self.current("cuCtxResetPersistingL2Cache")
+        self.bsession.ctx_reset_persisting_l2_cache()
 
     def ctx_get_shared_mem_config(self) -> int:
         self.current("cuCtxGetSharedMemConfig")

@@ -263,6 +263,9 @@ __all__ = [
     'CU_GRAPH_DEBUG_DOT',
     'CU_PROFILER_START',
     'CU_PROFILER_STOP',
+    'CU_STREAM_BEGIN_CAPTURE_TO_GRAPH',
+    'CU_STREAM_UPDATE_CAPTURE_DEPENDENCIES',
+    'CU_CTX_RESET_PERSISTING_L2_CACHE',
     'int_result',
     'u64_result',
     'handle_result',
@@ -725,6 +728,9 @@ CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS = 807
 CU_GRAPH_DEBUG_DOT = 805
 CU_PROFILER_START = 870
 CU_PROFILER_STOP = 871
+CU_STREAM_BEGIN_CAPTURE_TO_GRAPH = 880
+CU_STREAM_UPDATE_CAPTURE_DEPENDENCIES = 881
+CU_CTX_RESET_PERSISTING_L2_CACHE = 882
 
 
 @_dc.dataclass(slots=True)
@@ -10375,6 +10381,54 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 871, b"")
         return _Pending(call, _xdr.xdr_int.decode)
 
+    def CU_STREAM_BEGIN_CAPTURE_TO_GRAPH(self, arg1: cu_handle, arg2: cu_handle, arg3: graph_node_list, arg4: int, *, timeout: float | None = None) -> int:
+        """Call CU_STREAM_BEGIN_CAPTURE_TO_GRAPH (880) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        xdr_graph_node_list.pack(_enc, arg3)
+        _xdr.xdr_int.pack(_enc, arg4)
+        body = self._rpc.call(0x20c0ffee, 1, 880, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_STREAM_BEGIN_CAPTURE_TO_GRAPH_async(self, arg1: cu_handle, arg2: cu_handle, arg3: graph_node_list, arg4: int) -> _Pending:
+        """Send CU_STREAM_BEGIN_CAPTURE_TO_GRAPH (880); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        xdr_graph_node_list.pack(_enc, arg3)
+        _xdr.xdr_int.pack(_enc, arg4)
+        call = self._rpc.call_async(0x20c0ffee, 1, 880, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_STREAM_UPDATE_CAPTURE_DEPENDENCIES(self, arg1: cu_handle, arg2: graph_node_list, arg3: int, *, timeout: float | None = None) -> int:
+        """Call CU_STREAM_UPDATE_CAPTURE_DEPENDENCIES (881) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_graph_node_list.pack(_enc, arg2)
+        _xdr.xdr_u_int.pack(_enc, arg3)
+        body = self._rpc.call(0x20c0ffee, 1, 881, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_STREAM_UPDATE_CAPTURE_DEPENDENCIES_async(self, arg1: cu_handle, arg2: graph_node_list, arg3: int) -> _Pending:
+        """Send CU_STREAM_UPDATE_CAPTURE_DEPENDENCIES (881); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_graph_node_list.pack(_enc, arg2)
+        _xdr.xdr_u_int.pack(_enc, arg3)
+        call = self._rpc.call_async(0x20c0ffee, 1, 881, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_CTX_RESET_PERSISTING_L2_CACHE(self, *, timeout: float | None = None) -> int:
+        """Call CU_CTX_RESET_PERSISTING_L2_CACHE (882) and wait for its result."""
+        body = self._rpc.call(0x20c0ffee, 1, 882, b"", timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_CTX_RESET_PERSISTING_L2_CACHE_async(self) -> _Pending:
+        """Send CU_CTX_RESET_PERSISTING_L2_CACHE (882); ``.result(timeout)`` gives the result."""
+        call = self._rpc.call_async(0x20c0ffee, 1, 882, b"")
+        return _Pending(call, _xdr.xdr_int.decode)
+
 
 class CRICKET_V1_Server:
     """Service of program CRICKET_PROG version CRICKET_V1: subclass it, override what
@@ -11512,6 +11566,21 @@ class CRICKET_V1_Server:
             _Facts(replay='readonly'),
             plan=_Plan(decode_reply=_xdr_plan_status),
         ),
+        880: _Procedure(
+            880, 'CU_STREAM_BEGIN_CAPTURE_TO_GRAPH', (xdr_cu_handle, xdr_cu_handle, xdr_graph_node_list, _xdr.xdr_int), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('stream',)), (1, ('graph',)))),
+            plan=_Plan(decode_reply=_xdr_plan_status),
+        ),
+        881: _Procedure(
+            881, 'CU_STREAM_UPDATE_CAPTURE_DEPENDENCIES', (xdr_cu_handle, xdr_graph_node_list, _xdr.xdr_u_int), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('stream',)),)),
+            plan=_Plan(decode_reply=_xdr_plan_status),
+        ),
+        882: _Procedure(
+            882, 'CU_CTX_RESET_PERSISTING_L2_CACHE', (), _xdr.xdr_int,
+            _Facts(replay='readonly'),
+            plan=_Plan(decode_reply=_xdr_plan_status),
+        ),
     }
 
     def HELLO(self, ctx: Any, arg1: hello_args) -> hello_result:
@@ -12429,6 +12498,18 @@ class CRICKET_V1_Server:
     def CU_PROFILER_STOP(self, ctx: Any) -> int:
         """CU_PROFILER_STOP (871): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_PROFILER_STOP")
+
+    def CU_STREAM_BEGIN_CAPTURE_TO_GRAPH(self, ctx: Any, arg1: cu_handle, arg2: cu_handle, arg3: graph_node_list, arg4: int) -> int:
+        """CU_STREAM_BEGIN_CAPTURE_TO_GRAPH (880): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_STREAM_BEGIN_CAPTURE_TO_GRAPH")
+
+    def CU_STREAM_UPDATE_CAPTURE_DEPENDENCIES(self, ctx: Any, arg1: cu_handle, arg2: graph_node_list, arg3: int) -> int:
+        """CU_STREAM_UPDATE_CAPTURE_DEPENDENCIES (881): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_STREAM_UPDATE_CAPTURE_DEPENDENCIES")
+
+    def CU_CTX_RESET_PERSISTING_L2_CACHE(self, ctx: Any) -> int:
+        """CU_CTX_RESET_PERSISTING_L2_CACHE (882): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_CTX_RESET_PERSISTING_L2_CACHE")
 
 
 # Every codec is built now, at import (none is built while threads use it).

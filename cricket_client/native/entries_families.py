@@ -661,6 +661,37 @@ def cuGraphGetEdges_v2(graph: int, froms: Any, tos: Any, edges: Any, count: Any)
     return SUCCESS
 
 
+def _edges(edges: Any, count: int) -> list[StructView] | None:
+    """CUgraphEdgeData per dependency, or None where all are default edges (or NULL)."""
+    if edges == ffi.NULL or not count or not any(bytes(ffi.buffer(edges, 8 * count))):
+        return None
+    return [StructView(edges[i]) for i in range(count)]
+
+
+@_entry
+def cuStreamBeginCaptureToGraph(stream: int, graph: int, deps: Any, edges: Any, count: int, mode: int) -> int:
+    nodes = _deps(deps, count)
+    if nodes is None:
+        return INVALID_VALUE
+    return _err(driver.cuStreamBeginCaptureToGraph(stream, graph, nodes, _edges(edges, count), count, mode))
+
+
+@_entry
+def cuStreamUpdateCaptureDependencies(stream: int, deps: Any, count: int, flags: int) -> int:
+    nodes = _deps(deps, count)
+    if nodes is None:
+        return INVALID_VALUE
+    return _err(driver.cuStreamUpdateCaptureDependencies(stream, nodes, None, count, flags))
+
+
+@_entry
+def cuStreamUpdateCaptureDependencies_v2(stream: int, deps: Any, edges: Any, count: int, flags: int) -> int:
+    nodes = _deps(deps, count)
+    if nodes is None:
+        return INVALID_VALUE
+    return _err(driver.cuStreamUpdateCaptureDependencies(stream, nodes, _edges(edges, count), count, flags))
+
+
 @_entry
 def cuGraphAddDependencies_v2(graph: int, froms: Any, tos: Any, edges: Any, count: int) -> int:
     f, t = _deps(froms, count), _deps(tos, count)

@@ -211,6 +211,9 @@ FAMILY_ENTRIES: list[tuple[str, str]] = [
     # stream capture and graphs
     ("cuStreamBeginCapture_v2", "CUstream hStream, int mode"),
     ("cuStreamEndCapture", "CUstream hStream, CUgraph *phGraph"),
+    ("cuStreamBeginCaptureToGraph", "CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, int mode"),
+    ("cuStreamUpdateCaptureDependencies", "CUstream hStream, CUgraphNode *dependencies, size_t numDependencies, unsigned int flags"),
+    ("cuStreamUpdateCaptureDependencies_v2", "CUstream hStream, CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, unsigned int flags"),
     ("cuStreamIsCapturing", "CUstream hStream, int *captureStatus"),
     ("cuStreamGetCaptureInfo_v2", "CUstream hStream, int *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out, size_t *numDependencies_out"),
     ("cuStreamGetCaptureInfo_v3", "CUstream hStream, int *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out, const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out"),
@@ -437,6 +440,7 @@ FAMILY_SINCE = {
     "cuGraphNodeGetDependencies_v2": 12030,
     "cuGraphGetEdges_v2": 12030,
     "cuGraphAddDependencies_v2": 12030,
+    "cuStreamUpdateCaptureDependencies_v2": 12030,
     "cuGraphNodeGetDependentNodes_v2": 12030,
     "cuGraphRemoveDependencies_v2": 12030,
     "cuLinkCreate_v2": 6050,

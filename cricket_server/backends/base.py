@@ -546,6 +546,11 @@ class BackendSession(abc.ABC):
         """cuProfilerStop in the current context. Default: as profiler_start."""
         return None
 
+    def ctx_reset_persisting_l2_cache(self) -> None:
+        """cuCtxResetPersistingL2Cache. Default: no L2 line persists on this device, so there
+        is nothing to reset."""
+        return None
+
     def ctx_get_shared_mem_config(self) -> int:
         """cuCtxGetSharedMemConfig (CUsharedconfig). Default: 4-byte banks (1), the fixed
         bank size of every device without configurable banks (all since Maxwell)."""

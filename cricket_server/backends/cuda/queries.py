@@ -98,6 +98,10 @@ class CudaQueries:
         self._state()
         call(driver.cuProfilerStop)
 
+    def ctx_reset_persisting_l2_cache(self) -> None:
+        self._state()
+        call(driver.cuCtxResetPersistingL2Cache)
+
     def ctx_get_shared_mem_config(self) -> int:
         self._state()
         return int(call(driver.cuCtxGetSharedMemConfig))

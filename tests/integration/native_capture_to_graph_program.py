@@ -1,0 +1,34 @@
+"""Capture into a given graph and capture dependencies, as a cuda-python program writes them
+(run through either door by test_native_capture_to_graph.py)."""
+
+import cuda.bindings.driver as cu
+
+
+def ok(result):
+    assert result[0] == cu.CUresult.CUDA_SUCCESS, result
+    return result[1] if len(result) == 2 else result[1:]
+
+
+ok(cu.cuInit(0))
+ctx = ok(cu.cuDevicePrimaryCtxRetain(ok(cu.cuDeviceGet(0))))
+ok(cu.cuCtxSetCurrent(ctx))
+stream = ok(cu.cuStreamCreate(0))
+graph = ok(cu.cuGraphCreate(0))
+first = ok(cu.cuGraphAddEmptyNode(graph, None, 0))
+ok(cu.cuStreamBeginCaptureToGraph(stream, graph, [first], None, 1,
+                                  cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_GLOBAL))
+status, _, into, deps, _, n = ok(cu.cuStreamGetCaptureInfo(stream))
+print("capturing into its graph", int(into) == int(graph), n, int(deps[0]) == int(first))
+second = ok(cu.cuGraphAddEmptyNode(graph, None, 0))
+flags = cu.CUstreamUpdateCaptureDependencies_flags
+ok(cu.cuStreamUpdateCaptureDependencies(stream, [second], None, 1, flags.CU_STREAM_ADD_CAPTURE_DEPENDENCIES))
+_, _, _, deps, _, n = ok(cu.cuStreamGetCaptureInfo(stream))
+print("added", n, sorted(int(d) for d in deps) == sorted([int(first), int(second)]))
+ok(cu.cuStreamUpdateCaptureDependencies(stream, [second], None, 1, flags.CU_STREAM_SET_CAPTURE_DEPENDENCIES))
+_, _, _, deps, _, n = ok(cu.cuStreamGetCaptureInfo(stream))
+print("set", n, int(deps[0]) == int(second))
+print("ended with its graph", int(ok(cu.cuStreamEndCapture(stream))) == int(graph))
+print("not capturing", cu.cuStreamUpdateCaptureDependencies(stream, [first], None, 1, 0)[0].name)
+ok(cu.cuGraphDestroy(graph))
+ok(cu.cuStreamDestroy(stream))
+print("done")

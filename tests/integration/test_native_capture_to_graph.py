@@ -1,0 +1,40 @@
+"""cuStreamBeginCaptureToGraph and cuStreamUpdateCaptureDependencies (both ABI forms) answer
+the same through the native library as through the Python-level door."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from server_harness import Server, running_server
+from test_native_families import cricket_run
+
+from cricket_client.native import library_path
+
+PROGRAM = Path(__file__).resolve().with_name("native_capture_to_graph_program.py")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    library_path()
+    with running_server(tmp_path_factory.mktemp("native-capture-to-graph")) as srv:
+        yield srv
+
+
+def test_capture_to_a_graph_and_its_dependencies_through_both_doors(server: Server) -> None:
+    pytest.importorskip("cuda.bindings")
+    native = cricket_run(server, "--", sys.executable, str(PROGRAM))
+    assert native.returncode == 0, native.stdout + native.stderr
+    python = cricket_run(server, str(PROGRAM))
+    assert python.returncode == 0, python.stdout + python.stderr
+    assert native.stdout == python.stdout
+    assert native.stdout.splitlines() == [
+        "capturing into its graph True 1 True",
+        "added 2 True",
+        "set 1 True",
+        "ended with its graph True",
+        "not capturing CUDA_ERROR_ILLEGAL_STATE",
+        "done",
+    ]
