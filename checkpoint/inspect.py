@@ -54,6 +54,10 @@ def describe(body: ck.manifest_body) -> str:
             for k in lib.kernels:
                 fn = f", function {k.function.handle:#x}" if k.function else ""
                 lines.append(f"    kernel {k.handle:#x} {k.name}{fn}")
+            for lg in lib.globals:
+                lines.append(
+                    f"    global {lg.name} in context {lg.ctx:#x} at {lg.address:#x}, {lg.size} bytes"
+                )
         for st in s.streams:
             lines.append(
                 f"  stream {st.handle:#x} in context {st.ctx:#x}: flags {st.flags:#x}, "

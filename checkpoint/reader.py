@@ -78,6 +78,8 @@ def blob_refs(body: ck.manifest_body) -> Iterator[tuple[str, ck.blob_ref]]:
                 yield f"{sid} module {m.handle:#x} global {g.name}", g.contents
         for lib in s.libraries:
             yield f"{sid} library {lib.handle:#x} image", lib.image
+            for lg in lib.globals:
+                yield f"{sid} library {lib.handle:#x} global {lg.name}", lg.contents
         for a in s.allocations:
             yield f"{sid} allocation {a.ptr:#x} ({a.size} bytes)", a.contents
         for arr in s.arrays:

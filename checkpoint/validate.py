@@ -131,6 +131,8 @@ def _blobs(s: ck.session_image) -> Iterator[tuple[str, ck.blob_ref]]:
             yield f"module {m.handle:#x} global {g.name!r}", g.contents
     for lib in s.libraries:
         yield f"library {lib.handle:#x} image", lib.image
+        for lg in lib.globals:
+            yield f"library {lib.handle:#x} global {lg.name!r}", lg.contents
     for a in s.allocations:
         yield f"allocation {a.ptr:#x}", a.contents
     for arr in s.arrays:
@@ -169,6 +171,13 @@ def _session_problems(s: ck.session_image, va: tuple[int, int]) -> Iterator[str]
     for lib in s.libraries:
         if lib.ctx != 0:
             yield from ctx_problem(f"library {lib.handle:#x}", lib.ctx)
+        for lg in lib.globals:
+            yield from ctx_problem(f"library {lib.handle:#x} global {lg.name!r}", lg.ctx)
+            if lg.contents.size != lg.size:
+                yield (
+                    f"library {lib.handle:#x} global {lg.name!r} is {lg.size} bytes, its blob "
+                    f"{lg.contents.file} holds {lg.contents.size}"
+                )
     for st in s.streams:
         yield from ctx_problem(f"stream {st.handle:#x}", st.ctx)
     for e in s.events:

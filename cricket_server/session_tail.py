@@ -96,6 +96,16 @@ class SessionTail(SessionModules):
         self._library_globals.setdefault(handle, {})[name] = (info.address, info.size, ctx.handle)
         return info.address, info.size
 
+    def library_globals_asked(self, handle: int) -> dict[str, tuple[int, int, int]]:
+        """The globals of library `handle` the client asked for: name -> (address, size,
+        context)."""
+        return dict(self._library_globals.get(handle, {}))
+
+    def library_global_restored(self, handle: int, name: str, address: int, size: int, ctx: int) -> None:
+        """A global of library `handle` back at `address` after a restore (copies to it pass
+        the session's memory checks again)."""
+        self._library_globals.setdefault(handle, {})[name] = (address, size, ctx)
+
     @property
     def _library_globals(self) -> dict[int, dict[str, tuple[int, int, int]]]:
         """Library handle -> global name -> (address, size, context)."""

@@ -31,6 +31,7 @@ __all__ = [
     'global_image',
     'module_image',
     'kernel_image',
+    'library_global_image',
     'library_image',
     'stream_image',
     'event_image',
@@ -66,6 +67,7 @@ __all__ = [
     'xdr_global_image',
     'xdr_module_image',
     'xdr_kernel_image',
+    'xdr_library_global_image',
     'xdr_library_image',
     'xdr_stream_image',
     'xdr_event_image',
@@ -93,7 +95,7 @@ __all__ = [
 
 
 CHECKPOINT_MAGIC = 0x43524b50
-CHECKPOINT_FORMAT_VERSION = 5
+CHECKPOINT_FORMAT_VERSION = 6
 CHECKPOINT_MAX_NAME = 1024
 CHECKPOINT_MAX_PIECE = 0x4000000
 
@@ -366,6 +368,26 @@ class kernel_image:
 
 
 @_dc.dataclass(slots=True)
+class library_global_image:
+    """struct library_global_image."""
+
+    ctx: ckpt_handle
+    name: ckpt_name
+    address: ckpt_ptr
+    size: int
+    contents: blob_ref
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_library_global_image.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> library_global_image:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_library_global_image.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
 class library_image:
     """struct library_image."""
 
@@ -375,6 +397,7 @@ class library_image:
     jit_options: list[ckpt_option]
     library_options: list[ckpt_option]
     kernels: list[kernel_image]
+    globals: list[library_global_image]
 
     def encode(self) -> bytes:
         """The XDR encoding of this value."""
@@ -875,6 +898,7 @@ xdr_function_image = _xdr.Struct('function_image')
 xdr_global_image = _xdr.Struct('global_image')
 xdr_module_image = _xdr.Struct('module_image')
 xdr_kernel_image = _xdr.Struct('kernel_image')
+xdr_library_global_image = _xdr.Struct('library_global_image')
 xdr_library_image = _xdr.Struct('library_image')
 xdr_stream_image = _xdr.Struct('stream_image')
 xdr_event_image = _xdr.Struct('event_image')
@@ -1211,6 +1235,41 @@ def _xdr_kernel_image__unpack(dec: _xdr.Decoder) -> kernel_image:
     return kernel_image(a0_0, f1, f2)
 
 
+_xdr_library_global_image__st0 = _struct.Struct('>Q')
+_xdr_library_global_image__S0, _xdr_library_global_image__U0 = _xdr_library_global_image__st0.pack, _xdr_library_global_image__st0.unpack_from
+_xdr_library_global_image__st2 = _struct.Struct('>QQ')
+_xdr_library_global_image__S2, _xdr_library_global_image__U2 = _xdr_library_global_image__st2.pack, _xdr_library_global_image__st2.unpack_from
+
+
+def _xdr_library_global_image__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_library_global_image__S0(v.ctx)
+        _xdr_library_global_image__p1(enc, v.name)
+        enc.buf += _xdr_library_global_image__S2(v.address, v.size)
+        _xdr_library_global_image__p4(enc, v.contents)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_library_global_image.diagnose(v, e)) from None
+
+
+def _xdr_library_global_image__unpack(dec: _xdr.Decoder) -> library_global_image:
+    try:
+        pos = dec.pos
+        a0_0, = _xdr_library_global_image__U0(dec.mv, pos)
+        dec.pos = pos + 8
+        f1 = _xdr_library_global_image__u1(dec)
+        pos = dec.pos
+        a2_0, a2_1, = _xdr_library_global_image__U2(dec.mv, pos)
+        dec.pos = pos + 16
+        f4 = _xdr_library_global_image__u4(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct library_global_image: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct library_global_image: %s is not a declared enum value' % e) from None
+    return library_global_image(a0_0, f1, a2_0, a2_1, f4)
+
+
 _xdr_library_image__st0 = _struct.Struct('>QQ')
 _xdr_library_image__S0, _xdr_library_image__U0 = _xdr_library_image__st0.pack, _xdr_library_image__st0.unpack_from
 
@@ -1222,6 +1281,7 @@ def _xdr_library_image__pack(enc: _xdr.Encoder, v: Any) -> None:
         _xdr_library_image__p3(enc, v.jit_options)
         _xdr_library_image__p4(enc, v.library_options)
         _xdr_library_image__p5(enc, v.kernels)
+        _xdr_library_image__p6(enc, v.globals)
     except RecursionError:
         raise
     except Exception as e:
@@ -1237,11 +1297,12 @@ def _xdr_library_image__unpack(dec: _xdr.Decoder) -> library_image:
         f3 = _xdr_library_image__u3(dec)
         f4 = _xdr_library_image__u4(dec)
         f5 = _xdr_library_image__u5(dec)
+        f6 = _xdr_library_image__u6(dec)
     except _struct.error:
         raise _xdr.XdrDecodeError('struct library_image: data ends early at offset %d' % dec.pos) from None
     except KeyError as e:
         raise _xdr.XdrDecodeError('struct library_image: %s is not a declared enum value' % e) from None
-    return library_image(a0_0, a0_1, f2, f3, f4, f5)
+    return library_image(a0_0, a0_1, f2, f3, f4, f5, f6)
 
 
 _xdr_stream_image__st0 = _struct.Struct('>QQIi')
@@ -1950,6 +2011,17 @@ xdr_kernel_image.define(
     ],
     coders=(_xdr_kernel_image__pack, _xdr_kernel_image__unpack),
 )
+xdr_library_global_image.define(
+    library_global_image,
+    [
+        ('ctx', xdr_ckpt_handle),
+        ('name', xdr_ckpt_name),
+        ('address', xdr_ckpt_ptr),
+        ('size', _xdr.xdr_u_hyper),
+        ('contents', xdr_blob_ref),
+    ],
+    coders=(_xdr_library_global_image__pack, _xdr_library_global_image__unpack),
+)
 xdr_library_image.define(
     library_image,
     [
@@ -1959,6 +2031,7 @@ xdr_library_image.define(
         ('jit_options', _xdr.VarArray(xdr_ckpt_option, None)),
         ('library_options', _xdr.VarArray(xdr_ckpt_option, None)),
         ('kernels', _xdr.VarArray(xdr_kernel_image, None)),
+        ('globals', _xdr.VarArray(xdr_library_global_image, None)),
     ],
     coders=(_xdr_library_image__pack, _xdr_library_image__unpack),
 )
@@ -2238,6 +2311,10 @@ _xdr_kernel_image__p1 = xdr_kernel_image.fields[1][1].packer()
 _xdr_kernel_image__u1 = xdr_kernel_image.fields[1][1].unpacker()
 _xdr_kernel_image__p2 = xdr_kernel_image.fields[2][1].packer()
 _xdr_kernel_image__u2 = xdr_kernel_image.fields[2][1].unpacker()
+_xdr_library_global_image__p1 = xdr_library_global_image.fields[1][1].packer()
+_xdr_library_global_image__u1 = xdr_library_global_image.fields[1][1].unpacker()
+_xdr_library_global_image__p4 = xdr_library_global_image.fields[4][1].packer()
+_xdr_library_global_image__u4 = xdr_library_global_image.fields[4][1].unpacker()
 _xdr_library_image__p2 = xdr_library_image.fields[2][1].packer()
 _xdr_library_image__u2 = xdr_library_image.fields[2][1].unpacker()
 _xdr_library_image__p3 = xdr_library_image.fields[3][1].packer()
@@ -2246,6 +2323,8 @@ _xdr_library_image__p4 = xdr_library_image.fields[4][1].packer()
 _xdr_library_image__u4 = xdr_library_image.fields[4][1].unpacker()
 _xdr_library_image__p5 = xdr_library_image.fields[5][1].packer()
 _xdr_library_image__u5 = xdr_library_image.fields[5][1].unpacker()
+_xdr_library_image__p6 = xdr_library_image.fields[6][1].packer()
+_xdr_library_image__u6 = xdr_library_image.fields[6][1].unpacker()
 _xdr_allocation_image__p5 = xdr_allocation_image.fields[5][1].packer()
 _xdr_allocation_image__u5 = xdr_allocation_image.fields[5][1].unpacker()
 _xdr_array_image__p8 = xdr_array_image.fields[8][1].packer()
@@ -2355,6 +2434,7 @@ _xdr.ready_all(
     xdr_global_image,
     xdr_module_image,
     xdr_kernel_image,
+    xdr_library_global_image,
     xdr_library_image,
     xdr_stream_image,
     xdr_event_image,

@@ -185,6 +185,35 @@ def module_globals(session: Session, m: ModuleRecord, dev: int) -> dict[str, tup
     return found
 
 
+def library_globals(session: Session, lib: LibraryRecord) -> list[tuple[int, str, int, int]]:
+    """(context, name, address, size) of every global of a library in each context it was
+    asked in (cuLibraryGetGlobal): those asked for and those its image declares (a kernel may
+    have changed a global nobody asked for)."""
+    asked = session.library_globals_asked(lib.handle)
+    try:
+        declared = list(parse_image(lib.image).globals.keys())
+    except CudaError as e:
+        log.warning(
+            "session %#x library %#x: its globals cannot be listed (%s); only those the client "
+            "asked for are saved",
+            session.id,
+            lib.handle,
+            e.message,
+        )
+        declared = []
+    found: dict[tuple[int, str], tuple[int, int]] = {
+        (ctx, name): (addr, size) for name, (addr, size, ctx) in asked.items()
+    }
+    for ctx in sorted({ctx for _, _, ctx in asked.values()}):
+        with session.on_device(_device_of(session, ctx)):
+            for name in declared:
+                if (ctx, name) not in found:
+                    with contextlib.suppress(CudaError):
+                        info = session.bsession.library_get_global(lib.obj, name)
+                        found[(ctx, name)] = (info.address, info.size)
+    return [(ctx, name, addr, size) for (ctx, name), (addr, size) in sorted(found.items())]
+
+
 def snapshot_session(
     session: Session, sink: BlobSink, progress: Progress = _no_progress
 ) -> ck.session_image:
@@ -233,6 +262,15 @@ def snapshot_session(
             k = kernels[kh]
             fn = _function_image(session, functions[k.function]) if k.function is not None else None
             kimages.append(ck.kernel_image(handle=kh, name=name, function=fn))
+        lib_globals = []
+        for i, (ctx, name, addr, size) in enumerate(library_globals(session, lib)):
+            blob = sink.write(
+                f"{prefix}/library-global-{lib.handle:x}-{i}",
+                _pieces(session, _device_of(session, ctx), addr, size, progress),
+            )
+            lib_globals.append(
+                ck.library_global_image(ctx=ctx, name=name, address=addr, size=size, contents=blob)
+            )
         libraries.append(
             ck.library_image(
                 handle=lib.handle,
@@ -241,6 +279,7 @@ def snapshot_session(
                 jit_options=_options(lib.jit_options),
                 library_options=_options(lib.library_options),
                 kernels=kimages,
+                globals=lib_globals,
             )
         )
     streams = [
@@ -628,6 +667,23 @@ class _Restorer:
                 )
                 kernel.function = k.function.handle
                 self._functions(k.function, fobj)
+        for g in lib.globals:
+            dev = self.devs.get(g.ctx, 0)
+            with self.session.on_device(dev):
+                info = self.b.library_get_global(obj, g.name)
+            what = f"library {lib.handle:#x} global {g.name!r}"
+            if info.size != g.size:
+                raise self.fail(f"{what} is {info.size} bytes after reload, {g.size} in the checkpoint")
+            if info.address != g.address:
+                note = (
+                    f"session {self.session.id:#x} {what} moved from {g.address:#x} to "
+                    f"{info.address:#x} on reload (device pointers to it stored in device memory "
+                    "are stale)"
+                )
+                log.warning("restore: %s", note)
+                self.report.moved_globals.append(note)
+            self.session.library_global_restored(lib.handle, g.name, info.address, info.size, g.ctx)
+            self._write(dev, info.address, g.contents)
 
     def allocation(self, a: ck.allocation_image) -> None:
         try:
@@ -822,7 +878,7 @@ def restore_total_bytes(path: str | os.PathLike[str]) -> int:
     body = Checkpoint.open(Path(path)).manifest
     return sum(a.size for s in body.sessions for a in s.allocations) + sum(
         g.size for s in body.sessions for m in s.modules for g in m.globals
-    )
+    ) + sum(g.size for s in body.sessions for lib in s.libraries for g in lib.globals)
 
 
 __all__ = [

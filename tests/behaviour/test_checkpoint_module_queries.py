@@ -5,6 +5,7 @@ contexts and streams."""
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -59,5 +60,36 @@ def test_module_queries_survive_checkpoint_and_restart(
         out = np.zeros(1, np.int32)
         check(cuda.cuMemcpyDtoH(out, bias, size))
         assert out[0] == 7
+    finally:
+        conn.close()
+
+
+def test_library_globals_keep_their_contents_across_checkpoint_and_restart(
+    tmp_path: Path, servers: list[ServerProcess], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A library's globals come back with what the program wrote into them (`bias`, asked
+    for) and what its kernels wrote (`counter`, never asked for before the checkpoint)."""
+    server = start_server(servers, tmp_path)
+    conn = open_session(server.address, make_default=True)
+    try:
+        lib = check(cuda.cuLibraryLoadData(CUBIN.read_bytes(), None, None, 0, None, None, 0))
+        bias, size = check(cuda.cuLibraryGetGlobal(lib, b"bias"))
+        check(cuda.cuMemcpyHtoD(bias, np.array([41], np.int32), size))
+        add = check(cuda.cuKernelGetFunction(check(cuda.cuLibraryGetKernel(lib, b"add_to_counter"))))
+        check(cuda.cuLaunchKernel(add, 1, 1, 1, 4, 1, 1, 0, 0, ((5,), (ctypes.c_int,)), 0))
+        check(cuda.cuCtxSynchronize())
+
+        cricket_client.checkpoint(tmp_path / "ckpt")
+        server.kill()
+        restarted = start_restart(servers, tmp_path, tmp_path / "ckpt")
+        monkeypatch.setenv(cricket_client.ADDRESS_ENV, restarted.address)
+
+        out = np.zeros(1, np.int32)
+        bias, size = check(cuda.cuLibraryGetGlobal(lib, b"bias"))
+        check(cuda.cuMemcpyDtoH(out, bias, size))
+        assert out[0] == 41
+        counter, size = check(cuda.cuLibraryGetGlobal(lib, b"counter"))
+        check(cuda.cuMemcpyDtoH(out, counter, size))
+        assert out[0] == 20
     finally:
         conn.close()
