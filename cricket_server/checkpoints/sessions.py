@@ -187,8 +187,9 @@ def module_globals(session: Session, m: ModuleRecord, dev: int) -> dict[str, tup
 
 def library_globals(session: Session, lib: LibraryRecord) -> list[tuple[int, str, int, int]]:
     """(context, name, address, size) of every global of a library in each context it was
-    asked in (cuLibraryGetGlobal): those asked for and those its image declares (a kernel may
-    have changed a global nobody asked for)."""
+    asked in (cuLibraryGetGlobal) and, once any of its kernels was taken, in a context of each
+    device of the session: those asked for and those its image declares (a kernel may have
+    changed a global nobody asked for)."""
     asked = session.library_globals_asked(lib.handle)
     try:
         declared = list(parse_image(lib.image).globals.keys())
@@ -204,7 +205,14 @@ def library_globals(session: Session, lib: LibraryRecord) -> list[tuple[int, str
     found: dict[tuple[int, str], tuple[int, int]] = {
         (ctx, name): (addr, size) for name, (addr, size, ctx) in asked.items()
     }
-    for ctx in sorted({ctx for _, _, ctx in asked.values()}):
+    contexts = {ctx for _, _, ctx in asked.values()}
+    if lib.kernels:
+        by_device: dict[int, int] = {}
+        for record in _records(session, ContextRecord):
+            by_device.setdefault(record.dev, record.handle)
+        taken = {_device_of(session, ctx) for ctx in contexts}
+        contexts |= {ctx for dev, ctx in by_device.items() if dev not in taken}
+    for ctx in sorted(contexts):
         with session.on_device(_device_of(session, ctx)):
             for name in declared:
                 if (ctx, name) not in found:

@@ -93,3 +93,28 @@ def test_library_globals_keep_their_contents_across_checkpoint_and_restart(
         assert out[0] == 20
     finally:
         conn.close()
+
+
+def test_a_global_only_a_library_kernel_wrote_comes_back(
+    tmp_path: Path, servers: list[ServerProcess], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No cuLibraryGetGlobal before the checkpoint: the kernel's writes to `counter` are kept."""
+    server = start_server(servers, tmp_path)
+    conn = open_session(server.address, make_default=True)
+    try:
+        lib = check(cuda.cuLibraryLoadData(CUBIN.read_bytes(), None, None, 0, None, None, 0))
+        add = check(cuda.cuKernelGetFunction(check(cuda.cuLibraryGetKernel(lib, b"add_to_counter"))))
+        check(cuda.cuLaunchKernel(add, 2, 1, 1, 4, 1, 1, 0, 0, ((3,), (ctypes.c_int,)), 0))
+        check(cuda.cuCtxSynchronize())
+
+        cricket_client.checkpoint(tmp_path / "ckpt")
+        server.kill()
+        restarted = start_restart(servers, tmp_path, tmp_path / "ckpt")
+        monkeypatch.setenv(cricket_client.ADDRESS_ENV, restarted.address)
+
+        out = np.zeros(1, np.int32)
+        counter, size = check(cuda.cuLibraryGetGlobal(lib, b"counter"))
+        check(cuda.cuMemcpyDtoH(out, counter, size))
+        assert out[0] == 24
+    finally:
+        conn.close()
