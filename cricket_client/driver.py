@@ -56,6 +56,7 @@ from .driver_arrays import *  # noqa: F403  (arrays, 2D/3D copies, texture and s
 from .early_copies import post_early, returns_early
 from .errors import NotSupportedRemotely, error_string
 from .host_buffers import HostBufferError, read_host, writable_view, write_host
+from .host_functions import CUhostFn, CUstreamCallback
 from .kernel_args import LaunchArgumentError, LaunchName, pack_kernel_params
 from .modules import ImageError, image_bytes
 
@@ -740,6 +741,8 @@ __all__ = sorted(SUPPORTED) + list(_enums.__all__) + list(_graphs.__all__) + [
     "CUmodule",
     "CUstream",
     "CUuuid",
+    "CUhostFn",
+    "CUstreamCallback",
     "SUPPORTED",
     "COPY_CHUNK",
 ]

@@ -18,11 +18,11 @@ from __future__ import annotations
 import itertools
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from . import capture_modes
+from . import capture_modes, host_functions
 from ._args import size_t, u64, uint
 from ._enums import (
     CUgraphNodeType,
@@ -529,12 +529,51 @@ def cuGraphAddHostNode(
     return _host_functions_refused("cuGraphAddHostNode", 1)  # type: ignore[return-value]
 
 
+def _run_on_client(call: str, hStream: Any, fn: Any, run: Callable[[int, int, int], None]) -> tuple[Any]:
+    """A host function or stream callback (cricket_client.host_functions): after the stream's
+    earlier work, on this thread, before the call returns; refused in a capture."""
+    conn = get_connection()
+    stream = _stream(hStream)
+    address = host_functions.function_address(fn)
+    if not address:
+        return _fail(conn, _INVALID_VALUE, f"{call}: no function given", 0)  # type: ignore[return-value]
+    if stream in _state(conn).capturing:
+        return _host_functions_refused(call, 0)  # type: ignore[return-value]
+    from .driver import cuStreamSynchronize
+
+    err = host_functions.call_after(
+        lambda: int(cuStreamSynchronize(hStream)[0]),
+        lambda: run(address, as_int(hStream), 0),
+    )
+    return _out(err)
+
+
 def cuLaunchHostFunc(hStream: Any, fn: Any, userData: Any) -> tuple[Any]:
-    return _host_functions_refused("cuLaunchHostFunc", 0)  # type: ignore[return-value]
+    """Runs `fn(userData)` once the stream's earlier work is done (host_functions)."""
+    data = host_functions.user_data_address(userData)
+    return _run_on_client(
+        "cuLaunchHostFunc", hStream, fn, lambda f, _s, _e: host_functions.HOST_FN(f)(data)
+    )
+
+
+def cuLaunchHostFunc_v2(hStream: Any, fn: Any, userData: Any, syncMode: int) -> tuple[Any]:
+    """As cuLaunchHostFunc (the function always runs before the call returns, so every
+    CUhostTaskSyncMode is met)."""
+    uint(syncMode, "cuLaunchHostFunc_v2: syncMode")
+    return cuLaunchHostFunc(hStream, fn, userData)
 
 
 def cuStreamAddCallback(hStream: Any, callback: Any, userData: Any, flags: int) -> tuple[Any]:
-    return _host_functions_refused("cuStreamAddCallback", 0)  # type: ignore[return-value]
+    """Runs `callback(hStream, CUDA_SUCCESS, userData)` once the stream's earlier work is done."""
+    if uint(flags, "cuStreamAddCallback: flags"):
+        return _fail(get_connection(), _INVALID_VALUE, "cuStreamAddCallback: flags must be 0", 0)  # type: ignore[return-value]
+    data = host_functions.user_data_address(userData)
+    return _run_on_client(
+        "cuStreamAddCallback",
+        hStream,
+        callback,
+        lambda f, s, status: host_functions.STREAM_CALLBACK(f)(s, status, data),
+    )
 
 
 def _listed(

@@ -64,6 +64,7 @@ from ._types import CUdeviceptr, CUfunction, CUkernel, CUlibrary, as_int
 from .connection import Connection, get_connection
 from .errors import NotSupportedRemotely
 from .host_buffers import HostBufferError, check_writable, read_host, write_host
+from .host_functions import cudaHostFn_t, cudaStreamCallback_t
 from .runtime_arrays import *  # noqa: F403  (arrays, 2D/3D copies, texture and surface objects)
 from .runtime_host import PINNED
 from .runtime_props import ATTRIBUTES, cudaDeviceProp, properties_from
@@ -739,6 +740,8 @@ __all__ = sorted(SUPPORTED) + list(_runtime_enums.__all__) + list(_graphs.__all_
     "cudaPointerAttributes",
     "cudaStream_t",
     "cudaUUID_t",
+    "cudaHostFn_t",
+    "cudaStreamCallback_t",
     "dim3",
     "SUPPORTED",
 ]

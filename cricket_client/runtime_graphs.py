@@ -360,11 +360,17 @@ def cudaGraphAddHostNode(
 
 
 def cudaLaunchHostFunc(stream: Any, fn: Any, userData: Any) -> tuple[Any]:
-    return _host_functions_refused("cudaLaunchHostFunc", 0)  # type: ignore[return-value]
+    """Runs `fn(userData)` once the stream's earlier work is done (host_functions)."""
+    return _run(lambda: dg.cuLaunchHostFunc(stream, fn, userData), 0)
+
+
+def cudaLaunchHostFunc_v2(stream: Any, fn: Any, userData: Any, syncMode: int) -> tuple[Any]:
+    return _run(lambda: dg.cuLaunchHostFunc_v2(stream, fn, userData, syncMode), 0)
 
 
 def cudaStreamAddCallback(stream: Any, callback: Any, userData: Any, flags: int) -> tuple[Any]:
-    return _host_functions_refused("cudaStreamAddCallback", 0)  # type: ignore[return-value]
+    """Runs `callback(stream, cudaSuccess, userData)` once the stream's earlier work is done."""
+    return _run(lambda: dg.cuStreamAddCallback(stream, callback, userData, flags), 0)
 
 
 def _nodes(result: tuple[Any, ...]) -> tuple[Any, ...]:
