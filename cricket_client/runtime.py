@@ -693,6 +693,7 @@ def cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
 
 # -- CUDA graphs and stream capture (cricket_client.runtime_graphs) ---------------------------
 from . import runtime_graphs as _graphs  # noqa: E402
+from .batch_copies import cudaMemcpyAttributes, cudaMemcpyBatchAsync  # noqa: E402, F401
 from .capture_modes import cudaThreadExchangeStreamCaptureMode  # noqa: E402, F401
 from .plain_types import (  # noqa: E402, F401  (value types that hold no GPU state)
     cudaEglFrame,
@@ -742,6 +743,7 @@ __all__ = sorted(SUPPORTED) + list(_runtime_enums.__all__) + list(_graphs.__all_
     "cudaUUID_t",
     "cudaHostFn_t",
     "cudaStreamCallback_t",
+    "cudaMemcpyAttributes",
     "dim3",
     "SUPPORTED",
 ]

@@ -668,6 +668,35 @@ def _edges(edges: Any, count: int) -> list[StructView] | None:
     return [StructView(edges[i]) for i in range(count)]
 
 
+def _batch(dsts: Any, srcs: Any, sizes: Any, count: int, attrs: Any, idxs: Any, num: int, stream: int) -> int:
+    if count and (dsts == ffi.NULL or srcs == ffi.NULL or sizes == ffi.NULL):
+        return INVALID_VALUE
+    if num and (attrs == ffi.NULL or idxs == ffi.NULL):
+        return INVALID_VALUE
+    return _err(driver.cuMemcpyBatchAsync(
+        [int(dsts[i]) for i in range(count)], [int(srcs[i]) for i in range(count)],
+        [int(sizes[i]) for i in range(count)], count, [StructView(attrs[j]) for j in range(num)],
+        [int(idxs[j]) for j in range(num)], num, stream,
+    ))  # fmt: skip
+
+
+@_entry
+def cuMemcpyBatchAsync_v2(dsts: Any, srcs: Any, sizes: Any, count: int, attrs: Any, idxs: Any, num: int, stream: int) -> int:
+    return _batch(dsts, srcs, sizes, count, attrs, idxs, num, stream)
+
+
+@_entry
+def cuMemcpyBatchAsync(
+    dsts: Any, srcs: Any, sizes: Any, count: int, attrs: Any, idxs: Any, num: int, fail: Any, stream: int
+) -> int:
+    """CUDA 12.8's form: *failIdx is SIZE_MAX, as for an error that no one copy caused (the
+    copies run in order; a failing one is reported by the call's result)."""
+    err = _batch(dsts, srcs, sizes, count, attrs, idxs, num, stream)
+    if fail != ffi.NULL:
+        fail[0] = (1 << 64) - 1
+    return err
+
+
 @_entry
 def cuStreamBeginCaptureToGraph(stream: int, graph: int, deps: Any, edges: Any, count: int, mode: int) -> int:
     nodes = _deps(deps, count)

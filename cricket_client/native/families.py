@@ -37,6 +37,9 @@ STRUCTS = {
         "unsigned short usage; unsigned char reserved[4]; } allocFlags;"
     ),
     "CUmemAccessDesc": "CUmemLocation location; int flags;",
+    "CUmemcpyAttributes": (
+        "int srcAccessOrder; CUmemLocation srcLocHint; CUmemLocation dstLocHint; unsigned int flags;"
+    ),
     "CUmemPoolProps": (
         "int allocType; int handleTypes; CUmemLocation location; void *win32SecurityAttributes; "
         "size_t maxSize; unsigned short usage; unsigned char reserved[54];"
@@ -211,6 +214,8 @@ FAMILY_ENTRIES: list[tuple[str, str]] = [
     # stream capture and graphs
     ("cuStreamBeginCapture_v2", "CUstream hStream, int mode"),
     ("cuStreamEndCapture", "CUstream hStream, CUgraph *phGraph"),
+    ("cuMemcpyBatchAsync", "CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, size_t *failIdx, CUstream hStream"),
+    ("cuMemcpyBatchAsync_v2", "CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, CUstream hStream"),
     ("cuStreamBeginCaptureToGraph", "CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, int mode"),
     ("cuStreamUpdateCaptureDependencies", "CUstream hStream, CUgraphNode *dependencies, size_t numDependencies, unsigned int flags"),
     ("cuStreamUpdateCaptureDependencies_v2", "CUstream hStream, CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, unsigned int flags"),
@@ -441,6 +446,7 @@ FAMILY_SINCE = {
     "cuGraphGetEdges_v2": 12030,
     "cuGraphAddDependencies_v2": 12030,
     "cuStreamUpdateCaptureDependencies_v2": 12030,
+    "cuMemcpyBatchAsync_v2": 13000,
     "cuGraphNodeGetDependentNodes_v2": 12030,
     "cuGraphRemoveDependencies_v2": 12030,
     "cuLinkCreate_v2": 6050,

@@ -1,7 +1,8 @@
-"""Capture into a given graph and capture dependencies, as a cuda-python program writes them
-(run through either door by test_native_capture_to_graph.py)."""
+"""Capture into a given graph, capture dependencies and batched copies, as a cuda-python
+program writes them (run through either door by test_native_capture_to_graph.py)."""
 
 import cuda.bindings.driver as cu
+import numpy as np
 
 
 def ok(result):
@@ -30,5 +31,16 @@ print("set", n, int(deps[0]) == int(second))
 print("ended with its graph", int(ok(cu.cuStreamEndCapture(stream))) == int(graph))
 print("not capturing", cu.cuStreamUpdateCaptureDependencies(stream, [first], None, 1, 0)[0].name)
 ok(cu.cuGraphDestroy(graph))
+attrs = cu.CUmemcpyAttributes()
+attrs.srcAccessOrder = cu.CUmemcpySrcAccessOrder.CU_MEMCPY_SRC_ACCESS_ORDER_STREAM
+src, back = np.arange(256, dtype=np.uint8), np.zeros(256, np.uint8)
+dev = ok(cu.cuMemAlloc(256))
+host_src, host_back = cu.CUdeviceptr(src.ctypes.data), cu.CUdeviceptr(back.ctypes.data)  # host pointers
+ok(cu.cuMemcpyBatchAsync([dev], [host_src], [256], 1, [attrs], [0], 1, stream))
+ok(cu.cuMemcpyBatchAsync([host_back], [dev], [256], 1, [attrs], [0], 1, stream))
+ok(cu.cuStreamSynchronize(stream))
+print("batch copies", bool((back == src).all()))
+print("batch without attributes", cu.cuMemcpyBatchAsync([dev], [host_src], [256], 1, [], [], 0, stream)[0].name)
+ok(cu.cuMemFree(dev))
 ok(cu.cuStreamDestroy(stream))
 print("done")

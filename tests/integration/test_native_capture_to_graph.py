@@ -1,5 +1,6 @@
-"""cuStreamBeginCaptureToGraph and cuStreamUpdateCaptureDependencies (both ABI forms) answer
-the same through the native library as through the Python-level door."""
+"""cuStreamBeginCaptureToGraph, cuStreamUpdateCaptureDependencies (both ABI forms) and
+cuMemcpyBatchAsync answer the same through the native library as through the Python-level
+door."""
 
 from __future__ import annotations
 
@@ -36,5 +37,7 @@ def test_capture_to_a_graph_and_its_dependencies_through_both_doors(server: Serv
         "set 1 True",
         "ended with its graph True",
         "not capturing CUDA_ERROR_ILLEGAL_STATE",
+        "batch copies True",
+        "batch without attributes CUDA_ERROR_INVALID_VALUE",
         "done",
     ]
