@@ -19,7 +19,14 @@ from ._args import size_t
 from ._types_vmm import CUmemLocation, _Struct
 from .connection import get_connection
 
-__all__ = ["CUmemcpyAttributes", "cudaMemcpyAttributes", "cuMemcpyBatchAsync", "cudaMemcpyBatchAsync"]
+__all__ = [
+    "CUmemcpyAttributes",
+    "cudaMemcpyAttributes",
+    "cuMemcpyBatchAsync",
+    "cudaMemcpyBatchAsync",
+    "cuMemcpyWithAttributesAsync",
+    "cudaMemcpyWithAttributesAsync",
+]
 
 _ACCESS_ORDERS = (1, 2, 3)  # CU_MEMCPY_SRC_ACCESS_ORDER_STREAM, _DURING_API_CALL, _ANY
 
@@ -90,6 +97,23 @@ def cuMemcpyBatchAsync(
         if err:
             return (err,)
     return (_SUCCESS,)
+
+
+def cuMemcpyWithAttributesAsync(dst: Any, src: Any, size: int, attr: Any, hStream: Any) -> tuple[Any]:
+    """One copy with its attributes: a batch of one."""
+    if attr is None:
+        from .driver import _INVALID_VALUE
+        from .driver_graphs import _fail
+
+        message = "cuMemcpyWithAttributesAsync: attr is required"
+        return _fail(get_connection(), _INVALID_VALUE, message, 0)  # type: ignore[return-value]
+    return cuMemcpyBatchAsync([dst], [src], [size], 1, [attr], [0], 1, hStream)
+
+
+def cudaMemcpyWithAttributesAsync(dst: Any, src: Any, size: int, attr: Any, stream: Any) -> tuple[Any]:
+    from .runtime_graphs import _run
+
+    return _run(lambda: cuMemcpyWithAttributesAsync(dst, src, size, attr, stream), 0)  # type: ignore[return-value]
 
 
 def cudaMemcpyBatchAsync(

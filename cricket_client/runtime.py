@@ -693,7 +693,11 @@ def cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
 
 # -- CUDA graphs and stream capture (cricket_client.runtime_graphs) ---------------------------
 from . import runtime_graphs as _graphs  # noqa: E402
-from .batch_copies import cudaMemcpyAttributes, cudaMemcpyBatchAsync  # noqa: E402, F401
+from .batch_copies import (  # noqa: E402, F401
+    cudaMemcpyAttributes,
+    cudaMemcpyBatchAsync,
+    cudaMemcpyWithAttributesAsync,
+)
 from .capture_modes import cudaThreadExchangeStreamCaptureMode  # noqa: E402, F401
 from .plain_types import (  # noqa: E402, F401  (value types that hold no GPU state)
     cudaEglFrame,

@@ -681,6 +681,13 @@ def _batch(dsts: Any, srcs: Any, sizes: Any, count: int, attrs: Any, idxs: Any, 
 
 
 @_entry
+def cuMemcpyWithAttributesAsync(dst: int, src: int, size: int, attr: Any, stream: int) -> int:
+    if attr == ffi.NULL:
+        return INVALID_VALUE
+    return _err(driver.cuMemcpyWithAttributesAsync(dst, src, size, StructView(attr[0]), stream))
+
+
+@_entry
 def cuMemcpyBatchAsync_v2(dsts: Any, srcs: Any, sizes: Any, count: int, attrs: Any, idxs: Any, num: int, stream: int) -> int:
     return _batch(dsts, srcs, sizes, count, attrs, idxs, num, stream)
 

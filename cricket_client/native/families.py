@@ -215,6 +215,7 @@ FAMILY_ENTRIES: list[tuple[str, str]] = [
     ("cuStreamBeginCapture_v2", "CUstream hStream, int mode"),
     ("cuStreamEndCapture", "CUstream hStream, CUgraph *phGraph"),
     ("cuMemcpyBatchAsync", "CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, size_t *failIdx, CUstream hStream"),
+    ("cuMemcpyWithAttributesAsync", "CUdeviceptr dst, CUdeviceptr src, size_t size, CUmemcpyAttributes *attr, CUstream hStream"),
     ("cuMemcpyBatchAsync_v2", "CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, CUstream hStream"),
     ("cuStreamBeginCaptureToGraph", "CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, int mode"),
     ("cuStreamUpdateCaptureDependencies", "CUstream hStream, CUgraphNode *dependencies, size_t numDependencies, unsigned int flags"),

@@ -1,4 +1,4 @@
-"""cuMemcpyBatchAsync / cudaMemcpyBatchAsync: host-to-device, device-to-device and
+"""cuMemcpyBatchAsync / cudaMemcpyBatchAsync (and the one-copy cuMemcpyWithAttributesAsync): host-to-device, device-to-device and
 device-to-host copies in one batch, in stream order; attributes checked as CUDA checks them."""
 
 from __future__ import annotations
@@ -74,3 +74,17 @@ def test_the_runtime_form(rt: cricket_client.Connection) -> None:
     assert cudart.cudaStreamSynchronize(0) == ok
     assert np.array_equal(back, src)
     assert cudart.cudaFree(ptr) == ok
+
+
+def test_one_copy_with_attributes(session: cricket_client.Connection) -> None:
+    ptr = check(cuda.cuMemAlloc(N))
+    src = np.arange(N, dtype=np.uint8)
+    back = np.zeros(N, np.uint8)
+    check(cuda.cuMemcpyWithAttributesAsync(ptr, src.ctypes.data, N, attributes(), 0))
+    check(cuda.cuMemcpyWithAttributesAsync(back.ctypes.data, ptr, N, attributes(), 0))
+    check(cuda.cuStreamSynchronize(0))
+    assert np.array_equal(back, src)
+    assert cuda.cuMemcpyWithAttributesAsync(ptr, src.ctypes.data, N, None, 0) == (
+        cuda.CUresult.CUDA_ERROR_INVALID_VALUE,
+    )
+    check(cuda.cuMemFree(ptr))
