@@ -91,6 +91,12 @@ class GraphExecRecord(Record):
     nodes: list[GraphNodeRecord]  # copies of the graph's nodes it was made from
     host_copies: list[HostCopy]
     disabled: set[int] = field(default_factory=set)  # nodes cuGraphNodeSetEnabled turned off
+    in_sizes: tuple[int, ...] = field(init=False, default=())  # bytes of each host-to-device
+    in_total: int = field(init=False, default=0)  # copy a launch carries, and their sum
+
+    def __post_init__(self) -> None:  # host copies are fixed when the exec is made
+        self.in_sizes = tuple(c.size for c in self.host_copies if c.to_device)
+        self.in_total = sum(self.in_sizes)
 
 
 @dataclass(frozen=True)

@@ -428,7 +428,7 @@ class SessionGraphs(
         self.bsession.graph_exec_destroy(record.obj)
         self.handles.remove(handle)
 
-    def graph_launch(self, handle: int, stream: int, host_in: memoryview) -> bytes:
+    def graph_launch(self, handle: int, stream: int, host_in: memoryview) -> bytes | memoryview:
         """Launch; returns the bytes of the exec's device-to-host slots (then it waited)."""
         call = "cuGraphLaunch"
         self.current(call)
@@ -436,19 +436,24 @@ class SessionGraphs(
         if self._capture_of(stream) is not None:
             raise self._unsupported_in_capture(call, stream)
         obj = self._stream(call, stream)
-        sizes = [c.size for c in record.host_copies if c.to_device]
-        if sum(sizes) != len(host_in):
+        sizes = record.in_sizes
+        if record.in_total != len(host_in):
             raise CudaError(
                 CUDA_ERROR_INVALID_VALUE,
-                f"{call}: exec {handle:#x} reads {sum(sizes)} bytes of client host memory per "
-                f"launch, got {len(host_in)}",
+                f"{call}: exec {handle:#x} reads {record.in_total} bytes of client host memory "
+                f"per launch, got {len(host_in)}",
             )
-        inputs, offset = [], 0
-        for size in sizes:
-            inputs.append(host_in[offset : offset + size])
-            offset += size
+        if len(sizes) == 1:
+            inputs = [host_in]
+        else:
+            inputs, offset = [], 0
+            for size in sizes:
+                inputs.append(host_in[offset : offset + size])
+                offset += size
         outputs = self.bsession.graph_launch(record.obj, obj, inputs)
-        return b"".join(bytes(o) for o in outputs)
+        if not outputs:
+            return b""
+        return outputs[0] if len(outputs) == 1 else b"".join(bytes(o) for o in outputs)
 
     def graph_exec_node_set_params(self, handle: int, node: int, params: Any) -> None:
         call = "cuGraphExecKernelNodeSetParams"

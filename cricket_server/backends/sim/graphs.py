@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from cricket_server.backends.base import CUDA_ERROR_NOT_SUPPORTED, BackendSession, CudaError
+from cricket_server.backends.sim.graph_plan import GraphPlan, check_plan, plan_exec
 from cricket_server.graphs import (
     COND_ASSIGN_DEFAULT,
     COND_IF,
@@ -36,6 +38,8 @@ __all__ = ["ReplayGraphs", "ReplayExec"]
 class ReplayExec:
     nodes: list[ExecNode] = field(default_factory=list)
     disabled: set[object] = field(default_factory=set)  # keys of nodes turned off
+    plan: GraphPlan | None = None  # made at the first launch (`graph_plan`); None: not yet
+    replay: bool = False  # the nodes need the replay (no plan)
 
 
 class ReplayGraphs(BackendSession):
@@ -52,6 +56,7 @@ class ReplayGraphs(BackendSession):
                 exec_.nodes[i] = ExecNode(
                     old.key, node.type, old.deps, node.kernel, node.copy, node.set, node.event
                 )
+                exec_.plan, exec_.replay = None, False
                 return
 
     def graph_exec_set_enabled(self, exec_: object, key: object, enabled: bool) -> None:
@@ -60,6 +65,7 @@ class ReplayGraphs(BackendSession):
             exec_.disabled.discard(key)
         else:
             exec_.disabled.add(key)
+        exec_.plan, exec_.replay = None, False
 
     def graph_debug_dot(self, nodes: Sequence[ExecNode], flags: int) -> str:
         """The graph as sim keeps it: one DOT node per exec node (child graphs flattened),
@@ -74,9 +80,40 @@ class ReplayGraphs(BackendSession):
         self, exec_: object, stream: object | None, host_in: Sequence[memoryview]
     ) -> list[bytes | memoryview]:
         assert isinstance(exec_, ReplayExec)
+        if not exec_.replay:
+            target = self._stream(stream, "cuGraphLaunch")  # type: ignore[attr-defined]
+            target.context.check()
+            plan = exec_.plan
+            if plan is None or plan.context is not target.context:
+                nodes = [n for n in exec_.nodes if n.key not in exec_.disabled]
+                plan = exec_.plan = plan_exec(self, nodes, target.context)
+                exec_.replay = plan is None
+            if plan is not None:
+                return self._run_plan(plan, target, host_in)
         out: list[bytes | memoryview] = []
         nodes = [n for n in exec_.nodes if n.key not in exec_.disabled]
         self._replay(nodes, stream, host_in, out)
+        return out
+
+    def _run_plan(
+        self, plan: GraphPlan, target: Any, host_in: Sequence[memoryview]
+    ) -> list[bytes | memoryview]:
+        """The planned exec as one item of `target`; waits for it when it copies to host
+        memory (those bytes are the answer)."""
+        check_plan(self, plan)
+        data = [bytes(v) for v in host_in]  # the item outlives the caller's buffer
+        steps = plan.steps
+        out: list[Any] = [b""] * plan.outputs
+
+        def run() -> None:
+            for step in steps:
+                step(data, out)
+
+        if not plan.outputs:
+            target.submit(run)
+            return []
+        target.run(run)
+        target.context.check()
         return out
 
     def _replay(
