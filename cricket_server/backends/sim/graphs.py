@@ -40,6 +40,7 @@ class ReplayExec:
     disabled: set[object] = field(default_factory=set)  # keys of nodes turned off
     plan: GraphPlan | None = None  # made at the first launch (`graph_plan`); None: not yet
     replay: bool = False  # the nodes need the replay (no plan)
+    last: Any = None  # the stream item that ends its latest launch
 
 
 class ReplayGraphs(BackendSession):
@@ -79,27 +80,39 @@ class ReplayGraphs(BackendSession):
     def graph_launch(
         self, exec_: object, stream: object | None, host_in: Sequence[memoryview]
     ) -> list[bytes | memoryview]:
+        """Launch `exec_` on `stream`, after its previous launch (CUDA orders the launches of
+        one exec, whatever their streams)."""
         assert isinstance(exec_, ReplayExec)
+        target = self._stream(stream, "cuGraphLaunch")  # type: ignore[attr-defined]
+        target.context.check()
+        prev = exec_.last
+        after = [prev] if prev is not None and not prev.done.is_set() else []
         if not exec_.replay:
-            target = self._stream(stream, "cuGraphLaunch")  # type: ignore[attr-defined]
-            target.context.check()
             plan = exec_.plan
             if plan is None or plan.context is not target.context:
                 nodes = [n for n in exec_.nodes if n.key not in exec_.disabled]
                 plan = exec_.plan = plan_exec(self, nodes, target.context)
                 exec_.replay = plan is None
             if plan is not None:
-                return self._run_plan(plan, target, host_in)
+                return self._run_plan(exec_, plan, target, host_in, after)
+        if after:  # the replay's first item waits for the previous launch
+            target.submit(_nothing, after)
         out: list[bytes | memoryview] = []
         nodes = [n for n in exec_.nodes if n.key not in exec_.disabled]
         self._replay(nodes, stream, host_in, out)
+        exec_.last = target.tail
         return out
 
     def _run_plan(
-        self, plan: GraphPlan, target: Any, host_in: Sequence[memoryview]
+        self,
+        exec_: ReplayExec,
+        plan: GraphPlan,
+        target: Any,
+        host_in: Sequence[memoryview],
+        after: list[Any],
     ) -> list[bytes | memoryview]:
-        """The planned exec as one item of `target`; waits for it when it copies to host
-        memory (those bytes are the answer)."""
+        """The planned exec as one item of `target` (after the items in `after`); waits for
+        it when it copies to host memory (those bytes are the answer)."""
         check_plan(self, plan)
         data = [bytes(v) for v in host_in]  # the item outlives the caller's buffer
         steps = plan.steps
@@ -110,9 +123,12 @@ class ReplayGraphs(BackendSession):
                 step(data, out)
 
         if not plan.outputs:
-            target.submit(run)
+            exec_.last = target.submit(run, after)
             return []
+        for work in after:
+            work.done.wait()
         target.run(run)
+        exec_.last = target.tail
         target.context.check()
         return out
 
@@ -146,6 +162,10 @@ class ReplayGraphs(BackendSession):
                 self.event_record(node.event, stream)
             elif node.type == NODE_WAIT_EVENT:
                 self.stream_wait_event(stream, node.event, 0)
+
+
+def _nothing() -> None:
+    """A stream item that only orders: it runs once the items it waits for are done."""
 
 
 def _value(conditional: tuple) -> int:  # type: ignore[type-arg]
