@@ -5,7 +5,8 @@
 The revision is exported (`git archive`) into a temporary folder; each round runs the loop
 once on each tree (ABBA order, each in a fresh process with its own cricket-server started
 from that tree), and where a GPU answers locally, the same loop on local cuda-python. Prints
-the median seconds per variant, new/old, and each against local.
+the median microseconds per launch of each variant (wall, and the CPU of the client process
+and of the server's process tree over the loop), new/old, and the wall against local.
 """
 
 from __future__ import annotations
@@ -24,17 +25,28 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 KINDS = {"token": True, "queued": False}
 _CHILD = """
-import json, sys
+import json, os, sys
 import cricket_client
 from cricket_client import driver as cu, runtime as rt
 from bench.graphs import graph_loop_s
-from bench.server_proc import cricket_server
+from bench.server_proc import cricket_server_process
+from bench.step_split import process_tree_cpu_ns
 steps, backend = int(sys.argv[1]), sys.argv[2]
-with cricket_server(backend) as address:
+me = os.getpid()
+out = {}
+with cricket_server_process(backend) as (address, server):
     conn = cricket_client.connect(address)
     try:
         graph_loop_s(cu, rt, 50, token=True)
-        out = {k: graph_loop_s(cu, rt, steps, token=t) for k, t in KINDS.items()}
+        for k, t in KINDS.items():
+            cpu = []
+            for n in (1, steps + 1):  # the loop's CPU: less that of setting it up
+                c, s = process_tree_cpu_ns(me), process_tree_cpu_ns(server)
+                wall = graph_loop_s(cu, rt, n, token=t)
+                cpu.append((process_tree_cpu_ns(me) - c, process_tree_cpu_ns(server) - s))
+            out[k] = wall
+            out[k + " client cpu"] = (cpu[1][0] - cpu[0][0]) / 1e9
+            out[k + " server cpu"] = (cpu[1][1] - cpu[0][1]) / 1e9
     finally:
         conn.close()
 print(json.dumps(out))
@@ -53,8 +65,10 @@ def _remote(tree: Path, steps: int, backend: str) -> dict[str, float]:
     env = dict(os.environ, PYTHONPATH=str(tree))
     done = subprocess.run(
         [sys.executable, "-c", _CHILD, str(steps), backend],
-        cwd=tree, env=env, check=True, capture_output=True, text=True,
+        cwd=tree, env=env, capture_output=True, text=True,
     )
+    if done.returncode:
+        raise RuntimeError(f"the graph loop failed on {tree}:\n{done.stderr[-4000:]}")
     return {k: float(v) for k, v in json.loads(done.stdout.strip().splitlines()[-1]).items()}
 
 
@@ -68,8 +82,9 @@ def main(argv: list[str] | None = None) -> int:
 
     local_cu = _local_driver()
     backend = "cuda" if local_cu is not None else "sim"
+    what = [*KINDS] + [f"{k} {end} cpu" for k in KINDS for end in ("client", "server")]
     times: dict[str, dict[str, list[float]]] = {
-        v: {k: [] for k in KINDS} for v in ("old", "new", "local")
+        v: {k: [] for k in what} for v in ("old", "new", "local")
     }
     with tempfile.TemporaryDirectory(prefix="cricket-ab-") as tmp:
         old = Path(tmp)
@@ -89,10 +104,10 @@ def main(argv: list[str] | None = None) -> int:
                     times["local"][k].append(graph_loop_s(local_cu, local_rt, args.steps, token=t))
     print(f"graphs A/B [{backend}], {args.steps} launches, medians of {args.rounds} rounds "
           f"(old = {args.old}, new = working tree)")
-    for k in KINDS:
+    for k in what:
         o, n = statistics.median(times["old"][k]), statistics.median(times["new"][k])
-        line = f"  {k:7s} old {o * 1e6 / args.steps:8.1f} us/launch  new {n * 1e6 / args.steps:8.1f}"
-        line += f" us/launch  new/old {n / o:.3f}"
+        line = f"  {k:18s} old {o * 1e6 / args.steps:8.1f} us/launch  new "
+        line += f"{n * 1e6 / args.steps:8.1f} us/launch  new/old {n / o:.3f}"
         if times["local"][k]:
             loc = statistics.median(times["local"][k])
             line += f"  local {loc * 1e6 / args.steps:.1f} us  old/local {o / loc:.2f}"
