@@ -205,3 +205,16 @@ def test_host_nodes_inside_conditional_bodies_keep_one_stage(gpu: GpuStandIn) ->
     assert "cuEventSynchronize" in gpu.names(start)
     assert "cuGraphExecMemcpyNodeSetParams" not in gpu.names(start)
     assert len(gpu.pinned) == 1
+
+
+def test_a_driver_that_will_not_repoint_host_nodes_makes_launches_wait(gpu: GpuStandIn) -> None:
+    session = Session()
+    exec_ = _made(gpu, session, STEP)
+    gpu.__dict__["_cuGraphExecMemcpyNodeSetParams"] = lambda name, *a: (1,)  # INVALID_VALUE
+    for i in range(3):
+        start = len(gpu.calls)
+        session.graph_launch(exec_, "s", [memoryview(b"step%04d" % i)])
+        if i:  # the launch before is still in flight: waited for, same stage
+            assert "cuEventSynchronize" in gpu.names(start)
+    assert gpu.seen == [b"step%04d" % i for i in range(3)]
+    assert gpu.names().count("cuGraphExecMemcpyNodeSetParams") == 1  # tried once

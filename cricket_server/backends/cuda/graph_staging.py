@@ -73,6 +73,8 @@ class _Stage:
     event: Any = None
     launched: bool = False  # its event was recorded after a launch that uses it
     params: dict[object, Any] = field(default_factory=dict)  # node key -> CUDA_MEMCPY3D
+    in_view: memoryview | None = None  # its inputs' bytes
+    out_view: memoryview | None = None  # its outputs' bytes
 
 
 @dataclass
@@ -151,13 +153,14 @@ class HostStaging:
             raise
         n = len(self.stages) - 1
         stage.params = {s.key: self.memcpy_params(s.key, n) for s in self.sides}
+        stage.in_view = _view(address, self.in_total) if self.in_total else None
+        if self.out_total:
+            stage.out_view = _view(address + self.in_total, self.out_total)
         return n
 
     def _select(self, n: int) -> None:
         self.current = n
-        address = self.stages[n].address
-        self.in_view = _view(address, self.in_total) if self.in_total else None
-        self.out_view = _view(address + self.in_total, self.out_total) if self.out_total else None
+        self.in_view, self.out_view = self.stages[n].in_view, self.stages[n].out_view
 
     # -- launching ----------------------------------------------------------------------------
     def prepare(self, exec_: Any, ctx: Any) -> _Stage:
@@ -176,8 +179,15 @@ class HostStaging:
         target = self.stages[nxt]
         if target.launched:
             call(driver.cuEventSynchronize, target.event)  # the oldest launch in flight
-        for key, params in target.params.items():
-            call(driver.cuGraphExecMemcpyNodeSetParams, exec_, self.nodes[key], params, ctx)
+        for i, (key, params) in enumerate(target.params.items()):
+            try:
+                call(driver.cuGraphExecMemcpyNodeSetParams, exec_, self.nodes[key], params, ctx)
+            except CudaError:
+                if i:
+                    raise
+                self.ring = False  # the driver would not repoint them: wait instead
+                call(driver.cuEventSynchronize, stage.event)
+                return stage
         self._select(nxt)
         return target
 
