@@ -63,6 +63,8 @@ class GraphNodeRecord(Record):
     params: Any  # cricket.x graph_node_params
     deps: list[int]
     origin: int = 0  # the node this one is a clone of (cuGraphNodeFindInClone), 0: none
+    # a kernel node's launch attributes set (cuGraphKernelNodeSetAttribute): id -> (x, y, z)
+    attrs: dict[int, tuple[int, int, int]] = field(default_factory=dict)
 
     @property
     def type(self) -> int:
@@ -122,6 +124,7 @@ class ExecNode:
     set: tuple[int, int, int, int, int, int] | None = None
     event: object | None = None
     conditional: tuple[int, int, int, int, tuple[tuple[ExecNode, ...], ...]] | None = None
+    attrs: tuple[tuple[int, int, int, int], ...] = ()  # a kernel's launch attributes set
 
 
 def topological(call: str, nodes: Sequence[GraphNodeRecord]) -> list[GraphNodeRecord]:

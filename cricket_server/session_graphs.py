@@ -321,6 +321,7 @@ class SessionGraphs(
         for h in graph.nodes:  # edges after: one added later may point to an earlier node
             params = self._clone_params(call, self._node(call, h))
             mapping[h] = self._add_node(clone, ctx.handle, params, [], origin=h)
+            self._node(call, mapping[h]).attrs = dict(self._node(call, h).attrs)
         for h in graph.nodes:
             deps = [mapping[d] for d in self._node(call, h).deps]
             self._node(call, mapping[h]).deps.extend(deps)
@@ -369,7 +370,8 @@ class SessionGraphs(
     def _copies(self, call: str, graph: GraphRecord) -> list[GraphNodeRecord]:
         return [
             GraphNodeRecord(
-                handle=n.handle, ctx=n.ctx, graph=n.graph, params=n.params, deps=list(n.deps)
+                handle=n.handle, ctx=n.ctx, graph=n.graph, params=n.params, deps=list(n.deps),
+                attrs=dict(n.attrs),
             )
             for n in (self._node(call, h) for h in graph.nodes)
         ]
@@ -399,6 +401,7 @@ class SessionGraphs(
                         fn_obj, (p.grid_x, p.grid_y, p.grid_z), (p.block_x, p.block_y, p.block_z),
                         p.shared_mem_bytes, bytes(p.params),
                     ),
+                    attrs=tuple((a, *v) for a, v in sorted(node.attrs.items())),
                 )
             if kind == NODE_MEMCPY:
                 dst, src = p.dst, p.src
@@ -486,7 +489,8 @@ class SessionGraphs(
                 "addresses only (client host memory is fixed when the exec is made)",
             )
         new = GraphNodeRecord(
-            handle=old.handle, ctx=old.ctx, graph=old.graph, params=params, deps=list(old.deps)
+            handle=old.handle, ctx=old.ctx, graph=old.graph, params=params, deps=list(old.deps),
+            attrs=dict(old.attrs),
         )
         exec_node = self._resolver(call)(new, new.handle, (), [])
         self.bsession.graph_exec_set_node(record.obj, exec_node)

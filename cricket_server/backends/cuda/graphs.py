@@ -27,6 +27,12 @@ from typing import Any
 from ..base import CUDA_ERROR_INVALID_VALUE, BackendSession, CudaError
 from ._driver import call, driver
 from .graph_staging import HostStaging
+from .kernel_node_attrs import (
+    apply_attributes,
+    attribute_id,
+    check_attribute,
+    value_xyz,
+)
 
 __all__ = ["CudaExec", "CudaGraphs"]
 
@@ -103,7 +109,9 @@ class CudaGraphs(BackendSession):
         n = len(deps)
         if node.type == _KERNEL:
             params = self._kernel_params(node, made.handles)
-            return call(driver.cuGraphAddKernelNode, graph, deps, n, params)
+            added = call(driver.cuGraphAddKernelNode, graph, deps, n, params)
+            apply_attributes(added, node.attrs, "cuGraphInstantiate")
+            return added
         if node.type == _MEMCPY:
             dst_host, dst, src_host, src, size = node.copy
             if (src_host or dst_host) and made.staging is not None:  # stage 0's host memory
@@ -195,6 +203,26 @@ class CudaGraphs(BackendSession):
                     return f.read()
         finally:
             self._free_exec(made)
+
+    def kernel_node_attribute(
+        self, node: Any, attr_id: int, call_name: str
+    ) -> tuple[int, int, int]:
+        """Asked of the driver: the node with its attributes set on a scratch graph."""
+        self._state()  # type: ignore[attr-defined]
+        check_attribute(call_name, attr_id)
+        graph = call(driver.cuGraphCreate, 0)
+        try:
+            real = call(
+                driver.cuGraphAddKernelNode, graph, [], 0, self._kernel_params(node, {})
+            )
+            apply_attributes(real, node.attrs, call_name)
+            value = call(
+                driver.cuGraphKernelNodeGetAttribute, real, attribute_id(call_name, attr_id),
+                what=call_name,
+            )
+            return value_xyz(attr_id, value)
+        finally:
+            call(driver.cuGraphDestroy, graph)
 
     def graph_upload(self, exec_: object, stream: object | None) -> None:
         made = self._exec_of(exec_)

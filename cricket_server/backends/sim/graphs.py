@@ -15,7 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cricket_server.backends.base import CUDA_ERROR_NOT_SUPPORTED, BackendSession, CudaError
+from cricket_server.backends.base import (
+    CUDA_ERROR_INVALID_VALUE,
+    CUDA_ERROR_NOT_SUPPORTED,
+    BackendSession,
+    CudaError,
+)
 from cricket_server.backends.sim.graph_plan import GraphPlan, check_plan, plan_exec
 from cricket_server.graphs import (
     COND_ASSIGN_DEFAULT,
@@ -31,7 +36,16 @@ from cricket_server.graphs import (
     ExecNode,
 )
 
-__all__ = ["ReplayGraphs", "ReplayExec"]
+__all__ = ["NODE_ATTRIBUTES", "ReplayGraphs", "ReplayExec"]
+
+# CUlaunchAttributeID a kernel node takes on sim -> the range of its values: cooperative,
+# cluster dimensions, cluster scheduling policy, priority, memory sync domain, preferred
+# cluster dimensions, preferred shared memory carveout (-1: the default)
+NODE_ATTRIBUTES = {
+    2: (0, 1), 4: (0, 8), 5: (0, 2), 8: (-(1 << 31), (1 << 31) - 1), 10: (0, 1), 11: (0, 16),
+    14: (-1, 100),
+}  # fmt: skip
+_CLUSTER_DIMS = (4, 11)
 
 
 @dataclass
@@ -76,6 +90,27 @@ class ReplayGraphs(BackendSession):
     def graph_upload(self, exec_: object, stream: object | None) -> None:
         """Nothing to upload: a sim exec is its node list."""
         assert isinstance(exec_, ReplayExec)
+
+    def kernel_node_attribute(
+        self, node: ExecNode, attr_id: int, call: str
+    ) -> tuple[int, int, int]:
+        """The value set, else 0s (the defaults of a node never given one); the attributes
+        a kernel node takes (`NODE_ATTRIBUTES`), with values in their range."""
+        if attr_id not in NODE_ATTRIBUTES:
+            raise CudaError(
+                CUDA_ERROR_INVALID_VALUE,
+                f"{call}: launch attribute {attr_id} is not one a kernel node takes on sim",
+            )
+        for a, x, y, z in node.attrs:
+            low, high = NODE_ATTRIBUTES[a]
+            if not all(low <= v <= high for v in ((x, y, z) if a in _CLUSTER_DIMS else (x,))):
+                raise CudaError(
+                    CUDA_ERROR_INVALID_VALUE,
+                    f"{call}: {(x, y, z) if a in _CLUSTER_DIMS else x} is not a value of "
+                    f"launch attribute {a} (from {low} to {high})",
+                )
+        values = {a: (x, y, z) for a, x, y, z in node.attrs}
+        return values.get(attr_id, (0, 0, 0))
 
     def graph_launch(
         self, exec_: object, stream: object | None, host_in: Sequence[memoryview]
