@@ -1,7 +1,7 @@
 """Where one cuGraphLaunch's microseconds go: cProfile at each end (client and a sim server
-in separate processes).
+in separate processes; sim unless --backend says otherwise).
 
-    python -m bench.profile_graphs [--launches N] [--token] [--out DIR]
+    python -m bench.profile_graphs [--launches N] [--token] [--backend cuda] [--out DIR]
 
 Runs `bench.graphs`' decoding step (a 4 KiB host-to-device memcpy node, 10 saxpy kernels and,
 with --token, a 4-byte device-to-host memcpy node waited for each step) captured once and
@@ -30,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.profile_graphs")
     parser.add_argument("--launches", type=int, default=2000)
     parser.add_argument("--token", action="store_true", help="copy 4 bytes back, wait each step")
+    parser.add_argument("--backend", default="sim", choices=("sim", "cuda"))
     parser.add_argument("--out", type=Path, default=Path("bench/results/profile-graphs"))
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -41,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         ready = os.path.join(tmp, "ready")
-        server_args = ["--backend", "sim", "--isolation", "thread", "--ready-file", ready,
+        server_args = ["--backend", args.backend, "--isolation", "thread", "--ready-file", ready,
                        "--log-level", "warning", "--listen", "127.0.0.1:0"]  # fmt: skip
         proc = subprocess.Popen(
             [sys.executable, "-m", "bench.profile_calls", "--serve", dump, *server_args]
