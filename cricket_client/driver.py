@@ -691,6 +691,7 @@ from .batch_copies import CUmemcpyAttributes, cuMemcpyBatchAsync, cuMemcpyWithAt
 from .capture_modes import *  # noqa: E402, F403  (capture modes; unsafe calls they govern)
 from .driver_flags import *  # noqa: E402, F403  (flags, attributes, launch variants)
 from .driver_graph_access import *  # noqa: E402, F403  (reading and changing graphs, execs)
+from .driver_graph_attrs import *  # noqa: E402, F403  (kernel-node launch attributes)
 from .driver_graph_mem_cond import *  # noqa: E402, F403  (graph memory, conditional nodes)
 from .driver_graph_nodes import *  # noqa: E402, F403  (polymorphic graph node calls)
 from .driver_graphs import *  # noqa: E402, F403

@@ -7,6 +7,7 @@ the host object and its size. Each launch sends the current bytes of the exec's
 host-to-device slots (so a launch sees the host buffer as it is when cuGraphLaunch is
 called); an exec with device-to-host slots launches synchronously and writes their bytes
 into the host memory before cuGraphLaunch returns. Other launches are pipelined (D6).
+What a launch reads and writes is planned once, when the exec is made (`_LaunchPlan`).
 
 Host nodes and host functions (cuGraphAddHostNode, cuLaunchHostFunc, cuStreamAddCallback)
 answer CUDA_ERROR_NOT_SUPPORTED: their function would have to run on the client in the
@@ -15,7 +16,9 @@ middle of the server's stream.
 
 from __future__ import annotations
 
+import ctypes
 import itertools
+import struct
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -24,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import capture_modes, host_functions
 from ._args import size_t, u64, uint
+from ._driver_base import _stream as _wire_stream
 from ._enums import (
     CUgraphNodeType,
     CUmemorytype,
@@ -33,8 +37,9 @@ from ._enums import (
 from ._types import Handle, as_int
 from .array_types import CUDA_MEMCPY3D
 from .connection import Connection, get_connection
-from .host_buffers import HostBufferError, read_host, write_host
+from .host_buffers import HostBufferError, host_address, read_host, write_host
 from .kernel_args import LaunchArgumentError, LaunchName, pack_kernel_params
+from .known_answers import rule
 
 __all__ = [
     "CUgraph",
@@ -132,11 +137,43 @@ class _HostSlot:
     size: int
 
 
+@dataclass(frozen=True)
+class _LaunchPlan:
+    """What each launch of an exec reads and writes of client host memory, in the order of
+    its host copies: the host object, its size, and a view of it when it is an address (the
+    bytes read and written in place, no copy); buffer objects are viewed at each launch (a
+    view kept would pin a bytearray's size)."""
+
+    inputs: tuple[tuple[Any, int, memoryview | None], ...]
+    outputs: tuple[tuple[Any, int, memoryview | None], ...]
+    in_total: int
+
+
+_NO_PLAN = _LaunchPlan((), (), 0)
+
+
+def _address_view(obj: Any, size: int) -> memoryview | None:
+    addr = host_address(obj)
+    if not addr or not size:
+        return None  # a buffer object, or NULL (refused at each launch, by name)
+    return memoryview((ctypes.c_ubyte * size).from_address(addr)).cast("B")
+
+
+def _plan(state: _GraphState, copies: Sequence[Any]) -> _LaunchPlan:
+    sides: dict[bool, list[tuple[Any, int, memoryview | None]]] = {True: [], False: []}
+    for c in copies:
+        slot = state.slots[c.slot]
+        sides[bool(c.to_device)].append((slot.obj, c.size, _address_view(slot.obj, c.size)))
+    return _LaunchPlan(
+        tuple(sides[True]), tuple(sides[False]), sum(size for _, size, _ in sides[True])
+    )
+
+
 @dataclass
 class _GraphState:
     capturing: set[int] = field(default_factory=set)  # wire stream handles
     slots: dict[int, _HostSlot] = field(default_factory=dict)
-    execs: dict[int, list[Any]] = field(default_factory=dict)  # exec -> graph_host_copy list
+    execs: dict[int, _LaunchPlan] = field(default_factory=dict)  # exec -> its launch plan
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -212,9 +249,7 @@ def _u64(value: Any, what: str) -> int:
 
 
 def _stream(h: Any) -> int:
-    from .driver import _stream as wire_stream
-
-    return wire_stream(h)
+    return _wire_stream(h)
 
 
 def _deps(call: str, deps: Sequence[Any] | None, n: Any) -> list[int]:
@@ -693,7 +728,7 @@ def cuGraphInstantiate(hGraph: Any, flags: int) -> tuple[Any, CUgraphExec | None
     made = r.value
     state = _state(conn)
     with state.lock:
-        state.execs[made.exec] = list(made.host_copies)
+        state.execs[made.exec] = _plan(state, made.host_copies)
     return (_SUCCESS, CUgraphExec(made.exec))
 
 
@@ -707,6 +742,23 @@ def cuGraphExecDestroy(hGraphExec: Any) -> tuple[Any]:
     return _out(err)
 
 
+_LAUNCH_HEAD = struct.Struct(">QQI")  # CU_GRAPH_LAUNCH's exec and stream, host_in's length
+_PADS = (b"", b"\0\0\0", b"\0\0", b"\0")
+_SMALL = 1 << 16  # host bytes sent in the call's own buffer below this (copied once)
+_FORGETS: list[Any] = []
+
+
+def _forget_memory_answers(conn: Connection, args: tuple[Any, ...]) -> None:
+    """What `Connection.post` does for CU_GRAPH_LAUNCH: a graph may free memory (free
+    nodes), so the pointer answers the client knows go."""
+    if not _FORGETS:
+        _FORGETS.append(rule("CU_GRAPH_LAUNCH"))
+    found = _FORGETS[0]
+    if found is not None and found[0] < 0:
+        conn.known.forget(*found[1])
+        conn.known.memory_ends("CU_GRAPH_LAUNCH", args)
+
+
 def cuGraphLaunch(hGraphExec: Any, hStream: Any) -> tuple[Any]:
     """Pipelined, with the current bytes of the exec's host-to-device slots; synchronous
     when the exec copies into client host memory (those bytes are then written)."""
@@ -714,33 +766,45 @@ def cuGraphLaunch(hGraphExec: Any, hStream: Any) -> tuple[Any]:
     conn = get_connection()
     handle = _u64(hGraphExec, "hGraphExec")
     stream = _stream(hStream)
-    state = _state(conn)
-    copies = state.execs.get(handle, [])
-    pieces: list[Any] = []
-    outputs: list[tuple[_HostSlot, int]] = []
-    for c in copies:
-        slot = state.slots[c.slot]
-        if c.to_device:
+    plan = _state(conn).execs.get(handle, _NO_PLAN)
+    try:
+        pieces = [
+            view if view is not None else read_host(obj, size, f"{call}: host memory of a node")
+            for obj, size, view in plan.inputs
+        ]
+    except HostBufferError as exc:
+        return _fail(conn, _INVALID_VALUE, str(exc), 0)  # type: ignore[return-value]
+    if plan.outputs:
+        host_in = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        err, r = conn.sync("CU_GRAPH_LAUNCH_SYNC", handle, stream, host_in)
+        if err:
+            return _out(err)
+        return _write_outputs(conn, plan, memoryview(r.value))
+    n = plan.in_total
+    if n >= _SMALL or conn.replay_log.logging:  # large: sent from the host memory itself
+        data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        if conn.replay_log.logging:
+            data = bytes(data)  # the log keeps the bytes of this launch
+        conn.post("CU_GRAPH_LAUNCH", handle, stream, data)
+        return (_SUCCESS,)
+    _forget_memory_answers(conn, (handle, stream))
+    conn.post_encoded(
+        "CU_GRAPH_LAUNCH", b"".join((_LAUNCH_HEAD.pack(handle, stream, n), *pieces, _PADS[n & 3]))
+    )
+    return (_SUCCESS,)
+
+
+def _write_outputs(conn: Connection, plan: _LaunchPlan, data: memoryview) -> tuple[Any]:
+    """A launch's device-to-host bytes into the exec's host memory, in place."""
+    offset = 0
+    for obj, size, view in plan.outputs:
+        if view is not None:
+            view[:] = data[offset : offset + size]
+        else:
             try:
-                pieces.append(read_host(slot.obj, c.size, f"{call}: host memory of a node"))
+                write_host(obj, data[offset : offset + size], "cuGraphLaunch: host memory of a node")
             except HostBufferError as exc:
                 return _fail(conn, _INVALID_VALUE, str(exc), 0)  # type: ignore[return-value]
-        else:
-            outputs.append((slot, c.size))
-    host_in = b"".join(bytes(p) for p in pieces)
-    if not outputs:
-        conn.post("CU_GRAPH_LAUNCH", handle, stream, host_in)
-        return (_SUCCESS,)
-    err, r = conn.sync("CU_GRAPH_LAUNCH_SYNC", handle, stream, host_in)
-    if err:
-        return _out(err)
-    data = memoryview(r.value)
-    offset = 0
-    for slot, size in outputs:
-        try:
-            write_host(slot.obj, data[offset : offset + size], f"{call}: host memory of a node")
-        except HostBufferError as exc:
-            return _fail(conn, _INVALID_VALUE, str(exc), 0)  # type: ignore[return-value]
         offset += size
     return (_SUCCESS,)
 

@@ -63,6 +63,8 @@ class GraphNodeRecord(Record):
     params: Any  # cricket.x graph_node_params
     deps: list[int]
     origin: int = 0  # the node this one is a clone of (cuGraphNodeFindInClone), 0: none
+    # a kernel node's launch attributes set (cuGraphKernelNodeSetAttribute): id -> (x, y, z)
+    attrs: dict[int, tuple[int, int, int]] = field(default_factory=dict)
 
     @property
     def type(self) -> int:
@@ -91,6 +93,12 @@ class GraphExecRecord(Record):
     nodes: list[GraphNodeRecord]  # copies of the graph's nodes it was made from
     host_copies: list[HostCopy]
     disabled: set[int] = field(default_factory=set)  # nodes cuGraphNodeSetEnabled turned off
+    in_sizes: tuple[int, ...] = field(init=False, default=())  # bytes of each host-to-device
+    in_total: int = field(init=False, default=0)  # copy a launch carries, and their sum
+
+    def __post_init__(self) -> None:  # host copies are fixed when the exec is made
+        self.in_sizes = tuple(c.size for c in self.host_copies if c.to_device)
+        self.in_total = sum(self.in_sizes)
 
 
 @dataclass(frozen=True)
@@ -116,6 +124,7 @@ class ExecNode:
     set: tuple[int, int, int, int, int, int] | None = None
     event: object | None = None
     conditional: tuple[int, int, int, int, tuple[tuple[ExecNode, ...], ...]] | None = None
+    attrs: tuple[tuple[int, int, int, int], ...] = ()  # a kernel's launch attributes set
 
 
 def topological(call: str, nodes: Sequence[GraphNodeRecord]) -> list[GraphNodeRecord]:

@@ -32,6 +32,7 @@ from cricket_server.datapath import DataPathProcedures
 from cricket_server.graph_access_procedures import GraphAccessProcedures
 from cricket_server.graph_procedures import GraphProcedures
 from cricket_server.handle_checks import KIND_SHIFT, tag_masks, wrong_kind
+from cricket_server.kernel_node_attr_procedures import KernelNodeAttrProcedures
 from cricket_server.launch_batch import Launch, decode_launch_batch_args
 from cricket_server.limits import confine_checkpoint_path
 from cricket_server.service_arrays import ArrayProcedures
@@ -111,6 +112,7 @@ def _mem_info(session: Session) -> proto.mem_info:
 class CricketService(
     GraphProcedures,
     GraphAccessProcedures,
+    KernelNodeAttrProcedures,
     BindingProcedures,
     FlagsProcedures,
     DataPathProcedures,

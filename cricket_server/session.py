@@ -53,6 +53,7 @@ from cricket_server.session_core import (
 from cricket_server.session_dev_resources import SessionDevResources
 from cricket_server.session_graph_access import SessionGraphAccess
 from cricket_server.session_graph_nodes import SessionGraphNodes
+from cricket_server.session_kernel_node_attrs import SessionKernelNodeAttrs
 from cricket_server.session_link import SessionLink
 from cricket_server.session_memcalls import PITCH_ALIGNMENT, SessionMemoryCalls
 from cricket_server.session_mempools import SessionMemPools
@@ -252,6 +253,7 @@ class Session(
     SessionTail,
     SessionLink,
     SessionGraphAccess,
+    SessionKernelNodeAttrs,
     SessionGraphNodes,
     SessionPeers,
     SessionContexts,

@@ -322,6 +322,7 @@ class SessionGraphs(
         for h in graph.nodes:  # edges after: one added later may point to an earlier node
             params = self._clone_params(call, self._node(call, h))
             mapping[h] = self._add_node(clone, ctx.handle, params, [], origin=h)
+            self._node(call, mapping[h]).attrs = dict(self._node(call, h).attrs)
         for h in graph.nodes:
             deps = [mapping[d] for d in self._node(call, h).deps]
             self._node(call, mapping[h]).deps.extend(deps)
@@ -370,7 +371,8 @@ class SessionGraphs(
     def _copies(self, call: str, graph: GraphRecord) -> list[GraphNodeRecord]:
         return [
             GraphNodeRecord(
-                handle=n.handle, ctx=n.ctx, graph=n.graph, params=n.params, deps=list(n.deps)
+                handle=n.handle, ctx=n.ctx, graph=n.graph, params=n.params, deps=list(n.deps),
+                attrs=dict(n.attrs),
             )
             for n in (self._node(call, h) for h in graph.nodes)
         ]
@@ -400,6 +402,7 @@ class SessionGraphs(
                         fn_obj, (p.grid_x, p.grid_y, p.grid_z), (p.block_x, p.block_y, p.block_z),
                         p.shared_mem_bytes, bytes(p.params),
                     ),
+                    attrs=tuple((a, *v) for a, v in sorted(node.attrs.items())),
                 )
             if kind == NODE_MEMCPY:
                 dst, src = p.dst, p.src
@@ -429,7 +432,7 @@ class SessionGraphs(
         self.bsession.graph_exec_destroy(record.obj)
         self.handles.remove(handle)
 
-    def graph_launch(self, handle: int, stream: int, host_in: memoryview) -> bytes:
+    def graph_launch(self, handle: int, stream: int, host_in: memoryview) -> bytes | memoryview:
         """Launch; returns the bytes of the exec's device-to-host slots (then it waited)."""
         call = "cuGraphLaunch"
         self.current(call)
@@ -437,19 +440,24 @@ class SessionGraphs(
         if self._capture_of(stream) is not None:
             raise self._unsupported_in_capture(call, stream)
         obj = self._stream(call, stream)
-        sizes = [c.size for c in record.host_copies if c.to_device]
-        if sum(sizes) != len(host_in):
+        sizes = record.in_sizes
+        if record.in_total != len(host_in):
             raise CudaError(
                 CUDA_ERROR_INVALID_VALUE,
-                f"{call}: exec {handle:#x} reads {sum(sizes)} bytes of client host memory per "
-                f"launch, got {len(host_in)}",
+                f"{call}: exec {handle:#x} reads {record.in_total} bytes of client host memory "
+                f"per launch, got {len(host_in)}",
             )
-        inputs, offset = [], 0
-        for size in sizes:
-            inputs.append(host_in[offset : offset + size])
-            offset += size
+        if len(sizes) == 1:
+            inputs = [host_in]
+        else:
+            inputs, offset = [], 0
+            for size in sizes:
+                inputs.append(host_in[offset : offset + size])
+                offset += size
         outputs = self.bsession.graph_launch(record.obj, obj, inputs)
-        return b"".join(bytes(o) for o in outputs)
+        if not outputs:
+            return b""
+        return outputs[0] if len(outputs) == 1 else b"".join(bytes(o) for o in outputs)
 
     def graph_exec_node_set_params(self, handle: int, node: int, params: Any) -> None:
         call = "cuGraphExecKernelNodeSetParams"
@@ -482,7 +490,8 @@ class SessionGraphs(
                 "addresses only (client host memory is fixed when the exec is made)",
             )
         new = GraphNodeRecord(
-            handle=old.handle, ctx=old.ctx, graph=old.graph, params=params, deps=list(old.deps)
+            handle=old.handle, ctx=old.ctx, graph=old.graph, params=params, deps=list(old.deps),
+            attrs=dict(old.attrs),
         )
         exec_node = self._resolver(call)(new, new.handle, (), [])
         self.bsession.graph_exec_set_node(record.obj, exec_node)

@@ -39,6 +39,7 @@ __all__ = [
     'array_image',
     'tex_object_image',
     'setting_image',
+    'node_attribute_image',
     'graph_node_image',
     'graph_image',
     'graph_exec_image',
@@ -75,6 +76,7 @@ __all__ = [
     'xdr_array_image',
     'xdr_tex_object_image',
     'xdr_setting_image',
+    'xdr_node_attribute_image',
     'xdr_graph_node_image',
     'xdr_graph_image',
     'xdr_graph_exec_image',
@@ -570,6 +572,38 @@ class setting_image:
 
 
 @_dc.dataclass(slots=True)
+class node_attribute_image:
+    """struct node_attribute_image."""
+
+    id: int
+    x: int
+    y: int
+    z: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        try:
+            return _xdr_node_attribute_image__S0(self.id, self.x, self.y, self.z)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_node_attribute_image.diagnose(self, e)) from None
+
+    @classmethod
+    def decode(cls, data: Any) -> node_attribute_image:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        try:
+            a0_0, a0_1, a0_2, a0_3, = _xdr_node_attribute_image__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('node_attribute_image', 16, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct node_attribute_image: %s is not a declared enum value' % e) from None
+        return node_attribute_image(a0_0, a0_1, a0_2, a0_3)
+
+
+@_dc.dataclass(slots=True)
 class graph_node_image:
     """struct graph_node_image."""
 
@@ -577,6 +611,7 @@ class graph_node_image:
     dependencies: list[ckpt_handle]
     params: bytes
     origin: ckpt_handle
+    attributes: list[node_attribute_image]
 
     def encode(self) -> bytes:
         """The XDR encoding of this value."""
@@ -906,6 +941,7 @@ xdr_allocation_image = _xdr.Struct('allocation_image')
 xdr_array_image = _xdr.Struct('array_image')
 xdr_tex_object_image = _xdr.Struct('tex_object_image')
 xdr_setting_image = _xdr.Struct('setting_image')
+xdr_node_attribute_image = _xdr.Struct('node_attribute_image')
 xdr_graph_node_image = _xdr.Struct('graph_node_image')
 xdr_graph_image = _xdr.Struct('graph_image')
 xdr_graph_exec_image = _xdr.Struct('graph_exec_image')
@@ -1471,6 +1507,32 @@ def _xdr_setting_image__unpack(dec: _xdr.Decoder) -> setting_image:
     return setting_image(a0_0, a0_1, a0_2)
 
 
+_xdr_node_attribute_image__st0 = _struct.Struct('>iiii')
+_xdr_node_attribute_image__S0, _xdr_node_attribute_image__U0 = _xdr_node_attribute_image__st0.pack, _xdr_node_attribute_image__st0.unpack_from
+_xdr_node_attribute_image__W0 = _xdr_node_attribute_image__st0.unpack
+
+
+def _xdr_node_attribute_image__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_node_attribute_image__S0(v.id, v.x, v.y, v.z)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_node_attribute_image.diagnose(v, e)) from None
+
+
+def _xdr_node_attribute_image__unpack(dec: _xdr.Decoder) -> node_attribute_image:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, = _xdr_node_attribute_image__U0(dec.mv, pos)
+        dec.pos = pos + 16
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct node_attribute_image: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct node_attribute_image: %s is not a declared enum value' % e) from None
+    return node_attribute_image(a0_0, a0_1, a0_2, a0_3)
+
+
 _xdr_graph_node_image__st0 = _struct.Struct('>Q')
 _xdr_graph_node_image__S0, _xdr_graph_node_image__U0 = _xdr_graph_node_image__st0.pack, _xdr_graph_node_image__st0.unpack_from
 _xdr_graph_node_image__st3 = _struct.Struct('>Q')
@@ -1483,6 +1545,7 @@ def _xdr_graph_node_image__pack(enc: _xdr.Encoder, v: Any) -> None:
         _xdr_graph_node_image__p1(enc, v.dependencies)
         _xdr_graph_node_image__p2(enc, v.params)
         enc.buf += _xdr_graph_node_image__S3(v.origin)
+        _xdr_graph_node_image__p4(enc, v.attributes)
     except RecursionError:
         raise
     except Exception as e:
@@ -1499,11 +1562,12 @@ def _xdr_graph_node_image__unpack(dec: _xdr.Decoder) -> graph_node_image:
         pos = dec.pos
         a3_0, = _xdr_graph_node_image__U3(dec.mv, pos)
         dec.pos = pos + 8
+        f4 = _xdr_graph_node_image__u4(dec)
     except _struct.error:
         raise _xdr.XdrDecodeError('struct graph_node_image: data ends early at offset %d' % dec.pos) from None
     except KeyError as e:
         raise _xdr.XdrDecodeError('struct graph_node_image: %s is not a declared enum value' % e) from None
-    return graph_node_image(a0_0, f1, f2, a3_0)
+    return graph_node_image(a0_0, f1, f2, a3_0, f4)
 
 
 _xdr_graph_image__st0 = _struct.Struct('>QQI')
@@ -2105,6 +2169,17 @@ xdr_setting_image.define(
     coders=(_xdr_setting_image__pack, _xdr_setting_image__unpack),
     whole=(setting_image.encode, setting_image.decode),
 )
+xdr_node_attribute_image.define(
+    node_attribute_image,
+    [
+        ('id', _xdr.xdr_int),
+        ('x', _xdr.xdr_int),
+        ('y', _xdr.xdr_int),
+        ('z', _xdr.xdr_int),
+    ],
+    coders=(_xdr_node_attribute_image__pack, _xdr_node_attribute_image__unpack),
+    whole=(node_attribute_image.encode, node_attribute_image.decode),
+)
 xdr_graph_node_image.define(
     graph_node_image,
     [
@@ -2112,6 +2187,7 @@ xdr_graph_node_image.define(
         ('dependencies', _xdr.VarArray(xdr_ckpt_handle, None)),
         ('params', _xdr.VarOpaque(None)),
         ('origin', xdr_ckpt_handle),
+        ('attributes', _xdr.VarArray(xdr_node_attribute_image, None)),
     ],
     coders=(_xdr_graph_node_image__pack, _xdr_graph_node_image__unpack),
 )
@@ -2339,6 +2415,8 @@ _xdr_graph_node_image__p1 = xdr_graph_node_image.fields[1][1].packer()
 _xdr_graph_node_image__u1 = xdr_graph_node_image.fields[1][1].unpacker()
 _xdr_graph_node_image__p2 = xdr_graph_node_image.fields[2][1].packer()
 _xdr_graph_node_image__u2 = xdr_graph_node_image.fields[2][1].unpacker()
+_xdr_graph_node_image__p4 = xdr_graph_node_image.fields[4][1].packer()
+_xdr_graph_node_image__u4 = xdr_graph_node_image.fields[4][1].unpacker()
 _xdr_graph_image__p3 = xdr_graph_image.fields[3][1].packer()
 _xdr_graph_image__u3 = xdr_graph_image.fields[3][1].unpacker()
 _xdr_graph_exec_image__p3 = xdr_graph_exec_image.fields[3][1].packer()
@@ -2442,6 +2520,7 @@ _xdr.ready_all(
     xdr_array_image,
     xdr_tex_object_image,
     xdr_setting_image,
+    xdr_node_attribute_image,
     xdr_graph_node_image,
     xdr_graph_image,
     xdr_graph_exec_image,

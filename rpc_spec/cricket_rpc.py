@@ -261,6 +261,9 @@ __all__ = [
     'CU_GRAPH_NODE_FIND_IN_CLONE',
     'CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS',
     'CU_GRAPH_DEBUG_DOT',
+    'CU_GRAPH_KERNEL_NODE_GET_ATTRIBUTE',
+    'CU_GRAPH_KERNEL_NODE_SET_ATTRIBUTE',
+    'CU_GRAPH_KERNEL_NODE_COPY_ATTRIBUTES',
     'CU_PROFILER_START',
     'CU_PROFILER_STOP',
     'CU_STREAM_BEGIN_CAPTURE_TO_GRAPH',
@@ -319,6 +322,7 @@ __all__ = [
     'launch_attribute',
     'launch_ex_args',
     'cluster_config',
+    'launch_attribute_result',
     'graph_kernel_params',
     'graph_memcpy_params',
     'graph_memset_params',
@@ -424,6 +428,7 @@ __all__ = [
     'xdr_launch_attribute',
     'xdr_launch_ex_args',
     'xdr_cluster_config',
+    'xdr_launch_attribute_result',
     'xdr_graph_kernel_params',
     'xdr_graph_memcpy_params',
     'xdr_graph_memset_params',
@@ -726,6 +731,9 @@ CU_GRAPH_NODE_GET_ENABLED = 804
 CU_GRAPH_NODE_FIND_IN_CLONE = 806
 CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS = 807
 CU_GRAPH_DEBUG_DOT = 805
+CU_GRAPH_KERNEL_NODE_GET_ATTRIBUTE = 860
+CU_GRAPH_KERNEL_NODE_SET_ATTRIBUTE = 861
+CU_GRAPH_KERNEL_NODE_COPY_ATTRIBUTES = 862
 CU_PROFILER_START = 870
 CU_PROFILER_STOP = 871
 CU_STREAM_BEGIN_CAPTURE_TO_GRAPH = 880
@@ -2028,6 +2036,27 @@ class cluster_config:
 
 
 @_dc.dataclass(slots=True)
+class launch_attribute_result:
+    """union launch_attribute_result: ``err`` selects the arm; ``value`` holds its value."""
+
+    err: int
+    value: Any = None
+
+    value_ = _xdr.arm_property(
+        'launch_attribute_result', 'value', 'err', frozenset([0]), frozenset([0])
+    )
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_launch_attribute_result.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> launch_attribute_result:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_launch_attribute_result.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
 class graph_kernel_params:
     """struct graph_kernel_params."""
 
@@ -2977,6 +3006,7 @@ xdr_resource_desc_result = _xdr.Union('resource_desc_result')
 xdr_launch_attribute = _xdr.Struct('launch_attribute')
 xdr_launch_ex_args = _xdr.Struct('launch_ex_args')
 xdr_cluster_config = _xdr.Struct('cluster_config')
+xdr_launch_attribute_result = _xdr.Union('launch_attribute_result')
 xdr_graph_kernel_params = _xdr.Struct('graph_kernel_params')
 xdr_graph_memcpy_params = _xdr.Struct('graph_memcpy_params')
 xdr_graph_memset_params = _xdr.Struct('graph_memset_params')
@@ -4905,6 +4935,15 @@ xdr_cluster_config.define(
         ('attrs', xdr_launch_attribute_list),
     ],
     coders=(_xdr_cluster_config__pack, _xdr_cluster_config__unpack),
+)
+xdr_launch_attribute_result.define(
+    launch_attribute_result,
+    'err',
+    _xdr.xdr_int,
+    [
+        ((0,), xdr_launch_attribute),
+    ],
+    default=_xdr.xdr_void,
 )
 xdr_graph_kernel_params.define(
     graph_kernel_params,
@@ -6847,6 +6886,38 @@ def _plan_a43_decode_args(body: Any) -> tuple[Any, ...]:
     if len(body) != 24:
         raise _xdr.XdrDecodeError('arguments of %d bytes, not 24' % len(body))
     return _plan_a43_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_xdr_launch_attribute_result_R = _struct.Struct('>iiiii')
+_plan_xdr_launch_attribute_result_RP, _plan_xdr_launch_attribute_result_RU = _plan_xdr_launch_attribute_result_R.pack, _plan_xdr_launch_attribute_result_R.unpack
+
+
+def _plan_xdr_launch_attribute_result_decode_reply(body: Any) -> tuple[Any, ...]:
+    if len(body) == 20:
+        r = _plan_xdr_launch_attribute_result_RU(body)
+        if r[0] == 0:
+            return r  # type: ignore[no-any-return]
+    elif len(body) == 4:
+        (err,) = _xdr_plan_I(body)
+        if err != 0:
+            return (err, None, None, None, None)
+    v = xdr_launch_attribute_result.decode(body)  # what else the codec takes, or its error
+    if v.value is None:
+        return (v.err, None, None, None, None)
+    return (v.err, v.value.id, v.value.x, v.value.y, v.value.z)
+
+
+def _plan_xdr_launch_attribute_result_encode_result(v: Any) -> list[Any]:
+    try:
+        if v.err == 0:
+            return [_plan_xdr_launch_attribute_result_RP(0, v.value.id, v.value.x, v.value.y, v.value.z)]
+        if v.value is None:
+            return [_xdr_plan_IP(v.err)]
+    except (_struct.error, TypeError, OverflowError, AttributeError):
+        pass  # the codec says what is wrong
+    enc = _xdr.Encoder()
+    xdr_launch_attribute_result.pack(enc, v)
+    return [b for b in enc.buffers() if len(b)]
 
 
 class CRICKET_V1_Client:
@@ -10361,6 +10432,54 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 805, _enc.buffers())
         return _Pending(call, xdr_mem_result.decode)
 
+    def CU_GRAPH_KERNEL_NODE_GET_ATTRIBUTE(self, arg1: cu_handle, arg2: int, *, timeout: float | None = None) -> launch_attribute_result:
+        """Call CU_GRAPH_KERNEL_NODE_GET_ATTRIBUTE (860) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 860, _enc.buffers(), timeout=timeout)
+        return xdr_launch_attribute_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_KERNEL_NODE_GET_ATTRIBUTE_async(self, arg1: cu_handle, arg2: int) -> _Pending:
+        """Send CU_GRAPH_KERNEL_NODE_GET_ATTRIBUTE (860); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 860, _enc.buffers())
+        return _Pending(call, xdr_launch_attribute_result.decode)
+
+    def CU_GRAPH_KERNEL_NODE_SET_ATTRIBUTE(self, arg1: cu_handle, arg2: launch_attribute, *, timeout: float | None = None) -> int:
+        """Call CU_GRAPH_KERNEL_NODE_SET_ATTRIBUTE (861) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_launch_attribute.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 861, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_KERNEL_NODE_SET_ATTRIBUTE_async(self, arg1: cu_handle, arg2: launch_attribute) -> _Pending:
+        """Send CU_GRAPH_KERNEL_NODE_SET_ATTRIBUTE (861); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_launch_attribute.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 861, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_GRAPH_KERNEL_NODE_COPY_ATTRIBUTES(self, arg1: cu_handle, arg2: cu_handle, *, timeout: float | None = None) -> int:
+        """Call CU_GRAPH_KERNEL_NODE_COPY_ATTRIBUTES (862) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 862, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_KERNEL_NODE_COPY_ATTRIBUTES_async(self, arg1: cu_handle, arg2: cu_handle) -> _Pending:
+        """Send CU_GRAPH_KERNEL_NODE_COPY_ATTRIBUTES (862); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_cu_handle.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 862, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
     def CU_PROFILER_START(self, *, timeout: float | None = None) -> int:
         """Call CU_PROFILER_START (870) and wait for its result."""
         body = self._rpc.call(0x20c0ffee, 1, 870, b"", timeout=timeout)
@@ -11556,6 +11675,21 @@ class CRICKET_V1_Server:
             _Facts(replay='readonly', handles=((0, ('graph',)),)),
             plan=_Plan(encode_args=_plan_a30_encode_args, decode_args=_plan_a30_decode_args),
         ),
+        860: _Procedure(
+            860, 'CU_GRAPH_KERNEL_NODE_GET_ATTRIBUTE', (xdr_cu_handle, _xdr.xdr_int), xdr_launch_attribute_result,
+            _Facts(replay='readonly', handles=((0, ('graph_node',)),)),
+            plan=_Plan(encode_args=_plan_a21_encode_args, decode_args=_plan_a21_decode_args, decode_reply=_plan_xdr_launch_attribute_result_decode_reply, encode_result=_plan_xdr_launch_attribute_result_encode_result),
+        ),
+        861: _Procedure(
+            861, 'CU_GRAPH_KERNEL_NODE_SET_ATTRIBUTE', (xdr_cu_handle, xdr_launch_attribute), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('graph_node',)),)),
+            plan=_Plan(decode_reply=_xdr_plan_status),
+        ),
+        862: _Procedure(
+            862, 'CU_GRAPH_KERNEL_NODE_COPY_ATTRIBUTES', (xdr_cu_handle, xdr_cu_handle), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('graph_node',)), (1, ('graph_node',)))),
+            plan=_Plan(encode_args=_plan_a23_encode_args, decode_args=_plan_a23_decode_args, decode_reply=_xdr_plan_status),
+        ),
         870: _Procedure(
             870, 'CU_PROFILER_START', (), _xdr.xdr_int,
             _Facts(replay='readonly'),
@@ -12491,6 +12625,18 @@ class CRICKET_V1_Server:
         """CU_GRAPH_DEBUG_DOT (805): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_DEBUG_DOT")
 
+    def CU_GRAPH_KERNEL_NODE_GET_ATTRIBUTE(self, ctx: Any, arg1: cu_handle, arg2: int) -> launch_attribute_result:
+        """CU_GRAPH_KERNEL_NODE_GET_ATTRIBUTE (860): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_KERNEL_NODE_GET_ATTRIBUTE")
+
+    def CU_GRAPH_KERNEL_NODE_SET_ATTRIBUTE(self, ctx: Any, arg1: cu_handle, arg2: launch_attribute) -> int:
+        """CU_GRAPH_KERNEL_NODE_SET_ATTRIBUTE (861): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_KERNEL_NODE_SET_ATTRIBUTE")
+
+    def CU_GRAPH_KERNEL_NODE_COPY_ATTRIBUTES(self, ctx: Any, arg1: cu_handle, arg2: cu_handle) -> int:
+        """CU_GRAPH_KERNEL_NODE_COPY_ATTRIBUTES (862): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_KERNEL_NODE_COPY_ATTRIBUTES")
+
     def CU_PROFILER_START(self, ctx: Any) -> int:
         """CU_PROFILER_START (870): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_PROFILER_START")
@@ -12567,6 +12713,7 @@ _xdr.ready_all(
     xdr_launch_attribute,
     xdr_launch_ex_args,
     xdr_cluster_config,
+    xdr_launch_attribute_result,
     xdr_graph_kernel_params,
     xdr_graph_memcpy_params,
     xdr_graph_memset_params,

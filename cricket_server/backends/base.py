@@ -364,6 +364,14 @@ class BackendSession(abc.ABC):
         """Make the exec ready to launch, in `stream`'s order (cuGraphUpload)."""
         raise not_supported("cuGraphUpload")
 
+    def kernel_node_attribute(
+        self, node: ExecNode, attr_id: int, call: str
+    ) -> tuple[int, int, int]:
+        """The (x, y, z) of launch attribute `attr_id` of kernel node `node` (an exec node
+        whose `attrs` are those set), as a graph's node answers; refuses, naming `call`, an
+        attribute or value the device takes for no kernel node."""
+        raise not_supported("cuGraphKernelNodeGetAttribute")
+
     def graph_exec_destroy(self, exec_: object) -> None:  # noqa: B027 - optional hook
         """Free an exec (nothing to free by default)."""
 

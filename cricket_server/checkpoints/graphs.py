@@ -33,6 +33,9 @@ def _node_image(node: GraphNodeRecord) -> ck.graph_node_image:
     return ck.graph_node_image(
         handle=node.handle, dependencies=list(node.deps), params=node.params.encode(),
         origin=node.origin,
+        attributes=[
+            ck.node_attribute_image(id=a, x=x, y=y, z=z) for a, (x, y, z) in sorted(node.attrs.items())
+        ],
     )
 
 
@@ -90,7 +93,7 @@ def _nodes(
         nodes.append(
             GraphNodeRecord(
                 handle=n.handle, ctx=ctx, graph=owner, params=params, deps=list(n.dependencies),
-                origin=n.origin,
+                origin=n.origin, attrs={a.id: (a.x, a.y, a.z) for a in n.attributes},
             )
         )
     return nodes
@@ -109,7 +112,7 @@ def restore_graphs(
         for node in _nodes(path, g.handle, g.nodes, g.ctx):
             session.handles.add_with_handle(
                 node.handle, GraphNodeRecord, ctx=node.ctx, graph=g.handle,
-                params=node.params, deps=node.deps, origin=node.origin,
+                params=node.params, deps=node.deps, origin=node.origin, attrs=node.attrs,
             )
             record.nodes.append(node.handle)
     for e in execs:

@@ -104,7 +104,7 @@ def _plain_value(proc: ir.ProcedureDef, index: int, ptr: int, channels: int) -> 
         "cluster_config": proto.cluster_config(1, 1, 1, 32, 1, 1, 0, []),
         "graph_node_list": [], "graph_node_params": proto.graph_node_params(5),
         "graph_memcpy_params": proto.graph_memcpy_params(False, ptr, False, ptr, 16),
-        "stream_mem_op_list": [],
+        "stream_mem_op_list": [], "launch_attribute": proto.launch_attribute(8, 0, 0, 0),
     }.get(name, 0)
 
 

@@ -65,7 +65,9 @@ _DUMMY: dict[str, Any] = {
     "length": 16, "ByteCount": 16, "pResViewDesc": None, "path": os.devnull,
 }
 _HOST = {"srcHost", "dstHost", "src", "dst"}
-_NOT_HOST = {"cuStreamCopyAttributes": {"src", "dst"}}  # streams by those names
+_NOT_HOST = {  # streams or graph nodes by those names
+    "cuStreamCopyAttributes": {"src", "dst"}, "cuGraphKernelNodeCopyAttributes": {"src", "dst"},
+}
 
 
 def _arguments(fn: Any) -> list[Any]:

@@ -193,6 +193,13 @@ BACKEND_NEEDS: dict[str, tuple[str, ...]] = {
         "func_param_info", "graph_exec_set_node", "kernel_get_function",
     ),
     "CU_GRAPH_DEBUG_DOT": ("func_param_info", "graph_debug_dot", "kernel_get_function"),
+    "CU_GRAPH_KERNEL_NODE_GET_ATTRIBUTE": (
+        "func_param_info", "kernel_get_function", "kernel_node_attribute",
+    ),
+    "CU_GRAPH_KERNEL_NODE_SET_ATTRIBUTE": (
+        "func_param_info", "kernel_get_function", "kernel_node_attribute",
+    ),
+    "CU_GRAPH_KERNEL_NODE_COPY_ATTRIBUTES": (),
     "CU_FUNC_GET_NAME": ("kernel_get_function",),
     "CU_KERNEL_GET_NAME": (),
     "CU_GRAPH_GET_ID": (),

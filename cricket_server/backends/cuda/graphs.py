@@ -1,10 +1,10 @@
 """CUDA graphs on the `cuda` backend: each exec is a real CUgraph built from the session's
 nodes (cuGraphAdd*Node) and instantiated (cuGraphInstantiate); a launch is one cuGraphLaunch.
 
-Client host memory in memcpy nodes becomes page-locked buffers of the exec's own: a launch
-first waits for the exec's previous launch to be done with them (an event recorded after
-each launch), fills the host-to-device ones with the bytes the client sent, launches, and,
-when the exec copies to host memory, waits for the stream and returns those buffers' bytes.
+Client host memory in memcpy nodes becomes page-locked stages of the exec's own, planned
+when it is made (`graph_staging`): a launch copies the bytes the client sent into an idle
+stage (a small ring, so queued launches do not wait for earlier ones), launches, and, when
+the exec copies to host memory, waits for this launch and returns those bytes.
 
 Conditional nodes are the driver's: each exec creates a real conditional handle per node
 (cuGraphConditionalHandleCreate on the real graph that holds the node, with the session
@@ -18,7 +18,6 @@ alloc and free nodes are empty nodes here: their memory is the session heap's.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import tempfile
 from collections.abc import Sequence
@@ -27,6 +26,13 @@ from typing import Any
 
 from ..base import CUDA_ERROR_INVALID_VALUE, BackendSession, CudaError
 from ._driver import call, driver
+from .graph_staging import HostStaging
+from .kernel_node_attrs import (
+    apply_attributes,
+    attribute_id,
+    check_attribute,
+    value_xyz,
+)
 
 __all__ = ["CudaExec", "CudaGraphs"]
 
@@ -38,10 +44,7 @@ class CudaExec:
     graph: Any  # the CUgraph it was instantiated from (kept for node updates)
     exec: Any  # CUgraphExec
     nodes: dict[object, Any]  # ExecNode key -> CUgraphNode
-    inputs: list[tuple[int, int]] = field(default_factory=list)  # pinned (address, size)
-    outputs: list[tuple[int, int]] = field(default_factory=list)
-    done: Any = None  # event recorded after each launch that uses the pinned buffers
-    launched: bool = False
+    staging: HostStaging | None = None  # client host memory of memcpy nodes (pinned)
     handles: dict[int, int] = field(default_factory=dict)  # session -> real conditional handle
 
 
@@ -61,11 +64,11 @@ class CudaGraphs(BackendSession):
         graph = call(driver.cuGraphCreate, 0)
         made = CudaExec(graph, None, {})
         try:
+            made.staging = HostStaging.plan(nodes)
             self._populate(made, graph, nodes, state.context.handle)
             made.exec = call(driver.cuGraphInstantiate, graph, 0)
-            if made.inputs or made.outputs:
-                flags = driver.CUevent_flags.CU_EVENT_DISABLE_TIMING
-                made.done = call(driver.cuEventCreate, flags)
+            if made.staging is not None:
+                made.staging.nodes = made.nodes
         except BaseException:
             self._free_exec(made)
             raise
@@ -102,36 +105,22 @@ class CudaGraphs(BackendSession):
             self._populate(made, body_graph, body, ctx)
         return added
 
-    def _pinned(self, size: int) -> int:
-        return int(call(driver.cuMemHostAlloc, size, driver.CU_MEMHOSTALLOC_PORTABLE))
-
     def _add_node(self, made: CudaExec, graph: Any, deps: list[Any], node: Any, ctx: Any) -> Any:
         n = len(deps)
         if node.type == _KERNEL:
             params = self._kernel_params(node, made.handles)
-            return call(driver.cuGraphAddKernelNode, graph, deps, n, params)
+            added = call(driver.cuGraphAddKernelNode, graph, deps, n, params)
+            apply_attributes(added, node.attrs, "cuGraphInstantiate")
+            return added
         if node.type == _MEMCPY:
             dst_host, dst, src_host, src, size = node.copy
-            p = driver.CUDA_MEMCPY3D()
-            if src_host:
-                address = self._pinned(size)
-                made.inputs.append((address, size))
-                p.srcMemoryType = driver.CUmemorytype.CU_MEMORYTYPE_HOST
-                p.srcHost = address
+            if (src_host or dst_host) and made.staging is not None:  # stage 0's host memory
+                p = made.staging.stages[0].params[node.key]
             else:
-                p.srcMemoryType = driver.CUmemorytype.CU_MEMORYTYPE_DEVICE
-                p.srcDevice = driver.CUdeviceptr(src)
-            if dst_host:
-                address = self._pinned(size)
-                made.outputs.append((address, size))
-                p.dstMemoryType = driver.CUmemorytype.CU_MEMORYTYPE_HOST
-                p.dstHost = address
-            else:
-                p.dstMemoryType = driver.CUmemorytype.CU_MEMORYTYPE_DEVICE
-                p.dstDevice = driver.CUdeviceptr(dst)
-            p.WidthInBytes = size
-            p.Height = 1
-            p.Depth = 1
+                p = driver.CUDA_MEMCPY3D()
+                p.srcMemoryType = p.dstMemoryType = driver.CUmemorytype.CU_MEMORYTYPE_DEVICE
+                p.srcDevice, p.dstDevice = driver.CUdeviceptr(src), driver.CUdeviceptr(dst)
+                p.WidthInBytes, p.Height, p.Depth = size, 1, 1
             return call(driver.cuGraphAddMemcpyNode, graph, deps, n, p, ctx)
         if node.type == _MEMSET:
             return call(driver.cuGraphAddMemsetNode, graph, deps, n, self._memset_params(node), ctx)
@@ -205,6 +194,7 @@ class CudaGraphs(BackendSession):
         state = self._state()  # type: ignore[attr-defined]
         made = CudaExec(call(driver.cuGraphCreate, 0), None, {})
         try:
+            made.staging = HostStaging.plan(nodes)
             self._populate(made, made.graph, nodes, state.context.handle)
             with tempfile.TemporaryDirectory(prefix="cricket-dot-") as folder:
                 path = os.path.join(folder, "graph.dot")
@@ -213,6 +203,26 @@ class CudaGraphs(BackendSession):
                     return f.read()
         finally:
             self._free_exec(made)
+
+    def kernel_node_attribute(
+        self, node: Any, attr_id: int, call_name: str
+    ) -> tuple[int, int, int]:
+        """Asked of the driver: the node with its attributes set on a scratch graph."""
+        self._state()  # type: ignore[attr-defined]
+        check_attribute(call_name, attr_id)
+        graph = call(driver.cuGraphCreate, 0)
+        try:
+            real = call(
+                driver.cuGraphAddKernelNode, graph, [], 0, self._kernel_params(node, {})
+            )
+            apply_attributes(real, node.attrs, call_name)
+            value = call(
+                driver.cuGraphKernelNodeGetAttribute, real, attribute_id(call_name, attr_id),
+                what=call_name,
+            )
+            return value_xyz(attr_id, value)
+        finally:
+            call(driver.cuGraphDestroy, graph)
 
     def graph_upload(self, exec_: object, stream: object | None) -> None:
         made = self._exec_of(exec_)
@@ -223,21 +233,17 @@ class CudaGraphs(BackendSession):
         self, exec_: object, stream: object | None, host_in: Sequence[memoryview]
     ) -> list[bytes | memoryview]:
         made = self._exec_of(exec_)
-        self._state()  # type: ignore[attr-defined]
+        state = self._state()  # type: ignore[attr-defined]
         hstream = self._stream(stream)  # type: ignore[attr-defined]
-        if made.done is not None and made.launched:
-            call(driver.cuEventSynchronize, made.done)  # the previous launch is done with them
-        for (address, size), data in zip(made.inputs, host_in, strict=True):
-            ctypes.memmove(address, bytes(data), size)
+        staging = made.staging
+        if staging is None:
+            call(driver.cuGraphLaunch, made.exec, hstream)
+            return []
+        stage = staging.prepare(made.exec, state.context.handle)
+        staging.fill(host_in)
         call(driver.cuGraphLaunch, made.exec, hstream)
-        if made.done is None:
-            return []
-        call(driver.cuEventRecord, made.done, hstream)
-        made.launched = True
-        if not made.outputs:
-            return []
-        call(driver.cuStreamSynchronize, hstream)
-        return [ctypes.string_at(address, size) for address, size in made.outputs]
+        staging.launched(stage, hstream)
+        return [staging.results(stage)] if staging.out_total else []
 
     def graph_exec_destroy(self, exec_: object) -> None:
         made = self._exec_of(exec_)
@@ -254,22 +260,18 @@ class CudaGraphs(BackendSession):
     def _free_exec(made: CudaExec) -> None:
         """Destroy what an exec holds; raises the first failure after trying everything."""
         errors: list[CudaError] = []
+        if made.staging is not None:  # waits for the launches that use it
+            errors += made.staging.free()
+            made.staging = None
         steps: list[tuple[Any, Any]] = []
-        if made.done is not None:
-            steps.append((driver.cuEventSynchronize, made.done))
         if made.exec is not None:
             steps.append((driver.cuGraphExecDestroy, made.exec))
         steps.append((driver.cuGraphDestroy, made.graph))
-        if made.done is not None:
-            steps.append((driver.cuEventDestroy, made.done))
-        steps += [(driver.cuMemFreeHost, a) for a, _ in made.inputs + made.outputs]
         for fn, arg in steps:
             try:
                 call(fn, arg)
             except CudaError as e:
                 errors.append(e)
-        made.inputs.clear()
-        made.outputs.clear()
         if errors:
             raise errors[0]
 

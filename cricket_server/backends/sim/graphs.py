@@ -13,8 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from cricket_server.backends.base import CUDA_ERROR_NOT_SUPPORTED, BackendSession, CudaError
+from cricket_server.backends.base import (
+    CUDA_ERROR_INVALID_VALUE,
+    CUDA_ERROR_NOT_SUPPORTED,
+    BackendSession,
+    CudaError,
+)
+from cricket_server.backends.sim.graph_plan import GraphPlan, check_plan, plan_exec
 from cricket_server.graphs import (
     COND_ASSIGN_DEFAULT,
     COND_IF,
@@ -29,13 +36,25 @@ from cricket_server.graphs import (
     ExecNode,
 )
 
-__all__ = ["ReplayGraphs", "ReplayExec"]
+__all__ = ["NODE_ATTRIBUTES", "ReplayGraphs", "ReplayExec"]
+
+# CUlaunchAttributeID a kernel node takes on sim -> the range of its values: cooperative,
+# cluster dimensions, cluster scheduling policy, priority, memory sync domain, preferred
+# cluster dimensions, preferred shared memory carveout (-1: the default)
+NODE_ATTRIBUTES = {
+    2: (0, 1), 4: (0, 8), 5: (0, 2), 8: (-(1 << 31), (1 << 31) - 1), 10: (0, 1), 11: (0, 16),
+    14: (-1, 100),
+}  # fmt: skip
+_CLUSTER_DIMS = (4, 11)
 
 
 @dataclass
 class ReplayExec:
     nodes: list[ExecNode] = field(default_factory=list)
     disabled: set[object] = field(default_factory=set)  # keys of nodes turned off
+    plan: GraphPlan | None = None  # made at the first launch (`graph_plan`); None: not yet
+    replay: bool = False  # the nodes need the replay (no plan)
+    last: Any = None  # the stream item that ends its latest launch
 
 
 class ReplayGraphs(BackendSession):
@@ -52,6 +71,7 @@ class ReplayGraphs(BackendSession):
                 exec_.nodes[i] = ExecNode(
                     old.key, node.type, old.deps, node.kernel, node.copy, node.set, node.event
                 )
+                exec_.plan, exec_.replay = None, False
                 return
 
     def graph_exec_set_enabled(self, exec_: object, key: object, enabled: bool) -> None:
@@ -60,6 +80,7 @@ class ReplayGraphs(BackendSession):
             exec_.disabled.discard(key)
         else:
             exec_.disabled.add(key)
+        exec_.plan, exec_.replay = None, False
 
     def graph_debug_dot(self, nodes: Sequence[ExecNode], flags: int) -> str:
         """The graph as sim keeps it: one DOT node per exec node (child graphs flattened),
@@ -70,13 +91,80 @@ class ReplayGraphs(BackendSession):
         """Nothing to upload: a sim exec is its node list."""
         assert isinstance(exec_, ReplayExec)
 
+    def kernel_node_attribute(
+        self, node: ExecNode, attr_id: int, call: str
+    ) -> tuple[int, int, int]:
+        """The value set, else 0s (the defaults of a node never given one); the attributes
+        a kernel node takes (`NODE_ATTRIBUTES`), with values in their range."""
+        if attr_id not in NODE_ATTRIBUTES:
+            raise CudaError(
+                CUDA_ERROR_INVALID_VALUE,
+                f"{call}: launch attribute {attr_id} is not one a kernel node takes on sim",
+            )
+        for a, x, y, z in node.attrs:
+            low, high = NODE_ATTRIBUTES[a]
+            if not all(low <= v <= high for v in ((x, y, z) if a in _CLUSTER_DIMS else (x,))):
+                raise CudaError(
+                    CUDA_ERROR_INVALID_VALUE,
+                    f"{call}: {(x, y, z) if a in _CLUSTER_DIMS else x} is not a value of "
+                    f"launch attribute {a} (from {low} to {high})",
+                )
+        values = {a: (x, y, z) for a, x, y, z in node.attrs}
+        return values.get(attr_id, (0, 0, 0))
+
     def graph_launch(
         self, exec_: object, stream: object | None, host_in: Sequence[memoryview]
     ) -> list[bytes | memoryview]:
+        """Launch `exec_` on `stream`, after its previous launch (CUDA orders the launches of
+        one exec, whatever their streams)."""
         assert isinstance(exec_, ReplayExec)
+        target = self._stream(stream, "cuGraphLaunch")  # type: ignore[attr-defined]
+        target.context.check()
+        prev = exec_.last
+        after = [prev] if prev is not None and not prev.done.is_set() else []
+        if not exec_.replay:
+            plan = exec_.plan
+            if plan is None or plan.context is not target.context:
+                nodes = [n for n in exec_.nodes if n.key not in exec_.disabled]
+                plan = exec_.plan = plan_exec(self, nodes, target.context)
+                exec_.replay = plan is None
+            if plan is not None:
+                return self._run_plan(exec_, plan, target, host_in, after)
+        if after:  # the replay's first item waits for the previous launch
+            target.submit(_nothing, after)
         out: list[bytes | memoryview] = []
         nodes = [n for n in exec_.nodes if n.key not in exec_.disabled]
         self._replay(nodes, stream, host_in, out)
+        exec_.last = target.tail
+        return out
+
+    def _run_plan(
+        self,
+        exec_: ReplayExec,
+        plan: GraphPlan,
+        target: Any,
+        host_in: Sequence[memoryview],
+        after: list[Any],
+    ) -> list[bytes | memoryview]:
+        """The planned exec as one item of `target` (after the items in `after`); waits for
+        it when it copies to host memory (those bytes are the answer)."""
+        check_plan(self, plan)
+        data = [bytes(v) for v in host_in]  # the item outlives the caller's buffer
+        steps = plan.steps
+        out: list[Any] = [b""] * plan.outputs
+
+        def run() -> None:
+            for step in steps:
+                step(data, out)
+
+        if not plan.outputs:
+            exec_.last = target.submit(run, after)
+            return []
+        for work in after:
+            work.done.wait()
+        target.run(run)
+        exec_.last = target.tail
+        target.context.check()
         return out
 
     def _replay(
@@ -109,6 +197,10 @@ class ReplayGraphs(BackendSession):
                 self.event_record(node.event, stream)
             elif node.type == NODE_WAIT_EVENT:
                 self.stream_wait_event(stream, node.event, 0)
+
+
+def _nothing() -> None:
+    """A stream item that only orders: it runs once the items it waits for are done."""
 
 
 def _value(conditional: tuple) -> int:  # type: ignore[type-arg]
