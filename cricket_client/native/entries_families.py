@@ -22,6 +22,7 @@ from ..connection import get_connection as _conn
 from ..driver_flags import _STREAM_FIELDS
 from ..driver_graphs import CUDA_KERNEL_NODE_PARAMS
 from ..driver_tail import CUtensorMap
+from ..launch_types import CLUSTER_DIMENSION, PREFERRED_CLUSTER_DIMENSION, SCALAR_FIELDS
 from ..resource_types import CUdevResource
 from .entries import INVALID_VALUE, SUCCESS, _entry, _err, _func, _ints, _words, ffi
 
@@ -954,3 +955,39 @@ def launch_config(c: Any) -> SimpleNamespace:
         sharedMemBytes=c.sharedMemBytes, hStream=int(ffi.cast("uintptr_t", c.hStream)),
         attrs=attrs, numAttrs=len(attrs),
     )  # fmt: skip
+
+
+# -- a kernel node's launch attributes (CUkernelNodeAttrValue: CUlaunchAttributeValue's union) --
+
+
+@_entry
+def cuGraphKernelNodeGetAttribute(node: int, attr: int, value: Any) -> int:
+    """The value written into the caller's union as cuda.h lays it out (cluster dimensions
+    as three unsigned ints, a scalar in the first four bytes, the rest zero)."""
+    at = int(ffi.cast("uintptr_t", value))  # `void *` arrives as its address
+    if not at:
+        return INVALID_VALUE
+    err, got = driver.cuGraphKernelNodeGetAttribute(node, attr)
+    if err:
+        return int(err)
+    ffi.memmove(ffi.cast("void *", at), bytes(_ATTRIBUTE_SIZE - 8), _ATTRIBUTE_SIZE - 8)
+    if attr in (CLUSTER_DIMENSION, PREFERRED_CLUSTER_DIMENSION):
+        dim = got.clusterDim if attr == CLUSTER_DIMENSION else got.preferredClusterDim
+        cells = ffi.cast("unsigned int *", at)
+        cells[0], cells[1], cells[2] = int(dim.x), int(dim.y), int(dim.z)
+    elif attr in SCALAR_FIELDS:
+        ffi.cast("int *", at)[0] = int(getattr(got, SCALAR_FIELDS[attr]))
+    return SUCCESS
+
+
+@_entry
+def cuGraphKernelNodeSetAttribute(node: int, attr: int, value: Any) -> int:
+    at = int(ffi.cast("uintptr_t", value))
+    if not at:
+        return INVALID_VALUE
+    return _err(driver.cuGraphKernelNodeSetAttribute(node, attr, _AttributeValue(at)))
+
+
+@_entry
+def cuGraphKernelNodeCopyAttributes(dst: int, src: int) -> int:
+    return _err(driver.cuGraphKernelNodeCopyAttributes(dst, src))

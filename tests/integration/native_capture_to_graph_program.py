@@ -42,5 +42,26 @@ ok(cu.cuStreamSynchronize(stream))
 print("batch copies", bool((back == src).all()))
 print("batch without attributes", cu.cuMemcpyBatchAsync([dev], [host_src], [256], 1, [], [], 0, stream)[0].name)
 ok(cu.cuMemFree(dev))
+from pathlib import Path  # noqa: E402
+
+cubin = Path(__file__).resolve().parents[1] / "kernels" / "test_kernels.sm_90.cubin"
+module = ok(cu.cuModuleLoadData(cubin.read_bytes()))
+params = cu.CUDA_KERNEL_NODE_PARAMS()
+params.func = ok(cu.cuModuleGetFunction(module, b"empty"))
+params.gridDimX = params.gridDimY = params.gridDimZ = 1
+params.blockDimX = params.blockDimY = params.blockDimZ = 1
+params.kernelParams = 0
+graph = ok(cu.cuGraphCreate(0))
+a = ok(cu.cuGraphAddKernelNode(graph, None, 0, params))
+b = ok(cu.cuGraphAddKernelNode(graph, None, 0, params))
+prio = cu.CUkernelNodeAttrID.CU_LAUNCH_ATTRIBUTE_PRIORITY
+value = cu.CUkernelNodeAttrValue()
+value.priority = 1
+ok(cu.cuGraphKernelNodeSetAttribute(a, prio, value))
+print("node priority", ok(cu.cuGraphKernelNodeGetAttribute(a, prio)).priority)
+ok(cu.cuGraphKernelNodeCopyAttributes(b, a))
+print("copied priority", ok(cu.cuGraphKernelNodeGetAttribute(b, prio)).priority)
+ok(cu.cuGraphDestroy(graph))
+ok(cu.cuModuleUnload(module))
 ok(cu.cuStreamDestroy(stream))
 print("done")
