@@ -39,7 +39,7 @@ def test_capture_to_a_graph_and_its_dependencies_through_both_doors(server: Serv
         "not capturing CUDA_ERROR_ILLEGAL_STATE",
         "batch copies True",
         "batch without attributes CUDA_ERROR_INVALID_VALUE",
-        "node priority 1",
-        "copied priority 1",
+        "node priority -1",
+        "copied priority -1",
         "done",
     ]
