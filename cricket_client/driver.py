@@ -588,7 +588,7 @@ def _launch(
             if extra is None or (type(extra) is int and extra == 0):
                 key = launch_key(f, kernel_params)
                 if key is not None:  # the next launch like this one packs by a template
-                    conn.launch_templates.add(key, layout, kernel_params[1])
+                    conn.launch_templates.add(key, layout, kernel_params[1] if len(key) > 1 else ())
             conn.post_launch(body)  # may share one CU_LAUNCH_KERNEL_BATCH with later ones
         else:
             conn.post_encoded(proc, body)
@@ -628,7 +628,7 @@ def cuLaunchKernel(
         if key is not None:
             body = conn.launch_templates.body(
                 key, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-                sharedMemBytes, hStream, kernelParams[0],
+                sharedMemBytes, hStream, kernelParams[0] if len(key) > 1 else (),
             )  # fmt: skip
             if body is not None:
                 conn.post_launch(body)

@@ -38,20 +38,29 @@ Packer = Callable[..., bytes]
 
 def launch_key(f: Any, kernel_params: Any) -> tuple[Any, ...] | None:
     """The template key of a launch of `f` with `kernel_params`, None where no template can
-    serve it (not a (values, types) pair, a CUkernel or another kind of function)."""
-    if type(kernel_params) is not tuple or len(kernel_params) != 2:
-        return None
-    values, types = kernel_params
-    if type(values) is not tuple or type(types) is not tuple:
-        return None
+    serve it (not a (values, types) pair nor "no parameters", a CUkernel or another kind of
+    function): (function, types, *value types), or (function,) for no parameters."""
     tf = type(f)
     if tf is CUfunction:
-        fv = f.value
+        fv = f._cell.value
     elif tf is int:
         fv = f
     else:
         return None
-    return (fv, types, *map(type, values))
+    if type(kernel_params) is tuple:
+        if len(kernel_params) != 2:
+            return None
+        values, types = kernel_params
+        if type(values) is not tuple or type(types) is not tuple:
+            return None
+        return (fv, types, *map(type, values))
+    if kernel_params is None or (type(kernel_params) is int and kernel_params == 0):
+        return (fv,)
+    return None
+
+
+def _no_params() -> bytes:
+    return b""
 
 
 def _plain_pointer(value_type: type) -> bool:
@@ -97,14 +106,17 @@ class LaunchTemplates:
     def clear(self) -> None:
         self._table.clear()
 
-    def add(self, key: tuple[Any, ...], layout: ParamLayout, types: tuple[Any, ...]) -> None:
+    def add(self, key: tuple[Any, ...], layout: ParamLayout, types: tuple[Any, ...] = ()) -> None:
         """Keep a template for `key` (from `launch_key`) if its types allow one."""
         try:
             if key in self._table:
                 return
         except TypeError:  # an unhashable type in kernelParams: always the general path
             return
-        found = template_for(layout, types, key[2:])
+        if len(key) == 1:  # no parameters: only for a function that takes none
+            found: tuple[Packer, int] | None = None if layout else (_no_params, 0)
+        else:
+            found = template_for(layout, types, key[2:])
         if found is None:
             return
         if len(self._table) >= MAX_TEMPLATES:
@@ -145,6 +157,8 @@ class LaunchTemplates:
             sv = _WIRE_PER_THREAD if sv == CU_STREAM_PER_THREAD else 0 if sv >= 0 else sv
         pack, size = found
         try:
+            if len(key) == 1:
+                return _HEAD.pack(key[0], gx, gy, gz, bx, by, bz, shared, sv, 0)
             return _HEAD.pack(key[0], gx, gy, gz, bx, by, bz, shared, sv, size) + pack(*values)
         except (struct.error, TypeError):
             return None

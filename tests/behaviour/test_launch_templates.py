@@ -100,3 +100,22 @@ def test_a_launch_of_an_unloaded_function_fails_as_the_first_one_would(
         assert cuda.cuLaunchKernel(add2, 1, 1, 1, 1, 1, 1, 0, 0, one, 0) == (E.CUDA_SUCCESS,)
     assert cuda.cuCtxSynchronize() == (E.CUDA_SUCCESS,)
     check(cuda.cuModuleUnload(module))
+
+
+def test_launches_without_parameters_run_and_are_refused_for_a_kernel_that_takes_some(
+    session: cricket_client.Connection, kernels: Any
+) -> None:
+    empty = check(cuda.cuModuleGetFunction(kernels, b"empty"))
+    add = check(cuda.cuModuleGetFunction(kernels, b"add_to_counter"))
+    for i in range(200):
+        none = None if i % 2 else 0
+        stream = cuda.CUstream(0) if i % 3 else 0
+        assert cuda.cuLaunchKernel(empty, 1, 1, 1, 1, 1, 1, 0, stream, none, 0) == (
+            E.CUDA_SUCCESS,
+        )
+    for _ in range(3):  # `add_to_counter(int)` given no parameters: refused every time
+        assert cuda.cuLaunchKernel(add, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0) == (
+            E.CUDA_ERROR_INVALID_VALUE,
+        )
+    assert cuda.cuCtxSynchronize() == (E.CUDA_SUCCESS,)
+    assert (int(empty),) in [key[:1] for key in session.launch_templates._table if len(key) == 1]

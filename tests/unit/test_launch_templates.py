@@ -118,8 +118,9 @@ def test_layouts_without_a_plan_make_none() -> None:
     (FUNC, [(1,), (ctypes.c_int,)]),
     (FUNC, ([1], (ctypes.c_int,))),
     (FUNC, ((1,), (ctypes.c_int,), ())),
-    (FUNC, 0),
-    (FUNC, None),
+    (FUNC, 1),
+    (FUNC, b"\0" * 8),
+    (CUkernel(FUNC), None),
 ])
 def test_launches_no_template_serves_have_no_key(f: Any, params: Any) -> None:
     assert launch_key(f, params) is None
@@ -142,3 +143,23 @@ def test_the_table_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
         params = ((1,), (ctypes.c_int,))
         table.add(launch_key(func, params), ((0, 4),), params[1])  # type: ignore[arg-type]
         assert 1 <= len(table) <= 3
+
+
+@pytest.mark.parametrize("none", [None, 0])
+@pytest.mark.parametrize("stream", [0, CUstream(0), CUstream(0x99)])
+def test_a_launch_without_parameters_is_the_bytes_of_the_general_path(none: Any, stream: Any) -> None:
+    table = LaunchTemplates()
+    key = launch_key(CUfunction(FUNC), none)
+    assert key == (FUNC,)
+    table.add(key, ())
+    got = table.body(key, 1, 1, 1, 32, 1, 1, 0, stream, ())
+    assert got == _general(FUNC, (1, 1, 1), (32, 1, 1), 0, stream, (), none)
+
+
+def test_no_template_without_parameters_for_a_function_that_takes_some() -> None:
+    table = LaunchTemplates()
+    key = launch_key(FUNC, None)
+    assert key is not None
+    table.add(key, SAXPY)  # the general path refuses such launches ("takes 4 parameters")
+    assert len(table) == 0
+    assert table.body(key, 1, 1, 1, 1, 1, 1, 0, 0, ()) is None
