@@ -118,4 +118,4 @@ def test_launches_without_parameters_run_and_are_refused_for_a_kernel_that_takes
             E.CUDA_ERROR_INVALID_VALUE,
         )
     assert cuda.cuCtxSynchronize() == (E.CUDA_SUCCESS,)
-    assert (int(empty),) in [key[:1] for key in session.launch_templates._table if len(key) == 1]
+    assert len(session.launch_templates) == 1  # `empty`'s; none for `add` without parameters
