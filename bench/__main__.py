@@ -1,7 +1,7 @@
 """`make bench`: run every benchmark, print one table, write bench/results/<host>.json.
 
-Usage: python -m bench [--only xdr,rpc,driver,isolation,copies,copysizes,alloc,graphs,step,native]
-[--out PATH]
+Usage: python -m bench [--only xdr,rpc,driver,isolation,copies,copysizes,alloc,graphs,step,native,
+launchcpu] [--out PATH]
 
 `copies` also draws bench/results/<host>-copies.png (bandwidth against size per data path);
 `step` draws bench/results/<host>-step.png (a decoding step split into client CPU, server CPU
@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("--only", default="xdr,rpc,driver,isolation,copies,copysizes,alloc,graphs,step",
                         help="comma-separated: xdr, rpc, driver, isolation, copies, copysizes, alloc, "
-                        "graphs, step (also: load, native)")
+                        "graphs, step (also: load, native, launchcpu)")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--quick", action="store_true", help="fewer repeats, no 1 GiB copies")
     args = parser.parse_args(argv)
@@ -62,6 +62,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench import step_split
 
         rows += step_split.run(quick=args.quick, plot_path=out.with_name(out.stem + "-step.png"))
+    if "launchcpu" in wanted:
+        from bench import launch_cpu
+
+        rows += launch_cpu.run(quick=args.quick)
     if "native" in wanted:
         from bench import native_door
 

@@ -65,7 +65,7 @@ class Handle:
         return ctypes.addressof(self._cell)
 
     def __int__(self) -> int:
-        return self.value
+        return self._cell.value  # type: ignore[no-any-return]  # (`value` without a frame)
 
     __index__ = __int__
 

@@ -36,22 +36,37 @@ def many(conn: Connection, proc: str, calls: list[tuple[Any, ...]]) -> tuple[int
     return conn.pipeline.fold(err), replies
 
 
-def into_views(conn: Connection, proc: str, calls: list[tuple[tuple[Any, ...], memoryview]]) -> int:
-    """A procedure that returns `mem_result`, once per `(args, view)`, all pipelined; each
-    result's data is received straight into its view (no copy)."""
-    proto = conn.proto
-    server = proto.CRICKET_V1_Server
-    number = int(getattr(proto, proc))
-    codecs = server.PROCEDURES[number].arg_codecs
-    rpc = conn._rpc
-    prog, vers = server.PROGRAM, server.VERSION
+# procedure name -> (program, version, number, encode(args) -> body), for into_views
+_HOW_INTO: dict[str, tuple[int, int, int, Callable[[tuple[Any, ...]], Any]]] = {}
 
-    def encoded(args: tuple[Any, ...]) -> list[Any]:
+
+def _how_into(proto: Any, proc: str) -> tuple[int, int, int, Callable[[tuple[Any, ...]], Any]]:
+    how = _HOW_INTO.get(proc)
+    if how is not None:
+        return how
+    server = proto.CRICKET_V1_Server
+    procedure = server.PROCEDURES[int(getattr(proto, proc))]
+    plan_encode = procedure.plan.encode_args if procedure.plan is not None else None
+    codecs = procedure.arg_codecs
+
+    def encoded(args: tuple[Any, ...]) -> Any:
+        if plan_encode is not None:  # fixed-size arguments: one struct, as Connection.call
+            return plan_encode(*args)
         enc = Encoder()
         for codec, arg in zip(codecs, args, strict=True):
             codec.pack(enc, arg)
         return enc.buffers()
 
+    how = _HOW_INTO[proc] = (server.PROGRAM, server.VERSION, procedure.number, encoded)
+    return how
+
+
+def into_views(conn: Connection, proc: str, calls: list[tuple[tuple[Any, ...], memoryview]]) -> int:
+    """A procedure that returns `mem_result`, once per `(args, view)`, all pipelined; each
+    result's data is received straight into its view (no copy)."""
+    proto = conn.proto
+    prog, vers, number, encoded = _how_into(proto, proc)
+    rpc = conn._rpc
     if len(calls) == 1 and len(calls[0][1]) < DIRECT_READ_MIN:
         # One small result: the direct synchronous call; its data is copied once, from the
         # reply into the view (a result this small is not received into place anyway).

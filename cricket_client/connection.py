@@ -47,6 +47,7 @@ from . import bulk_calls
 from .datapath import DataPaths
 from .errors import HelloRefused, NotConnectedError, error_name
 from .known_answers import POINTER, KnownAnswers, answer, rule
+from .launch_templates import LaunchTemplates
 from .pipeline import Pipeline, err_of
 from .reconnect import enable_reconnect, resume_after_loss
 from .replay import RECENT, ReplayLog
@@ -168,6 +169,7 @@ class Connection:
         self.pipeline = Pipeline(self._rpc, proto)  # pipelined calls (cricket_client.pipeline)
         self._local_message: str | None = None
         self._param_info: dict[int, tuple[tuple[int, int], ...]] = {}
+        self.launch_templates = LaunchTemplates()  # cricket_client.launch_templates
         self.known = KnownAnswers()  # answers that do not travel (cricket_client.known_answers)
         self.datapaths: DataPaths | None = None  # copy routing (cricket_client.datapath)
         self.closed = False
@@ -374,7 +376,8 @@ class Connection:
         replay, as the server counts it; only while the replay log does not log."""
         self._local_message = None
         self.replay_log.count("CU_LAUNCH_KERNEL")
-        self.pipeline.post_launch(body)
+        pending = self.pipeline.pending  # as Pipeline.post_launch, one call less
+        self.pipeline.launches.add(body, at_once=not pending or pending[-1][1].done())
 
     def drain(self) -> int:
         """Send gathered launches, wait for every pipelined reply; return the first unreported

@@ -58,6 +58,7 @@ from .errors import NotSupportedRemotely, error_string
 from .host_buffers import HostBufferError, read_host, writable_view, write_host
 from .host_functions import CUhostFn, CUstreamCallback
 from .kernel_args import LaunchArgumentError, LaunchName, pack_kernel_params
+from .launch_templates import launch_key
 from .modules import ImageError, image_bytes
 
 _INVALID_VALUE = CUresult.CUDA_ERROR_INVALID_VALUE
@@ -585,6 +586,10 @@ def _launch(
     body = _launch_body(func, grid, block, shared, stream, params)
     if body is not None and not conn.replay_log.logging:
         if proc == "CU_LAUNCH_KERNEL":
+            if extra is None or (type(extra) is int and extra == 0):
+                key = launch_key(f, kernel_params)
+                if key is not None:  # the next launch like this one packs by a template
+                    conn.launch_templates.add(key, layout, kernel_params[1] if len(key) > 1 else ())
             conn.post_launch(body)  # may share one CU_LAUNCH_KERNEL_BATCH with later ones
         else:
             conn.post_encoded(proc, body)
@@ -618,6 +623,17 @@ def cuLaunchKernel(
     kernelParams: Any,
     extra: Any,
 ) -> tuple[Any]:
+    conn = _conn()
+    if not conn.replay_log.enabled and (extra is None or (type(extra) is int and extra == 0)):
+        key = launch_key(f, kernelParams)  # a launch like an earlier one: by its template
+        if key is not None:
+            body = conn.launch_templates.body(
+                key, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                sharedMemBytes, hStream, kernelParams[0] if len(key) > 1 else (),
+            )  # fmt: skip
+            if body is not None:
+                conn.post_launch(body)
+                return (_SUCCESS,)
     return _launch(
         "cuLaunchKernel",
         "CU_LAUNCH_KERNEL",

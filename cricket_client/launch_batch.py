@@ -63,11 +63,15 @@ class LaunchBatcher:
         self.max_launches = max_launches
         self.max_bytes = max_bytes
         self.delay = _delay_from_env() if delay is None else delay
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()  # taken directly on the hot path (`with` on a Lock is C)
+        self._cond = threading.Condition(self._lock)
         self.queued: list[bytes] = []  # encoded launch_args not sent yet (read without the lock)
         self._bytes = 0
         self._due: float | None = None  # when the gathered batch must go at the latest
         self._timer: threading.Thread | None = None
+        # when the timer thread wakes next (None: it waits for a notify); a batch due no
+        # earlier needs no notify, which saves a thread wake-up per gathered batch
+        self._wakes_at: float | None = None
         self._closed = False
 
     def __len__(self) -> int:
@@ -75,13 +79,14 @@ class LaunchBatcher:
 
     def add(self, body: bytes, *, at_once: bool) -> None:
         """Queue one launch; with `at_once` (nothing outstanding), send what is queued now."""
-        with self._cond:
+        with self._lock:
             parts = self.queued
             parts.append(body)
-            self._bytes += len(body)
-            if at_once or len(parts) >= self.max_launches or self._bytes >= self.max_bytes:
+            size = self._bytes = self._bytes + len(body)
+            count = len(parts)
+            if at_once or count >= self.max_launches or size >= self.max_bytes:
                 self._flush_locked()
-            elif len(parts) == 1:
+            elif count == 1:
                 self._arm_locked()
 
     def flush(self, *, with_next: bool = False) -> None:
@@ -91,7 +96,7 @@ class LaunchBatcher:
         goes by `send_with_next`, which may hold it to leave in one write with that call."""
         if not self.queued:
             return
-        with self._cond:
+        with self._lock:
             if self.queued:
                 self._flush_locked(self._send_with_next if with_next else self._send)
 
@@ -121,14 +126,16 @@ class LaunchBatcher:
 
     def _arm_locked(self) -> None:
         """The first launch of a gathered batch: make sure it leaves within `delay`."""
-        self._due = time.monotonic() + self.delay
+        due = self._due = time.monotonic() + self.delay
         if self._timer is None:
             self._timer = threading.Thread(
                 target=self._timer_loop, name="cricket-launch-batch", daemon=True
             )
             self._timer.start()
         else:
-            self._cond.notify()
+            wakes_at = self._wakes_at
+            if wakes_at is None or due < wakes_at:
+                self._cond.notify()
 
     def _timer_loop(self) -> None:
         cond = self._cond
@@ -136,10 +143,12 @@ class LaunchBatcher:
             while not self._closed:
                 due = self._due
                 if due is None:
+                    self._wakes_at = None
                     cond.wait()
                     continue
                 left = due - time.monotonic()
                 if left > 0:
+                    self._wakes_at = due
                     cond.wait(left)  # then look again: sent meanwhile, or a new batch armed
                     continue
                 if self.queued:
