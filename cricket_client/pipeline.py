@@ -118,16 +118,18 @@ class Pipeline:
             return
         self._keep("CU_LAUNCH_KERNEL_BATCH", Pending(call, decode))
 
-    def post_now(self, proc: str, args: tuple[Any, ...]) -> None:
+    def post_now(self, proc: str, args: tuple[Any, ...]) -> Pending:
         """Send a pipelined call in a write of its own now (not deferred: its bytes are on
-        their way when this returns), its reply kept like `post`'s."""
+        their way when this returns), its reply kept like `post`'s; returns it."""
         if proc not in pipelined():
             raise ValueError(f"{proc} is not marked pipelined (@pipelined) in cricket.x")
         prog, vers, number, codecs, decode = self._how_to_send(proc)
         enc = Encoder()
         for codec, arg in zip(codecs, args, strict=True):
             codec.pack(enc, arg)
-        self._keep(proc, Pending(self.rpc.call_async(prog, vers, number, enc.buffers()), decode))
+        pending = Pending(self.rpc.call_async(prog, vers, number, enc.buffers()), decode)
+        self._keep(proc, pending)
+        return pending
 
     def _keep(self, proc: str, pending: Pending) -> None:
         """Remember a pipelined call's reply to collect; collect some when too many wait."""

@@ -43,6 +43,7 @@ _POLL_SLICE = 0.05  # seconds a blocked sender waits before checking whether it 
 _DEFER_MAX_CALL = 4096  # larger calls are never deferred
 _DEFER_CALLS = 64  # deferred calls are sent once this many wait...
 _DEFER_BYTES = 1 << 16  # ...or this many bytes
+_GONE = getattr(select, "POLLRDHUP", 0x2000) | select.POLLERR | select.POLLHUP  # the peer closed
 
 DEFAULT_MAX_REPLY = 64 << 20
 """Largest reply record a client accepts, except a bulk result received into a buffer the
@@ -452,14 +453,16 @@ class RpcClient:
         self.close()
 
     def looks_alive(self) -> bool:
-        """Whether the connection shows no sign of loss: something is in flight, or nothing
-        is there to read (with nothing in flight, anything readable is the peer closing)."""
+        """Whether the connection shows no sign of loss: the peer did not close its side
+        (POLLRDHUP), and with nothing in flight nothing is there to read (anything readable
+        then is the peer closing)."""
         if self._failed is not None or self._closed:
             return False
-        if self._pending or self._reading or self._buffered is not None:
+        if self._buffered is not None:
             return True
         poller = select.poll()
-        poller.register(self._fd, select.POLLIN | select.POLLERR | select.POLLHUP)
+        busy = self._pending or self._reading  # replies may be readable: only a close counts
+        poller.register(self._fd, _GONE if busy else _GONE | select.POLLIN)
         return not poller.poll(0)
 
     @property
