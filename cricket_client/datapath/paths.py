@@ -152,6 +152,8 @@ class DataPaths:
         assert self._segment is not None
         conn = self.conn
         size = len(data)
+        if not conn._rpc.looks_alive(strict=True):
+            return False  # the server went away: no slot is reused before the resume
         i = self._next_slot
         if not self._free_slot(i, wait=True):
             return False  # the connection failed: the synchronous copy resumes the session

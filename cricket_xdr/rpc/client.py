@@ -452,16 +452,19 @@ class RpcClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def looks_alive(self) -> bool:
-        """Whether the connection shows no sign of loss: the peer did not close its side
-        (POLLRDHUP), and with nothing in flight nothing is there to read (anything readable
-        then is the peer closing)."""
+    def looks_alive(self, *, strict: bool = False) -> bool:
+        """Whether the connection shows no sign of loss: something is in flight, or nothing
+        is there to read (with nothing in flight, anything readable is the peer closing).
+        `strict`: while calls are in flight too, the peer did not close its side (a poll for
+        POLLRDHUP: one system call more)."""
         if self._failed is not None or self._closed:
             return False
         if self._buffered is not None:
             return True
-        poller = select.poll()
         busy = self._pending or self._reading  # replies may be readable: only a close counts
+        if busy and not strict:
+            return True
+        poller = select.poll()
         poller.register(self._fd, _GONE if busy else _GONE | select.POLLIN)
         return not poller.poll(0)
 
