@@ -26,7 +26,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from cricket_xdr.rpc.errors import ConnectionLost
+from cricket_xdr.rpc.errors import ConnectionLost, ProcUnavail
 
 from .channels import ClientChannels
 from .memcopy import copy
@@ -229,10 +229,13 @@ class DataPaths:
         return None
 
     def _ready(self, path: Path) -> None:
-        if path is Path.SHM and self._segment is None:
-            self._segment = self._attach_segment()
-        elif path is Path.TCP and self._channels is None:
-            self._channels = self._open_channels()
+        try:
+            if path is Path.SHM and self._segment is None:
+                self._segment = self._attach_segment()
+            elif path is Path.TCP and self._channels is None:
+                self._channels = self._open_channels()
+        except ProcUnavail as e:  # a server without the data paths: copies stay inline
+            raise OSError(f"the server does not serve {path.value} copies ({e})") from None
 
     def _attach_segment(self) -> ClientSegment:
         size = SHM_PIECE * SHM_SLOTS
