@@ -10772,7 +10772,7 @@ class CRICKET_V1_Server:
         ),
         352: _Procedure(
             352, 'DATA_SHM_HTOD', (xdr_cu_ptr, _xdr.xdr_u_hyper, _xdr.xdr_u_hyper, xdr_cu_handle, _xdr.xdr_bool), _xdr.xdr_int,
-            _Facts(pipelined=True, replay='replay', handles=((3, ('stream',)),)),
+            _Facts(replay='replay', handles=((3, ('stream',)),)),
             plan=_Plan(decode_reply=_xdr_plan_status),
         ),
         353: _Procedure(

@@ -11,7 +11,8 @@ Slot 0 serves the copies that wait for their reply (one slot each); slots 1.. ar
 of `htod_early(dst, data)`, the cuMemcpyHtoD that returns early
 (`cricket_client.early_copies`): the client copies the bytes into the next early slot and
 sends DATA_SHM_HTOD without waiting for its reply (the server is done with the slot when it
-answers); a slot is filled again only once that reply arrived. The replay log's ring of
+answers, and answers at once: it is not `@pipelined`, so its reply is not held back for the
+calls behind it); a slot is filled again only once that reply arrived. The replay log's ring of
 early copies keeps a view of the slot (sent again inline by a resume whose restored session
 lacks the copy), forgotten when the slot is reused: the last `SHM_SLOTS - 1` early copies
 can be sent again. Copies of more than one slot use them all, after the early ones.
@@ -168,7 +169,9 @@ class DataPaths:
         mark = book.count(_EARLY_SHM)
         conn._local_message = None
         try:
-            self._slots[i].pending = pipe.post_now(_EARLY_SHM, (dst, at, size, 0, False))
+            self._slots[i].pending = pipe.post_now(
+                _EARLY_SHM, (dst, at, size, 0, False), answered_at_once=True
+            )
         except ConnectionLost:
             book.rollback(mark)
             return False

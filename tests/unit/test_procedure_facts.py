@@ -91,8 +91,6 @@ READ_ONLY_TAIL = {
     "CU_CTX_GET_SHARED_MEM_CONFIG", "CU_CTX_GET_DEVICE_V2", "CU_CTX_SYNCHRONIZE_V2",
     "CU_TENSOR_MAP_ENCODE", "CU_TENSOR_MAP_REPLACE_ADDRESS",
 }  # fmt: skip
-# a shared-memory copy that returns early (cricket_client.early_copies)
-PIPELINED_BEFORE |= {"DATA_SHM_HTOD"}
 PROCEDURES = proto.CRICKET_V1_Server.PROCEDURES
 SPEC_PATH = Path(__file__).parents[2] / "rpc_spec" / "cricket.x"
 
