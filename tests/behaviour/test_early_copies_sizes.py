@@ -16,6 +16,7 @@ from behaviour_helpers import check
 
 import cricket_client
 from cricket_client import driver as cuda
+from cricket_client.datapath import DataPaths
 from cricket_client.datapath.paths import SHM_PIECE, SHM_SLOTS
 from cricket_client.datapath.select import Limits, Path
 
@@ -181,3 +182,26 @@ def test_the_runtime_copy_of_a_mebibyte_returns_early(server_address: str) -> No
         assert cudart.cudaFree(ptr) == (cudart.cudaError_t.cudaSuccess,)
     finally:
         conn.close()
+
+
+@pytest.mark.parametrize("size", [SMALL, 1 << 20, 4 << 20])
+def test_without_shared_memory_a_large_copy_returns_once_written(
+    session: cricket_client.Connection, size: int
+) -> None:
+    """A server on another host (here: shared memory switched off): up to one record the
+    copy returns once its record is written; the caller's buffer is free at once."""
+    paths = session.datapaths = DataPaths(session)
+    paths._off.add(Path.SHM)
+    ptr = check(cuda.cuMemAlloc(size))
+    host = _pattern(size, size + 2)
+    sent = host.copy()
+    check(cuda.cuMemcpyHtoD(ptr, host, size))
+    assert session.pending_count == 1, "returned before the server answered"
+    assert paths.last_path is Path.RPC
+    host[:] = 0x33
+    np.testing.assert_array_equal(_read(ptr, size), sent)
+    more = (4 << 20) + 1  # more than one record: waits
+    big = check(cuda.cuMemAlloc(more))
+    check(cuda.cuMemcpyHtoD(big, _pattern(more, 5), more))
+    assert session.pending_count == 0
+    np.testing.assert_array_equal(_read(big, more), _pattern(more, 5))
