@@ -27,7 +27,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from cricket_xdr.rpc.errors import ConnectionLost, ProcUnavail
+from cricket_xdr.rpc.errors import ConnectionLost, LocalRpcError, ProcUnavail
 
 from .channels import ClientChannels
 from .memcopy import copy
@@ -157,7 +157,7 @@ class DataPaths:
             return False  # the server went away: no slot is reused before the resume
         i = self._next_slot
         if not self._free_slot(i, wait=True):
-            return False  # the connection failed: the synchronous copy resumes the session
+            return False  # no answer came: the synchronous copy (slot 0) goes, or resumes
         self._next_slot = i + 1 if i + 1 < SHM_SLOTS else _FIRST_EARLY
         at = i * SHM_PIECE
         slot_view = self._segment.view[at : at + size]
@@ -185,15 +185,16 @@ class DataPaths:
         """Make slot `i` free of earlier copies: with `wait`, once the early copy that read it
         was answered (a call that fills it); without, at once (a call the server runs after
         that copy, in order, e.g. a DtoH into it). False, the slot left as it is, when that
-        copy failed with the connection (a resume may need to send its bytes again)."""
+        copy's answer never came (the connection failed: a resume may need to send its bytes
+        again; it timed out: the server may still read them)."""
         slot = self._slots[i]
         if slot.pending is not None:
             if wait:
                 try:
                     slot.pending.result()
-                except ConnectionLost:
+                except LocalRpcError:
                     return False
-                except Exception:  # its failure is the pipeline's to report
+                except Exception:  # the server answered; its failure is the pipeline's to report
                     pass
             slot.pending = None
         if slot.seq:
