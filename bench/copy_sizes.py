@@ -7,8 +7,12 @@ memory, parallel TCP), against local cuda-python from pageable numpy memory wher
 answers, else (sim) a numpy copy of the same size as the local stand-in; and a raw Python
 socket moving the same bytes (one stream, an acknowledgement back) as the network floor.
 
-`python -m bench.copy_sizes [--paths auto,rpc,shm,tcp] [--sizes 4K,64K,1M,16M]` prints the
-table; `run()` gives the `make bench` rows (auto path, ratio to the local baseline).
+`python -m bench.copy_sizes [--paths auto,rpc,shm,tcp] [--sizes 4K,64K,1M,16M] [--sustained]`
+prints the table; `run()` gives the `make bench` rows (auto path, ratio to the local
+baseline). A copy is timed alone (best of many); with `--sustained` an HtoD is timed as
+`BATCH` copies in a row and a cuCtxSynchronize, per copy, so that a copy that returns before
+the device has its bytes (local pageable copies from staging, remote early copies) pays for
+the work it left behind. `python -m bench.copy_ab OLD_TREE` compares two trees.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ PATHS = ("auto", "rpc", "shm", "tcp")
 TARGETS = {64 << 10: 0.5, 1 << 20: 0.8}
 BUDGET_S = 0.25  # time spent per size, direction and path (at least MIN_REPEATS copies)
 MIN_REPEATS = 5
+BATCH = 16  # HtoD copies per synchronize with --sustained
 Timing = dict[str, dict[int, float]]  # direction -> size -> best seconds per copy
 
 
@@ -56,14 +61,23 @@ def _best(fn: Callable[..., object], *args: object) -> float:
     return best
 
 
-def _copies(cu: ModuleType, sizes: list[int]) -> Timing:
+def _batch(cu: ModuleType, dptr: object, host: np.ndarray, size: int) -> None:
+    for _ in range(BATCH):
+        _ok(cu.cuMemcpyHtoD(dptr, host, size))
+    _ok(cu.cuCtxSynchronize())
+
+
+def _copies(cu: ModuleType, sizes: list[int], sustained: bool = False) -> Timing:
     """Best seconds per HtoD and DtoH of each size on the current context of `cu`."""
     out: Timing = {"HtoD": {}, "DtoH": {}}
     for size in sizes:
         host = np.random.default_rng(size).integers(0, 255, size, dtype=np.uint8)
         back = np.empty_like(host)
         dptr = _ok(cu.cuMemAlloc(size))
-        out["HtoD"][size] = _best(cu.cuMemcpyHtoD, dptr, host, size)
+        if sustained:
+            out["HtoD"][size] = _best(_batch, cu, dptr, host, size) / BATCH
+        else:
+            out["HtoD"][size] = _best(cu.cuMemcpyHtoD, dptr, host, size)
         out["DtoH"][size] = _best(cu.cuMemcpyDtoH, back, dptr, size)
         if not np.array_equal(host, back):
             raise RuntimeError(f"copy sizes: {_label(size)} came back different")
@@ -83,7 +97,7 @@ def _memcpy(sizes: list[int]) -> Timing:
 
 
 def measure(
-    sizes: list[int] = SIZES, paths: tuple[str, ...] = PATHS
+    sizes: list[int] = SIZES, paths: tuple[str, ...] = PATHS, sustained: bool = False
 ) -> tuple[str, str, dict[str, Timing]]:
     """(backend, local baseline's name, label -> timings); labels: 'local', 'raw socket',
     'remote <path>'."""
@@ -93,7 +107,7 @@ def measure(
     out: dict[str, Timing] = {}
     if local is not None:
         _context(local)
-        out["local"] = _copies(local, sizes)
+        out["local"] = _copies(local, sizes, sustained)
         base_name = "local cuda-python, pageable numpy"
     else:
         out["local"] = _memcpy(sizes)
@@ -105,7 +119,7 @@ def measure(
     with cricket_server(backend) as address:
         for path in paths:
             with remote_session(address, path):
-                out[f"remote {path}"] = _copies(remote, sizes)
+                out[f"remote {path}"] = _copies(remote, sizes, sustained)
     return backend, base_name, out
 
 
@@ -177,9 +191,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.copy_sizes")
     parser.add_argument("--paths", default=",".join(PATHS))
     parser.add_argument("--sizes", default="4K,64K,1M,16M")
+    parser.add_argument("--sustained", action="store_true", help="HtoD: copies in a row, then sync")
     args = parser.parse_args(argv)
     sizes = [_size(s) for s in args.sizes.split(",")]
-    backend, base_name, timings = measure(sizes, tuple(args.paths.split(",")))
+    backend, base_name, timings = measure(sizes, tuple(args.paths.split(",")), args.sustained)
     print(f"backend {backend}; local baseline: {base_name}; ratio = remote / local speed\n")
     print(table(timings))
     print()

@@ -41,6 +41,7 @@ from typing import Any
 
 from cricket_xdr.rpc.client import RpcClient
 from cricket_xdr.rpc.errors import AuthError, ConnectionLost, ConnectTimeout, RpcTimeout
+from cricket_xdr.stubs import Pending
 from cricket_xdr.xdr import Encoder
 
 from . import bulk_calls
@@ -357,10 +358,11 @@ class Connection:
         self.pipeline.post(proc, args)
 
     @resuming
-    def post_now(self, proc: str, *args: Any) -> None:
-        """`post`, the call sent in a write of its own before this returns (not deferred)."""
+    def post_now(self, proc: str, *args: Any) -> Pending:
+        """`post`, the call sent in a write of its own before this returns (not deferred);
+        returns its reply to come (the pipeline collects it as any other)."""
         self._local_message = None
-        self.pipeline.post_now(proc, args)
+        return self.pipeline.post_now(proc, args)
 
     @resuming
     def post_encoded(self, proc: str, body: bytes) -> None:

@@ -53,7 +53,7 @@ from .connection import Connection
 from .datapath import DataPaths
 from .datapath.select import Mode, Path
 from .driver_arrays import *  # noqa: F403  (arrays, 2D/3D copies, texture and surface objects)
-from .early_copies import post_early, returns_early
+from .early_copies import copy_early, returns_early
 from .errors import NotSupportedRemotely, error_string
 from .host_buffers import HostBufferError, read_host, writable_view, write_host
 from .host_functions import CUhostFn, CUstreamCallback
@@ -134,11 +134,12 @@ def _bulk(conn: Connection) -> DataPaths:
     return paths
 
 
-def _inline(conn: Connection, n: int) -> bool:
+def _inline(conn: Connection, n: int, *, dtoh: bool = False) -> bool:
     """A copy small enough to travel inline in its call record whatever the bulk paths are
     (CRICKET_DATA_PATH=auto): no routing to do."""
     paths = _bulk(conn)
-    if n < paths.limits.small and paths.mode is Mode.AUTO:
+    limit = paths.limits.dtoh_small if dtoh else paths.limits.small
+    if n < limit and paths.mode is Mode.AUTO:
         paths.last_path = Path.RPC
         return True
     return False
@@ -156,10 +157,14 @@ def _htod(call: str, dst: int, src: Any, n: int, stream: int | None) -> tuple[An
         raise TypeError(str(exc)) from None
     if stream is not None and _graphs.capturing(conn, stream):
         return _graphs.capture_host_copy(conn, call, True, dst, src, n, stream)
+    # as CUDA returns from a pageable copy once the source is staged
+    if (
+        stream is None
+        and returns_early(conn, dst, n, _graphs.capturing_any(conn))
+        and copy_early(conn, _bulk(conn), dst, data)
+    ):
+        return (_SUCCESS,)
     if stream is None and _inline(conn, n):  # the direct synchronous path: one record each way
-        if returns_early(conn, dst, n, _graphs.capturing_any(conn)):
-            post_early(conn, dst, bytes(data))  # as CUDA returns once the source is staged
-            return (_SUCCESS,)
         return _out(conn.call("CU_MEMCPY_HTOD", dst, data)[0])
     routed = _bulk(conn).htod(dst, data, stream) if n else None
     if routed is not None:
@@ -186,7 +191,7 @@ def _dtoh(call: str, dst: Any, src: int, n: int, stream: int | None) -> tuple[An
         view = writable_view(dst, n, f"{call}: dstHost")
     except HostBufferError as exc:
         raise TypeError(str(exc)) from None
-    routed = _bulk(conn).dtoh(view, src, stream) if n and not _inline(conn, n) else None
+    routed = _bulk(conn).dtoh(view, src, stream) if n and not _inline(conn, n, dtoh=True) else None
     if routed is not None:
         return _out(routed)
     chunks = _chunks(n) or [(0, 0)]

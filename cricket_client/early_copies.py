@@ -1,17 +1,26 @@
 """Synchronous host-to-device copies that return early, as CUDA lets them.
 
 CUDA returns from a cuMemcpyHtoD of pageable memory once the source is staged; the copy to
-the device may still be under way. Here a small cuMemcpyHtoD returns once its record is
-written to the socket: it goes as CU_MEMCPY_HTOD_ASYNC on the legacy stream (stream 0), which
-the server runs exactly as CU_MEMCPY_HTOD (the same session call and backend copy, ordered
-after the context's earlier work; cricket_server.session_memcalls), and its reply is
-collected with the next synchronizing call like any pipelined call's (D6).
+the device may still be under way. Here a cuMemcpyHtoD returns once its bytes are staged
+where the server takes them from, without waiting for the server:
+
+- through shared memory (the path `datapath.select.choose` picks for its size, the server
+  on this host), up to one ring slot (`SHM_PIECE`): the bytes are copied into a free slot
+  and DATA_SHM_HTOD goes on the legacy stream (`DataPaths.htod_early`);
+- else inline, up to `INLINE_EARLY_MAX` (one record): the record is written to the socket
+  before the call returns (the caller's buffer is free again), as CU_MEMCPY_HTOD_ASYNC on
+  the legacy stream (stream 0).
+
+The server runs either exactly as the synchronous copy (the same session call and backend
+copy, ordered after the context's earlier work; cricket_server.session_memcalls,
+cricket_server.datapath.procedures), and its reply is collected with the next synchronizing
+call like any pipelined call's (D6).
 
 Only a copy the client can prove would succeed returns early; any other stays synchronous,
 so INVALID_VALUE and the like are answered by the call itself, exactly as locally:
 
-- at most `EARLY_MAX` bytes (the inline limit: the data travels in the call record either
-  way), and more than none;
+- at most `EARLY_MAX` bytes (one shared-memory slot; inline at most `INLINE_EARLY_MAX`),
+  and more than none;
 - the destination range lies wholly inside an allocation this client made (cuMemAlloc,
   cudaMalloc) and still holds, made while the current context was the one current now (no
   context was created, destroyed, set, pushed or popped since: the allocation is in it);
@@ -26,26 +35,42 @@ so INVALID_VALUE and the like are answered by the call itself, exactly as locall
   returned holds it (over TLS or a Unix socket it cannot tell: copies stay synchronous).
 
 The bytes are taken at the call (the caller may reuse its buffer). A failure after all (a
-sticky error of earlier work) is reported by the next synchronizing call. The copies' bytes
-stay in the replay log's ring of early copies (`ReplayLog.keep_early`), so a resume from a
-checkpoint taken while one was still on the network (not yet in the server's socket) sends
-it again (`replay`).
+sticky error of earlier work) is reported by the next synchronizing call. The copies stay in
+the replay log's ring of early copies (`ReplayLog.keep_early`: inline ones up to `KEEP_MAX`
+bytes as a copy, shared-memory ones as a view of their slot until it is reused), so a resume
+from a checkpoint taken while one was still on the network (not yet in the server's socket)
+sends it again (`replay`); one no longer kept is reported lost (CallsLost), never skipped.
 """
 
 from __future__ import annotations
 
 import bisect
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from .datapath.paths import SHM_PIECE
+from .datapath.select import Path
 
 if TYPE_CHECKING:
     from .connection import Connection
+    from .datapath import DataPaths
 
-__all__ = ["EARLY_MAX", "STICKY", "Allocations", "returns_early", "post_early"]
+__all__ = [
+    "EARLY_MAX",
+    "INLINE_EARLY_MAX",
+    "KEEP_MAX",
+    "STICKY",
+    "Allocations",
+    "returns_early",
+    "copy_early",
+    "post_early",
+]
 
 # errors after which a context is unusable (CUDA: "sticky"); once one was reported, no copy
 # can be proven to succeed
 STICKY = frozenset({214, 700, 702, 710, 714, 715, 716, 717, 718, 719})
-EARLY_MAX = 64 << 10  # bytes; the inline limit (cricket_client.datapath.select.Limits.small)
+EARLY_MAX = SHM_PIECE  # bytes; one shared-memory slot
+INLINE_EARLY_MAX = 4 << 20  # bytes; one record (cricket_client.driver.COPY_CHUNK)
+KEEP_MAX = 64 << 10  # inline early copies up to this size are kept for a resume (a copy)
 _PROC = "CU_MEMCPY_HTOD_ASYNC"
 _LEGACY_STREAM = 0
 
@@ -108,7 +133,26 @@ def returns_early(conn: Connection, dst: int, n: int, capturing: bool) -> bool:
     )
 
 
-def post_early(conn: Connection, dst: int, data: bytes) -> None:
-    """Send the copy (its bytes taken now) without waiting for its reply."""
-    conn.post_now(_PROC, dst, data, _LEGACY_STREAM)
-    conn.replay_log.keep_early(_PROC, (dst, data, _LEGACY_STREAM))
+def copy_early(conn: Connection, paths: DataPaths, dst: int, data: Any) -> bool:
+    """Stage and send a copy `returns_early` allowed, through the path `paths` picks for its
+    size; False: it must wait for its reply after all (a forced path, data channels, more
+    than an inline record), and nothing was sent."""
+    path = paths.htod_early(dst, data)
+    if path is Path.SHM:
+        return True
+    if path is Path.RPC and len(data) <= INLINE_EARLY_MAX:
+        paths.last_path = Path.RPC
+        post_early(conn, dst, data)
+        return True
+    return False
+
+
+def post_early(conn: Connection, dst: int, data: Any) -> None:
+    """Send the copy inline without waiting for its reply; its record is written before
+    this returns, so the caller's buffer is free again."""
+    if len(data) <= KEEP_MAX:
+        data = bytes(data)  # kept for a resume
+        conn.post_now(_PROC, dst, data, _LEGACY_STREAM)
+        conn.replay_log.keep_early(_PROC, (dst, data, _LEGACY_STREAM))
+        return
+    conn.post_now(_PROC, dst, data, _LEGACY_STREAM)  # by reference: one copy, the kernel's

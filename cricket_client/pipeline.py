@@ -118,16 +118,21 @@ class Pipeline:
             return
         self._keep("CU_LAUNCH_KERNEL_BATCH", Pending(call, decode))
 
-    def post_now(self, proc: str, args: tuple[Any, ...]) -> None:
+    def post_now(self, proc: str, args: tuple[Any, ...], *, answered_at_once: bool = False) -> Pending:
         """Send a pipelined call in a write of its own now (not deferred: its bytes are on
-        their way when this returns), its reply kept like `post`'s."""
-        if proc not in pipelined():
+        their way when this returns), its reply kept like `post`'s; returns it.
+        `answered_at_once`: a procedure not marked pipelined, whose reply the server sends as
+        soon as it ran (not held for the calls after it: the caller may wait for it, e.g. to
+        reuse a shared-memory slot the call read)."""
+        if not answered_at_once and proc not in pipelined():
             raise ValueError(f"{proc} is not marked pipelined (@pipelined) in cricket.x")
         prog, vers, number, codecs, decode = self._how_to_send(proc)
         enc = Encoder()
         for codec, arg in zip(codecs, args, strict=True):
             codec.pack(enc, arg)
-        self._keep(proc, Pending(self.rpc.call_async(prog, vers, number, enc.buffers()), decode))
+        pending = Pending(self.rpc.call_async(prog, vers, number, enc.buffers()), decode)
+        self._keep(proc, pending)
+        return pending
 
     def _keep(self, proc: str, pending: Pending) -> None:
         """Remember a pipelined call's reply to collect; collect some when too many wait."""

@@ -148,11 +148,12 @@ class ReplayLog:
             self.recent[self.seq & _RECENT_MASK] = proc
         return mark
 
-    def keep_early(self, proc: str, args: tuple[Any, ...]) -> None:
+    def keep_early(self, proc: str, args: tuple[Any, ...], held: int | None = None) -> None:
         """The call just numbered returned before the server ran it (an early copy): keep it
-        to send again when a restored session lacks it (the last EARLY_KEPT_BYTES)."""
+        to send again when a restored session lacks it (the last EARLY_KEPT_BYTES); `held`:
+        the bytes the entry holds when not its data's length (a view of a shared slot)."""
         seq = self.seq
-        size = len(args[1]) + ENTRY_OVERHEAD
+        size = (len(args[1]) if held is None else held) + ENTRY_OVERHEAD
         self.early[seq] = (proc, args)
         self._early_bytes.append((seq, size))
         self._early_total += size
@@ -160,6 +161,11 @@ class ReplayLog:
             old, n = self._early_bytes.popleft()
             self.early.pop(old, None)
             self._early_total -= n
+
+    def forget_early(self, seq: int) -> None:
+        """Early copy `seq` can no longer be sent again (its bytes lived in a shared-memory
+        slot that is reused now): a restored session lacking it reports it lost."""
+        self.early.pop(seq, None)
 
     def begin(self, calls: list[tuple[str, tuple[Any, ...]]]) -> tuple[int, int]:
         """Number (and log) the calls about to be sent; the mark undoes it (`rollback`)."""

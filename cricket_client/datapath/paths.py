@@ -6,6 +6,16 @@ the RPC (the driver's usual path). A path whose setup or transfer fails is switc
 this connection and the copy goes again by the next path: copies are idempotent.
 Shared memory: a ring of `SHM_SLOTS` slots of `SHM_PIECE` bytes, calls pipelined so that
 the client fills (HtoD) or drains (DtoH) one slot while the server copies another.
+
+Slot 0 serves the copies that wait for their reply (one slot each); slots 1.. are the ring
+of `htod_early(dst, data)`, the cuMemcpyHtoD that returns early
+(`cricket_client.early_copies`): the client copies the bytes into the next early slot and
+sends DATA_SHM_HTOD without waiting for its reply (the server is done with the slot when it
+answers, and answers at once: it is not `@pipelined`, so its reply is not held back for the
+calls behind it); a slot is filled again only once that reply arrived. The replay log's ring of
+early copies keeps a view of the slot (sent again inline by a resume whose restored session
+lacks the copy), forgotten when the slot is reused: the last `SHM_SLOTS - 1` early copies
+can be sent again. Copies of more than one slot use them all, after the early ones.
 """
 
 from __future__ import annotations
@@ -14,7 +24,10 @@ import logging
 import os
 import socket
 import threading
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from cricket_xdr.rpc.errors import ConnectionLost, LocalRpcError, ProcUnavail
 
 from .channels import ClientChannels
 from .memcopy import copy
@@ -23,6 +36,8 @@ from .select import Capabilities, Limits, Mode, Path, choose, mode_from_env
 from .shm import ClientSegment
 
 if TYPE_CHECKING:
+    from cricket_xdr.stubs import Pending
+
     from ..connection import Connection
 
 __all__ = ["DataPaths", "CHANNELS_ENV", "SHM_PIECE", "SHM_SLOTS", "TCP_PIECE", "TCP_WINDOW"]
@@ -35,6 +50,18 @@ SHM_SLOTS = 8
 TCP_PIECE = 16 << 20
 TCP_WINDOW = 3
 DEFAULT_CHANNELS = 4
+_SYNC_SLOT = 0  # the slot of a copy that waits for its reply
+_FIRST_EARLY = 1  # slots from here on: early copies, in turn
+_EARLY_SHM = "DATA_SHM_HTOD"
+_RESEND_AS = "CU_MEMCPY_HTOD_ASYNC"  # how a resume sends an early copy again (inline)
+
+
+@dataclass
+class _Slot:
+    """What may still read or refer to one ring slot."""
+
+    pending: Pending | None = None  # the early copy reading it: its reply to come
+    seq: int = 0  # that copy's number in the replay log's ring of early copies (0: none)
 
 
 class DataPaths:
@@ -51,6 +78,8 @@ class DataPaths:
         self._segment: ClientSegment | None = None
         self._channels: ClientChannels | None = None
         self.last_path: Path | None = None  # the path of the latest copy (tests, benchmarks)
+        self._slots = [_Slot() for _ in range(SHM_SLOTS)]
+        self._next_slot = _FIRST_EARLY
 
     # -- what is possible ------------------------------------------------------------------
     def capabilities(self) -> Capabilities:
@@ -74,20 +103,114 @@ class DataPaths:
             self._transport = self.conn._rpc
         return self.mode is not Mode.RPC and not self.conn.replay_log.enabled
 
-    def pick(self, size: int) -> Path:
-        return choose(size, self.capabilities(), self.mode, self.limits)
+    def pick(self, size: int, *, dtoh: bool = False) -> Path:
+        return choose(size, self.capabilities(), self.mode, self.limits, dtoh=dtoh)
 
     # -- copies ----------------------------------------------------------------------------
     def htod(self, dst: int, data: Any, stream: int | None) -> int | None:
         return self._route(len(data), lambda path: self._send(path, dst, memoryview(data), stream))
 
     def dtoh(self, view: memoryview, src: int, stream: int | None) -> int | None:
-        return self._route(len(view), lambda path: self._receive(path, view, src, stream))
+        return self._route(
+            len(view), lambda path: self._receive(path, view, src, stream), dtoh=True
+        )
 
-    def _route(self, size: int, move: Any) -> int | None:
+    def htod_early(self, dst: int, data: Any) -> Path | None:
+        """A cuMemcpyHtoD of `data` (more than no bytes) to `dst` that may return early
+        (`cricket_client.early_copies` proved it would succeed): Path.SHM when it went
+        through a shared-memory slot (its reply collected later), Path.RPC when it should go
+        inline in its record (the caller sends it), None when it should wait for its reply
+        (a forced path, data channels, a slot that could not be had)."""
+        size = len(data)
+        if size < self.limits.small and self.mode is Mode.AUTO:
+            return Path.RPC  # inline whatever the bulk paths are: no routing to do
+        with self.lock:
+            if self.mode is Mode.RPC or self.mode is Mode.TCP:
+                return None
+            if not self._usable():  # replay logging: inline, the log's entry holds the bytes
+                return Path.RPC if self.mode is Mode.AUTO else None
+            path = self.pick(size)
+            if path is Path.RPC:
+                return Path.RPC if self.mode is Mode.AUTO else None
+            if path is not Path.SHM or size > SHM_PIECE:
+                return None
+            try:
+                self._ready(Path.SHM)
+            except OSError as e:
+                log.warning("shared memory for copies failed (%s): path switched off", e)
+                self._drop(Path.SHM)
+                self._off.add(Path.SHM)
+                return None
+            if self._post_early_shm(dst, memoryview(data)):
+                self.last_path = Path.SHM
+                return Path.SHM
+            return None
+
+    def _post_early_shm(self, dst: int, data: memoryview) -> bool:
+        """Fill a free slot and send its DATA_SHM_HTOD without waiting (numbered for replay
+        here: a call lost with the connection must not go again to a server that has no
+        segment; False then, and the synchronous copy resumes the session)."""
+        assert self._segment is not None
+        conn = self.conn
+        size = len(data)
+        if not conn._rpc.looks_alive(strict=True):
+            return False  # the server went away: no slot is reused before the resume
+        i = self._next_slot
+        if not self._free_slot(i, wait=True):
+            return False  # no answer came: the synchronous copy (slot 0) goes, or resumes
+        self._next_slot = i + 1 if i + 1 < SHM_SLOTS else _FIRST_EARLY
+        at = i * SHM_PIECE
+        slot_view = self._segment.view[at : at + size]
+        copy(slot_view, data)
+        pipe = conn.pipeline
+        if pipe.launches.queued:
+            pipe.launches.flush()  # gathered launches go first: the server keeps the order
+        book = conn.replay_log
+        mark = book.count(_EARLY_SHM)
+        conn._local_message = None
+        try:
+            self._slots[i].pending = pipe.post_now(
+                _EARLY_SHM, (dst, at, size, 0, False), answered_at_once=True
+            )
+        except ConnectionLost:
+            book.rollback(mark)
+            return False
+        # A resume from a checkpoint that lacks the copy sends it again inline, from the slot
+        # (held until the slot is reused); the view holds no bytes of its own.
+        book.keep_early(_RESEND_AS, (dst, slot_view, 0), held=0)
+        self._slots[i].seq = book.seq
+        return True
+
+    def _free_slot(self, i: int, *, wait: bool) -> bool:
+        """Make slot `i` free of earlier copies: with `wait`, once the early copy that read it
+        was answered (a call that fills it); without, at once (a call the server runs after
+        that copy, in order, e.g. a DtoH into it). False, the slot left as it is, when that
+        copy's answer never came (the connection failed: a resume may need to send its bytes
+        again; it timed out: the server may still read them)."""
+        slot = self._slots[i]
+        if slot.pending is not None:
+            if wait:
+                try:
+                    slot.pending.result()
+                except LocalRpcError:
+                    return False
+                except Exception:  # the server answered; its failure is the pipeline's to report
+                    pass
+            slot.pending = None
+        if slot.seq:
+            self.conn.replay_log.forget_early(slot.seq)  # its bytes are about to change
+            slot.seq = 0
+        return True
+
+    def _free_slots(self, *, wait: bool) -> None:
+        for i in range(SHM_SLOTS):
+            self._free_slot(i, wait=wait)
+        self._next_slot = _FIRST_EARLY
+
+    def _route(self, size: int, move: Any, *, dtoh: bool = False) -> int | None:
         if size:
             with self.lock:
-                while self._usable() and (path := self.pick(size)) is not Path.RPC:
+                while self._usable() and (path := self.pick(size, dtoh=dtoh)) is not Path.RPC:
                     transport = self.conn._rpc
                     try:
                         self._ready(path)
@@ -110,10 +233,13 @@ class DataPaths:
         return None
 
     def _ready(self, path: Path) -> None:
-        if path is Path.SHM and self._segment is None:
-            self._segment = self._attach_segment()
-        elif path is Path.TCP and self._channels is None:
-            self._channels = self._open_channels()
+        try:
+            if path is Path.SHM and self._segment is None:
+                self._segment = self._attach_segment()
+            elif path is Path.TCP and self._channels is None:
+                self._channels = self._open_channels()
+        except ProcUnavail as e:  # a server without the data paths: copies stay inline
+            raise OSError(f"the server does not serve {path.value} copies ({e})") from None
 
     def _attach_segment(self) -> ClientSegment:
         size = SHM_PIECE * SHM_SLOTS
@@ -160,12 +286,14 @@ class DataPaths:
         ring = self._segment.view
         n = len(host)
         if n <= SHM_PIECE:  # one slot: the direct synchronous path, no window to keep
+            at = _SYNC_SLOT * SHM_PIECE  # never an early copy's: nothing to wait for
             if htod:
-                copy(ring[:n], host)
-            err = self.conn.call(proc, dev, 0, n, stream or 0, stream is not None)[0]
+                copy(ring[at : at + n], host)
+            err = self.conn.call(proc, dev, at, n, stream or 0, stream is not None)[0]
             if not err and not htod:
-                copy(host, ring[:n])
+                copy(host, ring[at : at + n])
             return int(err)
+        self._free_slots(wait=htod)
         pieces = [(off, min(SHM_PIECE, n - off)) for off in range(0, n, SHM_PIECE)]
 
         def slot(i: int) -> tuple[int, int, int]:
@@ -231,6 +359,7 @@ class DataPaths:
     # -- lifetime --------------------------------------------------------------------------
     def _drop(self, path: Path) -> None:
         if path is Path.SHM and self._segment is not None:
+            self._free_slots(wait=False)  # no view of the segment may outlive it
             self._segment.close()
             self._segment = None
         if path is Path.TCP and self._channels is not None:

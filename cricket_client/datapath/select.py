@@ -1,7 +1,7 @@
 """Which path a copy takes (D8): by its size and by what this connection has set up.
 
 `CRICKET_DATA_PATH=auto|rpc|shm|tcp` (default auto). Auto: copies under `Limits.small`
-travel inside the RPC; larger ones through shared memory when the server shares the host,
+(DtoH: `Limits.dtoh_small`) travel inside the RPC; larger ones through shared memory when the server shares the host,
 else RDMA when both ends have a device, else parallel TCP from `Limits.tcp_min`, else the
 RPC. A forced path that this connection cannot use falls back to the RPC. Empty copies
 always travel inside the RPC (CUDA's checks of the call, no data).
@@ -43,7 +43,11 @@ class Capabilities:
 
 @dataclass(frozen=True)
 class Limits:
-    small: int = 64 << 10  # below: inline RPC (one round trip beats any setup)
+    small: int = 64 << 10  # HtoD below: inline RPC (one round trip beats any setup)
+    # DtoH below: inline RPC. A read through shared memory answers in a reply of a few bytes
+    # (the server copies into the segment, the client out of it once): on sim it beat the
+    # inline reply from 4 KiB (4-32 KiB: 8-13 us less a read, bench.copy_sizes --paths rpc,shm)
+    dtoh_small: int = 4 << 10
     tcp_min: int = 16 << 20  # from here, parallel data channels pay off over one stream
     rdma_min: int = 1 << 20
 
@@ -60,16 +64,21 @@ def mode_from_env(value: str | None = None) -> Mode:
 
 
 def choose(
-    size: int, caps: Capabilities, mode: Mode = Mode.AUTO, limits: Limits = Limits()
+    size: int,
+    caps: Capabilities,
+    mode: Mode = Mode.AUTO,
+    limits: Limits = Limits(),
+    *,
+    dtoh: bool = False,
 ) -> Path:
-    """The path of one copy of `size` bytes."""
+    """The path of one copy of `size` bytes (device to host with `dtoh`)."""
     if size <= 0 or mode is Mode.RPC:
         return Path.RPC
     if mode is Mode.SHM:
         return Path.SHM if caps.shm else Path.RPC
     if mode is Mode.TCP:
         return Path.TCP if caps.tcp else Path.RPC
-    if size < limits.small:
+    if size < (limits.dtoh_small if dtoh else limits.small):
         return Path.RPC
     if caps.shm:
         return Path.SHM

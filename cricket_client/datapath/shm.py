@@ -37,4 +37,7 @@ class ClientSegment:
 
     def close(self) -> None:
         self.view.release()
-        self._map.close()
+        try:
+            self._map.close()
+        except BufferError:  # a view of it is still alive somewhere: unmapped with the last one
+            pass

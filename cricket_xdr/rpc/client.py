@@ -43,6 +43,7 @@ _POLL_SLICE = 0.05  # seconds a blocked sender waits before checking whether it 
 _DEFER_MAX_CALL = 4096  # larger calls are never deferred
 _DEFER_CALLS = 64  # deferred calls are sent once this many wait...
 _DEFER_BYTES = 1 << 16  # ...or this many bytes
+_GONE = getattr(select, "POLLRDHUP", 0x2000) | select.POLLERR | select.POLLHUP  # the peer closed
 
 DEFAULT_MAX_REPLY = 64 << 20
 """Largest reply record a client accepts, except a bulk result received into a buffer the
@@ -451,15 +452,20 @@ class RpcClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def looks_alive(self) -> bool:
+    def looks_alive(self, *, strict: bool = False) -> bool:
         """Whether the connection shows no sign of loss: something is in flight, or nothing
-        is there to read (with nothing in flight, anything readable is the peer closing)."""
+        is there to read (with nothing in flight, anything readable is the peer closing).
+        `strict`: while calls are in flight too, the peer did not close its side (a poll for
+        POLLRDHUP: one system call more)."""
         if self._failed is not None or self._closed:
             return False
-        if self._pending or self._reading or self._buffered is not None:
+        if self._buffered is not None:
+            return True
+        busy = self._pending or self._reading  # replies may be readable: only a close counts
+        if busy and not strict:
             return True
         poller = select.poll()
-        poller.register(self._fd, select.POLLIN | select.POLLERR | select.POLLHUP)
+        poller.register(self._fd, _GONE if busy else _GONE | select.POLLIN)
         return not poller.poll(0)
 
     @property

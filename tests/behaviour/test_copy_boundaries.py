@@ -1,4 +1,5 @@
-"""Copies at the edges of the size rules: the inline limit (`Limits.small`) and one
+"""Copies at the edges of the size rules: the inline limits (`Limits.small`, DtoH
+`Limits.dtoh_small`) and one
 shared-memory slot (`SHM_PIECE`: one slot goes on the direct synchronous path, more through
 the windowed pipeline). Bytes come back exact at threshold-1, threshold and threshold+1, odd
 sizes and zero, each by the path the rule names; a bad device range is still the CUDA error."""
@@ -19,8 +20,9 @@ from cricket_client.datapath import Path as DataPath
 from cricket_client.datapath.paths import SHM_PIECE
 
 SMALL = Limits().small
-SIZES = [0, 1, 3, SMALL - 1, SMALL, SMALL + 1, (1 << 20) + 3, SHM_PIECE - 1, SHM_PIECE,
-         SHM_PIECE + 1]
+DTOH_SMALL = Limits().dtoh_small
+SIZES = [0, 1, 3, DTOH_SMALL - 1, DTOH_SMALL, DTOH_SMALL + 1, SMALL - 1, SMALL, SMALL + 1,
+         (1 << 20) + 3, SHM_PIECE - 1, SHM_PIECE, SHM_PIECE + 1]
 
 
 @pytest.fixture(scope="module")
@@ -37,9 +39,9 @@ def conn(request: pytest.FixtureRequest, address: str) -> Iterator[cricket_clien
     c.close()
 
 
-def _expected(mode: Mode, size: int) -> DataPath:
+def _expected(mode: Mode, size: int, small: int = SMALL) -> DataPath:
     if mode is Mode.AUTO:
-        return DataPath.SHM if size >= SMALL else DataPath.RPC
+        return DataPath.SHM if size >= small else DataPath.RPC
     return DataPath(mode.value)
 
 
@@ -57,7 +59,7 @@ def test_bytes_are_exact_at_the_size_edges(conn: cricket_client.Connection, size
     out = np.full(size + 8, 0xA5, dtype=np.uint8)
     assert cuda.cuMemcpyDtoH(out, ptr, size) == (SUCCESS,)
     if size:
-        assert conn.datapaths.last_path is _expected(conn.datapaths.mode, size)
+        assert conn.datapaths.last_path is _expected(conn.datapaths.mode, size, DTOH_SMALL)
     assert np.array_equal(out[:size], data)
     assert (out[size:] == 0xA5).all()  # nothing written past the copy
     back = np.empty(8, dtype=np.uint8)

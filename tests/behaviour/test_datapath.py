@@ -16,7 +16,7 @@ from server_harness import running_server
 
 import cricket_client
 from cricket_client import driver as cuda
-from cricket_client.datapath import DataPaths, Mode
+from cricket_client.datapath import DataPaths, Limits, Mode
 from cricket_client.datapath import Path as DataPath
 from cricket_client.datapath import shm as client_shm
 
@@ -49,8 +49,9 @@ def conn(
 
 
 def _expected_path(mode: Mode, size: int) -> DataPath:
+    """The path of a DtoH of `size` bytes (the copy whose path is checked)."""
     if mode is Mode.AUTO:
-        return DataPath.SHM if size >= (64 << 10) else DataPath.RPC
+        return DataPath.SHM if size >= Limits().dtoh_small else DataPath.RPC
     return DataPath(mode.value)
 
 
