@@ -22,6 +22,12 @@ from cricket_server.graphs import ExecNode  # noqa: E402
 NOT_READY = 600
 
 
+@pytest.fixture(autouse=True)
+def ring_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are of the ring (CRICKET_GRAPH_STAGES above 1; one stage is the default)."""
+    monkeypatch.setenv(graph_staging.STAGES_ENV, str(MAX_STAGES))
+
+
 class Event:
     def __init__(self) -> None:
         self.busy = False
@@ -218,3 +224,13 @@ def test_a_driver_that_will_not_repoint_host_nodes_makes_launches_wait(gpu: GpuS
             assert "cuEventSynchronize" in gpu.names(start)
     assert gpu.seen == [b"step%04d" % i for i in range(3)]
     assert gpu.names().count("cuGraphExecMemcpyNodeSetParams") == 1  # tried once
+
+
+def test_by_default_an_exec_keeps_one_stage_and_a_launch_waits_for_the_previous(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(graph_staging.STAGES_ENV)
+    assert graph_staging.stage_limit() == 1
+    monkeypatch.setenv(graph_staging.STAGES_ENV, "9")
+    with pytest.raises(ValueError, match="CRICKET_GRAPH_STAGES='9'"):
+        graph_staging.stage_limit()
