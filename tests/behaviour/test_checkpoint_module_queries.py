@@ -25,6 +25,17 @@ def servers() -> Iterator[list[ServerProcess]]:
     yield from server_list()
 
 
+def restart_from_checkpoint(
+    servers: list[ServerProcess], server: ServerProcess, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Checkpoint the session, kill its server, restart from the checkpoint and point the
+    client at the restarted server."""
+    cricket_client.checkpoint(tmp_path / "ckpt")
+    server.kill()
+    restarted = start_restart(servers, tmp_path, tmp_path / "ckpt")
+    monkeypatch.setenv(cricket_client.ADDRESS_ENV, restarted.address)
+
+
 def test_module_queries_survive_checkpoint_and_restart(
     tmp_path: Path, servers: list[ServerProcess], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -44,10 +55,7 @@ def test_module_queries_survive_checkpoint_and_restart(
         stream_id = check(cuda.cuStreamGetId(stream))
         ctx_id = check(cuda.cuCtxGetId(None))
 
-        cricket_client.checkpoint(tmp_path / "ckpt")
-        server.kill()
-        restarted = start_restart(servers, tmp_path, tmp_path / "ckpt")
-        monkeypatch.setenv(cricket_client.ADDRESS_ENV, restarted.address)
+        restart_from_checkpoint(servers, server, tmp_path, monkeypatch)
 
         assert check(cuda.cuKernelGetAttribute(smem, saxpy, dev)) == 8192
         again = check(cuda.cuLibraryEnumerateKernels(len(kernels), lib))
@@ -79,10 +87,7 @@ def test_library_globals_keep_their_contents_across_checkpoint_and_restart(
         check(cuda.cuLaunchKernel(add, 1, 1, 1, 4, 1, 1, 0, 0, ((5,), (ctypes.c_int,)), 0))
         check(cuda.cuCtxSynchronize())
 
-        cricket_client.checkpoint(tmp_path / "ckpt")
-        server.kill()
-        restarted = start_restart(servers, tmp_path, tmp_path / "ckpt")
-        monkeypatch.setenv(cricket_client.ADDRESS_ENV, restarted.address)
+        restart_from_checkpoint(servers, server, tmp_path, monkeypatch)
 
         out = np.zeros(1, np.int32)
         bias, size = check(cuda.cuLibraryGetGlobal(lib, b"bias"))
@@ -107,10 +112,7 @@ def test_a_global_only_a_library_kernel_wrote_comes_back(
         check(cuda.cuLaunchKernel(add, 2, 1, 1, 4, 1, 1, 0, 0, ((3,), (ctypes.c_int,)), 0))
         check(cuda.cuCtxSynchronize())
 
-        cricket_client.checkpoint(tmp_path / "ckpt")
-        server.kill()
-        restarted = start_restart(servers, tmp_path, tmp_path / "ckpt")
-        monkeypatch.setenv(cricket_client.ADDRESS_ENV, restarted.address)
+        restart_from_checkpoint(servers, server, tmp_path, monkeypatch)
 
         out = np.zeros(1, np.int32)
         counter, size = check(cuda.cuLibraryGetGlobal(lib, b"counter"))

@@ -4,13 +4,12 @@ door."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from server_harness import Server, running_server
-from test_native_families import cricket_run
+from test_native_families import through_both_doors
 
 from cricket_client.native import library_path
 
@@ -26,12 +25,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 def test_capture_to_a_graph_and_its_dependencies_through_both_doors(server: Server) -> None:
     pytest.importorskip("cuda.bindings")
-    native = cricket_run(server, "--", sys.executable, str(PROGRAM))
-    assert native.returncode == 0, native.stdout + native.stderr
-    python = cricket_run(server, str(PROGRAM))
-    assert python.returncode == 0, python.stdout + python.stderr
-    assert native.stdout == python.stdout
-    assert native.stdout.splitlines() == [
+    assert through_both_doors(server, PROGRAM) == [
         "capturing into its graph True 1 True",
         "added 2 True",
         "set 1 True",

@@ -39,6 +39,17 @@ def cricket_run(server: Server, *args: str, env: dict[str, str] | None = None) -
     )  # fmt: skip
 
 
+def through_both_doors(server: Server, program: Path | str, *args: str) -> list[str]:
+    """Run a cuda-python program through the native library and through the Python-level
+    door; both succeed with the same output, whose lines are returned."""
+    native = cricket_run(server, "--", sys.executable, str(program), *args)
+    assert native.returncode == 0, native.stdout + native.stderr
+    python = cricket_run(server, str(program), *args)
+    assert python.returncode == 0, python.stdout + python.stderr
+    assert native.stdout == python.stdout
+    return native.stdout.splitlines()
+
+
 EXPECTED = [
     "pools supported 1",
     "device pool is default True",

@@ -25,7 +25,6 @@ from cricket_server.backends.base import (
     CUDA_ERROR_INVALID_VALUE,
     CUDA_ERROR_NOT_FOUND,
     CUDA_ERROR_NOT_READY,
-    CUDA_ERROR_NOT_SUPPORTED,
     PER_THREAD_STREAM,
     Backend,
     BackendSession,
@@ -44,9 +43,8 @@ from cricket_server.backends.sim.graphs import ReplayGraphs
 from cricket_server.backends.sim.kernels import (
     CUDA_ERROR_LAUNCH_TIMEOUT,
     WAIT_LIMIT_S,
-    KernelArgs,
     Launch,
-    find_kernel,
+    host_kernel_and_args,
 )
 from cricket_server.backends.sim.launch_ex import SimLaunchVariants
 from cricket_server.backends.sim.link import SimLinker
@@ -618,21 +616,7 @@ class SimSession(
         target = self._stream(stream, call)
         target.context.check()
         self._check_launch(fn, grid, block, shared_mem, call)
-        host = find_kernel(name)
-        if host is None:
-            raise CudaError(
-                CUDA_ERROR_NOT_SUPPORTED,
-                f"{call}: sim has no host implementation of kernel {name!r}",
-            )
-        raw = bytes(params)
-        need = max((p.offset + p.size for p in fn.info.params), default=0)
-        if len(raw) < need:
-            raise CudaError(
-                CUDA_ERROR_INVALID_VALUE,
-                f"{call}: kernel {name!r} takes {need} bytes of parameters "
-                f"({len(fn.info.params)} parameters), got {len(raw)}",
-            )
-        args = KernelArgs([raw[p.offset : p.offset + p.size] for p in fn.info.params])
+        host, args = host_kernel_and_args(name, fn.info.params, bytes(params), call)
         spec = Launch(
             (grid[0], grid[1], grid[2]),
             (block[0], block[1], block[2]),

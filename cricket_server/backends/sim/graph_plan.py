@@ -19,12 +19,10 @@ import numpy as np
 
 from cricket_server.backends.base import (
     CUDA_ERROR_INVALID_HANDLE,
-    CUDA_ERROR_INVALID_VALUE,
-    CUDA_ERROR_NOT_SUPPORTED,
     CudaError,
 )
 from cricket_server.backends.sim.devmem import KernelMemory
-from cricket_server.backends.sim.kernels import KernelArgs, Launch, find_kernel
+from cricket_server.backends.sim.kernels import Launch, host_kernel_and_args
 from cricket_server.backends.sim.streams import Context
 from cricket_server.graphs import NODE_KERNEL, NODE_MEMCPY, NODE_MEMSET, ExecNode
 
@@ -98,21 +96,7 @@ def _kernel_step(
     fn = session._function(func, call)
     session._check_launch(fn, grid, block, shared, call)
     name = fn.info.name
-    host = find_kernel(name)
-    if host is None:
-        raise CudaError(
-            CUDA_ERROR_NOT_SUPPORTED,
-            f"{call}: sim has no host implementation of kernel {name!r}",
-        )
-    raw = bytes(params)
-    need = max((p.offset + p.size for p in fn.info.params), default=0)
-    if len(raw) < need:
-        raise CudaError(
-            CUDA_ERROR_INVALID_VALUE,
-            f"{call}: kernel {name!r} takes {need} bytes of parameters "
-            f"({len(fn.info.params)} parameters), got {len(raw)}",
-        )
-    args = KernelArgs([raw[p.offset : p.offset + p.size] for p in fn.info.params])
+    host, args = host_kernel_and_args(name, fn.info.params, bytes(params), call)
     spec = Launch(
         (grid[0], grid[1], grid[2]), (block[0], block[1], block[2]), shared, dict(fn.module.globals),
         context.cancelled,

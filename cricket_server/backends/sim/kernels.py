@@ -23,12 +23,17 @@ import re
 import struct
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from cricket_server.backends.base import CudaError
+from cricket_server.backends.base import (
+    CUDA_ERROR_INVALID_VALUE,
+    CUDA_ERROR_NOT_SUPPORTED,
+    CudaError,
+    ParamInfo,
+)
 from cricket_server.backends.sim.devmem import KernelMemory
 
 CUDA_ERROR_LAUNCH_TIMEOUT = 702
@@ -126,6 +131,23 @@ def plain_name(symbol: str) -> str:
 
 def find_kernel(symbol: str) -> HostKernel | None:
     return _REGISTRY.get(symbol) or _REGISTRY.get(plain_name(symbol))
+
+
+def host_kernel_and_args(name: str, params: Sequence[ParamInfo], raw: bytes, call: str) -> tuple[HostKernel, KernelArgs]:
+    """The host implementation of kernel `name` and its arguments split from the packed
+    `raw` bytes by the parameter layout; NOT_SUPPORTED for an unknown kernel, INVALID_VALUE
+    for too few bytes."""
+    host = find_kernel(name)
+    if host is None:
+        raise CudaError(CUDA_ERROR_NOT_SUPPORTED, f"{call}: sim has no host implementation of kernel {name!r}")
+    need = max((p.offset + p.size for p in params), default=0)
+    if len(raw) < need:
+        raise CudaError(
+            CUDA_ERROR_INVALID_VALUE,
+            f"{call}: kernel {name!r} takes {need} bytes of parameters ({len(params)} parameters), "
+            f"got {len(raw)}",
+        )
+    return host, KernelArgs([raw[p.offset : p.offset + p.size] for p in params])
 
 
 def registered() -> list[str]:
