@@ -234,34 +234,3 @@ def test_by_default_an_exec_keeps_one_stage_and_a_launch_waits_for_the_previous(
     monkeypatch.setenv(graph_staging.STAGES_ENV, "9")
     with pytest.raises(ValueError, match="CRICKET_GRAPH_STAGES='9'"):
         graph_staging.stage_limit()
-
-
-def test_without_the_ring_a_launch_waits_only_until_the_previous_one_read_its_inputs(
-    gpu: GpuStandIn, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """One stage (the default): the real graph records an event once its host-to-device
-    nodes have run; the next launch refills the stage after that event, not after the whole
-    previous launch."""
-    monkeypatch.delenv(graph_staging.STAGES_ENV)
-    session = Session()
-    exec_ = _made(gpu, session, STEP)
-    added = [c for c in gpu.calls if c[0] == "cuGraphAddEventRecordNode"]
-    (deps,) = [c[2] for c in added]  # one node, after the host-to-device copy (the only dep)
-    assert len(deps) == 1 and deps[0].startswith("cuGraphAddMemcpyNode#")
-    inputs_read = added[0][4]
-    session.graph_launch(exec_, "s", [memoryview(b"step0000")])
-    inputs_read.busy = True  # recorded by that launch, not yet reached on the GPU
-    start = len(gpu.calls)
-    session.graph_launch(exec_, "s", [memoryview(b"step0001")])
-    waited = [c[1] for c in gpu.calls[start:] if c[0] == "cuEventSynchronize"]
-    assert waited == [inputs_read]  # not the stage's event (the whole launch)
-    assert gpu.seen == [b"step0000", b"step0001"] and len(gpu.pinned) == 1
-    assert "cuGraphExecMemcpyNodeSetParams" not in gpu.names()
-
-
-def test_an_exec_with_outputs_gets_no_inputs_event(gpu: GpuStandIn, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(graph_staging.STAGES_ENV)
-    with_output = [*STEP, ExecNode(3, 1, (2,), copy=(True, 0, False, 0x7000, 4))]
-    Session().graph_instantiate(with_output)
-    assert "cuGraphAddEventRecordNode" not in gpu.names()
-

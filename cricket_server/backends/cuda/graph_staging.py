@@ -10,9 +10,7 @@ Everything is planned once, when the exec is made (`HostStaging.plan`):
 | offset                     | 0 .. in_total             | in_total .. in_total + out |
 
 The exec's host nodes point into stage 0. A launch uses the current stage while the launch
-before it is done with it (its event; for an exec without device-to-host outputs, an event the
-real graph records once its host-to-device nodes have run, so the server refills the stage
-while the previous launch's kernels still run); otherwise the next idle stage of a small ring (made on
+before it is done with it (its event); otherwise the next idle stage of a small ring (made on
 demand, at most `MAX_STAGES`), and the host nodes are pointed there with
 cuGraphExecMemcpyNodeSetParams (prebuilt parameters; the driver applies them to later
 launches only). So queued launches never wait for the GPU; only a launch that finds every
@@ -110,10 +108,6 @@ class HostStaging:
     current: int = 0
     ring: bool = True  # whether launches may move to another stage
     limit: int = MAX_STAGES  # stages it may make
-    # recorded by the real graph once its host-to-device nodes have run (`inputs_read_node`):
-    # a launch of an exec without outputs refills the stage once the previous launch has read
-    # it, not once that launch is done
-    inputs_read: Any = None
     nodes: dict[object, Any] = field(default_factory=dict)  # node key -> real CUgraphNode
     in_view: memoryview | None = None  # of the current stage
     out_view: memoryview | None = None
@@ -196,8 +190,7 @@ class HostStaging:
         if not stage.launched or _done(stage.event):
             return stage
         if not self.ring:
-            read = self.inputs_read
-            call(driver.cuEventSynchronize, stage.event if read is None else read)
+            call(driver.cuEventSynchronize, stage.event)
             return stage
         count = len(self.stages)
         nxt = (self.current + 1) % count
@@ -217,22 +210,6 @@ class HostStaging:
                 return stage
         self._select(nxt)
         return target
-
-    def inputs_read_node(self, graph: Any, nodes: dict[object, Any]) -> None:
-        """Add to the real `graph` an event record node after its host-to-device nodes, where
-        a launch need not wait for the whole previous one: no outputs (those launches wait
-        anyway), every input on the top level (nodes of conditional bodies run later)."""
-        inputs = [s for s in self.sides if s.to_device]
-        if not inputs or self.out_total or self.ring or any(s.nested for s in self.sides):
-            return
-        deps = list(dict.fromkeys(nodes[s.key] for s in inputs))
-        event = call(driver.cuEventCreate, driver.CUevent_flags.CU_EVENT_DISABLE_TIMING)
-        try:
-            call(driver.cuGraphAddEventRecordNode, graph, deps, len(deps), event)
-        except CudaError:
-            call(driver.cuEventDestroy, event)
-            raise
-        self.inputs_read = event
 
     def fill(self, host_in: Sequence[memoryview]) -> None:
         """The launch's host-to-device bytes into the current stage (one copy each)."""
@@ -265,9 +242,6 @@ class HostStaging:
             if stage.event is not None:
                 steps += [(driver.cuEventSynchronize, stage.event), (driver.cuEventDestroy, stage.event)]
             steps.append((driver.cuMemFreeHost, stage.address))
-        if self.inputs_read is not None:  # after the stages' launches are done
-            steps.append((driver.cuEventDestroy, self.inputs_read))
-            self.inputs_read = None
         for fn, arg in steps:
             try:
                 call(fn, arg)

@@ -66,8 +66,6 @@ class CudaGraphs(BackendSession):
         try:
             made.staging = HostStaging.plan(nodes)
             self._populate(made, graph, nodes, state.context.handle)
-            if made.staging is not None:
-                made.staging.inputs_read_node(graph, made.nodes)
             made.exec = call(driver.cuGraphInstantiate, graph, 0)
             if made.staging is not None:
                 made.staging.nodes = made.nodes
