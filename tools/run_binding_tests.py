@@ -13,8 +13,9 @@ Local run: `python -m pytest FILES` in TESTS_DIR, with this machine's GPU.
 Remote run: a cricket-server with the backend named (`cuda`: this machine's GPU) on a free
 loopback port, and `python -m cricket_client.run --server ADDR -m pytest FILES` (`--door
 python`: cuda.bindings swapped for the Python client's modules) or `... --server ADDR --
-python -m pytest FILES` (`--door native`: the real cuda.bindings on the project's native
-libcuda.so.1), with CUDA_VISIBLE_DEVICES= in the client's environment only, so that nothing the tests do can reach
+python -m pytest FILES` (`--door native`: the real cuda.bindings.driver on the project's
+native libcuda.so.1, cuda.bindings.runtime the Python client's as cricket-run gives Python
+programs there; CRICKET_NATIVE_RUNTIME=cudart keeps cuda-python's), with CUDA_VISIBLE_DEVICES= in the client's environment only, so that nothing the tests do can reach
 a GPU of the client. Both runs write JUnit XML to --out (default: a temporary folder), which
 this script reads to print every test's local and remote outcome, the counts, and the tests
 that pass locally and not remotely. It needs python3 with pytest, numpy and cuda-bindings; the
