@@ -184,7 +184,9 @@ class _NativeStandInLoader(importlib.abc.Loader):
             raise NotSupportedRemotely(
                 f"{name}.{attr} is not supported remotely: {name} is cuda-python's native "
                 f"binding of this machine's CUDA driver, which would run the work on a local "
-                f"GPU; use cuda.bindings.driver and cuda.bindings.runtime"
+                f"GPU; use cuda.bindings.driver and cuda.bindings.runtime, or run the program "
+                f"through the native door, where compiled code reaches the remote GPU too "
+                f"(cricket-run -- python3 PROGRAM)"
             )
 
         setattr(module, "__getattr__", __getattr__)  # noqa: B010  (a module's own hook)

@@ -109,6 +109,7 @@ def test_the_native_driver_binding_fails_loudly_instead_of_running_here() -> Non
     assert lines[0].startswith("cuda.bindings.cydriver.__pyx_capi__ is not supported remotely")
     assert lines[1].startswith("cuda.bindings.cyruntime.__pyx_capi__ is not supported remotely")
     assert all("this machine's CUDA driver" in line for line in lines)
+    assert all("cricket-run -- python3 PROGRAM" in line for line in lines)  # the way that works
 
 
 def test_the_v2_driver_api_fails_loudly_instead_of_running_here() -> None:
