@@ -8,6 +8,12 @@ program's order; a synchronizing call takes the batch along in its own write, so
 wakes once for both), or `delay` seconds after the first of them at the latest (a background
 thread, started on first need, sees to that: a program that launches and then computes on the
 host still gets its kernels started).
+
+CRICKET_LAUNCH_BATCH sets `max_launches` (1 to cricket.x's MAX_LAUNCH_BATCH; default 128). Smaller batches
+let the server start on a step's launches while the client still makes the rest (on a 2-core
+machine with the sim server, batches of 2-3 cut a decoding step by about a quarter) at the
+price of a send per batch, which a tight launch loop pays: a knob to measure with, not a
+default changed without a GPU A/B.
 """
 
 from __future__ import annotations
@@ -18,12 +24,13 @@ import threading
 import time
 from collections.abc import Callable
 
-__all__ = ["LaunchBatcher", "MAX_LAUNCHES", "MAX_BYTES", "DELAY", "DELAY_ENV"]
+__all__ = ["LaunchBatcher", "MAX_LAUNCHES", "MAX_BYTES", "DELAY", "DELAY_ENV", "BATCH_ENV"]
 
 MAX_LAUNCHES = 128  # launches in one batch (the protocol allows MAX_LAUNCH_BATCH)
 MAX_BYTES = 1 << 16  # bytes of launch_args in one batch
 DELAY = 0.0005  # seconds a gathered launch may wait for more at the most
 DELAY_ENV = "CRICKET_LAUNCH_DELAY_US"
+BATCH_ENV = "CRICKET_LAUNCH_BATCH"
 _COUNT = struct.Struct(">I")
 
 Send = Callable[[int, bytes], None]  # (launches, launch_batch encoding)
@@ -42,6 +49,21 @@ def _delay_from_env() -> float:
     return micros / 1e6
 
 
+def _batch_from_env() -> int:
+    text = os.environ.get(BATCH_ENV)
+    if not text:
+        return MAX_LAUNCHES
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"{BATCH_ENV}={text!r}: expected a number of launches") from None
+    from rpc_spec.cricket_rpc import MAX_LAUNCH_BATCH
+
+    if not 1 <= value <= MAX_LAUNCH_BATCH:
+        raise ValueError(f"{BATCH_ENV}={text!r}: expected 1 to {MAX_LAUNCH_BATCH}")
+    return value
+
+
 class LaunchBatcher:
     """Encoded launch_args waiting to be sent as one launch_batch by `send(count, body)`.
 
@@ -54,13 +76,13 @@ class LaunchBatcher:
         send: Send,
         *,
         send_with_next: Send | None = None,
-        max_launches: int = MAX_LAUNCHES,
+        max_launches: int | None = None,
         max_bytes: int = MAX_BYTES,
         delay: float | None = None,
     ) -> None:
         self._send = send
         self._send_with_next = send_with_next or send
-        self.max_launches = max_launches
+        self.max_launches = _batch_from_env() if max_launches is None else max_launches
         self.max_bytes = max_bytes
         self.delay = _delay_from_env() if delay is None else delay
         self._lock = threading.Lock()  # taken directly on the hot path (`with` on a Lock is C)
