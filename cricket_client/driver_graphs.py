@@ -576,10 +576,9 @@ def _run_on_client(call: str, hStream: Any, fn: Any, run: Callable[[int, int, in
         return _host_functions_refused(call, 0)  # type: ignore[return-value]
     from .driver import cuStreamSynchronize
 
-    err = host_functions.call_after(
-        lambda: int(cuStreamSynchronize(hStream)[0]),
-        lambda: run(address, as_int(hStream), 0),
-    )
+    err = cuStreamSynchronize(hStream)[0]
+    if not err:
+        run(address, as_int(hStream), 0)
     return _out(err)
 
 

@@ -18,7 +18,6 @@ The function-pointer types take cuda-python's forms: `CUhostFn(address)`, or
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Callable
 from typing import Any
 
 from ._types import Handle, as_int
@@ -93,10 +92,3 @@ def user_data_address(data: Any) -> int:
         raise TypeError(f"userData: a read-only {type(data).__name__} other than bytes has no address")
     return ctypes.addressof(ctypes.c_char.from_buffer(view))
 
-
-def call_after(synchronize: Callable[[], int], run: Callable[[], None]) -> int:
-    """`synchronize()` (a CUresult), then `run()` once it succeeded; the CUresult."""
-    err = synchronize()
-    if not err:
-        run()
-    return err
