@@ -378,7 +378,7 @@ class Connection:
         replay, as the server counts it; only while the replay log does not log."""
         self._local_message = None
         self.replay_log.count("CU_LAUNCH_KERNEL")
-        pending = self.pipeline.pending  # as Pipeline.post_launch, one call less
+        pending = self.pipeline.pending  # nothing outstanding: the last reply arrived
         self.pipeline.launches.add(body, at_once=not pending or pending[-1][1].done())
 
     def drain(self) -> int:

@@ -93,12 +93,6 @@ class Pipeline:
         prog, vers, number, _codecs, decode = self._how_to_send(proc)
         self._keep(proc, Pending(self.rpc.call_async(prog, vers, number, body, defer=True), decode))
 
-    def post_launch(self, body: bytes) -> None:
-        """A cuLaunchKernel: sent at once when nothing is outstanding, else gathered with the
-        launches after it into one CU_LAUNCH_KERNEL_BATCH call."""
-        pending = self.pending
-        self.launches.add(body, at_once=not pending or pending[-1][1].done())
-
     def _send_launch_batch_with_next(self, count: int, body: bytes) -> None:
         """A batch the caller's next call takes along: held in the RPC client to leave in one
         write with that call (one wake-up of the server for both). A caller that then sends
