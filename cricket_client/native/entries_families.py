@@ -734,9 +734,7 @@ def cuGraphAddDependencies_v2(graph: int, froms: Any, tos: Any, edges: Any, coun
     f, t = _deps(froms, count), _deps(tos, count)
     if f is None or t is None:
         return INVALID_VALUE
-    if edges != ffi.NULL and any(bytes(ffi.buffer(edges, 8 * count))):
-        return _err(driver.cuGraphAddDependencies(graph, f, t, [StructView(edges[i]) for i in range(count)], count))
-    return _err(driver.cuGraphAddDependencies(graph, f, t, None, count))
+    return _err(driver.cuGraphAddDependencies(graph, f, t, _edges(edges, count), count))
 
 
 @_entry
