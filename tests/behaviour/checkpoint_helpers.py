@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,8 @@ from server_harness import Server
 from server_harness import server_list as server_list  # for the tests' `servers` fixtures
 from server_harness import start_server as start
 
+from checkpoint.format import CheckpointError
+from checkpoint.reader import Checkpoint
 from cricket_client import driver as cuda
 
 # Isolation of the servers these tests start (CRICKET_TEST_ISOLATION, as the suite's server).
@@ -59,3 +63,20 @@ def read(ptr: Any, size: int) -> bytes:
     out = bytearray(size)
     check(cuda.cuMemcpyDtoH(out, ptr, size))
     return bytes(out)
+
+
+def operator_checkpoint(server: ServerProcess, target: Path, limit: float = 60.0) -> Checkpoint:
+    """SIGUSR1 to a server started with --checkpoint-dir `target`; the checkpoint it writes,
+    once its MANIFEST is new and opens (the directory is swapped in whole)."""
+    manifest = target / "MANIFEST"
+    before = manifest.stat().st_mtime_ns if manifest.exists() else None
+    server.process.send_signal(signal.SIGUSR1)
+    deadline = time.monotonic() + limit
+    while True:
+        assert time.monotonic() < deadline, server.log()
+        if manifest.exists() and manifest.stat().st_mtime_ns != before:
+            try:
+                return Checkpoint.open(target)
+            except (CheckpointError, FileNotFoundError):
+                pass  # caught between the swap's two renames: look again
+        time.sleep(0.02)

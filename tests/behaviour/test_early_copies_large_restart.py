@@ -6,19 +6,23 @@ CRICKET_TEST_BACKEND."""
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from behaviour_helpers import check, open_session
-from checkpoint_helpers import ServerProcess, read, server_list, start_restart, start_server
+from checkpoint_helpers import (
+    ServerProcess,
+    operator_checkpoint,
+    read,
+    server_list,
+    start_restart,
+    start_server,
+)
 
 import cricket_client
-from checkpoint.reader import Checkpoint
 from cricket_client import driver as cuda
 from cricket_client.datapath.paths import SHM_SLOTS
 from cricket_client.datapath.select import Path as DataPath
@@ -49,21 +53,13 @@ def test_an_operator_checkpoint_right_after_large_early_copies_holds_them(
     target = tmp_path / "periodic"
     server = start_server(servers, tmp_path, isolation, "--checkpoint-dir", str(target))
     conn = open_session(server.address, make_default=False)
-    manifest = target / "MANIFEST"
     try:
         with conn.active():
             ptr = int(check(cuda.cuMemAlloc(SIZE)))
             for round_ in range(4):
                 for value in range(SHM_SLOTS + 2):  # more than the slots; the last one wins
                     _early(conn, ptr, _fill(round_ * 16 + value))
-                before = manifest.stat().st_mtime_ns if manifest.exists() else None
-                server.process.send_signal(signal.SIGUSR1)
-                deadline = time.monotonic() + 60
-                while not manifest.exists() or manifest.stat().st_mtime_ns == before:
-                    assert time.monotonic() < deadline, server.log()
-                    time.sleep(0.02)
-                time.sleep(0.05)  # the MANIFEST goes in last; let its rename settle
-                ckpt = Checkpoint.open(target)
+                ckpt = operator_checkpoint(server, target)
                 (session,) = ckpt.manifest.sessions
                 (alloc,) = session.allocations
                 assert ckpt.read_blob(alloc.contents) == _fill(round_ * 16 + SHM_SLOTS + 1)

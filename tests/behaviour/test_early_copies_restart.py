@@ -5,19 +5,23 @@ sends again those the restored session lacks). Runs on CRICKET_TEST_BACKEND."""
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from behaviour_helpers import check, open_session
-from checkpoint_helpers import ServerProcess, read, server_list, start_restart, start_server
+from checkpoint_helpers import (
+    ServerProcess,
+    operator_checkpoint,
+    read,
+    server_list,
+    start_restart,
+    start_server,
+)
 
 import cricket_client
-from checkpoint.reader import Checkpoint
 from cricket_client import driver as cuda
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,7 +91,6 @@ def test_an_operator_checkpoint_right_after_early_copies_holds_them(
     target = tmp_path / "periodic"
     server = start_server(servers, tmp_path, isolation, "--checkpoint-dir", str(target))
     conn = open_session(server.address, make_default=False)
-    manifest = target / "MANIFEST"
     try:
         with conn.active():
             ptr = check(cuda.cuMemAlloc(4096))
@@ -95,14 +98,7 @@ def test_an_operator_checkpoint_right_after_early_copies_holds_them(
                 for value in range(8):  # several in flight; the last one wins
                     check(cuda.cuMemcpyHtoD(ptr, bytes([round_ * 8 + value]) * 4096, 4096))
                 assert conn.pending_count > 0  # returned early
-                before = manifest.stat().st_mtime_ns if manifest.exists() else None
-                server.process.send_signal(signal.SIGUSR1)
-                deadline = time.monotonic() + 60
-                while not manifest.exists() or manifest.stat().st_mtime_ns == before:
-                    assert time.monotonic() < deadline, server.log()
-                    time.sleep(0.02)
-                time.sleep(0.05)  # the MANIFEST goes in last; let its rename settle
-                ckpt = Checkpoint.open(target)
+                ckpt = operator_checkpoint(server, target)
                 (session,) = ckpt.manifest.sessions
                 (alloc,) = session.allocations
                 assert ckpt.read_blob(alloc.contents) == bytes([round_ * 8 + 7]) * 4096
