@@ -26,12 +26,15 @@ def cricket_server_process(
     unix: bool = False,
     isolation: str = "auto",
     spin_us: float | None = None,
+    sampled_to: Path | None = None,
 ) -> Iterator[tuple[str, int]]:
     """Yield (address, process id) of a fresh server on `backend` with `--isolation`
-    `isolation` and, when given, `--spin-us spin_us`."""
+    `isolation` and, when given, `--spin-us spin_us`; with `sampled_to`, the server runs
+    under `bench.stack_sampler`, which writes its report there."""
     with tempfile.TemporaryDirectory() as tmp:
         ready = os.path.join(tmp, "ready")
-        args = [sys.executable, "-m", "cricket_server", "--backend", backend,
+        sampler = ["-m", "bench.stack_sampler", "--out", str(sampled_to)] if sampled_to else []
+        args = [sys.executable, *sampler, "-m", "cricket_server", "--backend", backend,
                 "--isolation", isolation, "--ready-file", ready, "--log-level", "warning"]
         args += ["--unix", os.path.join(tmp, "s.sock")] if unix else ["--listen", "127.0.0.1:0"]
         if spin_us is not None:
