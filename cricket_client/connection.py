@@ -365,11 +365,11 @@ class Connection:
         return self.pipeline.post_now(proc, args)
 
     @resuming
-    def post_encoded(self, proc: str, body: bytes) -> None:
+    def post_encoded(self, proc: str, body: bytes, *, gather: bool = False) -> None:
         """`post` with the arguments already XDR-encoded in `body` (the launch hot path; the
-        replay log, when it logs, keeps them decoded)."""
+        replay log, when it logs, keeps them decoded); `gather`: see Pipeline.post_encoded."""
         self._local_message = None
-        self.pipeline.post_encoded(proc, body)
+        self.pipeline.post_encoded(proc, body, gather=gather)
 
     def post_launch(self, body: bytes) -> None:
         """A cuLaunchKernel, its launch_args XDR-encoded in `body`: sent at once when nothing

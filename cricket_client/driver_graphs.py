@@ -787,8 +787,11 @@ def cuGraphLaunch(hGraphExec: Any, hStream: Any) -> tuple[Any]:
         conn.post("CU_GRAPH_LAUNCH", handle, stream, data)
         return (_SUCCESS,)
     _forget_memory_answers(conn, (handle, stream))
+    # gathered as kernel launches are: a loop of launches leaves in few writes
     conn.post_encoded(
-        "CU_GRAPH_LAUNCH", b"".join((_LAUNCH_HEAD.pack(handle, stream, n), *pieces, _PADS[n & 3]))
+        "CU_GRAPH_LAUNCH",
+        b"".join((_LAUNCH_HEAD.pack(handle, stream, n), *pieces, _PADS[n & 3])),
+        gather=True,
     )
     return (_SUCCESS,)
 

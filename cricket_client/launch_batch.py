@@ -7,7 +7,9 @@ any other call is made on the connection (`Connection` flushes first, so the ser
 program's order; a synchronizing call takes the batch along in its own write, so the server
 wakes once for both), or `delay` seconds after the first of them at the latest (a background
 thread, started on first need, sees to that: a program that launches and then computes on the
-host still gets its kernels started).
+host still gets its kernels started). Other calls gathered the same way (graph launches, held
+in the RPC client while earlier work is outstanding: `Pipeline.post_encoded(gather=True)`)
+leave with the next batch or call, or by the same timer (`arm_held`).
 
 CRICKET_LAUNCH_BATCH sets `max_launches` (1 to cricket.x's MAX_LAUNCH_BATCH; default 128). Smaller batches
 let the server start on a step's launches while the client still makes the rest (on a 2-core
@@ -76,12 +78,15 @@ class LaunchBatcher:
         send: Send,
         *,
         send_with_next: Send | None = None,
+        flush_held: Callable[[], None] | None = None,
         max_launches: int | None = None,
         max_bytes: int = MAX_BYTES,
         delay: float | None = None,
     ) -> None:
         self._send = send
         self._send_with_next = send_with_next or send
+        self._flush_held = flush_held  # sends the calls held in the RPC client
+        self._held = False  # calls wait in the RPC client for the timer (`arm_held`)
         self.max_launches = _batch_from_env() if max_launches is None else max_launches
         self.max_bytes = max_bytes
         self.delay = _delay_from_env() if delay is None else delay
@@ -122,11 +127,22 @@ class LaunchBatcher:
             if self.queued:
                 self._flush_locked(self._send_with_next if with_next else self._send)
 
+    def arm_held(self) -> None:
+        """A call was held in the RPC client to leave with later ones: make sure it leaves
+        within `delay` (with a batch, any other call, or `flush_held` from the timer)."""
+        with self._lock:
+            self._held = True
+            if self._due is None:
+                self._arm_locked()
+
     def close(self) -> None:
         """Send what is queued and stop the timer thread."""
         with self._cond:
             if self.queued:
                 self._flush_locked()
+            elif self._held and self._flush_held is not None:
+                self._held = False
+                self._flush_held()
             self._closed = True
             self._cond.notify_all()
         timer = self._timer
@@ -145,6 +161,7 @@ class LaunchBatcher:
             self.queued = []
             self._bytes = 0
             self._due = None
+            self._held = False  # the batch's write carried the held calls before it
 
     def _arm_locked(self) -> None:
         """The first launch of a gathered batch: make sure it leaves within `delay`."""
@@ -177,3 +194,6 @@ class LaunchBatcher:
                     self._flush_locked()  # which clears `_due`
                 else:
                     self._due = None
+                    if self._held and self._flush_held is not None:
+                        self._held = False
+                        self._flush_held()

@@ -75,7 +75,9 @@ class Pipeline:
         self.deferred_exception: BaseException | None = None  # an RPC failure, raised next
         self.lost_procs: list[str] = []  # pipelined calls that failed with the connection
         self.launches = LaunchBatcher(
-            self._send_launch_batch, send_with_next=self._send_launch_batch_with_next
+            self._send_launch_batch,
+            send_with_next=self._send_launch_batch_with_next,
+            flush_held=self._flush_held,
         )
 
     # -- sending ---------------------------------------------------------------------------
@@ -86,12 +88,32 @@ class Pipeline:
             raise ValueError(f"{proc} is not marked pipelined (@pipelined) in cricket.x")
         self._keep(proc, self._send_deferrable(proc, args))
 
-    def post_encoded(self, proc: str, body: bytes) -> None:
-        """`post` with the arguments already XDR-encoded in `body`."""
+    def post_encoded(self, proc: str, body: bytes, *, gather: bool = False) -> None:
+        """`post` with the arguments already XDR-encoded in `body`.
+
+        `gather`: gathered as launches are (`LaunchBatcher`), whatever its size: sent at once
+        when nothing is outstanding, else held in the RPC client to leave in one write with
+        the calls after it, once `MAX_BYTES` wait, or by the batcher's timer."""
         if proc not in pipelined():
             raise ValueError(f"{proc} is not marked pipelined (@pipelined) in cricket.x")
         prog, vers, number, _codecs, decode = self._how_to_send(proc)
-        self._keep(proc, Pending(self.rpc.call_async(prog, vers, number, body, defer=True), decode))
+        rpc = self.rpc
+        if not gather:
+            self._keep(proc, Pending(rpc.call_async(prog, vers, number, body, defer=True), decode))
+            return
+        pending = self.pending
+        hold = bool(pending) and not pending[-1][1].done()
+        self._keep(proc, Pending(rpc.call_async(prog, vers, number, body, hold=hold), decode))
+        if hold:
+            if rpc.queued_bytes >= self.launches.max_bytes:
+                rpc.flush()
+            else:
+                self.launches.arm_held()
+
+    def _flush_held(self) -> None:
+        """The batcher's timer: calls held in the RPC client leave now (a lost connection is
+        reported by the next synchronizing call)."""
+        self.rpc.flush()
 
     def _send_launch_batch_with_next(self, count: int, body: bytes) -> None:
         """A batch the caller's next call takes along: held in the RPC client to leave in one

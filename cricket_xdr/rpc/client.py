@@ -469,6 +469,11 @@ class RpcClient:
         return not poller.poll(0)
 
     @property
+    def queued_bytes(self) -> int:
+        """Bytes of deferred and held calls waiting to leave (`call_async`)."""
+        return self._queued_bytes
+
+    @property
     def in_flight(self) -> int:
         """Calls sent and not yet answered, failed or timed out."""
         return len(self._pending)
