@@ -45,6 +45,7 @@ __all__ = [
 ]
 
 _NOT_SUPPORTED = CUresult.CUDA_ERROR_NOT_SUPPORTED
+MAX_OPERATIONS = 64  # operations one call carries (cricket.x MAX_ATTRS)
 _SYNC_MEMOPS = int(CUpointer_attribute.CU_POINTER_ATTRIBUTE_SYNC_MEMOPS)
 LOCATION_WHY = (
     "cuMemGetLocationInfo: the residency of managed or pageable memory is not available "
@@ -79,8 +80,14 @@ def atomic_operations(call: str, operations: Any, count: Any, kind: type) -> lis
 
 
 def _caps(proc: str, ops: list[int], *devices: int) -> tuple[int, list[int] | None]:
-    err, r = _conn().sync(proc, ops, *devices)
-    return (err, None) if err else (0, [int(c) for c in r.value])
+    """The capabilities of each operation, asked MAX_OPERATIONS at a time."""
+    caps: list[int] = []
+    for i in range(0, max(len(ops), 1), MAX_OPERATIONS):
+        err, r = _conn().sync(proc, ops[i : i + MAX_OPERATIONS], *devices)
+        if err:
+            return err, None
+        caps += [int(c) for c in r.value]
+    return 0, caps
 
 
 def cuDeviceGetLuid(dev: Any) -> tuple[Any, bytes | None, int | None]:

@@ -33,6 +33,7 @@ __all__ = ["ATOMIC_OPERATIONS", "SessionDeviceFacts"]
 
 ATOMIC_OPERATIONS = range(13)  # CUatomicOperation: INTEGER_ADD (0) .. FLOAT_MAX (12)
 EXEC_AFFINITY_SM_COUNT = 0  # CU_EXEC_AFFINITY_TYPE_SM_COUNT
+MAX_CLIQUES = 64  # entries one reply carries (cricket.x MAX_ATTRS)
 
 
 def check_operations(call: str, operations: Sequence[int]) -> None:
@@ -89,6 +90,7 @@ class SessionDeviceFacts(SessionMemoryCalls, SessionModules, SessionDevResources
 
     def clique_info(self, count: int, dev: int) -> list[tuple[int, int]]:
         dev = self.device("cuDeviceGetCliqueInfo", dev)
+        count = min(count, MAX_CLIQUES)
         return self.backend.clique_info(count, dev)[:count]
 
     # -- green contexts ---------------------------------------------------------------------

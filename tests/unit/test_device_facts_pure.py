@@ -94,3 +94,30 @@ def test_sim_answers_as_cuda_on_linux_without_a_fabric() -> None:
             ask()
         assert e.value.code == CUDA_ERROR_NOT_SUPPORTED
     assert backend.exec_affinity_support(0, 0) == 0
+
+
+class _Reply:
+    def __init__(self, value: list[int]) -> None:
+        self.value = value
+
+
+class _Conn:
+    """Answers each capability query with the operations' values plus 100."""
+
+    def __init__(self) -> None:
+        self.sent: list[int] = []
+
+    def sync(self, proc: str, ops: list[int], *devices: int) -> tuple[int, _Reply]:
+        self.sent.append(len(ops))
+        return 0, _Reply([op + 100 for op in ops])
+
+
+def test_many_operations_are_asked_in_calls_of_at_most_64(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cricket_client import driver_device_facts as facts
+
+    conn = _Conn()
+    monkeypatch.setattr(facts, "_conn", lambda: conn)
+    ops = [CUatomicOperation(i % 13) for i in range(150)]
+    err, caps = facts.cuDeviceGetHostAtomicCapabilities(ops, 150, 0)
+    assert conn.sent == [64, 64, 22]
+    assert caps == [i % 13 + 100 for i in range(150)]
