@@ -37,6 +37,9 @@ def conn(tmp_path: Path) -> Iterator[cricket_client.Connection]:
 def test_atomics_between_two_devices(conn: cricket_client.Connection) -> None:
     zero, one = cuda.CUdevice(0), cuda.CUdevice(1)
     err, there = cuda.cuDeviceGetP2PAtomicCapabilities(OPS, 2, zero, one)
+    message = cricket_client.last_error_message() or ""
+    if err == cuda.CUresult.CUDA_ERROR_NOT_SUPPORTED and " has no " in message:
+        pytest.skip(message)  # the server's cuda-python or driver is older than the call
     assert err == cuda.CUresult.CUDA_SUCCESS and len(there) == 2
     native = cuda.cuDeviceGetP2PAttribute(
         cuda.CUdevice_P2PAttribute.CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED, zero, one

@@ -121,3 +121,33 @@ def test_many_operations_are_asked_in_calls_of_at_most_64(monkeypatch: pytest.Mo
     err, caps = facts.cuDeviceGetHostAtomicCapabilities(ops, 150, 0)
     assert conn.sent == [64, 64, 22]
     assert caps == [i % 13 + 100 for i in range(150)]
+
+
+def test_a_call_the_servers_cuda_python_or_driver_lacks_is_not_supported(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("cuda.bindings")
+    from cricket_server.backends.cuda import device_facts
+
+    with pytest.raises(CudaError) as absent:
+        device_facts.newer("cuNoSuchCall", "cuNoSuchCall")
+    assert absent.value.code == CUDA_ERROR_NOT_SUPPORTED
+    assert "cuda-python has no cuNoSuchCall" in absent.value.message
+
+    class FunctionNotFoundError(RuntimeError):
+        pass
+
+    def missing(*args: object) -> None:
+        raise FunctionNotFoundError("function cuDeviceGetCliqueCount is not found")
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("something else")
+
+    monkeypatch.setattr(device_facts.driver, "cuDeviceGetCliqueCount", missing, raising=False)
+    with pytest.raises(CudaError) as lacking:
+        device_facts.newer("cuDeviceGetCliqueCount", "cuDeviceGetCliqueCount")(0)
+    assert lacking.value.code == CUDA_ERROR_NOT_SUPPORTED
+    assert "driver has no cuDeviceGetCliqueCount" in lacking.value.message
+    monkeypatch.setattr(device_facts.driver, "cuDeviceGetCliqueCount", broken, raising=False)
+    with pytest.raises(RuntimeError, match="something else"):
+        device_facts.newer("cuDeviceGetCliqueCount", "cuDeviceGetCliqueCount")(0)

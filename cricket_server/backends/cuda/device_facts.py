@@ -31,9 +31,9 @@ def newer(name: str, call_name: str) -> Any:
     def run(*args: Any) -> Any:
         try:
             return fn(*args)
-        except RuntimeError as e:  # cuda-python: 'Function "cuX" not found' in the driver
-            if "not found" not in str(e):
-                raise
+        except RuntimeError as e:  # the driver lacks it: FunctionNotFoundError, or before it
+            if type(e).__name__ != "FunctionNotFoundError" and "not found" not in str(e):
+                raise  # (cuda-bindings 12) RuntimeError('Function "cuX" not found')
             raise CudaError(
                 CUDA_ERROR_NOT_SUPPORTED, f"{call_name}: the server's driver has no {name}"
             ) from None
