@@ -210,3 +210,18 @@ def test_location_info_of_unshared_memory_and_get_kernel_say_why(
         check(cuda.cuMemFree(ptr))
     assert cudart.cudaGetKernel(0x1234) == (RT.cudaErrorNotSupported, None)
     assert "cudaLibraryGetKernel" in cricket_client.last_error_message()
+
+
+def test_repeated_device_facts_do_not_travel(session: cricket_client.Connection) -> None:
+    dev = device()
+
+    def ask() -> list[Any]:
+        return [
+            cuda.cuDeviceGetHostAtomicCapabilities(OPS, len(OPS), dev),
+            cuda.cuDeviceGetExecAffinitySupport(SM_COUNT, dev),
+        ]
+
+    first = ask()
+    calls = session.sync("SESSION_CALLS")[1].value
+    assert ask() == first
+    assert session.sync("SESSION_CALLS")[1].value == calls, "repeated facts reached the server"
