@@ -41,7 +41,6 @@ __all__ = [
     "cuDeviceGetP2PAtomicCapabilities",
     "cuMemGetLocationInfo",
     "cuPointerSetAttribute",
-    "atomic_operations",
 ]
 
 _NOT_SUPPORTED = CUresult.CUDA_ERROR_NOT_SUPPORTED
