@@ -58,6 +58,8 @@ def describe(body: ck.manifest_body) -> str:
                 lines.append(
                     f"    global {lg.name} in context {lg.ctx:#x} at {lg.address:#x}, {lg.size} bytes"
                 )
+            for lm in lib.modules:
+                lines.append(f"    module {lm.handle:#x} in context {lm.ctx:#x}")
         for st in s.streams:
             lines.append(
                 f"  stream {st.handle:#x} in context {st.ctx:#x}: flags {st.flags:#x}, "

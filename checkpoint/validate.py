@@ -102,6 +102,10 @@ def _handles(s: ck.session_image) -> Iterator[tuple[HandleKind, int, str]]:
             yield HandleKind.KERNEL, k.handle, f"library {lib.handle:#x} kernel {k.name!r}"
             if k.function is not None:
                 yield HandleKind.FUNCTION, k.function.handle, f"kernel {k.handle:#x} function"
+        for lm in lib.modules:
+            yield HandleKind.MODULE, lm.handle, f"library {lib.handle:#x} module"
+            for f in lm.functions:
+                yield HandleKind.FUNCTION, f.handle, f"module {lm.handle:#x} function {f.name!r}"
     for st in s.streams:
         yield HandleKind.STREAM, st.handle, "stream"
     for e in s.events:
@@ -171,6 +175,8 @@ def _session_problems(s: ck.session_image, va: tuple[int, int]) -> Iterator[str]
     for lib in s.libraries:
         if lib.ctx != 0:
             yield from ctx_problem(f"library {lib.handle:#x}", lib.ctx)
+        for lm in lib.modules:
+            yield from ctx_problem(f"library {lib.handle:#x} module {lm.handle:#x}", lm.ctx)
         for lg in lib.globals:
             yield from ctx_problem(f"library {lib.handle:#x} global {lg.name!r}", lg.ctx)
             if lg.contents.size != lg.size:

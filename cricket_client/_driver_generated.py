@@ -45,7 +45,10 @@ __all__ = [
     "cuCtxWaitEvent",
     "cuDeviceGet",
     "cuDeviceGetAttribute",
+    "cuDeviceGetCliqueCount",
     "cuDeviceGetCount",
+    "cuDeviceGetExecAffinitySupport",
+    "cuDeviceGetFabricClusterUuid",
     "cuDeviceGetTexture1DLinearMaxWidth",
     "cuDeviceGetUuid",
     "cuDevicePrimaryCtxGetState",
@@ -67,11 +70,14 @@ __all__ = [
     "cuFuncSetAttribute",
     "cuFuncSetCacheConfig",
     "cuFuncSetSharedMemConfig",
+    "cuGreenCtxGetId",
     "cuInit",
     "cuKernelGetFunction",
     "cuKernelGetLibrary",
     "cuLibraryGetGlobal",
     "cuLibraryGetKernel",
+    "cuLibraryGetModule",
+    "cuLibraryGetUnifiedFunction",
     "cuLibraryUnload",
     "cuMemAllocAsync",
     "cuMemAllocPitch",
@@ -526,3 +532,45 @@ def cuCtxGetDevice_v2(ctx: Any) -> tuple[Any, CUdevice | None]:
 
 def cuCtxSynchronize_v2(ctx: Any) -> tuple[Any]:
     return _out(_conn().call("CU_CTX_SYNCHRONIZE_V2", _handle(ctx, "ctx"))[0])
+
+
+def cuDeviceGetExecAffinitySupport(typename: Any, dev: Any) -> tuple[Any, int | None]:
+    err, v0 = _conn().call("CU_DEVICE_GET_EXEC_AFFINITY_SUPPORT", int(typename), as_int(dev))
+    if err:
+        return _out(err, None)
+    return (_SUCCESS, v0)
+
+
+def cuDeviceGetFabricClusterUuid(dev: Any) -> tuple[Any, CUuuid | None]:
+    err, r = _conn().sync("CU_DEVICE_GET_FABRIC_CLUSTER_UUID", as_int(dev))
+    if err:
+        return _out(err, None)
+    return (_SUCCESS, CUuuid(bytes(r.value)))
+
+
+def cuDeviceGetCliqueCount(dev: Any) -> tuple[Any, int | None]:
+    err, v0 = _conn().call("CU_DEVICE_GET_CLIQUE_COUNT", as_int(dev))
+    if err:
+        return _out(err, None)
+    return (_SUCCESS, v0)
+
+
+def cuGreenCtxGetId(greenCtx: Any) -> tuple[Any, int | None]:
+    err, v0 = _conn().call("CU_GREEN_CTX_GET_ID", _handle(greenCtx, "greenCtx"))
+    if err:
+        return _out(err, None)
+    return (_SUCCESS, v0)
+
+
+def cuLibraryGetModule(library: Any) -> tuple[Any, CUmodule | None]:
+    err, r = _conn().sync("CU_LIBRARY_GET_MODULE", _handle(library, "library"))
+    if err:
+        return _out(err, None)
+    return (_SUCCESS, CUmodule(r.value))
+
+
+def cuLibraryGetUnifiedFunction(library: Any, symbol: Any) -> tuple[Any, int | None]:
+    err, r = _conn().sync("CU_LIBRARY_GET_UNIFIED_FUNCTION", _handle(library, "library"), _name(symbol))
+    if err:
+        return _out(err, None)
+    return (_SUCCESS, r.value)

@@ -32,6 +32,7 @@ __all__ = [
     "cudaFreeAsync",
     "cudaLibraryGetGlobal",
     "cudaLibraryGetKernel",
+    "cudaLibraryGetUnifiedFunction",
     "cudaLibraryLoadData",
     "cudaMallocAsync",
     "cudaMallocPitch",
@@ -339,3 +340,13 @@ def cudaDeviceSetSharedMemConfig(config: Any) -> tuple[Any]:
     if err:
         return _ret(err)
     return _ret(driver.cuCtxSetSharedMemConfig(int(config))[0])
+
+
+def cudaLibraryGetUnifiedFunction(library: Any, symbol: Any) -> tuple[Any, int | None]:
+    err = _ready()[0]
+    if err:
+        return _ret(err, None)
+    err, v0 = driver.cuLibraryGetUnifiedFunction(CUlibrary(as_int(library)), symbol)
+    if err:
+        return _ret(err, None)
+    return (_SUCCESS, as_int(v0))

@@ -60,6 +60,7 @@ from .host_functions import CUhostFn, CUstreamCallback
 from .kernel_args import LaunchArgumentError, LaunchName, pack_kernel_params
 from .launch_templates import launch_key
 from .modules import ImageError, image_bytes
+from .standins import STAND_IN_ATTRIBUTE
 
 _INVALID_VALUE = CUresult.CUDA_ERROR_INVALID_VALUE
 _NOT_SUPPORTED = CUresult.CUDA_ERROR_NOT_SUPPORTED
@@ -710,6 +711,7 @@ def cuOccupancyMaxPotentialBlockSize(
 from . import driver_graphs as _graphs  # noqa: E402
 from .batch_copies import CUmemcpyAttributes, cuMemcpyBatchAsync, cuMemcpyWithAttributesAsync  # noqa: E402, F401
 from .capture_modes import *  # noqa: E402, F403  (capture modes; unsafe calls they govern)
+from .driver_device_facts import *  # noqa: E402, F403  (device facts, planes, pointer attributes)
 from .driver_flags import *  # noqa: E402, F403  (flags, attributes, launch variants)
 from .driver_graph_access import *  # noqa: E402, F403  (reading and changing graphs, execs)
 from .driver_graph_attrs import *  # noqa: E402, F403  (kernel-node launch attributes)
@@ -740,6 +742,11 @@ from .resource_types import (  # noqa: E402, F401
 SUPPORTED = frozenset(
     name for name, value in list(globals().items()) if name.startswith("cu") and callable(value)
     and not isinstance(value, type)  # cuuint64_t is a type
+    and not hasattr(value, STAND_IN_ATTRIBUTE)  # it only refuses (cricket_client.standins)
+)
+STAND_INS = sorted(
+    name for name, value in list(globals().items())
+    if name.startswith("cu") and hasattr(value, STAND_IN_ATTRIBUTE)
 )
 
 
@@ -753,7 +760,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'cricket_client.driver' has no attribute {name!r}")
 
 
-__all__ = sorted(SUPPORTED) + list(_enums.__all__) + list(_graphs.__all__) + [
+__all__ = sorted(SUPPORTED) + STAND_INS + list(_enums.__all__) + list(_graphs.__all__) + [
     "CUcontext",
     "CUdevice",
     "CUdeviceptr",

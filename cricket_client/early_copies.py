@@ -94,6 +94,15 @@ class Allocations:
         if self._spans.pop(ptr, None) is not None:
             del self._starts[bisect.bisect_left(self._starts, ptr)]
 
+    def forget_containing(self, addr: int) -> None:
+        """The allocation holding `addr` takes no early copy any more (SYNC_MEMOPS set)."""
+        i = bisect.bisect_right(self._starts, addr) - 1
+        if i >= 0:
+            start = self._starts[i]
+            span = self._spans.get(start)
+            if span is not None and addr < start + span[0]:
+                self.freed(start)
+
     def forget(self) -> None:
         """A call that may end or remap memory it does not name: nothing is proven any more."""
         self._starts.clear()

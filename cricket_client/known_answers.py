@@ -5,7 +5,9 @@ Kept per connection (`conn.known`), at the first successful answer:
 
 - device facts (cuDriverGetVersion, cuDeviceGetCount, cuDeviceGet, cuDeviceGetName,
   cuDeviceGetAttribute, cuDeviceTotalMem, cuDeviceGetUuid, cuDeviceGetPCIBusId,
-  cuDeviceCanAccessPeer, cuDeviceGetP2PAttribute, cudaGetDeviceProperties): fixed while the session lives on a server;
+  cuDeviceCanAccessPeer, cuDeviceGetP2PAttribute, cudaGetDeviceProperties, cuDeviceGetLuid,
+  the atomic capabilities, cuDeviceGetExecAffinitySupport, the NVLink fabric queries): fixed
+  while the session lives on a server;
 - the current context and its device (cuCtxGetCurrent, cuCtxGetDevice,
   cuCtxGetStreamPriorityRange): a session has one context stack on the server, which only
   its own calls change; any call that creates, destroys, sets, pushes or pops a context, or
@@ -60,6 +62,13 @@ _GETTERS = {
     "CU_DEVICE_CAN_ACCESS_PEER": DEVICE,
     "CU_DEVICE_GET_P2P_ATTRIBUTE": DEVICE,
     "RT_DEVICE_GET_PROPERTIES": DEVICE,
+    "CU_DEVICE_GET_LUID": DEVICE,
+    "CU_DEVICE_GET_HOST_ATOMIC_CAPABILITIES": DEVICE,
+    "CU_DEVICE_GET_P2P_ATOMIC_CAPABILITIES": DEVICE,
+    "CU_DEVICE_GET_EXEC_AFFINITY_SUPPORT": DEVICE,
+    "CU_DEVICE_GET_FABRIC_CLUSTER_UUID": DEVICE,
+    "CU_DEVICE_GET_CLIQUE_COUNT": DEVICE,
+    "CU_DEVICE_GET_CLIQUE_INFO": DEVICE,
     "CU_CTX_GET_CURRENT": CONTEXT,
     "CU_CTX_GET_DEVICE": CONTEXT,
     "CU_CTX_GET_STREAM_PRIORITY_RANGE": CONTEXT,

@@ -81,6 +81,7 @@ from .runtime_types import (
     cudaUUID_t,
     dim3,
 )
+from .standins import STAND_IN_ATTRIBUTE
 
 _COPY_CHUNK = driver.COPY_CHUNK
 _INVALID_DEVICE_ID = -2  # cudaInvalidDeviceId
@@ -710,6 +711,7 @@ from .plain_types import (  # noqa: E402, F401  (value types that hold no GPU st
     sizeof,
 )
 from .runtime_compat import *  # noqa: E402, F403  (calls built from remoted calls)
+from .runtime_device_facts import *  # noqa: E402, F403  (device facts, array planes)
 from .runtime_flags import *  # noqa: E402, F403  (flags, launch variants, devices, shared memory)
 from .runtime_graph_access import *  # noqa: E402, F403  (reading and changing graphs, execs)
 from .runtime_graph_attrs import *  # noqa: E402, F403  (kernel-node launch attributes)
@@ -724,6 +726,11 @@ from .runtime_tail import *  # noqa: E402, F403  (small library, kernel, stream 
 SUPPORTED = frozenset(
     name for name, value in list(globals().items()) if name.startswith("cuda") and callable(value)
     and not isinstance(value, type)
+    and not hasattr(value, STAND_IN_ATTRIBUTE)  # it only refuses (cricket_client.standins)
+)
+STAND_INS = sorted(
+    name for name, value in list(globals().items())
+    if name.startswith("cuda") and hasattr(value, STAND_IN_ATTRIBUTE)
 )
 
 
@@ -737,7 +744,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'cricket_client.runtime' has no attribute {name!r}")
 
 
-__all__ = sorted(SUPPORTED) + list(_runtime_enums.__all__) + list(_graphs.__all__) + [
+__all__ = sorted(SUPPORTED) + STAND_INS + list(_runtime_enums.__all__) + list(_graphs.__all__) + [
     "cudaDeviceProp",
     "cudaEvent_t",
     "cudaFuncAttributes",

@@ -36,6 +36,7 @@ from cricket_server.kernel_node_attr_procedures import KernelNodeAttrProcedures
 from cricket_server.launch_batch import Launch, decode_launch_batch_args
 from cricket_server.limits import confine_checkpoint_path
 from cricket_server.service_arrays import ArrayProcedures
+from cricket_server.service_device_facts import DeviceFactProcedures
 from cricket_server.service_flags import FlagsProcedures
 from cricket_server.service_resources import DevResourceProcedures, MipmapProcedures
 from cricket_server.service_tail import TailProcedures
@@ -121,6 +122,7 @@ class CricketService(
     DevResourceProcedures,
     VmmPoolProcedures,
     TailProcedures,
+    DeviceFactProcedures,
     proto.CRICKET_V1_Server,
 ):
     """Serves CRICKET_V1 over the sessions of one `SessionManager`."""

@@ -51,9 +51,11 @@ from cricket_server.session_core import (
     SessionCore,
 )
 from cricket_server.session_dev_resources import SessionDevResources
+from cricket_server.session_device_facts import SessionDeviceFacts
 from cricket_server.session_graph_access import SessionGraphAccess
 from cricket_server.session_graph_nodes import SessionGraphNodes
 from cricket_server.session_kernel_node_attrs import SessionKernelNodeAttrs
+from cricket_server.session_library_modules import LibraryModuleRecord, SessionLibraryModules
 from cricket_server.session_link import SessionLink
 from cricket_server.session_memcalls import PITCH_ALIGNMENT, SessionMemoryCalls
 from cricket_server.session_mempools import SessionMemPools
@@ -250,6 +252,8 @@ class SessionManager:
 
 
 class Session(
+    SessionDeviceFacts,
+    SessionLibraryModules,
     SessionTail,
     SessionLink,
     SessionGraphAccess,
@@ -301,6 +305,8 @@ class Session(
             elif isinstance(record, StreamRecord):
                 self._release(summary, "streams", self.bsession.stream_destroy, record.obj)
                 self.handles.remove(record.handle)
+            elif isinstance(record, LibraryModuleRecord):  # the library's: it goes with it
+                self._forget_module(record)
             elif isinstance(record, ModuleRecord):
                 self._release(summary, "modules", self.bsession.module_unload, record.obj)
                 self._forget_module(record)

@@ -32,6 +32,7 @@ __all__ = [
     'module_image',
     'kernel_image',
     'library_global_image',
+    'library_module_image',
     'library_image',
     'stream_image',
     'event_image',
@@ -69,6 +70,7 @@ __all__ = [
     'xdr_module_image',
     'xdr_kernel_image',
     'xdr_library_global_image',
+    'xdr_library_module_image',
     'xdr_library_image',
     'xdr_stream_image',
     'xdr_event_image',
@@ -390,6 +392,25 @@ class library_global_image:
 
 
 @_dc.dataclass(slots=True)
+class library_module_image:
+    """struct library_module_image."""
+
+    handle: ckpt_handle
+    ctx: ckpt_handle
+    functions: list[function_image]
+    globals: list[ckpt_name]
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_library_module_image.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> library_module_image:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_library_module_image.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
 class library_image:
     """struct library_image."""
 
@@ -400,6 +421,7 @@ class library_image:
     library_options: list[ckpt_option]
     kernels: list[kernel_image]
     globals: list[library_global_image]
+    modules: list[library_module_image]
 
     def encode(self) -> bytes:
         """The XDR encoding of this value."""
@@ -934,6 +956,7 @@ xdr_global_image = _xdr.Struct('global_image')
 xdr_module_image = _xdr.Struct('module_image')
 xdr_kernel_image = _xdr.Struct('kernel_image')
 xdr_library_global_image = _xdr.Struct('library_global_image')
+xdr_library_module_image = _xdr.Struct('library_module_image')
 xdr_library_image = _xdr.Struct('library_image')
 xdr_stream_image = _xdr.Struct('stream_image')
 xdr_event_image = _xdr.Struct('event_image')
@@ -1306,6 +1329,35 @@ def _xdr_library_global_image__unpack(dec: _xdr.Decoder) -> library_global_image
     return library_global_image(a0_0, f1, a2_0, a2_1, f4)
 
 
+_xdr_library_module_image__st0 = _struct.Struct('>QQ')
+_xdr_library_module_image__S0, _xdr_library_module_image__U0 = _xdr_library_module_image__st0.pack, _xdr_library_module_image__st0.unpack_from
+
+
+def _xdr_library_module_image__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_library_module_image__S0(v.handle, v.ctx)
+        _xdr_library_module_image__p2(enc, v.functions)
+        _xdr_library_module_image__p3(enc, v.globals)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_library_module_image.diagnose(v, e)) from None
+
+
+def _xdr_library_module_image__unpack(dec: _xdr.Decoder) -> library_module_image:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, = _xdr_library_module_image__U0(dec.mv, pos)
+        dec.pos = pos + 16
+        f2 = _xdr_library_module_image__u2(dec)
+        f3 = _xdr_library_module_image__u3(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct library_module_image: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct library_module_image: %s is not a declared enum value' % e) from None
+    return library_module_image(a0_0, a0_1, f2, f3)
+
+
 _xdr_library_image__st0 = _struct.Struct('>QQ')
 _xdr_library_image__S0, _xdr_library_image__U0 = _xdr_library_image__st0.pack, _xdr_library_image__st0.unpack_from
 
@@ -1318,6 +1370,7 @@ def _xdr_library_image__pack(enc: _xdr.Encoder, v: Any) -> None:
         _xdr_library_image__p4(enc, v.library_options)
         _xdr_library_image__p5(enc, v.kernels)
         _xdr_library_image__p6(enc, v.globals)
+        _xdr_library_image__p7(enc, v.modules)
     except RecursionError:
         raise
     except Exception as e:
@@ -1334,11 +1387,12 @@ def _xdr_library_image__unpack(dec: _xdr.Decoder) -> library_image:
         f4 = _xdr_library_image__u4(dec)
         f5 = _xdr_library_image__u5(dec)
         f6 = _xdr_library_image__u6(dec)
+        f7 = _xdr_library_image__u7(dec)
     except _struct.error:
         raise _xdr.XdrDecodeError('struct library_image: data ends early at offset %d' % dec.pos) from None
     except KeyError as e:
         raise _xdr.XdrDecodeError('struct library_image: %s is not a declared enum value' % e) from None
-    return library_image(a0_0, a0_1, f2, f3, f4, f5, f6)
+    return library_image(a0_0, a0_1, f2, f3, f4, f5, f6, f7)
 
 
 _xdr_stream_image__st0 = _struct.Struct('>QQIi')
@@ -2086,6 +2140,16 @@ xdr_library_global_image.define(
     ],
     coders=(_xdr_library_global_image__pack, _xdr_library_global_image__unpack),
 )
+xdr_library_module_image.define(
+    library_module_image,
+    [
+        ('handle', xdr_ckpt_handle),
+        ('ctx', xdr_ckpt_handle),
+        ('functions', _xdr.VarArray(xdr_function_image, None)),
+        ('globals', _xdr.VarArray(xdr_ckpt_name, None)),
+    ],
+    coders=(_xdr_library_module_image__pack, _xdr_library_module_image__unpack),
+)
 xdr_library_image.define(
     library_image,
     [
@@ -2096,6 +2160,7 @@ xdr_library_image.define(
         ('library_options', _xdr.VarArray(xdr_ckpt_option, None)),
         ('kernels', _xdr.VarArray(xdr_kernel_image, None)),
         ('globals', _xdr.VarArray(xdr_library_global_image, None)),
+        ('modules', _xdr.VarArray(xdr_library_module_image, None)),
     ],
     coders=(_xdr_library_image__pack, _xdr_library_image__unpack),
 )
@@ -2391,6 +2456,10 @@ _xdr_library_global_image__p1 = xdr_library_global_image.fields[1][1].packer()
 _xdr_library_global_image__u1 = xdr_library_global_image.fields[1][1].unpacker()
 _xdr_library_global_image__p4 = xdr_library_global_image.fields[4][1].packer()
 _xdr_library_global_image__u4 = xdr_library_global_image.fields[4][1].unpacker()
+_xdr_library_module_image__p2 = xdr_library_module_image.fields[2][1].packer()
+_xdr_library_module_image__u2 = xdr_library_module_image.fields[2][1].unpacker()
+_xdr_library_module_image__p3 = xdr_library_module_image.fields[3][1].packer()
+_xdr_library_module_image__u3 = xdr_library_module_image.fields[3][1].unpacker()
 _xdr_library_image__p2 = xdr_library_image.fields[2][1].packer()
 _xdr_library_image__u2 = xdr_library_image.fields[2][1].unpacker()
 _xdr_library_image__p3 = xdr_library_image.fields[3][1].packer()
@@ -2401,6 +2470,8 @@ _xdr_library_image__p5 = xdr_library_image.fields[5][1].packer()
 _xdr_library_image__u5 = xdr_library_image.fields[5][1].unpacker()
 _xdr_library_image__p6 = xdr_library_image.fields[6][1].packer()
 _xdr_library_image__u6 = xdr_library_image.fields[6][1].unpacker()
+_xdr_library_image__p7 = xdr_library_image.fields[7][1].packer()
+_xdr_library_image__u7 = xdr_library_image.fields[7][1].unpacker()
 _xdr_allocation_image__p5 = xdr_allocation_image.fields[5][1].packer()
 _xdr_allocation_image__u5 = xdr_allocation_image.fields[5][1].unpacker()
 _xdr_array_image__p8 = xdr_array_image.fields[8][1].packer()
@@ -2513,6 +2584,7 @@ _xdr.ready_all(
     xdr_module_image,
     xdr_kernel_image,
     xdr_library_global_image,
+    xdr_library_module_image,
     xdr_library_image,
     xdr_stream_image,
     xdr_event_image,

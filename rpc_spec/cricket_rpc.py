@@ -269,6 +269,19 @@ __all__ = [
     'CU_STREAM_BEGIN_CAPTURE_TO_GRAPH',
     'CU_STREAM_UPDATE_CAPTURE_DEPENDENCIES',
     'CU_CTX_RESET_PERSISTING_L2_CACHE',
+    'CU_DEVICE_GET_LUID',
+    'CU_DEVICE_GET_HOST_ATOMIC_CAPABILITIES',
+    'CU_DEVICE_GET_P2P_ATOMIC_CAPABILITIES',
+    'CU_DEVICE_GET_EXEC_AFFINITY_SUPPORT',
+    'CU_CTX_GET_EXEC_AFFINITY',
+    'CU_DEVICE_GET_FABRIC_CLUSTER_UUID',
+    'CU_DEVICE_GET_CLIQUE_COUNT',
+    'CU_DEVICE_GET_CLIQUE_INFO',
+    'CU_GREEN_CTX_GET_ID',
+    'CU_ARRAY_GET_PLANE',
+    'CU_POINTER_SET_ATTRIBUTE',
+    'CU_LIBRARY_GET_MODULE',
+    'CU_LIBRARY_GET_UNIFIED_FUNCTION',
     'int_result',
     'u64_result',
     'handle_result',
@@ -338,6 +351,11 @@ __all__ = [
     'graph_exec_result',
     'capture_info',
     'capture_info_result',
+    'luid_info',
+    'luid_result',
+    'capability_list_result',
+    'clique_info',
+    'clique_list_result',
     'mem_location',
     'mem_alloc_prop',
     'mem_alloc_prop_result',
@@ -369,6 +387,8 @@ __all__ = [
     'device_attribute_list',
     'launch_attribute_list',
     'graph_node_list',
+    'capability_list',
+    'clique_list',
     'mem_access_list',
     'link_input_list',
     'handle_list',
@@ -444,6 +464,11 @@ __all__ = [
     'xdr_graph_exec_result',
     'xdr_capture_info',
     'xdr_capture_info_result',
+    'xdr_luid_info',
+    'xdr_luid_result',
+    'xdr_capability_list_result',
+    'xdr_clique_info',
+    'xdr_clique_list_result',
     'xdr_mem_location',
     'xdr_mem_alloc_prop',
     'xdr_mem_alloc_prop_result',
@@ -475,6 +500,8 @@ __all__ = [
     'xdr_device_attribute_list',
     'xdr_launch_attribute_list',
     'xdr_graph_node_list',
+    'xdr_capability_list',
+    'xdr_clique_list',
     'xdr_mem_access_list',
     'xdr_link_input_list',
     'xdr_handle_list',
@@ -739,6 +766,19 @@ CU_PROFILER_STOP = 871
 CU_STREAM_BEGIN_CAPTURE_TO_GRAPH = 880
 CU_STREAM_UPDATE_CAPTURE_DEPENDENCIES = 881
 CU_CTX_RESET_PERSISTING_L2_CACHE = 882
+CU_DEVICE_GET_LUID = 900
+CU_DEVICE_GET_HOST_ATOMIC_CAPABILITIES = 901
+CU_DEVICE_GET_P2P_ATOMIC_CAPABILITIES = 902
+CU_DEVICE_GET_EXEC_AFFINITY_SUPPORT = 903
+CU_CTX_GET_EXEC_AFFINITY = 904
+CU_DEVICE_GET_FABRIC_CLUSTER_UUID = 905
+CU_DEVICE_GET_CLIQUE_COUNT = 906
+CU_DEVICE_GET_CLIQUE_INFO = 907
+CU_GREEN_CTX_GET_ID = 908
+CU_ARRAY_GET_PLANE = 910
+CU_POINTER_SET_ATTRIBUTE = 911
+CU_LIBRARY_GET_MODULE = 915
+CU_LIBRARY_GET_UNIFIED_FUNCTION = 916
 
 
 @_dc.dataclass(slots=True)
@@ -2441,6 +2481,116 @@ class capture_info_result:
 
 
 @_dc.dataclass(slots=True)
+class luid_info:
+    """struct luid_info."""
+
+    luid: bytes
+    node_mask: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_luid_info.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> luid_info:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_luid_info.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class luid_result:
+    """union luid_result: ``err`` selects the arm; ``value`` holds its value."""
+
+    err: int
+    value: Any = None
+
+    info = _xdr.arm_property(
+        'luid_result', 'info', 'err', frozenset([0]), frozenset([0])
+    )
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_luid_result.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> luid_result:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_luid_result.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class capability_list_result:
+    """union capability_list_result: ``err`` selects the arm; ``value`` holds its value."""
+
+    err: int
+    value: Any = None
+
+    caps = _xdr.arm_property(
+        'capability_list_result', 'caps', 'err', frozenset([0]), frozenset([0])
+    )
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_capability_list_result.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> capability_list_result:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_capability_list_result.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class clique_info:
+    """struct clique_info."""
+
+    type: int
+    id: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        try:
+            return _xdr_clique_info__S0(self.type, self.id)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_clique_info.diagnose(self, e)) from None
+
+    @classmethod
+    def decode(cls, data: Any) -> clique_info:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        try:
+            a0_0, a0_1, = _xdr_clique_info__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('clique_info', 8, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct clique_info: %s is not a declared enum value' % e) from None
+        return clique_info(a0_0, a0_1)
+
+
+@_dc.dataclass(slots=True)
+class clique_list_result:
+    """union clique_list_result: ``err`` selects the arm; ``value`` holds its value."""
+
+    err: int
+    value: Any = None
+
+    cliques = _xdr.arm_property(
+        'clique_list_result', 'cliques', 'err', frozenset([0]), frozenset([0])
+    )
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_clique_list_result.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> clique_list_result:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_clique_list_result.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
 class mem_location:
     """struct mem_location."""
 
@@ -3022,6 +3172,11 @@ xdr_graph_exec_made = _xdr.Struct('graph_exec_made')
 xdr_graph_exec_result = _xdr.Union('graph_exec_result')
 xdr_capture_info = _xdr.Struct('capture_info')
 xdr_capture_info_result = _xdr.Union('capture_info_result')
+xdr_luid_info = _xdr.Struct('luid_info')
+xdr_luid_result = _xdr.Union('luid_result')
+xdr_capability_list_result = _xdr.Union('capability_list_result')
+xdr_clique_info = _xdr.Struct('clique_info')
+xdr_clique_list_result = _xdr.Union('clique_list_result')
 xdr_mem_location = _xdr.Struct('mem_location')
 xdr_mem_alloc_prop = _xdr.Struct('mem_alloc_prop')
 xdr_mem_alloc_prop_result = _xdr.Union('mem_alloc_prop_result')
@@ -3053,6 +3208,8 @@ xdr_ckpt_path = _xdr.String(MAX_NAME)
 xdr_device_attribute_list = _xdr.VarArray(_xdr.xdr_int, MAX_DEVICE_ATTRS)
 xdr_launch_attribute_list = _xdr.VarArray(xdr_launch_attribute, MAX_ATTRS)
 xdr_graph_node_list = _xdr.VarArray(xdr_cu_handle, MAX_GRAPH_NODES)
+xdr_capability_list = _xdr.VarArray(_xdr.xdr_u_int, MAX_ATTRS)
+xdr_clique_list = _xdr.VarArray(xdr_clique_info, MAX_ATTRS)
 xdr_mem_access_list = _xdr.VarArray(xdr_mem_access_desc, MAX_ATTRS)
 xdr_link_input_list = _xdr.VarArray(xdr_link_input, MAX_LINK_INPUTS)
 xdr_handle_list = _xdr.VarArray(xdr_cu_handle, MAX_MODULE_FUNCTIONS)
@@ -4068,6 +4225,59 @@ def _xdr_capture_info__unpack(dec: _xdr.Decoder) -> capture_info:
     except KeyError as e:
         raise _xdr.XdrDecodeError('struct capture_info: %s is not a declared enum value' % e) from None
     return capture_info(a0_0, a0_1, a0_2, f3)
+
+
+_xdr_luid_info__st1 = _struct.Struct('>I')
+_xdr_luid_info__S1, _xdr_luid_info__U1 = _xdr_luid_info__st1.pack, _xdr_luid_info__st1.unpack_from
+
+
+def _xdr_luid_info__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        _xdr_luid_info__p0(enc, v.luid)
+        enc.buf += _xdr_luid_info__S1(v.node_mask)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_luid_info.diagnose(v, e)) from None
+
+
+def _xdr_luid_info__unpack(dec: _xdr.Decoder) -> luid_info:
+    try:
+        f0 = _xdr_luid_info__u0(dec)
+        pos = dec.pos
+        a1_0, = _xdr_luid_info__U1(dec.mv, pos)
+        dec.pos = pos + 4
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct luid_info: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct luid_info: %s is not a declared enum value' % e) from None
+    return luid_info(f0, a1_0)
+
+
+_xdr_clique_info__st0 = _struct.Struct('>iI')
+_xdr_clique_info__S0, _xdr_clique_info__U0 = _xdr_clique_info__st0.pack, _xdr_clique_info__st0.unpack_from
+_xdr_clique_info__W0 = _xdr_clique_info__st0.unpack
+
+
+def _xdr_clique_info__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_clique_info__S0(v.type, v.id)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_clique_info.diagnose(v, e)) from None
+
+
+def _xdr_clique_info__unpack(dec: _xdr.Decoder) -> clique_info:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, = _xdr_clique_info__U0(dec.mv, pos)
+        dec.pos = pos + 8
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct clique_info: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct clique_info: %s is not a declared enum value' % e) from None
+    return clique_info(a0_0, a0_1)
 
 
 _xdr_mem_location__st0 = _struct.Struct('>ii')
@@ -5105,6 +5315,50 @@ xdr_capture_info_result.define(
     ],
     default=_xdr.xdr_void,
 )
+xdr_luid_info.define(
+    luid_info,
+    [
+        ('luid', _xdr.FixedOpaque(8)),
+        ('node_mask', _xdr.xdr_u_int),
+    ],
+    coders=(_xdr_luid_info__pack, _xdr_luid_info__unpack),
+)
+xdr_luid_result.define(
+    luid_result,
+    'err',
+    _xdr.xdr_int,
+    [
+        ((0,), xdr_luid_info),
+    ],
+    default=_xdr.xdr_void,
+)
+xdr_capability_list_result.define(
+    capability_list_result,
+    'err',
+    _xdr.xdr_int,
+    [
+        ((0,), xdr_capability_list),
+    ],
+    default=_xdr.xdr_void,
+)
+xdr_clique_info.define(
+    clique_info,
+    [
+        ('type', _xdr.xdr_int),
+        ('id', _xdr.xdr_u_int),
+    ],
+    coders=(_xdr_clique_info__pack, _xdr_clique_info__unpack),
+    whole=(clique_info.encode, clique_info.decode),
+)
+xdr_clique_list_result.define(
+    clique_list_result,
+    'err',
+    _xdr.xdr_int,
+    [
+        ((0,), xdr_clique_list),
+    ],
+    default=_xdr.xdr_void,
+)
 xdr_mem_location.define(
     mem_location,
     [
@@ -5368,6 +5622,8 @@ _xdr_graph_exec_made__p1 = xdr_graph_exec_made.fields[1][1].packer()
 _xdr_graph_exec_made__u1 = xdr_graph_exec_made.fields[1][1].unpacker()
 _xdr_capture_info__p3 = xdr_capture_info.fields[3][1].packer()
 _xdr_capture_info__u3 = xdr_capture_info.fields[3][1].unpacker()
+_xdr_luid_info__p0 = xdr_luid_info.fields[0][1].packer()
+_xdr_luid_info__u0 = xdr_luid_info.fields[0][1].unpacker()
 _xdr_link_input__p1 = xdr_link_input.fields[1][1].packer()
 _xdr_link_input__u1 = xdr_link_input.fields[1][1].unpacker()
 _xdr_link_input__p2 = xdr_link_input.fields[2][1].packer()
@@ -5403,6 +5659,8 @@ ckpt_path = str
 device_attribute_list = list
 launch_attribute_list = list
 graph_node_list = list
+capability_list = list
+clique_list = list
 mem_access_list = list
 link_input_list = list
 handle_list = list
@@ -6918,6 +7176,28 @@ def _plan_xdr_launch_attribute_result_encode_result(v: Any) -> list[Any]:
     enc = _xdr.Encoder()
     xdr_launch_attribute_result.pack(enc, v)
     return [b for b in enc.buffers() if len(b)]
+
+
+_plan_a44_A = _struct.Struct('>iQI')
+_plan_a44_AP, _plan_a44_AU = _plan_a44_A.pack, _plan_a44_A.unpack
+
+
+def _plan_a44_encode_args(a0: Any, a1: Any, a2: Any) -> Any:
+    try:
+        return _plan_a44_AP(a0, a1, a2)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    _xdr.xdr_int.pack(enc, a0)
+    xdr_cu_ptr.pack(enc, a1)
+    _xdr.xdr_u_int.pack(enc, a2)
+    return enc.buffers()
+
+
+def _plan_a44_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 16:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 16' % len(body))
+    return _plan_a44_AU(body)  # type: ignore[no-any-return]
 
 
 class CRICKET_V1_Client:
@@ -10548,6 +10828,206 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 882, b"")
         return _Pending(call, _xdr.xdr_int.decode)
 
+    def CU_DEVICE_GET_LUID(self, arg1: int, *, timeout: float | None = None) -> luid_result:
+        """Call CU_DEVICE_GET_LUID (900) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 900, _enc.buffers(), timeout=timeout)
+        return xdr_luid_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_DEVICE_GET_LUID_async(self, arg1: int) -> _Pending:
+        """Send CU_DEVICE_GET_LUID (900); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 900, _enc.buffers())
+        return _Pending(call, xdr_luid_result.decode)
+
+    def CU_DEVICE_GET_HOST_ATOMIC_CAPABILITIES(self, arg1: attribute_list, arg2: int, *, timeout: float | None = None) -> capability_list_result:
+        """Call CU_DEVICE_GET_HOST_ATOMIC_CAPABILITIES (901) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_attribute_list.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 901, _enc.buffers(), timeout=timeout)
+        return xdr_capability_list_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_DEVICE_GET_HOST_ATOMIC_CAPABILITIES_async(self, arg1: attribute_list, arg2: int) -> _Pending:
+        """Send CU_DEVICE_GET_HOST_ATOMIC_CAPABILITIES (901); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_attribute_list.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 901, _enc.buffers())
+        return _Pending(call, xdr_capability_list_result.decode)
+
+    def CU_DEVICE_GET_P2P_ATOMIC_CAPABILITIES(self, arg1: attribute_list, arg2: int, arg3: int, *, timeout: float | None = None) -> capability_list_result:
+        """Call CU_DEVICE_GET_P2P_ATOMIC_CAPABILITIES (902) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_attribute_list.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        _xdr.xdr_int.pack(_enc, arg3)
+        body = self._rpc.call(0x20c0ffee, 1, 902, _enc.buffers(), timeout=timeout)
+        return xdr_capability_list_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_DEVICE_GET_P2P_ATOMIC_CAPABILITIES_async(self, arg1: attribute_list, arg2: int, arg3: int) -> _Pending:
+        """Send CU_DEVICE_GET_P2P_ATOMIC_CAPABILITIES (902); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_attribute_list.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        _xdr.xdr_int.pack(_enc, arg3)
+        call = self._rpc.call_async(0x20c0ffee, 1, 902, _enc.buffers())
+        return _Pending(call, xdr_capability_list_result.decode)
+
+    def CU_DEVICE_GET_EXEC_AFFINITY_SUPPORT(self, arg1: int, arg2: int, *, timeout: float | None = None) -> int_result:
+        """Call CU_DEVICE_GET_EXEC_AFFINITY_SUPPORT (903) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 903, _enc.buffers(), timeout=timeout)
+        return xdr_int_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_DEVICE_GET_EXEC_AFFINITY_SUPPORT_async(self, arg1: int, arg2: int) -> _Pending:
+        """Send CU_DEVICE_GET_EXEC_AFFINITY_SUPPORT (903); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 903, _enc.buffers())
+        return _Pending(call, xdr_int_result.decode)
+
+    def CU_CTX_GET_EXEC_AFFINITY(self, arg1: int, *, timeout: float | None = None) -> int_result:
+        """Call CU_CTX_GET_EXEC_AFFINITY (904) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 904, _enc.buffers(), timeout=timeout)
+        return xdr_int_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_CTX_GET_EXEC_AFFINITY_async(self, arg1: int) -> _Pending:
+        """Send CU_CTX_GET_EXEC_AFFINITY (904); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 904, _enc.buffers())
+        return _Pending(call, xdr_int_result.decode)
+
+    def CU_DEVICE_GET_FABRIC_CLUSTER_UUID(self, arg1: int, *, timeout: float | None = None) -> uuid_result:
+        """Call CU_DEVICE_GET_FABRIC_CLUSTER_UUID (905) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 905, _enc.buffers(), timeout=timeout)
+        return xdr_uuid_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_DEVICE_GET_FABRIC_CLUSTER_UUID_async(self, arg1: int) -> _Pending:
+        """Send CU_DEVICE_GET_FABRIC_CLUSTER_UUID (905); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 905, _enc.buffers())
+        return _Pending(call, xdr_uuid_result.decode)
+
+    def CU_DEVICE_GET_CLIQUE_COUNT(self, arg1: int, *, timeout: float | None = None) -> int_result:
+        """Call CU_DEVICE_GET_CLIQUE_COUNT (906) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 906, _enc.buffers(), timeout=timeout)
+        return xdr_int_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_DEVICE_GET_CLIQUE_COUNT_async(self, arg1: int) -> _Pending:
+        """Send CU_DEVICE_GET_CLIQUE_COUNT (906); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 906, _enc.buffers())
+        return _Pending(call, xdr_int_result.decode)
+
+    def CU_DEVICE_GET_CLIQUE_INFO(self, arg1: int, arg2: int, *, timeout: float | None = None) -> clique_list_result:
+        """Call CU_DEVICE_GET_CLIQUE_INFO (907) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_u_int.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 907, _enc.buffers(), timeout=timeout)
+        return xdr_clique_list_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_DEVICE_GET_CLIQUE_INFO_async(self, arg1: int, arg2: int) -> _Pending:
+        """Send CU_DEVICE_GET_CLIQUE_INFO (907); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_u_int.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 907, _enc.buffers())
+        return _Pending(call, xdr_clique_list_result.decode)
+
+    def CU_GREEN_CTX_GET_ID(self, arg1: cu_handle, *, timeout: float | None = None) -> u64_result:
+        """Call CU_GREEN_CTX_GET_ID (908) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 908, _enc.buffers(), timeout=timeout)
+        return xdr_u64_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GREEN_CTX_GET_ID_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_GREEN_CTX_GET_ID (908); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 908, _enc.buffers())
+        return _Pending(call, xdr_u64_result.decode)
+
+    def CU_ARRAY_GET_PLANE(self, arg1: cu_handle, arg2: int, *, timeout: float | None = None) -> handle_result:
+        """Call CU_ARRAY_GET_PLANE (910) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_u_int.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 910, _enc.buffers(), timeout=timeout)
+        return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_ARRAY_GET_PLANE_async(self, arg1: cu_handle, arg2: int) -> _Pending:
+        """Send CU_ARRAY_GET_PLANE (910); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_u_int.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 910, _enc.buffers())
+        return _Pending(call, xdr_handle_result.decode)
+
+    def CU_POINTER_SET_ATTRIBUTE(self, arg1: int, arg2: cu_ptr, arg3: int, *, timeout: float | None = None) -> int:
+        """Call CU_POINTER_SET_ATTRIBUTE (911) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        xdr_cu_ptr.pack(_enc, arg2)
+        _xdr.xdr_u_int.pack(_enc, arg3)
+        body = self._rpc.call(0x20c0ffee, 1, 911, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_POINTER_SET_ATTRIBUTE_async(self, arg1: int, arg2: cu_ptr, arg3: int) -> _Pending:
+        """Send CU_POINTER_SET_ATTRIBUTE (911); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_int.pack(_enc, arg1)
+        xdr_cu_ptr.pack(_enc, arg2)
+        _xdr.xdr_u_int.pack(_enc, arg3)
+        call = self._rpc.call_async(0x20c0ffee, 1, 911, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
+    def CU_LIBRARY_GET_MODULE(self, arg1: cu_handle, *, timeout: float | None = None) -> handle_result:
+        """Call CU_LIBRARY_GET_MODULE (915) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 915, _enc.buffers(), timeout=timeout)
+        return xdr_handle_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_LIBRARY_GET_MODULE_async(self, arg1: cu_handle) -> _Pending:
+        """Send CU_LIBRARY_GET_MODULE (915); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 915, _enc.buffers())
+        return _Pending(call, xdr_handle_result.decode)
+
+    def CU_LIBRARY_GET_UNIFIED_FUNCTION(self, arg1: cu_handle, arg2: name_str, *, timeout: float | None = None) -> ptr_result:
+        """Call CU_LIBRARY_GET_UNIFIED_FUNCTION (916) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_name_str.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 916, _enc.buffers(), timeout=timeout)
+        return xdr_ptr_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_LIBRARY_GET_UNIFIED_FUNCTION_async(self, arg1: cu_handle, arg2: name_str) -> _Pending:
+        """Send CU_LIBRARY_GET_UNIFIED_FUNCTION (916); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        xdr_name_str.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 916, _enc.buffers())
+        return _Pending(call, xdr_ptr_result.decode)
+
 
 class CRICKET_V1_Server:
     """Service of program CRICKET_PROG version CRICKET_V1: subclass it, override what
@@ -11715,6 +12195,69 @@ class CRICKET_V1_Server:
             _Facts(replay='readonly'),
             plan=_Plan(decode_reply=_xdr_plan_status),
         ),
+        900: _Procedure(
+            900, 'CU_DEVICE_GET_LUID', (_xdr.xdr_int,), xdr_luid_result,
+            _Facts(replay='readonly'),
+            plan=_Plan(encode_args=_plan_a2_encode_args, decode_args=_plan_a2_decode_args),
+        ),
+        901: _Procedure(
+            901, 'CU_DEVICE_GET_HOST_ATOMIC_CAPABILITIES', (xdr_attribute_list, _xdr.xdr_int), xdr_capability_list_result,
+            _Facts(replay='readonly'),
+        ),
+        902: _Procedure(
+            902, 'CU_DEVICE_GET_P2P_ATOMIC_CAPABILITIES', (xdr_attribute_list, _xdr.xdr_int, _xdr.xdr_int), xdr_capability_list_result,
+            _Facts(replay='readonly'),
+        ),
+        903: _Procedure(
+            903, 'CU_DEVICE_GET_EXEC_AFFINITY_SUPPORT', (_xdr.xdr_int, _xdr.xdr_int), xdr_int_result,
+            _Facts(replay='readonly'),
+            plan=_Plan(encode_args=_plan_a3_encode_args, decode_args=_plan_a3_decode_args, decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
+        ),
+        904: _Procedure(
+            904, 'CU_CTX_GET_EXEC_AFFINITY', (_xdr.xdr_int,), xdr_int_result,
+            _Facts(replay='readonly'),
+            plan=_Plan(encode_args=_plan_a2_encode_args, decode_args=_plan_a2_decode_args, decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
+        ),
+        905: _Procedure(
+            905, 'CU_DEVICE_GET_FABRIC_CLUSTER_UUID', (_xdr.xdr_int,), xdr_uuid_result,
+            _Facts(replay='readonly'),
+            plan=_Plan(encode_args=_plan_a2_encode_args, decode_args=_plan_a2_decode_args),
+        ),
+        906: _Procedure(
+            906, 'CU_DEVICE_GET_CLIQUE_COUNT', (_xdr.xdr_int,), xdr_int_result,
+            _Facts(replay='readonly'),
+            plan=_Plan(encode_args=_plan_a2_encode_args, decode_args=_plan_a2_decode_args, decode_reply=_plan_xdr_int_result_decode_reply, encode_result=_plan_xdr_int_result_encode_result),
+        ),
+        907: _Procedure(
+            907, 'CU_DEVICE_GET_CLIQUE_INFO', (_xdr.xdr_u_int, _xdr.xdr_int), xdr_clique_list_result,
+            _Facts(replay='readonly'),
+            plan=_Plan(encode_args=_plan_a5_encode_args, decode_args=_plan_a5_decode_args),
+        ),
+        908: _Procedure(
+            908, 'CU_GREEN_CTX_GET_ID', (xdr_cu_handle,), xdr_u64_result,
+            _Facts(replay='readonly', handles=((0, ('green_ctx',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_u64_result_decode_reply, encode_result=_plan_xdr_u64_result_encode_result),
+        ),
+        910: _Procedure(
+            910, 'CU_ARRAY_GET_PLANE', (xdr_cu_handle, _xdr.xdr_u_int), xdr_handle_result,
+            _Facts(replay='readonly', handles=((0, ('array',)),)),
+            plan=_Plan(encode_args=_plan_a30_encode_args, decode_args=_plan_a30_decode_args, decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
+        ),
+        911: _Procedure(
+            911, 'CU_POINTER_SET_ATTRIBUTE', (_xdr.xdr_int, xdr_cu_ptr, _xdr.xdr_u_int), _xdr.xdr_int,
+            _Facts(replay='replay'),
+            plan=_Plan(encode_args=_plan_a44_encode_args, decode_args=_plan_a44_decode_args, decode_reply=_xdr_plan_status),
+        ),
+        915: _Procedure(
+            915, 'CU_LIBRARY_GET_MODULE', (xdr_cu_handle,), xdr_handle_result,
+            _Facts(replay='replay', handles=((0, ('library',)),)),
+            plan=_Plan(encode_args=_plan_a6_encode_args, decode_args=_plan_a6_decode_args, decode_reply=_plan_xdr_handle_result_decode_reply, encode_result=_plan_xdr_handle_result_encode_result),
+        ),
+        916: _Procedure(
+            916, 'CU_LIBRARY_GET_UNIFIED_FUNCTION', (xdr_cu_handle, xdr_name_str), xdr_ptr_result,
+            _Facts(replay='readonly', handles=((0, ('library',)),)),
+            plan=_Plan(decode_reply=_plan_xdr_ptr_result_decode_reply, encode_result=_plan_xdr_ptr_result_encode_result),
+        ),
     }
 
     def HELLO(self, ctx: Any, arg1: hello_args) -> hello_result:
@@ -12657,6 +13200,58 @@ class CRICKET_V1_Server:
         """CU_CTX_RESET_PERSISTING_L2_CACHE (882): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_CTX_RESET_PERSISTING_L2_CACHE")
 
+    def CU_DEVICE_GET_LUID(self, ctx: Any, arg1: int) -> luid_result:
+        """CU_DEVICE_GET_LUID (900): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_DEVICE_GET_LUID")
+
+    def CU_DEVICE_GET_HOST_ATOMIC_CAPABILITIES(self, ctx: Any, arg1: attribute_list, arg2: int) -> capability_list_result:
+        """CU_DEVICE_GET_HOST_ATOMIC_CAPABILITIES (901): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_DEVICE_GET_HOST_ATOMIC_CAPABILITIES")
+
+    def CU_DEVICE_GET_P2P_ATOMIC_CAPABILITIES(self, ctx: Any, arg1: attribute_list, arg2: int, arg3: int) -> capability_list_result:
+        """CU_DEVICE_GET_P2P_ATOMIC_CAPABILITIES (902): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_DEVICE_GET_P2P_ATOMIC_CAPABILITIES")
+
+    def CU_DEVICE_GET_EXEC_AFFINITY_SUPPORT(self, ctx: Any, arg1: int, arg2: int) -> int_result:
+        """CU_DEVICE_GET_EXEC_AFFINITY_SUPPORT (903): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_DEVICE_GET_EXEC_AFFINITY_SUPPORT")
+
+    def CU_CTX_GET_EXEC_AFFINITY(self, ctx: Any, arg1: int) -> int_result:
+        """CU_CTX_GET_EXEC_AFFINITY (904): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_CTX_GET_EXEC_AFFINITY")
+
+    def CU_DEVICE_GET_FABRIC_CLUSTER_UUID(self, ctx: Any, arg1: int) -> uuid_result:
+        """CU_DEVICE_GET_FABRIC_CLUSTER_UUID (905): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_DEVICE_GET_FABRIC_CLUSTER_UUID")
+
+    def CU_DEVICE_GET_CLIQUE_COUNT(self, ctx: Any, arg1: int) -> int_result:
+        """CU_DEVICE_GET_CLIQUE_COUNT (906): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_DEVICE_GET_CLIQUE_COUNT")
+
+    def CU_DEVICE_GET_CLIQUE_INFO(self, ctx: Any, arg1: int, arg2: int) -> clique_list_result:
+        """CU_DEVICE_GET_CLIQUE_INFO (907): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_DEVICE_GET_CLIQUE_INFO")
+
+    def CU_GREEN_CTX_GET_ID(self, ctx: Any, arg1: cu_handle) -> u64_result:
+        """CU_GREEN_CTX_GET_ID (908): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GREEN_CTX_GET_ID")
+
+    def CU_ARRAY_GET_PLANE(self, ctx: Any, arg1: cu_handle, arg2: int) -> handle_result:
+        """CU_ARRAY_GET_PLANE (910): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_ARRAY_GET_PLANE")
+
+    def CU_POINTER_SET_ATTRIBUTE(self, ctx: Any, arg1: int, arg2: cu_ptr, arg3: int) -> int:
+        """CU_POINTER_SET_ATTRIBUTE (911): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_POINTER_SET_ATTRIBUTE")
+
+    def CU_LIBRARY_GET_MODULE(self, ctx: Any, arg1: cu_handle) -> handle_result:
+        """CU_LIBRARY_GET_MODULE (915): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_LIBRARY_GET_MODULE")
+
+    def CU_LIBRARY_GET_UNIFIED_FUNCTION(self, ctx: Any, arg1: cu_handle, arg2: name_str) -> ptr_result:
+        """CU_LIBRARY_GET_UNIFIED_FUNCTION (916): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_LIBRARY_GET_UNIFIED_FUNCTION")
+
 
 # Every codec is built now, at import (none is built while threads use it).
 _xdr.ready_all(
@@ -12729,6 +13324,11 @@ _xdr.ready_all(
     xdr_graph_exec_result,
     xdr_capture_info,
     xdr_capture_info_result,
+    xdr_luid_info,
+    xdr_luid_result,
+    xdr_capability_list_result,
+    xdr_clique_info,
+    xdr_clique_list_result,
     xdr_mem_location,
     xdr_mem_alloc_prop,
     xdr_mem_alloc_prop_result,
@@ -12760,6 +13360,8 @@ _xdr.ready_all(
     xdr_device_attribute_list,
     xdr_launch_attribute_list,
     xdr_graph_node_list,
+    xdr_capability_list,
+    xdr_clique_list,
     xdr_mem_access_list,
     xdr_link_input_list,
     xdr_handle_list,

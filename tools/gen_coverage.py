@@ -62,9 +62,10 @@ REASONS: dict[str, tuple[str, str]] = {
         r"|Multicast\w*|LogicalEndpoint\w*|(Device)?FlushGPUDirectRDMAWrites)$",
     ),
     "process": (
-        "profiler initialization, core dumps, logs, process checkpoints, entry points and export tables",
+        "profiler initialization, core dumps, logs, process checkpoints, entry points, export "
+        "tables and kernels the runtime registered from the program's own image",
         r"^cu(da)?(ProfilerInitialize|Coredump\w*|Logs\w*|Checkpoint\w*|GetProcAddress"
-        r"|GetExportTable|GetDriverEntryPoint\w*)$",
+        r"|GetExportTable|GetDriverEntryPoint\w*|GetKernel)$",
     ),
     "deprecated": (
         "texture and surface references, cuParamSet*, cuLaunch/cuLaunchGrid, context attach, "

@@ -50,6 +50,7 @@ __all__ = [
     "cuDeviceGetByPCIBusId",
     "cuDeviceGetCount",
     "cuDeviceGetDefaultMemPool",
+    "cuDeviceGetExecAffinitySupport",
     "cuDeviceGetGraphMemAttribute",
     "cuDeviceGetMemPool",
     "cuDeviceGetP2PAttribute",
@@ -130,6 +131,7 @@ __all__ = [
     "cuGraphUpload",
     "cuGreenCtxCreate",
     "cuGreenCtxDestroy",
+    "cuGreenCtxGetId",
     "cuGreenCtxRecordEvent",
     "cuGreenCtxStreamCreate",
     "cuGreenCtxWaitEvent",
@@ -138,6 +140,7 @@ __all__ = [
     "cuLibraryGetGlobal",
     "cuLibraryGetKernel",
     "cuLibraryGetKernelCount",
+    "cuLibraryGetModule",
     "cuLibraryUnload",
     "cuLinkDestroy",
     "cuMemAddressFree",
@@ -2105,3 +2108,33 @@ def cuStreamWriteValue32_v2(stream: int, addr: int, value: int, flags: int) -> i
 @_entry
 def cuStreamWriteValue64_v2(stream: int, addr: int, value: int, flags: int) -> int:
     return int(driver.cuStreamWriteValue64(stream, addr, value, flags)[0])
+
+
+@_entry
+def cuDeviceGetExecAffinitySupport(pi: Any, type_: int, dev: int) -> int:
+    if not pi:
+        return INVALID_VALUE
+    err, v0 = driver.cuDeviceGetExecAffinitySupport(type_, dev)
+    if not err:
+        pi[0] = v0
+    return int(err)
+
+
+@_entry
+def cuGreenCtxGetId(greenCtx: int, greenCtxId: Any) -> int:
+    if not greenCtxId:
+        return INVALID_VALUE
+    err, v0 = driver.cuGreenCtxGetId(greenCtx)
+    if not err:
+        greenCtxId[0] = v0
+    return int(err)
+
+
+@_entry
+def cuLibraryGetModule(pMod: Any, library: int) -> int:
+    if not pMod:
+        return INVALID_VALUE
+    err, v0 = driver.cuLibraryGetModule(library)
+    if not err:
+        pMod[0] = _number(v0)
+    return int(err)

@@ -420,6 +420,10 @@ FAMILY_ENTRIES: list[tuple[str, str]] = [
     ("cuStreamWaitValue64_v2", "CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags"),
     ("cuStreamWriteValue32_v2", "CUstream stream, CUdeviceptr addr, unsigned int value, unsigned int flags"),
     ("cuStreamWriteValue64_v2", "CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags"),
+    # device facts, green context ids, library modules (procedures 900-939)
+    ("cuDeviceGetExecAffinitySupport", "int *pi, int type, CUdevice dev"),
+    ("cuGreenCtxGetId", "CUgreenCtx greenCtx, unsigned long long *greenCtxId"),
+    ("cuLibraryGetModule", "CUmodule *pMod, CUlibrary library"),
 ]
 
 # cuGetProcAddress: the CUDA version from which each suffixed ABI is handed out.

@@ -597,6 +597,32 @@ class BackendSession(abc.ABC):
         answers for every context made by the current API."""
         return 3020
 
+    # -- device facts, array planes, library modules (procedures 900-939) ------------------
+    def ctx_exec_affinity(self, typename: int) -> int:
+        """cuCtxGetExecAffinity of the current context: the SMs it may use
+        (CU_EXEC_AFFINITY_TYPE_SM_COUNT). Default: CUDA_ERROR_NOT_SUPPORTED."""
+        raise not_supported("cuCtxGetExecAffinity", "this backend does not model SM affinity")
+
+    def array_get_plane(self, array: object, plane: int) -> object:
+        """cuArrayGetPlane. Default: CUDA_ERROR_INVALID_VALUE, CUDA's answer for an array
+        without a multi-planar format (arrays of such formats are refused when made)."""
+        raise CudaError(
+            CUDA_ERROR_INVALID_VALUE,
+            f"cuArrayGetPlane: the array has no multi-planar format, so no plane {plane}",
+        )
+
+    def library_get_module(self, library: object) -> object:
+        """cuLibraryGetModule: the library's module in the current context, as a module
+        object `module_get_function`/`module_get_global` take. Default: NOT_SUPPORTED."""
+        raise not_supported("cuLibraryGetModule", "this backend has no library modules")
+
+    def library_get_unified_function(self, library: object, symbol: str) -> int:
+        """cuLibraryGetUnifiedFunction: the address of a unified function of the library.
+        Default: CUDA_ERROR_NOT_FOUND, CUDA's answer when the library has none of that name."""
+        raise CudaError(
+            CUDA_ERROR_NOT_FOUND,
+            f"cuLibraryGetUnifiedFunction: no unified function {symbol!r} in the library",
+        )
 
     # -- lifetime -------------------------------------------------------------------------
     @abc.abstractmethod
@@ -674,6 +700,40 @@ class Backend(abc.ABC):
                 CUDA_ERROR_INVALID_VALUE, f"{call}: numChannels must be 1, 2 or 4, got {channels}"
             )
         return self.device_attribute(MAXIMUM_TEXTURE1D_LINEAR_WIDTH, dev)
+
+    # -- device facts (procedures 900-907; optional) ------------------------------------------
+    def device_luid(self, dev: int) -> tuple[bytes, int]:
+        """cuDeviceGetLuid: (8-byte LUID, device node mask). Default: CUDA_ERROR_NOT_SUPPORTED,
+        CUDA's answer outside Windows (LUIDs belong to WDDM)."""
+        raise not_supported("cuDeviceGetLuid", "LUIDs exist for WDDM devices on Windows only")
+
+    def p2p_atomic_capabilities(self, operations: Sequence[int], src: int, dst: int) -> list[int]:
+        """cuDeviceGetP2PAtomicCapabilities: CUatomicOperationCapability bits of each
+        CUatomicOperation over the link from `src` to `dst`. Default: NOT_SUPPORTED."""
+        raise not_supported("cuDeviceGetP2PAtomicCapabilities", "this backend has no peer links")
+
+    def exec_affinity_support(self, typename: int, dev: int) -> int:
+        """cuDeviceGetExecAffinitySupport: 1 when the device supports contexts limited by
+        CUexecAffinityType `typename`. Default: 0 for the known type (SM count)."""
+        if typename != 0:
+            raise CudaError(
+                CUDA_ERROR_INVALID_VALUE,
+                f"cuDeviceGetExecAffinitySupport: unknown CUexecAffinityType {typename}",
+            )
+        return 0
+
+    def fabric_cluster_uuid(self, dev: int) -> bytes:
+        """cuDeviceGetFabricClusterUuid: 16 bytes. Default: NOT_SUPPORTED (no NVLink fabric)."""
+        raise not_supported("cuDeviceGetFabricClusterUuid", "the device is on no NVLink fabric")
+
+    def clique_count(self, dev: int) -> int:
+        """cuDeviceGetCliqueCount. Default: NOT_SUPPORTED (no NVLink fabric)."""
+        raise not_supported("cuDeviceGetCliqueCount", "the device is on no NVLink fabric")
+
+    def clique_info(self, count: int, dev: int) -> list[tuple[int, int]]:
+        """cuDeviceGetCliqueInfo: at most `count` (CUcliqueType, id) pairs. Default:
+        NOT_SUPPORTED (no NVLink fabric)."""
+        raise not_supported("cuDeviceGetCliqueInfo", "the device is on no NVLink fabric")
 
 class MemoryKind(enum.IntEnum):
     DEVICE = 2  # CU_MEMORYTYPE_DEVICE

@@ -67,6 +67,7 @@ from cricket_server.resources import (
     StreamRecord,
 )
 from cricket_server.session import Session, SessionManager
+from cricket_server.session_library_modules import LibraryModuleRecord
 from cricket_server.settings import (
     CTX_CACHE_CONFIG,
     FUNC_CACHE_CONFIG,
@@ -147,6 +148,15 @@ def _function_image(session: Session, fn: FunctionRecord) -> ck.function_image:
     return ck.function_image(handle=fn.handle, name=fn.name, attributes=attrs)
 
 
+def _library_module_image(
+    session: Session, m: LibraryModuleRecord, functions: dict[int, FunctionRecord]
+) -> ck.library_module_image:
+    fns = [_function_image(session, functions[h]) for _, h in sorted(m.functions.items())]
+    return ck.library_module_image(
+        handle=m.handle, ctx=m.ctx, functions=fns, globals=sorted(m.globals)
+    )
+
+
 def _records(session: Session, kind: type[R]) -> list[R]:
     return sorted(
         (r for r in session.handles.records() if isinstance(r, kind)), key=lambda r: r.handle
@@ -206,6 +216,7 @@ def library_globals(session: Session, lib: LibraryRecord) -> list[tuple[int, str
         (ctx, name): (addr, size) for name, (addr, size, ctx) in asked.items()
     }
     contexts = {ctx for _, _, ctx in asked.values()}
+    contexts |= {m.ctx for m in session.library_modules(lib.handle)}  # cuModuleGetGlobal on them
     if lib.kernels:
         by_device: dict[int, int] = {}
         for record in _records(session, ContextRecord):
@@ -242,6 +253,8 @@ def snapshot_session(
     functions = {f.handle: f for f in _records(session, FunctionRecord)}
     modules = []
     for m in _records(session, ModuleRecord):
+        if isinstance(m, LibraryModuleRecord):
+            continue  # kept with its library
         dev = _device_of(session, m.ctx)
         image = sink.write(f"{prefix}/module-{m.handle:x}", [m.image])
         globals_ = []
@@ -288,6 +301,10 @@ def snapshot_session(
                 library_options=_options(lib.library_options),
                 kernels=kimages,
                 globals=lib_globals,
+                modules=[
+                    _library_module_image(session, m, functions)
+                    for m in session.library_modules(lib.handle)
+                ],
             )
         )
     streams = [
@@ -692,6 +709,34 @@ class _Restorer:
                 self.report.moved_globals.append(note)
             self.session.library_global_restored(lib.handle, g.name, info.address, info.size, g.ctx)
             self._write(dev, info.address, g.contents)
+        for m in lib.modules:
+            self.library_module(lib.handle, obj, m)
+
+    def library_module(self, library: int, lib_obj: object, m: ck.library_module_image) -> None:
+        """A library's module, asked of the reloaded library in its context again."""
+        dev = self.devs.get(m.ctx)
+        if dev is None:
+            raise self.fail(
+                f"module {m.handle:#x} of library {library:#x} names context {m.ctx:#x}, "
+                "which is not in it"
+            )
+        with self.session.on_device(dev):
+            obj = self.b.library_get_module(lib_obj)
+            record = self._keep(
+                m.handle, LibraryModuleRecord, lambda: None, ctx=m.ctx, obj=obj, image=b"",
+                jit_options={}, library=library,
+            )
+            for f in m.functions:
+                fobj = self.b.module_get_function(obj, f.name)
+                self._keep(
+                    f.handle, FunctionRecord, lambda: None, ctx=m.ctx, obj=fobj, name=f.name,
+                    parent=m.handle,
+                )
+                record.functions[f.name] = f.handle
+                self._functions(f, fobj)
+            for name in m.globals:
+                info = self.b.module_get_global(obj, name)
+                record.globals[name] = (info.address, info.size)
 
     def allocation(self, a: ck.allocation_image) -> None:
         try:
@@ -748,6 +793,9 @@ def _handles_of(s: ck.session_image) -> Iterator[int]:
             yield k.handle
             if k.function is not None:
                 yield k.function.handle
+        for lm in lib.modules:
+            yield lm.handle
+            yield from (f.handle for f in lm.functions)
     yield from array_handles(s)
     yield from mipmap_handles(s)
     yield from graph_handles(s)

@@ -62,7 +62,7 @@ _DUMMY: dict[str, Any] = {
     "kernelParams": None, "extra": 0, "ctxCreateParams": None, "blockSizeToDynamicSMemSize": None,
     "options": None, "optionValues": None, "jitOptions": None, "jitOptionsValues": None,
     "libraryOptions": None, "libraryOptionValues": None, "attributes": [],
-    "length": 16, "ByteCount": 16, "pResViewDesc": None, "path": os.devnull,
+    "length": 16, "ByteCount": 16, "pResViewDesc": None, "path": os.devnull, "operations": [],
 }
 _HOST = {"srcHost", "dstHost", "src", "dst"}
 _NOT_HOST = {  # streams or graph nodes by those names

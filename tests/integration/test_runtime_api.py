@@ -145,6 +145,7 @@ _DUMMY: dict[str, Any] = {
     "dpitch": 8, "spitch": 8, "pitch": 8, "blockSize": 32, "error": 1, "attr": 1, "device": 0,
     "f": cudart.cudaChannelFormatKind.cudaChannelFormatKindFloat, "pDependencies": None,
     "dependencyData": None, "resources": [], "nbResources": 0,
+    "operations": [cudart.cudaAtomicOperation.cudaAtomicOperationIntegerAdd] * 16,
     "extent": cudart.make_cudaExtent(4, 2, 1), "desc": cudart.cudaChannelFormatDesc(),
 }  # fmt: skip
 

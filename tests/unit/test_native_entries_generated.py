@@ -69,11 +69,11 @@ def test_an_exported_function_without_a_driver_mirror_is_an_error_at_its_declara
     text = signatures.read_text()
     anchor = '    ("cuInit", "unsigned int Flags"),\n'
     line = text[: text.index(anchor)].count("\n") + 2
-    declared = '    ("cuArrayGetPlane", "CUarray *pPlaneArray, CUarray hArray, unsigned int planeIdx"),\n'
+    declared = '    ("cuParamSetSize", "CUfunction hfunc, unsigned int numbytes"),\n'
     signatures.write_text(text.replace(anchor, anchor + declared))
     message = _error(root)
-    assert f"cricket_client/native/signatures.py:{line}: error: cuArrayGetPlane: " \
-        "no driver mirror 'cuArrayGetPlane'" in message
+    assert f"cricket_client/native/signatures.py:{line}: error: cuParamSetSize: " \
+        "no driver mirror 'cuParamSetSize'" in message
 
 
 def test_a_function_the_generator_cannot_convert_must_be_written_by_hand(tmp_path: Path) -> None:

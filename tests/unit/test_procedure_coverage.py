@@ -304,6 +304,19 @@ BACKEND_NEEDS: dict[str, tuple[str, ...]] = {
     "CU_STREAM_BATCH_MEM_OP": ("stream_mem_ops",),
     "CU_TENSOR_MAP_ENCODE": ("tensor_map_encode",),
     "CU_TENSOR_MAP_REPLACE_ADDRESS": ("tensor_map_replace_address",),
+    "CU_DEVICE_GET_LUID": ("device_count", "device_luid"),
+    "CU_DEVICE_GET_HOST_ATOMIC_CAPABILITIES": ("device_count",),
+    "CU_DEVICE_GET_P2P_ATOMIC_CAPABILITIES": ("device_count", "p2p_atomic_capabilities"),
+    "CU_DEVICE_GET_EXEC_AFFINITY_SUPPORT": ("device_count", "exec_affinity_support"),
+    "CU_CTX_GET_EXEC_AFFINITY": ("ctx_exec_affinity", "set_device"),
+    "CU_DEVICE_GET_FABRIC_CLUSTER_UUID": ("device_count", "fabric_cluster_uuid"),
+    "CU_DEVICE_GET_CLIQUE_COUNT": ("clique_count", "device_count"),
+    "CU_DEVICE_GET_CLIQUE_INFO": ("clique_info", "device_count"),
+    "CU_GREEN_CTX_GET_ID": (),
+    "CU_ARRAY_GET_PLANE": ("array_get_plane", "set_device"),
+    "CU_POINTER_SET_ATTRIBUTE": ("synchronize", "set_device"),
+    "CU_LIBRARY_GET_MODULE": ("library_get_module",),
+    "CU_LIBRARY_GET_UNIFIED_FUNCTION": ("library_get_unified_function", "set_device"),
 }
 
 BACKENDS: dict[str, tuple[type[Backend], type[BackendSession]]] = {

@@ -14,6 +14,7 @@ from ..base import (
 )
 from ._driver import CudaUnavailable, call, driver, enum_value
 from .context import forget_current
+from .device_facts import CudaDeviceFacts
 from .queries import texture_1d_linear_max_width
 from .session import CudaSession
 from .vmm import (
@@ -28,7 +29,7 @@ __all__ = ["DEFAULT_STAGING_LIMIT", "CudaBackend"]
 DEFAULT_STAGING_LIMIT = 256 << 20  # pinned staging memory per session and device
 
 
-class CudaBackend(Backend):
+class CudaBackend(CudaDeviceFacts, Backend):
     """The GPUs of this machine through cuda-python's driver API.
 
     `reserve_base`/`reserve_size`: the device virtual address range to reserve for client

@@ -27,6 +27,7 @@ from ._driver import call, driver, enum_value, error_text
 from .arrays import CudaArrays
 from .context import DeviceContext
 from .dev_resources import CudaDevResources
+from .device_facts import CudaSessionFacts
 from .graphs import CudaGraphs
 from .host_memory import HostRegistrations
 from .jit import JitOptions
@@ -90,7 +91,7 @@ class _DeviceState:
 
 class CudaSession(
     CudaArrays, CudaMipmaps, CudaDevResources, CudaLaunchVariants, CudaGraphs, CudaVmm, CudaLinker,
-    CudaQueries, BackendSession,
+    CudaQueries, CudaSessionFacts, BackendSession,
 ):  # fmt: skip
     def __init__(self, backend: CudaBackend, staging_limit: int) -> None:
         self._backend = backend

@@ -38,6 +38,7 @@ from cricket_server.backends.sim import texture_kernels  # noqa: F401  (register
 from cricket_server.backends.sim.arrays import SimArrays
 from cricket_server.backends.sim.cubin import KernelInfo, ModuleImage, parse_image
 from cricket_server.backends.sim.dev_resources import SimDevResources
+from cricket_server.backends.sim.device_facts import SimDeviceFacts, SimSessionFacts
 from cricket_server.backends.sim.devmem import GRANULARITY, KernelMemory, SimChunkBacking, SimMemory
 from cricket_server.backends.sim.graphs import ReplayGraphs
 from cricket_server.backends.sim.kernels import (
@@ -104,7 +105,7 @@ _SETTABLE_FUNC_ATTRS = range(8, 16)
 _LAST_FUNC_ATTR = 17
 
 
-class SimBackend(Backend):
+class SimBackend(SimDeviceFacts, Backend):
     name = "sim"
 
     def __init__(self, device_count: int = 1, total_mem: int = dv.DEFAULT_TOTAL_MEM) -> None:
@@ -222,7 +223,7 @@ class _DeviceState:
 
 class SimSession(
     SimArrays, SimMipmaps, SimDevResources, SimLaunchVariants, ReplayGraphs, SimVmm, SimLinker,
-    BackendSession,
+    SimSessionFacts, BackendSession,
 ):  # fmt: skip
     """The device work of one client on the sim backend."""
 
