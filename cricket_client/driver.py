@@ -709,6 +709,14 @@ def cuOccupancyMaxPotentialBlockSize(
 # -- CUDA graphs and stream capture (cricket_client.driver_graphs) ----------------------------
 from . import driver_graphs as _graphs  # noqa: E402
 from .batch_copies import CUmemcpyAttributes, cuMemcpyBatchAsync, cuMemcpyWithAttributesAsync  # noqa: E402, F401
+from .batch_copies_3d import (  # noqa: E402, F401
+    CUDA_MEMCPY3D_BATCH_OP,
+    CUextent3D,
+    CUmemcpy3DOperand,
+    CUoffset3D,
+    cuMemcpy3DBatchAsync,
+    cuMemcpy3DWithAttributesAsync,
+)
 from .capture_modes import *  # noqa: E402, F403  (capture modes; unsafe calls they govern)
 from .driver_flags import *  # noqa: E402, F403  (flags, attributes, launch variants)
 from .driver_graph_access import *  # noqa: E402, F403  (reading and changing graphs, execs)

@@ -698,6 +698,13 @@ from .batch_copies import (  # noqa: E402, F401
     cudaMemcpyBatchAsync,
     cudaMemcpyWithAttributesAsync,
 )
+from .batch_copies_3d import (  # noqa: E402, F401  (batched 3D copies)
+    cudaMemcpy3DBatchAsync,
+    cudaMemcpy3DBatchOp,
+    cudaMemcpy3DOperand,
+    cudaMemcpy3DWithAttributesAsync,
+    cudaOffset3D,
+)
 from .capture_modes import cudaThreadExchangeStreamCaptureMode  # noqa: E402, F401
 from .plain_types import (  # noqa: E402, F401  (value types that hold no GPU state)
     cudaEglFrame,
