@@ -100,7 +100,7 @@ class cudaExternalSemaphore_t(Handle):
 
 
 class cudaExecutionContext_t(Handle):
-    """An execution context: here always a device's primary context."""
+    """An execution context: a device's primary context or a green context's context."""
 
     __slots__ = ()
 

@@ -717,6 +717,7 @@ from .plain_types import (  # noqa: E402, F401  (value types that hold no GPU st
     sizeof,
 )
 from .runtime_compat import *  # noqa: E402, F403  (calls built from remoted calls)
+from .runtime_exec_ctx import *  # noqa: E402, F403  (green and execution contexts)
 from .runtime_flags import *  # noqa: E402, F403  (flags, launch variants, devices, shared memory)
 from .runtime_graph_access import *  # noqa: E402, F403  (reading and changing graphs, execs)
 from .runtime_graph_attrs import *  # noqa: E402, F403  (kernel-node launch attributes)

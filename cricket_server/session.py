@@ -61,8 +61,10 @@ from cricket_server.session_mipmaps import SessionMipmaps
 from cricket_server.session_modules import SessionModules
 from cricket_server.session_peers import SessionPeers
 from cricket_server.session_runtime import SessionRuntime
+from cricket_server.session_sm_groups import SessionSmGroups
 from cricket_server.session_streams import SessionStreams
 from cricket_server.session_tail import SessionTail
+from cricket_server.session_tensor_maps import SessionTensorMaps
 from cricket_server.session_vmm import SessionVmm
 
 __all__ = [
@@ -264,6 +266,8 @@ class Session(
     SessionStreams,
     SessionRuntime,
     SessionMipmaps,
+    SessionSmGroups,
+    SessionTensorMaps,
     SessionDevResources,
     SessionArrays,
     SessionCheckpoint,

@@ -31,6 +31,7 @@ __all__ = [
     'MAX_STREAM_MEM_OPS',
     'TENSOR_MAP_BYTES',
     'MAX_TENSOR_RANK',
+    'MAX_SM_GROUPS',
     'MAX_DEV_RESOURCES',
     'CRICKET_PROG',
     'CRICKET_V1',
@@ -269,6 +270,10 @@ __all__ = [
     'CU_STREAM_BEGIN_CAPTURE_TO_GRAPH',
     'CU_STREAM_UPDATE_CAPTURE_DEPENDENCIES',
     'CU_CTX_RESET_PERSISTING_L2_CACHE',
+    'CU_STREAM_GET_DEV_RESOURCE',
+    'CU_DEV_SM_RESOURCE_SPLIT',
+    'CU_TENSOR_MAP_ENCODE_IM2COL_WIDE',
+    'CU_TENSOR_MAP_SET_ALLOCATION_CLASS',
     'int_result',
     'u64_result',
     'handle_result',
@@ -350,6 +355,11 @@ __all__ = [
     'stream_mem_op',
     'tensor_map_args',
     'tensor_map_result',
+    'sm_group_params',
+    'sm_group_split',
+    'sm_group_split_result',
+    'tensor_map_class',
+    'tensor_map_class_result',
     'sparse_properties',
     'sparse_properties_result',
     'memory_requirements',
@@ -374,6 +384,7 @@ __all__ = [
     'handle_list',
     'stream_mem_op_list',
     'tensor_map',
+    'sm_group_params_list',
     'dev_resource_list',
     'xdr_int_result',
     'xdr_u64_result',
@@ -456,6 +467,11 @@ __all__ = [
     'xdr_stream_mem_op',
     'xdr_tensor_map_args',
     'xdr_tensor_map_result',
+    'xdr_sm_group_params',
+    'xdr_sm_group_split',
+    'xdr_sm_group_split_result',
+    'xdr_tensor_map_class',
+    'xdr_tensor_map_class_result',
     'xdr_sparse_properties',
     'xdr_sparse_properties_result',
     'xdr_memory_requirements',
@@ -480,6 +496,7 @@ __all__ = [
     'xdr_handle_list',
     'xdr_stream_mem_op_list',
     'xdr_tensor_map',
+    'xdr_sm_group_params_list',
     'xdr_dev_resource_list',
     'CRICKET_V1_Client',
     'CRICKET_V1_Server',
@@ -501,6 +518,7 @@ MAX_MODULE_FUNCTIONS = 65536
 MAX_STREAM_MEM_OPS = 256
 TENSOR_MAP_BYTES = 128
 MAX_TENSOR_RANK = 5
+MAX_SM_GROUPS = 1024
 MAX_DEV_RESOURCES = 1024
 CRICKET_PROG = 0x20c0ffee
 CRICKET_V1 = 1
@@ -739,6 +757,10 @@ CU_PROFILER_STOP = 871
 CU_STREAM_BEGIN_CAPTURE_TO_GRAPH = 880
 CU_STREAM_UPDATE_CAPTURE_DEPENDENCIES = 881
 CU_CTX_RESET_PERSISTING_L2_CACHE = 882
+CU_STREAM_GET_DEV_RESOURCE = 940
+CU_DEV_SM_RESOURCE_SPLIT = 941
+CU_TENSOR_MAP_ENCODE_IM2COL_WIDE = 942
+CU_TENSOR_MAP_SET_ALLOCATION_CLASS = 943
 
 
 @_dc.dataclass(slots=True)
@@ -2753,6 +2775,116 @@ class tensor_map_result:
 
 
 @_dc.dataclass(slots=True)
+class sm_group_params:
+    """struct sm_group_params."""
+
+    sm_count: int
+    coscheduled: int
+    preferred: int
+    flags: int
+    locality: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        try:
+            return _xdr_sm_group_params__S0(self.sm_count, self.coscheduled, self.preferred, self.flags, self.locality)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_sm_group_params.diagnose(self, e)) from None
+
+    @classmethod
+    def decode(cls, data: Any) -> sm_group_params:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        try:
+            a0_0, a0_1, a0_2, a0_3, a0_4, = _xdr_sm_group_params__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('sm_group_params', 20, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct sm_group_params: %s is not a declared enum value' % e) from None
+        return sm_group_params(a0_0, a0_1, a0_2, a0_3, a0_4)
+
+
+@_dc.dataclass(slots=True)
+class sm_group_split:
+    """struct sm_group_split."""
+
+    groups: list[dev_resource]
+    remainder: dev_resource
+    params: list[sm_group_params]
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_sm_group_split.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> sm_group_split:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_sm_group_split.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class sm_group_split_result:
+    """union sm_group_split_result: ``err`` selects the arm; ``value`` holds its value."""
+
+    err: int
+    value: Any = None
+
+    value_ = _xdr.arm_property(
+        'sm_group_split_result', 'value', 'err', frozenset([0]), frozenset([0])
+    )
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_sm_group_split_result.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> sm_group_split_result:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_sm_group_split_result.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class tensor_map_class:
+    """struct tensor_map_class."""
+
+    map: tensor_map
+    alloc_class: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_tensor_map_class.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> tensor_map_class:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_tensor_map_class.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class tensor_map_class_result:
+    """union tensor_map_class_result: ``err`` selects the arm; ``value`` holds its value."""
+
+    err: int
+    value: Any = None
+
+    value_ = _xdr.arm_property(
+        'tensor_map_class_result', 'value', 'err', frozenset([0]), frozenset([0])
+    )
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_tensor_map_class_result.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> tensor_map_class_result:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_tensor_map_class_result.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
 class sparse_properties:
     """struct sparse_properties."""
 
@@ -3034,6 +3166,11 @@ xdr_handle_list_result = _xdr.Union('handle_list_result')
 xdr_stream_mem_op = _xdr.Struct('stream_mem_op')
 xdr_tensor_map_args = _xdr.Struct('tensor_map_args')
 xdr_tensor_map_result = _xdr.Union('tensor_map_result')
+xdr_sm_group_params = _xdr.Struct('sm_group_params')
+xdr_sm_group_split = _xdr.Struct('sm_group_split')
+xdr_sm_group_split_result = _xdr.Union('sm_group_split_result')
+xdr_tensor_map_class = _xdr.Struct('tensor_map_class')
+xdr_tensor_map_class_result = _xdr.Union('tensor_map_class_result')
 xdr_sparse_properties = _xdr.Struct('sparse_properties')
 xdr_sparse_properties_result = _xdr.Union('sparse_properties_result')
 xdr_memory_requirements = _xdr.Struct('memory_requirements')
@@ -3058,6 +3195,7 @@ xdr_link_input_list = _xdr.VarArray(xdr_link_input, MAX_LINK_INPUTS)
 xdr_handle_list = _xdr.VarArray(xdr_cu_handle, MAX_MODULE_FUNCTIONS)
 xdr_stream_mem_op_list = _xdr.VarArray(xdr_stream_mem_op, MAX_STREAM_MEM_OPS)
 xdr_tensor_map = _xdr.FixedOpaque(TENSOR_MAP_BYTES)
+xdr_sm_group_params_list = _xdr.VarArray(xdr_sm_group_params, MAX_SM_GROUPS)
 xdr_dev_resource_list = _xdr.VarArray(xdr_dev_resource, MAX_DEV_RESOURCES)
 
 
@@ -4299,6 +4437,88 @@ def _xdr_tensor_map_args__unpack(dec: _xdr.Decoder) -> tensor_map_args:
     return tensor_map_args(a0_0, a0_1, a0_2, a0_3, f4, f5, f6, f7, f8, a9_0, a9_1, f11, a12_0, a12_1, a12_2, a12_3)
 
 
+_xdr_sm_group_params__st0 = _struct.Struct('>IIIII')
+_xdr_sm_group_params__S0, _xdr_sm_group_params__U0 = _xdr_sm_group_params__st0.pack, _xdr_sm_group_params__st0.unpack_from
+_xdr_sm_group_params__W0 = _xdr_sm_group_params__st0.unpack
+
+
+def _xdr_sm_group_params__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_sm_group_params__S0(v.sm_count, v.coscheduled, v.preferred, v.flags, v.locality)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_sm_group_params.diagnose(v, e)) from None
+
+
+def _xdr_sm_group_params__unpack(dec: _xdr.Decoder) -> sm_group_params:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, a0_4, = _xdr_sm_group_params__U0(dec.mv, pos)
+        dec.pos = pos + 20
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct sm_group_params: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct sm_group_params: %s is not a declared enum value' % e) from None
+    return sm_group_params(a0_0, a0_1, a0_2, a0_3, a0_4)
+
+
+_xdr_sm_group_split__st1 = _struct.Struct('>QiIIII')
+_xdr_sm_group_split__S1, _xdr_sm_group_split__U1 = _xdr_sm_group_split__st1.pack, _xdr_sm_group_split__st1.unpack_from
+
+
+def _xdr_sm_group_split__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        _xdr_sm_group_split__p0(enc, v.groups)
+        enc.buf += _xdr_sm_group_split__S1(v.remainder.id, v.remainder.type, v.remainder.sm_count, v.remainder.min_partition, v.remainder.alignment, v.remainder.flags)
+        _xdr_sm_group_split__p2(enc, v.params)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_sm_group_split.diagnose(v, e)) from None
+
+
+def _xdr_sm_group_split__unpack(dec: _xdr.Decoder) -> sm_group_split:
+    try:
+        f0 = _xdr_sm_group_split__u0(dec)
+        pos = dec.pos
+        a1_0, a1_1, a1_2, a1_3, a1_4, a1_5, = _xdr_sm_group_split__U1(dec.mv, pos)
+        dec.pos = pos + 28
+        f2 = _xdr_sm_group_split__u2(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct sm_group_split: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct sm_group_split: %s is not a declared enum value' % e) from None
+    return sm_group_split(f0, dev_resource(a1_0, a1_1, a1_2, a1_3, a1_4, a1_5), f2)
+
+
+_xdr_tensor_map_class__st1 = _struct.Struct('>i')
+_xdr_tensor_map_class__S1, _xdr_tensor_map_class__U1 = _xdr_tensor_map_class__st1.pack, _xdr_tensor_map_class__st1.unpack_from
+
+
+def _xdr_tensor_map_class__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        _xdr_tensor_map_class__p0(enc, v.map)
+        enc.buf += _xdr_tensor_map_class__S1(v.alloc_class)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_tensor_map_class.diagnose(v, e)) from None
+
+
+def _xdr_tensor_map_class__unpack(dec: _xdr.Decoder) -> tensor_map_class:
+    try:
+        f0 = _xdr_tensor_map_class__u0(dec)
+        pos = dec.pos
+        a1_0, = _xdr_tensor_map_class__U1(dec.mv, pos)
+        dec.pos = pos + 4
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct tensor_map_class: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct tensor_map_class: %s is not a declared enum value' % e) from None
+    return tensor_map_class(f0, a1_0)
+
+
 _xdr_sparse_properties__st0 = _struct.Struct('>IIIIQI')
 _xdr_sparse_properties__S0, _xdr_sparse_properties__U0 = _xdr_sparse_properties__st0.pack, _xdr_sparse_properties__st0.unpack_from
 _xdr_sparse_properties__W0 = _xdr_sparse_properties__st0.unpack
@@ -5234,6 +5454,53 @@ xdr_tensor_map_result.define(
     ],
     default=_xdr.xdr_void,
 )
+xdr_sm_group_params.define(
+    sm_group_params,
+    [
+        ('sm_count', _xdr.xdr_u_int),
+        ('coscheduled', _xdr.xdr_u_int),
+        ('preferred', _xdr.xdr_u_int),
+        ('flags', _xdr.xdr_u_int),
+        ('locality', _xdr.xdr_u_int),
+    ],
+    coders=(_xdr_sm_group_params__pack, _xdr_sm_group_params__unpack),
+    whole=(sm_group_params.encode, sm_group_params.decode),
+)
+xdr_sm_group_split.define(
+    sm_group_split,
+    [
+        ('groups', _xdr.VarArray(xdr_dev_resource, MAX_SM_GROUPS)),
+        ('remainder', xdr_dev_resource),
+        ('params', _xdr.VarArray(xdr_sm_group_params, MAX_SM_GROUPS)),
+    ],
+    coders=(_xdr_sm_group_split__pack, _xdr_sm_group_split__unpack),
+)
+xdr_sm_group_split_result.define(
+    sm_group_split_result,
+    'err',
+    _xdr.xdr_int,
+    [
+        ((0,), xdr_sm_group_split),
+    ],
+    default=_xdr.xdr_void,
+)
+xdr_tensor_map_class.define(
+    tensor_map_class,
+    [
+        ('map', xdr_tensor_map),
+        ('alloc_class', _xdr.xdr_int),
+    ],
+    coders=(_xdr_tensor_map_class__pack, _xdr_tensor_map_class__unpack),
+)
+xdr_tensor_map_class_result.define(
+    tensor_map_class_result,
+    'err',
+    _xdr.xdr_int,
+    [
+        ((0,), xdr_tensor_map_class),
+    ],
+    default=_xdr.xdr_void,
+)
 xdr_sparse_properties.define(
     sparse_properties,
     [
@@ -5388,6 +5655,12 @@ _xdr_tensor_map_args__p8 = xdr_tensor_map_args.fields[8][1].packer()
 _xdr_tensor_map_args__u8 = xdr_tensor_map_args.fields[8][1].unpacker()
 _xdr_tensor_map_args__p11 = xdr_tensor_map_args.fields[11][1].packer()
 _xdr_tensor_map_args__u11 = xdr_tensor_map_args.fields[11][1].unpacker()
+_xdr_sm_group_split__p0 = xdr_sm_group_split.fields[0][1].packer()
+_xdr_sm_group_split__u0 = xdr_sm_group_split.fields[0][1].unpacker()
+_xdr_sm_group_split__p2 = xdr_sm_group_split.fields[2][1].packer()
+_xdr_sm_group_split__u2 = xdr_sm_group_split.fields[2][1].unpacker()
+_xdr_tensor_map_class__p0 = xdr_tensor_map_class.fields[0][1].packer()
+_xdr_tensor_map_class__u0 = xdr_tensor_map_class.fields[0][1].unpacker()
 _xdr_sm_split__p0 = xdr_sm_split.fields[0][1].packer()
 _xdr_sm_split__u0 = xdr_sm_split.fields[0][1].unpacker()
 
@@ -5408,6 +5681,7 @@ link_input_list = list
 handle_list = list
 stream_mem_op_list = list
 tensor_map = bytes
+sm_group_params_list = list
 dev_resource_list = list
 
 # Codecs of procedure arguments and results without a name of their own.
@@ -10548,6 +10822,74 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 882, b"")
         return _Pending(call, _xdr.xdr_int.decode)
 
+    def CU_STREAM_GET_DEV_RESOURCE(self, arg1: cu_handle, arg2: int, *, timeout: float | None = None) -> dev_resource_result:
+        """Call CU_STREAM_GET_DEV_RESOURCE (940) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 940, _enc.buffers(), timeout=timeout)
+        return xdr_dev_resource_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_STREAM_GET_DEV_RESOURCE_async(self, arg1: cu_handle, arg2: int) -> _Pending:
+        """Send CU_STREAM_GET_DEV_RESOURCE (940); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 940, _enc.buffers())
+        return _Pending(call, xdr_dev_resource_result.decode)
+
+    def CU_DEV_SM_RESOURCE_SPLIT(self, arg1: int, arg2: dev_resource, arg3: int, arg4: sm_group_params_list, *, timeout: float | None = None) -> sm_group_split_result:
+        """Call CU_DEV_SM_RESOURCE_SPLIT (941) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_u_int.pack(_enc, arg1)
+        xdr_dev_resource.pack(_enc, arg2)
+        _xdr.xdr_u_int.pack(_enc, arg3)
+        xdr_sm_group_params_list.pack(_enc, arg4)
+        body = self._rpc.call(0x20c0ffee, 1, 941, _enc.buffers(), timeout=timeout)
+        return xdr_sm_group_split_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_DEV_SM_RESOURCE_SPLIT_async(self, arg1: int, arg2: dev_resource, arg3: int, arg4: sm_group_params_list) -> _Pending:
+        """Send CU_DEV_SM_RESOURCE_SPLIT (941); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_u_int.pack(_enc, arg1)
+        xdr_dev_resource.pack(_enc, arg2)
+        _xdr.xdr_u_int.pack(_enc, arg3)
+        xdr_sm_group_params_list.pack(_enc, arg4)
+        call = self._rpc.call_async(0x20c0ffee, 1, 941, _enc.buffers())
+        return _Pending(call, xdr_sm_group_split_result.decode)
+
+    def CU_TENSOR_MAP_ENCODE_IM2COL_WIDE(self, arg1: tensor_map_args, arg2: int, *, timeout: float | None = None) -> tensor_map_result:
+        """Call CU_TENSOR_MAP_ENCODE_IM2COL_WIDE (942) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_tensor_map_args.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 942, _enc.buffers(), timeout=timeout)
+        return xdr_tensor_map_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_TENSOR_MAP_ENCODE_IM2COL_WIDE_async(self, arg1: tensor_map_args, arg2: int) -> _Pending:
+        """Send CU_TENSOR_MAP_ENCODE_IM2COL_WIDE (942); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_tensor_map_args.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 942, _enc.buffers())
+        return _Pending(call, xdr_tensor_map_result.decode)
+
+    def CU_TENSOR_MAP_SET_ALLOCATION_CLASS(self, arg1: tensor_map, arg2: int, *, timeout: float | None = None) -> tensor_map_class_result:
+        """Call CU_TENSOR_MAP_SET_ALLOCATION_CLASS (943) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_tensor_map.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 943, _enc.buffers(), timeout=timeout)
+        return xdr_tensor_map_class_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_TENSOR_MAP_SET_ALLOCATION_CLASS_async(self, arg1: tensor_map, arg2: int) -> _Pending:
+        """Send CU_TENSOR_MAP_SET_ALLOCATION_CLASS (943); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_tensor_map.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 943, _enc.buffers())
+        return _Pending(call, xdr_tensor_map_class_result.decode)
+
 
 class CRICKET_V1_Server:
     """Service of program CRICKET_PROG version CRICKET_V1: subclass it, override what
@@ -11715,6 +12057,23 @@ class CRICKET_V1_Server:
             _Facts(replay='readonly'),
             plan=_Plan(decode_reply=_xdr_plan_status),
         ),
+        940: _Procedure(
+            940, 'CU_STREAM_GET_DEV_RESOURCE', (xdr_cu_handle, _xdr.xdr_int), xdr_dev_resource_result,
+            _Facts(replay='readonly', handles=((0, ('stream',)),)),
+            plan=_Plan(encode_args=_plan_a21_encode_args, decode_args=_plan_a21_decode_args, decode_reply=_plan_xdr_dev_resource_result_decode_reply, encode_result=_plan_xdr_dev_resource_result_encode_result),
+        ),
+        941: _Procedure(
+            941, 'CU_DEV_SM_RESOURCE_SPLIT', (_xdr.xdr_u_int, xdr_dev_resource, _xdr.xdr_u_int, xdr_sm_group_params_list), xdr_sm_group_split_result,
+            _Facts(replay='readonly'),
+        ),
+        942: _Procedure(
+            942, 'CU_TENSOR_MAP_ENCODE_IM2COL_WIDE', (xdr_tensor_map_args, _xdr.xdr_int), xdr_tensor_map_result,
+            _Facts(replay='readonly'),
+        ),
+        943: _Procedure(
+            943, 'CU_TENSOR_MAP_SET_ALLOCATION_CLASS', (xdr_tensor_map, _xdr.xdr_int), xdr_tensor_map_class_result,
+            _Facts(replay='readonly'),
+        ),
     }
 
     def HELLO(self, ctx: Any, arg1: hello_args) -> hello_result:
@@ -12657,6 +13016,22 @@ class CRICKET_V1_Server:
         """CU_CTX_RESET_PERSISTING_L2_CACHE (882): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_CTX_RESET_PERSISTING_L2_CACHE")
 
+    def CU_STREAM_GET_DEV_RESOURCE(self, ctx: Any, arg1: cu_handle, arg2: int) -> dev_resource_result:
+        """CU_STREAM_GET_DEV_RESOURCE (940): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_STREAM_GET_DEV_RESOURCE")
+
+    def CU_DEV_SM_RESOURCE_SPLIT(self, ctx: Any, arg1: int, arg2: dev_resource, arg3: int, arg4: sm_group_params_list) -> sm_group_split_result:
+        """CU_DEV_SM_RESOURCE_SPLIT (941): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_DEV_SM_RESOURCE_SPLIT")
+
+    def CU_TENSOR_MAP_ENCODE_IM2COL_WIDE(self, ctx: Any, arg1: tensor_map_args, arg2: int) -> tensor_map_result:
+        """CU_TENSOR_MAP_ENCODE_IM2COL_WIDE (942): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_TENSOR_MAP_ENCODE_IM2COL_WIDE")
+
+    def CU_TENSOR_MAP_SET_ALLOCATION_CLASS(self, ctx: Any, arg1: tensor_map, arg2: int) -> tensor_map_class_result:
+        """CU_TENSOR_MAP_SET_ALLOCATION_CLASS (943): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_TENSOR_MAP_SET_ALLOCATION_CLASS")
+
 
 # Every codec is built now, at import (none is built while threads use it).
 _xdr.ready_all(
@@ -12741,6 +13116,11 @@ _xdr.ready_all(
     xdr_stream_mem_op,
     xdr_tensor_map_args,
     xdr_tensor_map_result,
+    xdr_sm_group_params,
+    xdr_sm_group_split,
+    xdr_sm_group_split_result,
+    xdr_tensor_map_class,
+    xdr_tensor_map_class_result,
     xdr_sparse_properties,
     xdr_sparse_properties_result,
     xdr_memory_requirements,
@@ -12765,6 +13145,7 @@ _xdr.ready_all(
     xdr_handle_list,
     xdr_stream_mem_op_list,
     xdr_tensor_map,
+    xdr_sm_group_params_list,
     xdr_dev_resource_list,
     _codec1,
 )

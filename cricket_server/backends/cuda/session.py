@@ -35,7 +35,9 @@ from .launch_ex import CudaLaunchVariants
 from .link import CudaLinker
 from .mipmaps import CudaMipmaps
 from .queries import CudaQueries
+from .sm_groups import CudaSmGroups
 from .staging import PinnedStager
+from .tensor_maps_wide import CudaTensorMapsWide
 from .vmm import VmmBacking
 from .vmm_calls import CudaVmm
 
@@ -89,7 +91,7 @@ class _DeviceState:
 
 
 class CudaSession(
-    CudaArrays, CudaMipmaps, CudaDevResources, CudaLaunchVariants, CudaGraphs, CudaVmm, CudaLinker,
+    CudaArrays, CudaMipmaps, CudaDevResources, CudaSmGroups, CudaTensorMapsWide, CudaLaunchVariants, CudaGraphs, CudaVmm, CudaLinker,
     CudaQueries, BackendSession,
 ):  # fmt: skip
     def __init__(self, backend: CudaBackend, staging_limit: int) -> None:

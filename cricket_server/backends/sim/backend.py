@@ -49,6 +49,7 @@ from cricket_server.backends.sim.kernels import (
 from cricket_server.backends.sim.launch_ex import SimLaunchVariants
 from cricket_server.backends.sim.link import SimLinker
 from cricket_server.backends.sim.mipmaps import SimMipmaps
+from cricket_server.backends.sim.sm_groups import SimSmGroups
 from cricket_server.backends.sim.streams import (
     CU_EVENT_DISABLE_TIMING,
     CU_EVENT_INTERPROCESS,
@@ -221,7 +222,7 @@ class _DeviceState:
 
 
 class SimSession(
-    SimArrays, SimMipmaps, SimDevResources, SimLaunchVariants, ReplayGraphs, SimVmm, SimLinker,
+    SimArrays, SimMipmaps, SimDevResources, SimSmGroups, SimLaunchVariants, ReplayGraphs, SimVmm, SimLinker,
     BackendSession,
 ):  # fmt: skip
     """The device work of one client on the sim backend."""
