@@ -722,6 +722,7 @@ from .driver_flags import *  # noqa: E402, F403  (flags, attributes, launch vari
 from .driver_graph_access import *  # noqa: E402, F403  (reading and changing graphs, execs)
 from .driver_graph_attrs import *  # noqa: E402, F403  (kernel-node launch attributes)
 from .driver_graph_mem_cond import *  # noqa: E402, F403  (graph memory, conditional nodes)
+from .driver_graph_mem_ops import *  # noqa: E402, F403  (batch memory operation nodes)
 from .driver_graph_nodes import *  # noqa: E402, F403  (polymorphic graph node calls)
 from .driver_graphs import *  # noqa: E402, F403
 from .driver_green_ctx import *  # noqa: E402, F403  (device resources, green contexts)

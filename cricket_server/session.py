@@ -52,6 +52,7 @@ from cricket_server.session_core import (
 )
 from cricket_server.session_dev_resources import SessionDevResources
 from cricket_server.session_graph_access import SessionGraphAccess
+from cricket_server.session_graph_mem_ops import SessionGraphMemOps
 from cricket_server.session_graph_nodes import SessionGraphNodes
 from cricket_server.session_kernel_node_attrs import SessionKernelNodeAttrs
 from cricket_server.session_link import SessionLink
@@ -256,6 +257,7 @@ class Session(
     SessionLink,
     SessionGraphAccess,
     SessionKernelNodeAttrs,
+    SessionGraphMemOps,
     SessionGraphNodes,
     SessionPeers,
     SessionContexts,

@@ -26,6 +26,7 @@ __all__ = [
     'MAX_LAUNCH_BATCH',
     'MAX_DEVICE_ATTRS',
     'MAX_GRAPH_NODES',
+    'MAX_GRAPH_MEM_OPS',
     'MAX_LINK_INPUTS',
     'MAX_MODULE_FUNCTIONS',
     'MAX_STREAM_MEM_OPS',
@@ -333,6 +334,8 @@ __all__ = [
     'graph_memset_params',
     'graph_mem_alloc_params',
     'graph_conditional_params',
+    'graph_mem_op',
+    'graph_batch_mem_op_params',
     'graph_node_params',
     'graph_node_params_result',
     'graph_nodes_result',
@@ -445,6 +448,8 @@ __all__ = [
     'xdr_graph_memset_params',
     'xdr_graph_mem_alloc_params',
     'xdr_graph_conditional_params',
+    'xdr_graph_mem_op',
+    'xdr_graph_batch_mem_op_params',
     'xdr_graph_node_params',
     'xdr_graph_node_params_result',
     'xdr_graph_nodes_result',
@@ -513,6 +518,7 @@ MAX_PARAMS = 4096
 MAX_LAUNCH_BATCH = 1024
 MAX_DEVICE_ATTRS = 256
 MAX_GRAPH_NODES = 65536
+MAX_GRAPH_MEM_OPS = 256
 MAX_LINK_INPUTS = 1024
 MAX_MODULE_FUNCTIONS = 65536
 MAX_STREAM_MEM_OPS = 256
@@ -2227,6 +2233,56 @@ class graph_conditional_params:
 
 
 @_dc.dataclass(slots=True)
+class graph_mem_op:
+    """struct graph_mem_op."""
+
+    op: int
+    flags: int
+    address: cu_ptr
+    value: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        try:
+            return _xdr_graph_mem_op__S0(self.op, self.flags, self.address, self.value)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_graph_mem_op.diagnose(self, e)) from None
+
+    @classmethod
+    def decode(cls, data: Any) -> graph_mem_op:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        try:
+            a0_0, a0_1, a0_2, a0_3, = _xdr_graph_mem_op__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('graph_mem_op', 24, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct graph_mem_op: %s is not a declared enum value' % e) from None
+        return graph_mem_op(a0_0, a0_1, a0_2, a0_3)
+
+
+@_dc.dataclass(slots=True)
+class graph_batch_mem_op_params:
+    """struct graph_batch_mem_op_params."""
+
+    ctx: cu_handle
+    flags: int
+    ops: list[graph_mem_op]
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_graph_batch_mem_op_params.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> graph_batch_mem_op_params:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_graph_batch_mem_op_params.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
 class graph_node_params:
     """union graph_node_params: ``type`` selects the arm; ``value`` holds its value."""
 
@@ -2234,31 +2290,34 @@ class graph_node_params:
     value: Any = None
 
     kernel = _xdr.arm_property(
-        'graph_node_params', 'kernel', 'type', frozenset([0]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 13])
+        'graph_node_params', 'kernel', 'type', frozenset([0]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 12, 13])
     )
     copy = _xdr.arm_property(
-        'graph_node_params', 'copy', 'type', frozenset([1]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 13])
+        'graph_node_params', 'copy', 'type', frozenset([1]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 12, 13])
     )
     set = _xdr.arm_property(
-        'graph_node_params', 'set', 'type', frozenset([2]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 13])
+        'graph_node_params', 'set', 'type', frozenset([2]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 12, 13])
     )
     child_graph = _xdr.arm_property(
-        'graph_node_params', 'child_graph', 'type', frozenset([4]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 13])
+        'graph_node_params', 'child_graph', 'type', frozenset([4]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 12, 13])
     )
     wait_event = _xdr.arm_property(
-        'graph_node_params', 'wait_event', 'type', frozenset([6]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 13])
+        'graph_node_params', 'wait_event', 'type', frozenset([6]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 12, 13])
     )
     record_event = _xdr.arm_property(
-        'graph_node_params', 'record_event', 'type', frozenset([7]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 13])
+        'graph_node_params', 'record_event', 'type', frozenset([7]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 12, 13])
     )
     alloc = _xdr.arm_property(
-        'graph_node_params', 'alloc', 'type', frozenset([10]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 13])
+        'graph_node_params', 'alloc', 'type', frozenset([10]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 12, 13])
     )
     free_ptr = _xdr.arm_property(
-        'graph_node_params', 'free_ptr', 'type', frozenset([11]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 13])
+        'graph_node_params', 'free_ptr', 'type', frozenset([11]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 12, 13])
+    )
+    mem_ops = _xdr.arm_property(
+        'graph_node_params', 'mem_ops', 'type', frozenset([12]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 12, 13])
     )
     conditional = _xdr.arm_property(
-        'graph_node_params', 'conditional', 'type', frozenset([13]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 13])
+        'graph_node_params', 'conditional', 'type', frozenset([13]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 12, 13])
     )
 
     def encode(self) -> bytes:
@@ -3144,6 +3203,8 @@ xdr_graph_memcpy_params = _xdr.Struct('graph_memcpy_params')
 xdr_graph_memset_params = _xdr.Struct('graph_memset_params')
 xdr_graph_mem_alloc_params = _xdr.Struct('graph_mem_alloc_params')
 xdr_graph_conditional_params = _xdr.Struct('graph_conditional_params')
+xdr_graph_mem_op = _xdr.Struct('graph_mem_op')
+xdr_graph_batch_mem_op_params = _xdr.Struct('graph_batch_mem_op_params')
 xdr_graph_node_params = _xdr.Union('graph_node_params')
 xdr_graph_node_params_result = _xdr.Union('graph_node_params_result')
 xdr_graph_nodes_result = _xdr.Union('graph_nodes_result')
@@ -4102,6 +4163,59 @@ def _xdr_graph_conditional_params__unpack(dec: _xdr.Decoder) -> graph_conditiona
     except KeyError as e:
         raise _xdr.XdrDecodeError('struct graph_conditional_params: %s is not a declared enum value' % e) from None
     return graph_conditional_params(a0_0, a0_1, a0_2, f3, a4_0, a4_1)
+
+
+_xdr_graph_mem_op__st0 = _struct.Struct('>iIQQ')
+_xdr_graph_mem_op__S0, _xdr_graph_mem_op__U0 = _xdr_graph_mem_op__st0.pack, _xdr_graph_mem_op__st0.unpack_from
+_xdr_graph_mem_op__W0 = _xdr_graph_mem_op__st0.unpack
+
+
+def _xdr_graph_mem_op__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_graph_mem_op__S0(v.op, v.flags, v.address, v.value)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_graph_mem_op.diagnose(v, e)) from None
+
+
+def _xdr_graph_mem_op__unpack(dec: _xdr.Decoder) -> graph_mem_op:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, = _xdr_graph_mem_op__U0(dec.mv, pos)
+        dec.pos = pos + 24
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct graph_mem_op: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct graph_mem_op: %s is not a declared enum value' % e) from None
+    return graph_mem_op(a0_0, a0_1, a0_2, a0_3)
+
+
+_xdr_graph_batch_mem_op_params__st0 = _struct.Struct('>QI')
+_xdr_graph_batch_mem_op_params__S0, _xdr_graph_batch_mem_op_params__U0 = _xdr_graph_batch_mem_op_params__st0.pack, _xdr_graph_batch_mem_op_params__st0.unpack_from
+
+
+def _xdr_graph_batch_mem_op_params__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_graph_batch_mem_op_params__S0(v.ctx, v.flags)
+        _xdr_graph_batch_mem_op_params__p2(enc, v.ops)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_graph_batch_mem_op_params.diagnose(v, e)) from None
+
+
+def _xdr_graph_batch_mem_op_params__unpack(dec: _xdr.Decoder) -> graph_batch_mem_op_params:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, = _xdr_graph_batch_mem_op_params__U0(dec.mv, pos)
+        dec.pos = pos + 12
+        f2 = _xdr_graph_batch_mem_op_params__u2(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct graph_batch_mem_op_params: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct graph_batch_mem_op_params: %s is not a declared enum value' % e) from None
+    return graph_batch_mem_op_params(a0_0, a0_1, f2)
 
 
 def _xdr_graph_edges__pack(enc: _xdr.Encoder, v: Any) -> None:
@@ -5227,6 +5341,26 @@ xdr_graph_conditional_params.define(
     ],
     coders=(_xdr_graph_conditional_params__pack, _xdr_graph_conditional_params__unpack),
 )
+xdr_graph_mem_op.define(
+    graph_mem_op,
+    [
+        ('op', _xdr.xdr_int),
+        ('flags', _xdr.xdr_u_int),
+        ('address', xdr_cu_ptr),
+        ('value', _xdr.xdr_u_hyper),
+    ],
+    coders=(_xdr_graph_mem_op__pack, _xdr_graph_mem_op__unpack),
+    whole=(graph_mem_op.encode, graph_mem_op.decode),
+)
+xdr_graph_batch_mem_op_params.define(
+    graph_batch_mem_op_params,
+    [
+        ('ctx', xdr_cu_handle),
+        ('flags', _xdr.xdr_u_int),
+        ('ops', _xdr.VarArray(xdr_graph_mem_op, MAX_GRAPH_MEM_OPS)),
+    ],
+    coders=(_xdr_graph_batch_mem_op_params__pack, _xdr_graph_batch_mem_op_params__unpack),
+)
 xdr_graph_node_params.define(
     graph_node_params,
     'type',
@@ -5241,6 +5375,7 @@ xdr_graph_node_params.define(
         ((7,), xdr_cu_handle),
         ((10,), xdr_graph_mem_alloc_params),
         ((11,), xdr_cu_ptr),
+        ((12,), xdr_graph_batch_mem_op_params),
         ((13,), xdr_graph_conditional_params),
     ],
 )
@@ -5627,6 +5762,8 @@ _xdr_graph_kernel_params__p8 = xdr_graph_kernel_params.fields[8][1].packer()
 _xdr_graph_kernel_params__u8 = xdr_graph_kernel_params.fields[8][1].unpacker()
 _xdr_graph_conditional_params__p3 = xdr_graph_conditional_params.fields[3][1].packer()
 _xdr_graph_conditional_params__u3 = xdr_graph_conditional_params.fields[3][1].unpacker()
+_xdr_graph_batch_mem_op_params__p2 = xdr_graph_batch_mem_op_params.fields[2][1].packer()
+_xdr_graph_batch_mem_op_params__u2 = xdr_graph_batch_mem_op_params.fields[2][1].unpacker()
 _xdr_graph_edges__p0 = xdr_graph_edges.fields[0][1].packer()
 _xdr_graph_edges__u0 = xdr_graph_edges.fields[0][1].unpacker()
 _xdr_graph_edges__p1 = xdr_graph_edges.fields[1][1].packer()
@@ -13094,6 +13231,8 @@ _xdr.ready_all(
     xdr_graph_memset_params,
     xdr_graph_mem_alloc_params,
     xdr_graph_conditional_params,
+    xdr_graph_mem_op,
+    xdr_graph_batch_mem_op_params,
     xdr_graph_node_params,
     xdr_graph_node_params_result,
     xdr_graph_nodes_result,

@@ -27,6 +27,7 @@ from ._driver import call, driver, enum_value, error_text
 from .arrays import CudaArrays
 from .context import DeviceContext
 from .dev_resources import CudaDevResources
+from .graph_mem_ops import CudaGraphMemOps
 from .graphs import CudaGraphs
 from .host_memory import HostRegistrations
 from .jit import JitOptions
@@ -91,7 +92,7 @@ class _DeviceState:
 
 
 class CudaSession(
-    CudaArrays, CudaMipmaps, CudaDevResources, CudaSmGroups, CudaTensorMapsWide, CudaLaunchVariants, CudaGraphs, CudaVmm, CudaLinker,
+    CudaArrays, CudaMipmaps, CudaDevResources, CudaSmGroups, CudaTensorMapsWide, CudaLaunchVariants, CudaGraphMemOps, CudaGraphs, CudaVmm, CudaLinker,
     CudaQueries, BackendSession,
 ):  # fmt: skip
     def __init__(self, backend: CudaBackend, staging_limit: int) -> None:

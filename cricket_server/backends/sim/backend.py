@@ -39,6 +39,7 @@ from cricket_server.backends.sim.arrays import SimArrays
 from cricket_server.backends.sim.cubin import KernelInfo, ModuleImage, parse_image
 from cricket_server.backends.sim.dev_resources import SimDevResources
 from cricket_server.backends.sim.devmem import GRANULARITY, KernelMemory, SimChunkBacking, SimMemory
+from cricket_server.backends.sim.graph_mem_ops import SimGraphMemOps
 from cricket_server.backends.sim.graphs import ReplayGraphs
 from cricket_server.backends.sim.kernels import (
     CUDA_ERROR_LAUNCH_TIMEOUT,
@@ -222,7 +223,7 @@ class _DeviceState:
 
 
 class SimSession(
-    SimArrays, SimMipmaps, SimDevResources, SimSmGroups, SimLaunchVariants, ReplayGraphs, SimVmm, SimLinker,
+    SimArrays, SimMipmaps, SimDevResources, SimSmGroups, SimLaunchVariants, SimGraphMemOps, ReplayGraphs, SimVmm, SimLinker,
     BackendSession,
 ):  # fmt: skip
     """The device work of one client on the sim backend."""
