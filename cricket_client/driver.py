@@ -730,6 +730,7 @@ from .driver_link import *  # noqa: E402, F403  (the linker: links on the server
 from .driver_mipmaps import *  # noqa: E402, F403  (mipmapped and sparse arrays)
 from .driver_names import *  # noqa: E402, F403  (cuFuncGetName, cuKernelGetName)
 from .driver_peers import *  # noqa: E402, F403  (several devices)
+from .driver_recapture import cuStreamBeginRecaptureToGraph  # noqa: E402, F401
 from .driver_sm_groups import *  # noqa: E402, F403  (stream resources, SM groups, tensor maps)
 from .driver_tail import *  # noqa: E402, F403  (small module, kernel, stream and memset calls)
 from .driver_unshared import *  # noqa: E402, F403  (memory a remote client cannot share)

@@ -706,6 +706,7 @@ from .batch_copies_3d import (  # noqa: E402, F401  (batched 3D copies)
     cudaOffset3D,
 )
 from .capture_modes import cudaThreadExchangeStreamCaptureMode  # noqa: E402, F401
+from .driver_recapture import cudaGraphRecaptureCallbackData, cudaStreamBeginRecaptureToGraph  # noqa: E402, F401
 from .plain_types import (  # noqa: E402, F401  (value types that hold no GPU state)
     cudaEglFrame,
     cudaExecutionContext_t,

@@ -1,5 +1,5 @@
 """Procedures 940-979: a stream's device resources, the structured SM split, wide im2col
-tensor maps and tensor-map allocation classes."""
+tensor maps and tensor-map allocation classes, recapture into a graph."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ __all__ = ["SmGroupProcedures"]
 
 class SmGroupProcedures:
     """CU_STREAM_GET_DEV_RESOURCE, CU_DEV_SM_RESOURCE_SPLIT, CU_TENSOR_MAP_ENCODE_IM2COL_WIDE,
-    CU_TENSOR_MAP_SET_ALLOCATION_CLASS."""
+    CU_TENSOR_MAP_SET_ALLOCATION_CLASS, CU_STREAM_BEGIN_RECAPTURE_TO_GRAPH."""
 
     _status: Any
     _result: Any
@@ -57,6 +57,12 @@ class SmGroupProcedures:
         return self._result(
             proto.tensor_map_result, ctx, request.call, lambda s: s.tensor_map_encode_wide(request)
         )
+
+    def CU_STREAM_BEGIN_RECAPTURE_TO_GRAPH(self, ctx: Any, stream: int, mode: int, graph: int) -> int:
+        return self._status(
+            ctx, "cuStreamBeginRecaptureToGraph",
+            lambda s: s.stream_begin_recapture_to_graph(stream, mode, graph),
+        )  # fmt: skip
 
     def CU_TENSOR_MAP_SET_ALLOCATION_CLASS(
         self, ctx: Any, tensor_map: bytes, alloc_class: int

@@ -61,6 +61,7 @@ from cricket_server.session_mempools import SessionMemPools
 from cricket_server.session_mipmaps import SessionMipmaps
 from cricket_server.session_modules import SessionModules
 from cricket_server.session_peers import SessionPeers
+from cricket_server.session_recapture import SessionRecapture
 from cricket_server.session_runtime import SessionRuntime
 from cricket_server.session_sm_groups import SessionSmGroups
 from cricket_server.session_streams import SessionStreams
@@ -258,6 +259,7 @@ class Session(
     SessionGraphAccess,
     SessionKernelNodeAttrs,
     SessionGraphMemOps,
+    SessionRecapture,
     SessionGraphNodes,
     SessionPeers,
     SessionContexts,

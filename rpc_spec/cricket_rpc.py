@@ -275,6 +275,7 @@ __all__ = [
     'CU_DEV_SM_RESOURCE_SPLIT',
     'CU_TENSOR_MAP_ENCODE_IM2COL_WIDE',
     'CU_TENSOR_MAP_SET_ALLOCATION_CLASS',
+    'CU_STREAM_BEGIN_RECAPTURE_TO_GRAPH',
     'int_result',
     'u64_result',
     'handle_result',
@@ -767,6 +768,7 @@ CU_STREAM_GET_DEV_RESOURCE = 940
 CU_DEV_SM_RESOURCE_SPLIT = 941
 CU_TENSOR_MAP_ENCODE_IM2COL_WIDE = 942
 CU_TENSOR_MAP_SET_ALLOCATION_CLASS = 943
+CU_STREAM_BEGIN_RECAPTURE_TO_GRAPH = 944
 
 
 @_dc.dataclass(slots=True)
@@ -7331,6 +7333,28 @@ def _plan_xdr_launch_attribute_result_encode_result(v: Any) -> list[Any]:
     return [b for b in enc.buffers() if len(b)]
 
 
+_plan_a44_A = _struct.Struct('>QiQ')
+_plan_a44_AP, _plan_a44_AU = _plan_a44_A.pack, _plan_a44_A.unpack
+
+
+def _plan_a44_encode_args(a0: Any, a1: Any, a2: Any) -> Any:
+    try:
+        return _plan_a44_AP(a0, a1, a2)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    xdr_cu_handle.pack(enc, a0)
+    _xdr.xdr_int.pack(enc, a1)
+    xdr_cu_handle.pack(enc, a2)
+    return enc.buffers()
+
+
+def _plan_a44_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 20:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 20' % len(body))
+    return _plan_a44_AU(body)  # type: ignore[no-any-return]
+
+
 class CRICKET_V1_Client:
     """Client of program CRICKET_PROG (0x20c0ffee) version CRICKET_V1 (1)."""
 
@@ -11027,6 +11051,24 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 943, _enc.buffers())
         return _Pending(call, xdr_tensor_map_class_result.decode)
 
+    def CU_STREAM_BEGIN_RECAPTURE_TO_GRAPH(self, arg1: cu_handle, arg2: int, arg3: cu_handle, *, timeout: float | None = None) -> int:
+        """Call CU_STREAM_BEGIN_RECAPTURE_TO_GRAPH (944) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        xdr_cu_handle.pack(_enc, arg3)
+        body = self._rpc.call(0x20c0ffee, 1, 944, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_STREAM_BEGIN_RECAPTURE_TO_GRAPH_async(self, arg1: cu_handle, arg2: int, arg3: cu_handle) -> _Pending:
+        """Send CU_STREAM_BEGIN_RECAPTURE_TO_GRAPH (944); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        xdr_cu_handle.pack(_enc, arg3)
+        call = self._rpc.call_async(0x20c0ffee, 1, 944, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
 
 class CRICKET_V1_Server:
     """Service of program CRICKET_PROG version CRICKET_V1: subclass it, override what
@@ -12211,6 +12253,11 @@ class CRICKET_V1_Server:
             943, 'CU_TENSOR_MAP_SET_ALLOCATION_CLASS', (xdr_tensor_map, _xdr.xdr_int), xdr_tensor_map_class_result,
             _Facts(replay='readonly'),
         ),
+        944: _Procedure(
+            944, 'CU_STREAM_BEGIN_RECAPTURE_TO_GRAPH', (xdr_cu_handle, _xdr.xdr_int, xdr_cu_handle), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('stream',)), (2, ('graph',)))),
+            plan=_Plan(encode_args=_plan_a44_encode_args, decode_args=_plan_a44_decode_args, decode_reply=_xdr_plan_status),
+        ),
     }
 
     def HELLO(self, ctx: Any, arg1: hello_args) -> hello_result:
@@ -13168,6 +13215,10 @@ class CRICKET_V1_Server:
     def CU_TENSOR_MAP_SET_ALLOCATION_CLASS(self, ctx: Any, arg1: tensor_map, arg2: int) -> tensor_map_class_result:
         """CU_TENSOR_MAP_SET_ALLOCATION_CLASS (943): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_TENSOR_MAP_SET_ALLOCATION_CLASS")
+
+    def CU_STREAM_BEGIN_RECAPTURE_TO_GRAPH(self, ctx: Any, arg1: cu_handle, arg2: int, arg3: cu_handle) -> int:
+        """CU_STREAM_BEGIN_RECAPTURE_TO_GRAPH (944): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_STREAM_BEGIN_RECAPTURE_TO_GRAPH")
 
 
 # Every codec is built now, at import (none is built while threads use it).

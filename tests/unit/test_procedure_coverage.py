@@ -304,6 +304,7 @@ BACKEND_NEEDS: dict[str, tuple[str, ...]] = {
     "CU_DEV_SM_RESOURCE_SPLIT": ("sm_split_groups",),
     "CU_TENSOR_MAP_ENCODE_IM2COL_WIDE": ("tensor_map_encode_wide",),
     "CU_TENSOR_MAP_SET_ALLOCATION_CLASS": ("tensor_map_set_alloc_class",),
+    "CU_STREAM_BEGIN_RECAPTURE_TO_GRAPH": (),
     "CU_MEMSET_D2D": ("memset",),
     "CU_STREAM_BATCH_MEM_OP": ("stream_mem_ops",),
     "CU_TENSOR_MAP_ENCODE": ("tensor_map_encode",),
