@@ -100,3 +100,21 @@ def test_split_parameters_reach_the_driver(monkeypatch: pytest.MonkeyPatch) -> N
     )
     assert [g.sm_count for g in groups] == [128] and params[0].sm_count == 128
     assert remainder.sm_count == 0
+
+
+def test_batch_mem_op_node_params_fill_the_arm_each_operation_names() -> None:
+    from cricket_server.backends.cuda.graph_mem_ops import batch_mem_op_params
+    from cricket_server.stream_mem_ops import StreamMemOp
+
+    ops = [
+        StreamMemOp(1, 1, 0x1000, 7),  # wait 32, EQ
+        StreamMemOp(5, 0, 0x2000, 0x1122334455667788),  # write 64
+        StreamMemOp(3, 0, 0, 0),  # flush remote writes
+    ]
+    p = batch_mem_op_params(ops, driver.CUcontext(0))
+    assert p.count == 3 and len(p.paramArray) == 3
+    wait, write, flush = p.paramArray
+    assert int(wait.operation) == 1 and int(wait.waitValue.address) == 0x1000
+    assert int(wait.waitValue.value) == 7 and int(wait.waitValue.flags) == 1
+    assert int(write.writeValue.value64) == 0x1122334455667788
+    assert int(flush.operation) == 3 and int(flush.flushRemoteWrites.flags) == 0
