@@ -710,12 +710,21 @@ def cuOccupancyMaxPotentialBlockSize(
 # -- CUDA graphs and stream capture (cricket_client.driver_graphs) ----------------------------
 from . import driver_graphs as _graphs  # noqa: E402
 from .batch_copies import CUmemcpyAttributes, cuMemcpyBatchAsync, cuMemcpyWithAttributesAsync  # noqa: E402, F401
+from .batch_copies_3d import (  # noqa: E402, F401
+    CUDA_MEMCPY3D_BATCH_OP,
+    CUextent3D,
+    CUmemcpy3DOperand,
+    CUoffset3D,
+    cuMemcpy3DBatchAsync,
+    cuMemcpy3DWithAttributesAsync,
+)
 from .capture_modes import *  # noqa: E402, F403  (capture modes; unsafe calls they govern)
 from .driver_device_facts import *  # noqa: E402, F403  (device facts, planes, pointer attributes)
 from .driver_flags import *  # noqa: E402, F403  (flags, attributes, launch variants)
 from .driver_graph_access import *  # noqa: E402, F403  (reading and changing graphs, execs)
 from .driver_graph_attrs import *  # noqa: E402, F403  (kernel-node launch attributes)
 from .driver_graph_mem_cond import *  # noqa: E402, F403  (graph memory, conditional nodes)
+from .driver_graph_mem_ops import *  # noqa: E402, F403  (batch memory operation nodes)
 from .driver_graph_nodes import *  # noqa: E402, F403  (polymorphic graph node calls)
 from .driver_graphs import *  # noqa: E402, F403
 from .driver_green_ctx import *  # noqa: E402, F403  (device resources, green contexts)
@@ -723,6 +732,8 @@ from .driver_link import *  # noqa: E402, F403  (the linker: links on the server
 from .driver_mipmaps import *  # noqa: E402, F403  (mipmapped and sparse arrays)
 from .driver_names import *  # noqa: E402, F403  (cuFuncGetName, cuKernelGetName)
 from .driver_peers import *  # noqa: E402, F403  (several devices)
+from .driver_recapture import cuStreamBeginRecaptureToGraph  # noqa: E402, F401
+from .driver_sm_groups import *  # noqa: E402, F403  (stream resources, SM groups, tensor maps)
 from .driver_tail import *  # noqa: E402, F403  (small module, kernel, stream and memset calls)
 from .driver_unshared import *  # noqa: E402, F403  (memory a remote client cannot share)
 from .driver_vmm import *  # noqa: E402, F403  (virtual memory management, memory pools)

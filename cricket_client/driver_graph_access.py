@@ -134,6 +134,10 @@ def node_params_of(conn: Connection, wire: Any) -> Any:
         )  # fmt: skip
     elif kind == mc.MEM_FREE:
         p.free = CUDA_MEM_FREE_NODE_PARAMS(dptr=CUdeviceptr(int(v)))
+    elif kind == 12:  # CU_GRAPH_NODE_TYPE_BATCH_MEM_OP
+        from .driver_graph_mem_ops import params_of
+
+        p.memOp = params_of(v)
     elif kind == mc.CONDITIONAL:
         c = CUDA_CONDITIONAL_NODE_PARAMS()
         c.handle, c.type, c.size = v.handle, v.type, int(v.size)

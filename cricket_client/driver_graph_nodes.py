@@ -3,8 +3,8 @@
 and travel as the typed node calls do (the same node parameters on the wire: kernel, memcpy, memset, child
 graph, empty, event record and wait); cuGraphMemcpyNodeGetParams and
 cuGraphMemsetNodeGetParams read a node back. Memory alloc and free and conditional nodes are
-`driver_graph_mem_cond`'s. Node types the server does not build (host, batch memory
-operations, external semaphores)
+`driver_graph_mem_cond`'s, batch memory operation nodes `driver_graph_mem_ops`'. Node types
+the server does not build (host, external semaphores)
 answer CUDA_ERROR_NOT_SUPPORTED naming the type. Re-exported by `cricket_client.driver`.
 """
 
@@ -61,6 +61,10 @@ def _wire_node(conn: Connection, call: str, p: Any) -> tuple[int, Any]:
     if kind == _T.CU_GRAPH_NODE_TYPE_EVENT_RECORD:
         event = dg._u64(p.eventRecord.event, f"{call}: eventRecord.event")
         return 0, dg._node(conn, dg._RECORD, event)
+    if kind == _T.CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
+        from .driver_graph_mem_ops import wire_params
+
+        return wire_params(conn, call, p.memOp)
     more = driver_graph_mem_cond.wire_params(conn, call, p)
     if more is not None:
         return more

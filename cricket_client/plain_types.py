@@ -69,6 +69,10 @@ __all__ = [
     "CUDA_MEM_FREE_NODE_PARAMS",
     "CUDA_MEM_FREE_NODE_PARAMS_st",
     "CUDA_CONDITIONAL_NODE_PARAMS",
+    "CUDA_BATCH_MEM_OP_NODE_PARAMS",
+    "CUDA_BATCH_MEM_OP_NODE_PARAMS_st",
+    "CUDA_BATCH_MEM_OP_NODE_PARAMS_v1",
+    "CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st",
 ]  # the driver's; the runtime's (cuda*) are imported by name in cricket_client.runtime
 
 
@@ -100,7 +104,7 @@ class cudaExternalSemaphore_t(Handle):
 
 
 class cudaExecutionContext_t(Handle):
-    """An execution context: here always a device's primary context."""
+    """An execution context: a device's primary context or a green context's context."""
 
     __slots__ = ()
 
@@ -576,6 +580,18 @@ class CUDA_CONDITIONAL_NODE_PARAMS(ValueStruct):
             super().__setattr__("phGraph_out", graphs + [self.GRAPH(0)] * (size - len(graphs)))
 
 
+class CUDA_BATCH_MEM_OP_NODE_PARAMS(ValueStruct):
+    """A batch memory operation node: `count` operations of `paramArray`
+    (CUstreamBatchMemOpParams), in context `ctx`."""
+
+    FIELDS: ClassVar[dict[str, Any]] = {"ctx": CUcontext(0), "count": 0, "paramArray": [], "flags": 0}
+
+
+CUDA_BATCH_MEM_OP_NODE_PARAMS_st = CUDA_BATCH_MEM_OP_NODE_PARAMS
+CUDA_BATCH_MEM_OP_NODE_PARAMS_v1 = CUDA_BATCH_MEM_OP_NODE_PARAMS
+CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st = CUDA_BATCH_MEM_OP_NODE_PARAMS
+
+
 class CUgraphNodeParams(ValueStruct):
     """What cuGraphAddNode builds: `type` names the arm that is read."""
 
@@ -584,6 +600,7 @@ class CUgraphNodeParams(ValueStruct):
         "memset": _MemsetNode, "graph": _ChildGraph, "eventWait": _EventNode,
         "eventRecord": _EventNode, "alloc": CUDA_MEM_ALLOC_NODE_PARAMS,
         "free": CUDA_MEM_FREE_NODE_PARAMS, "conditional": CUDA_CONDITIONAL_NODE_PARAMS,
+        "memOp": CUDA_BATCH_MEM_OP_NODE_PARAMS,
     }  # fmt: skip
 
 

@@ -699,7 +699,15 @@ from .batch_copies import (  # noqa: E402, F401
     cudaMemcpyBatchAsync,
     cudaMemcpyWithAttributesAsync,
 )
+from .batch_copies_3d import (  # noqa: E402, F401  (batched 3D copies)
+    cudaMemcpy3DBatchAsync,
+    cudaMemcpy3DBatchOp,
+    cudaMemcpy3DOperand,
+    cudaMemcpy3DWithAttributesAsync,
+    cudaOffset3D,
+)
 from .capture_modes import cudaThreadExchangeStreamCaptureMode  # noqa: E402, F401
+from .driver_recapture import cudaGraphRecaptureCallbackData, cudaStreamBeginRecaptureToGraph  # noqa: E402, F401
 from .plain_types import (  # noqa: E402, F401  (value types that hold no GPU state)
     cudaEglFrame,
     cudaExecutionContext_t,
@@ -712,6 +720,7 @@ from .plain_types import (  # noqa: E402, F401  (value types that hold no GPU st
 )
 from .runtime_compat import *  # noqa: E402, F403  (calls built from remoted calls)
 from .runtime_device_facts import *  # noqa: E402, F403  (device facts, array planes)
+from .runtime_exec_ctx import *  # noqa: E402, F403  (green and execution contexts)
 from .runtime_flags import *  # noqa: E402, F403  (flags, launch variants, devices, shared memory)
 from .runtime_graph_access import *  # noqa: E402, F403  (reading and changing graphs, execs)
 from .runtime_graph_attrs import *  # noqa: E402, F403  (kernel-node launch attributes)

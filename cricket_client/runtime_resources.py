@@ -1,6 +1,6 @@
 """Mipmapped and sparse arrays, device resources of `cuda.bindings.runtime`, remote: the
-runtime forms of `driver_mipmaps` and `driver_green_ctx` (the runtime's execution contexts,
-cudaGreenCtxCreate and cudaExecutionCtx*, are not remoted)."""
+runtime forms of `driver_mipmaps` and `driver_green_ctx` (the runtime's green and execution
+contexts: `runtime_exec_ctx`)."""
 
 from __future__ import annotations
 

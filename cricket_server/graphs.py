@@ -20,6 +20,7 @@ from typing import Any
 
 from cricket_server.backends.base import CUDA_ERROR_INVALID_VALUE, CudaError
 from cricket_server.resources import Record
+from cricket_server.stream_mem_ops import StreamMemOp
 
 # CUgraphNodeType values the protocol carries
 NODE_KERNEL = 0
@@ -32,6 +33,7 @@ NODE_WAIT_EVENT = 6
 NODE_EVENT_RECORD = 7
 NODE_MEM_ALLOC = 10
 NODE_MEM_FREE = 11
+NODE_BATCH_MEM_OP = 12
 NODE_CONDITIONAL = 13
 
 # CUgraphConditionalNodeType, and the handle flag CU_GRAPH_COND_ASSIGN_DEFAULT
@@ -111,6 +113,7 @@ class ExecNode:
           host inputs (to the device) or outputs (from it)
     set: (dst, pitch, value, element size, width, height)
     event: the backend event of a wait or record node
+    mem_ops: the checked operations of a batch memory operation node
     conditional: (handle, CUgraphConditionalNodeType, default value, handle flags, bodies),
           each body the exec nodes of one body graph (keys unique in the exec); the handle
           is the session's value, which kernels of the exec may carry as an argument
@@ -125,6 +128,7 @@ class ExecNode:
     event: object | None = None
     conditional: tuple[int, int, int, int, tuple[tuple[ExecNode, ...], ...]] | None = None
     attrs: tuple[tuple[int, int, int, int], ...] = ()  # a kernel's launch attributes set
+    mem_ops: tuple[StreamMemOp, ...] = ()  # a batch memory operation node's, in order
 
 
 def topological(call: str, nodes: Sequence[GraphNodeRecord]) -> list[GraphNodeRecord]:

@@ -39,6 +39,7 @@ from cricket_server.service_arrays import ArrayProcedures
 from cricket_server.service_device_facts import DeviceFactProcedures
 from cricket_server.service_flags import FlagsProcedures
 from cricket_server.service_resources import DevResourceProcedures, MipmapProcedures
+from cricket_server.service_sm_groups import SmGroupProcedures
 from cricket_server.service_tail import TailProcedures
 from cricket_server.service_vmm_pools import VmmPoolProcedures
 from cricket_server.session import Session, SessionManager, negotiate_version
@@ -120,6 +121,7 @@ class CricketService(
     ArrayProcedures,
     MipmapProcedures,
     DevResourceProcedures,
+    SmGroupProcedures,
     VmmPoolProcedures,
     TailProcedures,
     DeviceFactProcedures,

@@ -53,6 +53,7 @@ from cricket_server.session_core import (
 from cricket_server.session_dev_resources import SessionDevResources
 from cricket_server.session_device_facts import SessionDeviceFacts
 from cricket_server.session_graph_access import SessionGraphAccess
+from cricket_server.session_graph_mem_ops import SessionGraphMemOps
 from cricket_server.session_graph_nodes import SessionGraphNodes
 from cricket_server.session_kernel_node_attrs import SessionKernelNodeAttrs
 from cricket_server.session_library_modules import LibraryModuleRecord, SessionLibraryModules
@@ -62,9 +63,12 @@ from cricket_server.session_mempools import SessionMemPools
 from cricket_server.session_mipmaps import SessionMipmaps
 from cricket_server.session_modules import SessionModules
 from cricket_server.session_peers import SessionPeers
+from cricket_server.session_recapture import SessionRecapture
 from cricket_server.session_runtime import SessionRuntime
+from cricket_server.session_sm_groups import SessionSmGroups
 from cricket_server.session_streams import SessionStreams
 from cricket_server.session_tail import SessionTail
+from cricket_server.session_tensor_maps import SessionTensorMaps
 from cricket_server.session_vmm import SessionVmm
 
 __all__ = [
@@ -258,6 +262,8 @@ class Session(
     SessionLink,
     SessionGraphAccess,
     SessionKernelNodeAttrs,
+    SessionGraphMemOps,
+    SessionRecapture,
     SessionGraphNodes,
     SessionPeers,
     SessionContexts,
@@ -268,6 +274,8 @@ class Session(
     SessionStreams,
     SessionRuntime,
     SessionMipmaps,
+    SessionSmGroups,
+    SessionTensorMaps,
     SessionDevResources,
     SessionArrays,
     SessionCheckpoint,

@@ -18,7 +18,7 @@ from cricket_server.backends.base import CUDA_ERROR_INVALID_VALUE, CudaError
 __all__ = ["TENSOR_MAP_BYTES", "TensorMapRequest", "element_bytes", "tensor_extent"]
 
 TENSOR_MAP_BYTES = 128
-TILED, IM2COL = 0, 1
+TILED, IM2COL, IM2COL_WIDE = 0, 1, 2
 # CUtensorMapDataType -> bytes of an element (the packed 4 and 6-bit types: 1 byte per element,
 # as their ALIGN8B/16B layouts store them)
 _ELEMENT_BYTES = {0: 1, 1: 2, 2: 4, 3: 4, 4: 8, 5: 8, 6: 2, 7: 4, 8: 8, 9: 2, 10: 4, 11: 4, 12: 4, 13: 1, 14: 1, 15: 1}
@@ -44,9 +44,12 @@ class TensorMapRequest:
     swizzle: int
     l2_promotion: int
     oob_fill: int
+    mode: int = 0  # im2col wide: CUtensorMapIm2ColWideMode
 
     @property
     def call(self) -> str:
+        if self.kind == IM2COL_WIDE:
+            return "cuTensorMapEncodeIm2colWide"
         return "cuTensorMapEncodeIm2col" if self.kind == IM2COL else "cuTensorMapEncodeTiled"
 
 
@@ -61,7 +64,7 @@ def tensor_extent(r: TensorMapRequest) -> int:
     """Bytes from the global address to the end of the tensor's last element; checks the
     lengths of the lists against the rank."""
     call = r.call
-    if r.kind not in (TILED, IM2COL):
+    if r.kind not in (TILED, IM2COL, IM2COL_WIDE):
         raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{call}: unknown tensor map kind {r.kind}")
     if not 1 <= r.rank <= 5 or len(r.global_dim) != r.rank or len(r.global_strides) != r.rank - 1:
         raise CudaError(

@@ -26,12 +26,14 @@ __all__ = [
     'MAX_LAUNCH_BATCH',
     'MAX_DEVICE_ATTRS',
     'MAX_GRAPH_NODES',
+    'MAX_GRAPH_MEM_OPS',
     'MAX_LINK_INPUTS',
     'MAX_MODULE_FUNCTIONS',
     'MAX_STREAM_MEM_OPS',
     'TENSOR_MAP_BYTES',
     'MAX_TENSOR_RANK',
     'MAX_DEV_RESOURCES',
+    'MAX_SM_GROUPS',
     'CRICKET_PROG',
     'CRICKET_V1',
     'HELLO',
@@ -282,6 +284,11 @@ __all__ = [
     'CU_POINTER_SET_ATTRIBUTE',
     'CU_LIBRARY_GET_MODULE',
     'CU_LIBRARY_GET_UNIFIED_FUNCTION',
+    'CU_STREAM_GET_DEV_RESOURCE',
+    'CU_DEV_SM_RESOURCE_SPLIT',
+    'CU_TENSOR_MAP_ENCODE_IM2COL_WIDE',
+    'CU_TENSOR_MAP_SET_ALLOCATION_CLASS',
+    'CU_STREAM_BEGIN_RECAPTURE_TO_GRAPH',
     'int_result',
     'u64_result',
     'handle_result',
@@ -341,6 +348,8 @@ __all__ = [
     'graph_memset_params',
     'graph_mem_alloc_params',
     'graph_conditional_params',
+    'graph_mem_op',
+    'graph_batch_mem_op_params',
     'graph_node_params',
     'graph_node_params_result',
     'graph_nodes_result',
@@ -376,6 +385,11 @@ __all__ = [
     'dev_resource_result',
     'sm_split',
     'sm_split_result',
+    'sm_group_params',
+    'sm_group_split',
+    'sm_group_split_result',
+    'tensor_map_class',
+    'tensor_map_class_result',
     'cu_ptr',
     'cu_handle',
     'mem_data',
@@ -395,6 +409,7 @@ __all__ = [
     'stream_mem_op_list',
     'tensor_map',
     'dev_resource_list',
+    'sm_group_params_list',
     'xdr_int_result',
     'xdr_u64_result',
     'xdr_handle_result',
@@ -454,6 +469,8 @@ __all__ = [
     'xdr_graph_memset_params',
     'xdr_graph_mem_alloc_params',
     'xdr_graph_conditional_params',
+    'xdr_graph_mem_op',
+    'xdr_graph_batch_mem_op_params',
     'xdr_graph_node_params',
     'xdr_graph_node_params_result',
     'xdr_graph_nodes_result',
@@ -489,6 +506,11 @@ __all__ = [
     'xdr_dev_resource_result',
     'xdr_sm_split',
     'xdr_sm_split_result',
+    'xdr_sm_group_params',
+    'xdr_sm_group_split',
+    'xdr_sm_group_split_result',
+    'xdr_tensor_map_class',
+    'xdr_tensor_map_class_result',
     'xdr_cu_ptr',
     'xdr_cu_handle',
     'xdr_mem_data',
@@ -508,6 +530,7 @@ __all__ = [
     'xdr_stream_mem_op_list',
     'xdr_tensor_map',
     'xdr_dev_resource_list',
+    'xdr_sm_group_params_list',
     'CRICKET_V1_Client',
     'CRICKET_V1_Server',
 ]
@@ -523,12 +546,14 @@ MAX_PARAMS = 4096
 MAX_LAUNCH_BATCH = 1024
 MAX_DEVICE_ATTRS = 256
 MAX_GRAPH_NODES = 65536
+MAX_GRAPH_MEM_OPS = 256
 MAX_LINK_INPUTS = 1024
 MAX_MODULE_FUNCTIONS = 65536
 MAX_STREAM_MEM_OPS = 256
 TENSOR_MAP_BYTES = 128
 MAX_TENSOR_RANK = 5
 MAX_DEV_RESOURCES = 1024
+MAX_SM_GROUPS = 1024
 CRICKET_PROG = 0x20c0ffee
 CRICKET_V1 = 1
 HELLO = 1
@@ -779,6 +804,11 @@ CU_ARRAY_GET_PLANE = 910
 CU_POINTER_SET_ATTRIBUTE = 911
 CU_LIBRARY_GET_MODULE = 915
 CU_LIBRARY_GET_UNIFIED_FUNCTION = 916
+CU_STREAM_GET_DEV_RESOURCE = 940
+CU_DEV_SM_RESOURCE_SPLIT = 941
+CU_TENSOR_MAP_ENCODE_IM2COL_WIDE = 942
+CU_TENSOR_MAP_SET_ALLOCATION_CLASS = 943
+CU_STREAM_BEGIN_RECAPTURE_TO_GRAPH = 944
 
 
 @_dc.dataclass(slots=True)
@@ -2245,6 +2275,56 @@ class graph_conditional_params:
 
 
 @_dc.dataclass(slots=True)
+class graph_mem_op:
+    """struct graph_mem_op."""
+
+    op: int
+    flags: int
+    address: cu_ptr
+    value: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        try:
+            return _xdr_graph_mem_op__S0(self.op, self.flags, self.address, self.value)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_graph_mem_op.diagnose(self, e)) from None
+
+    @classmethod
+    def decode(cls, data: Any) -> graph_mem_op:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        try:
+            a0_0, a0_1, a0_2, a0_3, = _xdr_graph_mem_op__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('graph_mem_op', 24, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct graph_mem_op: %s is not a declared enum value' % e) from None
+        return graph_mem_op(a0_0, a0_1, a0_2, a0_3)
+
+
+@_dc.dataclass(slots=True)
+class graph_batch_mem_op_params:
+    """struct graph_batch_mem_op_params."""
+
+    ctx: cu_handle
+    flags: int
+    ops: list[graph_mem_op]
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_graph_batch_mem_op_params.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> graph_batch_mem_op_params:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_graph_batch_mem_op_params.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
 class graph_node_params:
     """union graph_node_params: ``type`` selects the arm; ``value`` holds its value."""
 
@@ -2252,31 +2332,34 @@ class graph_node_params:
     value: Any = None
 
     kernel = _xdr.arm_property(
-        'graph_node_params', 'kernel', 'type', frozenset([0]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 13])
+        'graph_node_params', 'kernel', 'type', frozenset([0]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 12, 13])
     )
     copy = _xdr.arm_property(
-        'graph_node_params', 'copy', 'type', frozenset([1]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 13])
+        'graph_node_params', 'copy', 'type', frozenset([1]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 12, 13])
     )
     set = _xdr.arm_property(
-        'graph_node_params', 'set', 'type', frozenset([2]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 13])
+        'graph_node_params', 'set', 'type', frozenset([2]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 12, 13])
     )
     child_graph = _xdr.arm_property(
-        'graph_node_params', 'child_graph', 'type', frozenset([4]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 13])
+        'graph_node_params', 'child_graph', 'type', frozenset([4]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 12, 13])
     )
     wait_event = _xdr.arm_property(
-        'graph_node_params', 'wait_event', 'type', frozenset([6]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 13])
+        'graph_node_params', 'wait_event', 'type', frozenset([6]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 12, 13])
     )
     record_event = _xdr.arm_property(
-        'graph_node_params', 'record_event', 'type', frozenset([7]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 13])
+        'graph_node_params', 'record_event', 'type', frozenset([7]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 12, 13])
     )
     alloc = _xdr.arm_property(
-        'graph_node_params', 'alloc', 'type', frozenset([10]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 13])
+        'graph_node_params', 'alloc', 'type', frozenset([10]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 12, 13])
     )
     free_ptr = _xdr.arm_property(
-        'graph_node_params', 'free_ptr', 'type', frozenset([11]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 13])
+        'graph_node_params', 'free_ptr', 'type', frozenset([11]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 12, 13])
+    )
+    mem_ops = _xdr.arm_property(
+        'graph_node_params', 'mem_ops', 'type', frozenset([12]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 12, 13])
     )
     conditional = _xdr.arm_property(
-        'graph_node_params', 'conditional', 'type', frozenset([13]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 13])
+        'graph_node_params', 'conditional', 'type', frozenset([13]), frozenset([0, 1, 2, 4, 5, 6, 7, 10, 11, 12, 13])
     )
 
     def encode(self) -> bytes:
@@ -3102,6 +3185,116 @@ class sm_split_result:
         return xdr_sm_split_result.decode(data)  # type: ignore[no-any-return]
 
 
+@_dc.dataclass(slots=True)
+class sm_group_params:
+    """struct sm_group_params."""
+
+    sm_count: int
+    coscheduled: int
+    preferred: int
+    flags: int
+    locality: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        try:
+            return _xdr_sm_group_params__S0(self.sm_count, self.coscheduled, self.preferred, self.flags, self.locality)
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise _xdr.XdrEncodeError(xdr_sm_group_params.diagnose(self, e)) from None
+
+    @classmethod
+    def decode(cls, data: Any) -> sm_group_params:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        try:
+            a0_0, a0_1, a0_2, a0_3, a0_4, = _xdr_sm_group_params__W0(data)
+        except (_struct.error, TypeError):
+            raise _xdr.struct_size_error('sm_group_params', 20, data) from None
+        try:
+            pass
+        except KeyError as e:
+            raise _xdr.XdrDecodeError('struct sm_group_params: %s is not a declared enum value' % e) from None
+        return sm_group_params(a0_0, a0_1, a0_2, a0_3, a0_4)
+
+
+@_dc.dataclass(slots=True)
+class sm_group_split:
+    """struct sm_group_split."""
+
+    groups: list[dev_resource]
+    remainder: dev_resource
+    params: list[sm_group_params]
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_sm_group_split.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> sm_group_split:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_sm_group_split.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class sm_group_split_result:
+    """union sm_group_split_result: ``err`` selects the arm; ``value`` holds its value."""
+
+    err: int
+    value: Any = None
+
+    value_ = _xdr.arm_property(
+        'sm_group_split_result', 'value', 'err', frozenset([0]), frozenset([0])
+    )
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_sm_group_split_result.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> sm_group_split_result:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_sm_group_split_result.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class tensor_map_class:
+    """struct tensor_map_class."""
+
+    map: tensor_map
+    alloc_class: int
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_tensor_map_class.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> tensor_map_class:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_tensor_map_class.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class tensor_map_class_result:
+    """union tensor_map_class_result: ``err`` selects the arm; ``value`` holds its value."""
+
+    err: int
+    value: Any = None
+
+    value_ = _xdr.arm_property(
+        'tensor_map_class_result', 'value', 'err', frozenset([0]), frozenset([0])
+    )
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_tensor_map_class_result.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> tensor_map_class_result:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_tensor_map_class_result.decode(data)  # type: ignore[no-any-return]
+
+
 # Codecs, named like rpcgen's C functions.
 xdr_int_result = _xdr.Union('int_result')
 xdr_u64_result = _xdr.Union('u64_result')
@@ -3162,6 +3355,8 @@ xdr_graph_memcpy_params = _xdr.Struct('graph_memcpy_params')
 xdr_graph_memset_params = _xdr.Struct('graph_memset_params')
 xdr_graph_mem_alloc_params = _xdr.Struct('graph_mem_alloc_params')
 xdr_graph_conditional_params = _xdr.Struct('graph_conditional_params')
+xdr_graph_mem_op = _xdr.Struct('graph_mem_op')
+xdr_graph_batch_mem_op_params = _xdr.Struct('graph_batch_mem_op_params')
 xdr_graph_node_params = _xdr.Union('graph_node_params')
 xdr_graph_node_params_result = _xdr.Union('graph_node_params_result')
 xdr_graph_nodes_result = _xdr.Union('graph_nodes_result')
@@ -3197,6 +3392,11 @@ xdr_dev_resource = _xdr.Struct('dev_resource')
 xdr_dev_resource_result = _xdr.Union('dev_resource_result')
 xdr_sm_split = _xdr.Struct('sm_split')
 xdr_sm_split_result = _xdr.Union('sm_split_result')
+xdr_sm_group_params = _xdr.Struct('sm_group_params')
+xdr_sm_group_split = _xdr.Struct('sm_group_split')
+xdr_sm_group_split_result = _xdr.Union('sm_group_split_result')
+xdr_tensor_map_class = _xdr.Struct('tensor_map_class')
+xdr_tensor_map_class_result = _xdr.Union('tensor_map_class_result')
 xdr_cu_ptr = _xdr.xdr_u_hyper
 xdr_cu_handle = _xdr.xdr_u_hyper
 xdr_mem_data = _xdr.VarOpaque(None)
@@ -3216,6 +3416,7 @@ xdr_handle_list = _xdr.VarArray(xdr_cu_handle, MAX_MODULE_FUNCTIONS)
 xdr_stream_mem_op_list = _xdr.VarArray(xdr_stream_mem_op, MAX_STREAM_MEM_OPS)
 xdr_tensor_map = _xdr.FixedOpaque(TENSOR_MAP_BYTES)
 xdr_dev_resource_list = _xdr.VarArray(xdr_dev_resource, MAX_DEV_RESOURCES)
+xdr_sm_group_params_list = _xdr.VarArray(xdr_sm_group_params, MAX_SM_GROUPS)
 
 
 _xdr_int_pair__st0 = _struct.Struct('>ii')
@@ -4123,6 +4324,59 @@ def _xdr_graph_conditional_params__unpack(dec: _xdr.Decoder) -> graph_conditiona
     return graph_conditional_params(a0_0, a0_1, a0_2, f3, a4_0, a4_1)
 
 
+_xdr_graph_mem_op__st0 = _struct.Struct('>iIQQ')
+_xdr_graph_mem_op__S0, _xdr_graph_mem_op__U0 = _xdr_graph_mem_op__st0.pack, _xdr_graph_mem_op__st0.unpack_from
+_xdr_graph_mem_op__W0 = _xdr_graph_mem_op__st0.unpack
+
+
+def _xdr_graph_mem_op__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_graph_mem_op__S0(v.op, v.flags, v.address, v.value)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_graph_mem_op.diagnose(v, e)) from None
+
+
+def _xdr_graph_mem_op__unpack(dec: _xdr.Decoder) -> graph_mem_op:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, = _xdr_graph_mem_op__U0(dec.mv, pos)
+        dec.pos = pos + 24
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct graph_mem_op: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct graph_mem_op: %s is not a declared enum value' % e) from None
+    return graph_mem_op(a0_0, a0_1, a0_2, a0_3)
+
+
+_xdr_graph_batch_mem_op_params__st0 = _struct.Struct('>QI')
+_xdr_graph_batch_mem_op_params__S0, _xdr_graph_batch_mem_op_params__U0 = _xdr_graph_batch_mem_op_params__st0.pack, _xdr_graph_batch_mem_op_params__st0.unpack_from
+
+
+def _xdr_graph_batch_mem_op_params__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_graph_batch_mem_op_params__S0(v.ctx, v.flags)
+        _xdr_graph_batch_mem_op_params__p2(enc, v.ops)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_graph_batch_mem_op_params.diagnose(v, e)) from None
+
+
+def _xdr_graph_batch_mem_op_params__unpack(dec: _xdr.Decoder) -> graph_batch_mem_op_params:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, = _xdr_graph_batch_mem_op_params__U0(dec.mv, pos)
+        dec.pos = pos + 12
+        f2 = _xdr_graph_batch_mem_op_params__u2(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct graph_batch_mem_op_params: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct graph_batch_mem_op_params: %s is not a declared enum value' % e) from None
+    return graph_batch_mem_op_params(a0_0, a0_1, f2)
+
+
 def _xdr_graph_edges__pack(enc: _xdr.Encoder, v: Any) -> None:
     try:
         _xdr_graph_edges__p0(enc, v.from_nodes)
@@ -4612,6 +4866,88 @@ def _xdr_sm_split__unpack(dec: _xdr.Decoder) -> sm_split:
     except KeyError as e:
         raise _xdr.XdrDecodeError('struct sm_split: %s is not a declared enum value' % e) from None
     return sm_split(f0, a1_0, dev_resource(a1_1, a1_2, a1_3, a1_4, a1_5, a1_6))
+
+
+_xdr_sm_group_params__st0 = _struct.Struct('>IIIII')
+_xdr_sm_group_params__S0, _xdr_sm_group_params__U0 = _xdr_sm_group_params__st0.pack, _xdr_sm_group_params__st0.unpack_from
+_xdr_sm_group_params__W0 = _xdr_sm_group_params__st0.unpack
+
+
+def _xdr_sm_group_params__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_sm_group_params__S0(v.sm_count, v.coscheduled, v.preferred, v.flags, v.locality)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_sm_group_params.diagnose(v, e)) from None
+
+
+def _xdr_sm_group_params__unpack(dec: _xdr.Decoder) -> sm_group_params:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, a0_2, a0_3, a0_4, = _xdr_sm_group_params__U0(dec.mv, pos)
+        dec.pos = pos + 20
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct sm_group_params: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct sm_group_params: %s is not a declared enum value' % e) from None
+    return sm_group_params(a0_0, a0_1, a0_2, a0_3, a0_4)
+
+
+_xdr_sm_group_split__st1 = _struct.Struct('>QiIIII')
+_xdr_sm_group_split__S1, _xdr_sm_group_split__U1 = _xdr_sm_group_split__st1.pack, _xdr_sm_group_split__st1.unpack_from
+
+
+def _xdr_sm_group_split__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        _xdr_sm_group_split__p0(enc, v.groups)
+        enc.buf += _xdr_sm_group_split__S1(v.remainder.id, v.remainder.type, v.remainder.sm_count, v.remainder.min_partition, v.remainder.alignment, v.remainder.flags)
+        _xdr_sm_group_split__p2(enc, v.params)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_sm_group_split.diagnose(v, e)) from None
+
+
+def _xdr_sm_group_split__unpack(dec: _xdr.Decoder) -> sm_group_split:
+    try:
+        f0 = _xdr_sm_group_split__u0(dec)
+        pos = dec.pos
+        a1_0, a1_1, a1_2, a1_3, a1_4, a1_5, = _xdr_sm_group_split__U1(dec.mv, pos)
+        dec.pos = pos + 28
+        f2 = _xdr_sm_group_split__u2(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct sm_group_split: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct sm_group_split: %s is not a declared enum value' % e) from None
+    return sm_group_split(f0, dev_resource(a1_0, a1_1, a1_2, a1_3, a1_4, a1_5), f2)
+
+
+_xdr_tensor_map_class__st1 = _struct.Struct('>i')
+_xdr_tensor_map_class__S1, _xdr_tensor_map_class__U1 = _xdr_tensor_map_class__st1.pack, _xdr_tensor_map_class__st1.unpack_from
+
+
+def _xdr_tensor_map_class__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        _xdr_tensor_map_class__p0(enc, v.map)
+        enc.buf += _xdr_tensor_map_class__S1(v.alloc_class)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_tensor_map_class.diagnose(v, e)) from None
+
+
+def _xdr_tensor_map_class__unpack(dec: _xdr.Decoder) -> tensor_map_class:
+    try:
+        f0 = _xdr_tensor_map_class__u0(dec)
+        pos = dec.pos
+        a1_0, = _xdr_tensor_map_class__U1(dec.mv, pos)
+        dec.pos = pos + 4
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct tensor_map_class: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct tensor_map_class: %s is not a declared enum value' % e) from None
+    return tensor_map_class(f0, a1_0)
 
 
 xdr_int_result.define(
@@ -5217,6 +5553,26 @@ xdr_graph_conditional_params.define(
     ],
     coders=(_xdr_graph_conditional_params__pack, _xdr_graph_conditional_params__unpack),
 )
+xdr_graph_mem_op.define(
+    graph_mem_op,
+    [
+        ('op', _xdr.xdr_int),
+        ('flags', _xdr.xdr_u_int),
+        ('address', xdr_cu_ptr),
+        ('value', _xdr.xdr_u_hyper),
+    ],
+    coders=(_xdr_graph_mem_op__pack, _xdr_graph_mem_op__unpack),
+    whole=(graph_mem_op.encode, graph_mem_op.decode),
+)
+xdr_graph_batch_mem_op_params.define(
+    graph_batch_mem_op_params,
+    [
+        ('ctx', xdr_cu_handle),
+        ('flags', _xdr.xdr_u_int),
+        ('ops', _xdr.VarArray(xdr_graph_mem_op, MAX_GRAPH_MEM_OPS)),
+    ],
+    coders=(_xdr_graph_batch_mem_op_params__pack, _xdr_graph_batch_mem_op_params__unpack),
+)
 xdr_graph_node_params.define(
     graph_node_params,
     'type',
@@ -5231,6 +5587,7 @@ xdr_graph_node_params.define(
         ((7,), xdr_cu_handle),
         ((10,), xdr_graph_mem_alloc_params),
         ((11,), xdr_cu_ptr),
+        ((12,), xdr_graph_batch_mem_op_params),
         ((13,), xdr_graph_conditional_params),
     ],
 )
@@ -5568,6 +5925,53 @@ xdr_sm_split_result.define(
     ],
     default=_xdr.xdr_void,
 )
+xdr_sm_group_params.define(
+    sm_group_params,
+    [
+        ('sm_count', _xdr.xdr_u_int),
+        ('coscheduled', _xdr.xdr_u_int),
+        ('preferred', _xdr.xdr_u_int),
+        ('flags', _xdr.xdr_u_int),
+        ('locality', _xdr.xdr_u_int),
+    ],
+    coders=(_xdr_sm_group_params__pack, _xdr_sm_group_params__unpack),
+    whole=(sm_group_params.encode, sm_group_params.decode),
+)
+xdr_sm_group_split.define(
+    sm_group_split,
+    [
+        ('groups', _xdr.VarArray(xdr_dev_resource, MAX_SM_GROUPS)),
+        ('remainder', xdr_dev_resource),
+        ('params', _xdr.VarArray(xdr_sm_group_params, MAX_SM_GROUPS)),
+    ],
+    coders=(_xdr_sm_group_split__pack, _xdr_sm_group_split__unpack),
+)
+xdr_sm_group_split_result.define(
+    sm_group_split_result,
+    'err',
+    _xdr.xdr_int,
+    [
+        ((0,), xdr_sm_group_split),
+    ],
+    default=_xdr.xdr_void,
+)
+xdr_tensor_map_class.define(
+    tensor_map_class,
+    [
+        ('map', xdr_tensor_map),
+        ('alloc_class', _xdr.xdr_int),
+    ],
+    coders=(_xdr_tensor_map_class__pack, _xdr_tensor_map_class__unpack),
+)
+xdr_tensor_map_class_result.define(
+    tensor_map_class_result,
+    'err',
+    _xdr.xdr_int,
+    [
+        ((0,), xdr_tensor_map_class),
+    ],
+    default=_xdr.xdr_void,
+)
 
 # What the struct coders call: enum members, the functions of other codecs.
 _xdr_hello_args__p1 = xdr_hello_args.fields[1][1].packer()
@@ -5614,6 +6018,8 @@ _xdr_graph_kernel_params__p8 = xdr_graph_kernel_params.fields[8][1].packer()
 _xdr_graph_kernel_params__u8 = xdr_graph_kernel_params.fields[8][1].unpacker()
 _xdr_graph_conditional_params__p3 = xdr_graph_conditional_params.fields[3][1].packer()
 _xdr_graph_conditional_params__u3 = xdr_graph_conditional_params.fields[3][1].unpacker()
+_xdr_graph_batch_mem_op_params__p2 = xdr_graph_batch_mem_op_params.fields[2][1].packer()
+_xdr_graph_batch_mem_op_params__u2 = xdr_graph_batch_mem_op_params.fields[2][1].unpacker()
 _xdr_graph_edges__p0 = xdr_graph_edges.fields[0][1].packer()
 _xdr_graph_edges__u0 = xdr_graph_edges.fields[0][1].unpacker()
 _xdr_graph_edges__p1 = xdr_graph_edges.fields[1][1].packer()
@@ -5646,6 +6052,12 @@ _xdr_tensor_map_args__p11 = xdr_tensor_map_args.fields[11][1].packer()
 _xdr_tensor_map_args__u11 = xdr_tensor_map_args.fields[11][1].unpacker()
 _xdr_sm_split__p0 = xdr_sm_split.fields[0][1].packer()
 _xdr_sm_split__u0 = xdr_sm_split.fields[0][1].unpacker()
+_xdr_sm_group_split__p0 = xdr_sm_group_split.fields[0][1].packer()
+_xdr_sm_group_split__u0 = xdr_sm_group_split.fields[0][1].unpacker()
+_xdr_sm_group_split__p2 = xdr_sm_group_split.fields[2][1].packer()
+_xdr_sm_group_split__u2 = xdr_sm_group_split.fields[2][1].unpacker()
+_xdr_tensor_map_class__p0 = xdr_tensor_map_class.fields[0][1].packer()
+_xdr_tensor_map_class__u0 = xdr_tensor_map_class.fields[0][1].unpacker()
 
 # Typedefs: the Python type each name stands for.
 cu_ptr = int
@@ -5667,6 +6079,7 @@ handle_list = list
 stream_mem_op_list = list
 tensor_map = bytes
 dev_resource_list = list
+sm_group_params_list = list
 
 # Codecs of procedure arguments and results without a name of their own.
 _codec1 = _xdr.String(MAX_NAME)
@@ -7198,6 +7611,28 @@ def _plan_a44_decode_args(body: Any) -> tuple[Any, ...]:
     if len(body) != 16:
         raise _xdr.XdrDecodeError('arguments of %d bytes, not 16' % len(body))
     return _plan_a44_AU(body)  # type: ignore[no-any-return]
+
+
+_plan_a45_A = _struct.Struct('>QiQ')
+_plan_a45_AP, _plan_a45_AU = _plan_a45_A.pack, _plan_a45_A.unpack
+
+
+def _plan_a45_encode_args(a0: Any, a1: Any, a2: Any) -> Any:
+    try:
+        return _plan_a45_AP(a0, a1, a2)
+    except (_struct.error, TypeError, OverflowError):
+        pass  # the codecs say what is wrong
+    enc = _xdr.Encoder()
+    xdr_cu_handle.pack(enc, a0)
+    _xdr.xdr_int.pack(enc, a1)
+    xdr_cu_handle.pack(enc, a2)
+    return enc.buffers()
+
+
+def _plan_a45_decode_args(body: Any) -> tuple[Any, ...]:
+    if len(body) != 20:
+        raise _xdr.XdrDecodeError('arguments of %d bytes, not 20' % len(body))
+    return _plan_a45_AU(body)  # type: ignore[no-any-return]
 
 
 class CRICKET_V1_Client:
@@ -11028,6 +11463,92 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 916, _enc.buffers())
         return _Pending(call, xdr_ptr_result.decode)
 
+    def CU_STREAM_GET_DEV_RESOURCE(self, arg1: cu_handle, arg2: int, *, timeout: float | None = None) -> dev_resource_result:
+        """Call CU_STREAM_GET_DEV_RESOURCE (940) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 940, _enc.buffers(), timeout=timeout)
+        return xdr_dev_resource_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_STREAM_GET_DEV_RESOURCE_async(self, arg1: cu_handle, arg2: int) -> _Pending:
+        """Send CU_STREAM_GET_DEV_RESOURCE (940); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 940, _enc.buffers())
+        return _Pending(call, xdr_dev_resource_result.decode)
+
+    def CU_DEV_SM_RESOURCE_SPLIT(self, arg1: int, arg2: dev_resource, arg3: int, arg4: sm_group_params_list, *, timeout: float | None = None) -> sm_group_split_result:
+        """Call CU_DEV_SM_RESOURCE_SPLIT (941) and wait for its result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_u_int.pack(_enc, arg1)
+        xdr_dev_resource.pack(_enc, arg2)
+        _xdr.xdr_u_int.pack(_enc, arg3)
+        xdr_sm_group_params_list.pack(_enc, arg4)
+        body = self._rpc.call(0x20c0ffee, 1, 941, _enc.buffers(), timeout=timeout)
+        return xdr_sm_group_split_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_DEV_SM_RESOURCE_SPLIT_async(self, arg1: int, arg2: dev_resource, arg3: int, arg4: sm_group_params_list) -> _Pending:
+        """Send CU_DEV_SM_RESOURCE_SPLIT (941); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        _xdr.xdr_u_int.pack(_enc, arg1)
+        xdr_dev_resource.pack(_enc, arg2)
+        _xdr.xdr_u_int.pack(_enc, arg3)
+        xdr_sm_group_params_list.pack(_enc, arg4)
+        call = self._rpc.call_async(0x20c0ffee, 1, 941, _enc.buffers())
+        return _Pending(call, xdr_sm_group_split_result.decode)
+
+    def CU_TENSOR_MAP_ENCODE_IM2COL_WIDE(self, arg1: tensor_map_args, arg2: int, *, timeout: float | None = None) -> tensor_map_result:
+        """Call CU_TENSOR_MAP_ENCODE_IM2COL_WIDE (942) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_tensor_map_args.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 942, _enc.buffers(), timeout=timeout)
+        return xdr_tensor_map_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_TENSOR_MAP_ENCODE_IM2COL_WIDE_async(self, arg1: tensor_map_args, arg2: int) -> _Pending:
+        """Send CU_TENSOR_MAP_ENCODE_IM2COL_WIDE (942); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_tensor_map_args.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 942, _enc.buffers())
+        return _Pending(call, xdr_tensor_map_result.decode)
+
+    def CU_TENSOR_MAP_SET_ALLOCATION_CLASS(self, arg1: tensor_map, arg2: int, *, timeout: float | None = None) -> tensor_map_class_result:
+        """Call CU_TENSOR_MAP_SET_ALLOCATION_CLASS (943) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_tensor_map.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        body = self._rpc.call(0x20c0ffee, 1, 943, _enc.buffers(), timeout=timeout)
+        return xdr_tensor_map_class_result.decode(body)  # type: ignore[no-any-return]
+
+    def CU_TENSOR_MAP_SET_ALLOCATION_CLASS_async(self, arg1: tensor_map, arg2: int) -> _Pending:
+        """Send CU_TENSOR_MAP_SET_ALLOCATION_CLASS (943); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_tensor_map.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        call = self._rpc.call_async(0x20c0ffee, 1, 943, _enc.buffers())
+        return _Pending(call, xdr_tensor_map_class_result.decode)
+
+    def CU_STREAM_BEGIN_RECAPTURE_TO_GRAPH(self, arg1: cu_handle, arg2: int, arg3: cu_handle, *, timeout: float | None = None) -> int:
+        """Call CU_STREAM_BEGIN_RECAPTURE_TO_GRAPH (944) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        xdr_cu_handle.pack(_enc, arg3)
+        body = self._rpc.call(0x20c0ffee, 1, 944, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_STREAM_BEGIN_RECAPTURE_TO_GRAPH_async(self, arg1: cu_handle, arg2: int, arg3: cu_handle) -> _Pending:
+        """Send CU_STREAM_BEGIN_RECAPTURE_TO_GRAPH (944); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_cu_handle.pack(_enc, arg1)
+        _xdr.xdr_int.pack(_enc, arg2)
+        xdr_cu_handle.pack(_enc, arg3)
+        call = self._rpc.call_async(0x20c0ffee, 1, 944, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
 
 class CRICKET_V1_Server:
     """Service of program CRICKET_PROG version CRICKET_V1: subclass it, override what
@@ -12258,6 +12779,28 @@ class CRICKET_V1_Server:
             _Facts(replay='readonly', handles=((0, ('library',)),)),
             plan=_Plan(decode_reply=_plan_xdr_ptr_result_decode_reply, encode_result=_plan_xdr_ptr_result_encode_result),
         ),
+        940: _Procedure(
+            940, 'CU_STREAM_GET_DEV_RESOURCE', (xdr_cu_handle, _xdr.xdr_int), xdr_dev_resource_result,
+            _Facts(replay='readonly', handles=((0, ('stream',)),)),
+            plan=_Plan(encode_args=_plan_a21_encode_args, decode_args=_plan_a21_decode_args, decode_reply=_plan_xdr_dev_resource_result_decode_reply, encode_result=_plan_xdr_dev_resource_result_encode_result),
+        ),
+        941: _Procedure(
+            941, 'CU_DEV_SM_RESOURCE_SPLIT', (_xdr.xdr_u_int, xdr_dev_resource, _xdr.xdr_u_int, xdr_sm_group_params_list), xdr_sm_group_split_result,
+            _Facts(replay='readonly'),
+        ),
+        942: _Procedure(
+            942, 'CU_TENSOR_MAP_ENCODE_IM2COL_WIDE', (xdr_tensor_map_args, _xdr.xdr_int), xdr_tensor_map_result,
+            _Facts(replay='readonly'),
+        ),
+        943: _Procedure(
+            943, 'CU_TENSOR_MAP_SET_ALLOCATION_CLASS', (xdr_tensor_map, _xdr.xdr_int), xdr_tensor_map_class_result,
+            _Facts(replay='readonly'),
+        ),
+        944: _Procedure(
+            944, 'CU_STREAM_BEGIN_RECAPTURE_TO_GRAPH', (xdr_cu_handle, _xdr.xdr_int, xdr_cu_handle), _xdr.xdr_int,
+            _Facts(replay='replay', handles=((0, ('stream',)), (2, ('graph',)))),
+            plan=_Plan(encode_args=_plan_a45_encode_args, decode_args=_plan_a45_decode_args, decode_reply=_xdr_plan_status),
+        ),
     }
 
     def HELLO(self, ctx: Any, arg1: hello_args) -> hello_result:
@@ -13252,6 +13795,26 @@ class CRICKET_V1_Server:
         """CU_LIBRARY_GET_UNIFIED_FUNCTION (916): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_LIBRARY_GET_UNIFIED_FUNCTION")
 
+    def CU_STREAM_GET_DEV_RESOURCE(self, ctx: Any, arg1: cu_handle, arg2: int) -> dev_resource_result:
+        """CU_STREAM_GET_DEV_RESOURCE (940): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_STREAM_GET_DEV_RESOURCE")
+
+    def CU_DEV_SM_RESOURCE_SPLIT(self, ctx: Any, arg1: int, arg2: dev_resource, arg3: int, arg4: sm_group_params_list) -> sm_group_split_result:
+        """CU_DEV_SM_RESOURCE_SPLIT (941): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_DEV_SM_RESOURCE_SPLIT")
+
+    def CU_TENSOR_MAP_ENCODE_IM2COL_WIDE(self, ctx: Any, arg1: tensor_map_args, arg2: int) -> tensor_map_result:
+        """CU_TENSOR_MAP_ENCODE_IM2COL_WIDE (942): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_TENSOR_MAP_ENCODE_IM2COL_WIDE")
+
+    def CU_TENSOR_MAP_SET_ALLOCATION_CLASS(self, ctx: Any, arg1: tensor_map, arg2: int) -> tensor_map_class_result:
+        """CU_TENSOR_MAP_SET_ALLOCATION_CLASS (943): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_TENSOR_MAP_SET_ALLOCATION_CLASS")
+
+    def CU_STREAM_BEGIN_RECAPTURE_TO_GRAPH(self, ctx: Any, arg1: cu_handle, arg2: int, arg3: cu_handle) -> int:
+        """CU_STREAM_BEGIN_RECAPTURE_TO_GRAPH (944): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_STREAM_BEGIN_RECAPTURE_TO_GRAPH")
+
 
 # Every codec is built now, at import (none is built while threads use it).
 _xdr.ready_all(
@@ -13314,6 +13877,8 @@ _xdr.ready_all(
     xdr_graph_memset_params,
     xdr_graph_mem_alloc_params,
     xdr_graph_conditional_params,
+    xdr_graph_mem_op,
+    xdr_graph_batch_mem_op_params,
     xdr_graph_node_params,
     xdr_graph_node_params_result,
     xdr_graph_nodes_result,
@@ -13349,6 +13914,11 @@ _xdr.ready_all(
     xdr_dev_resource_result,
     xdr_sm_split,
     xdr_sm_split_result,
+    xdr_sm_group_params,
+    xdr_sm_group_split,
+    xdr_sm_group_split_result,
+    xdr_tensor_map_class,
+    xdr_tensor_map_class_result,
     xdr_cu_ptr,
     xdr_cu_handle,
     xdr_mem_data,
@@ -13368,5 +13938,6 @@ _xdr.ready_all(
     xdr_stream_mem_op_list,
     xdr_tensor_map,
     xdr_dev_resource_list,
+    xdr_sm_group_params_list,
     _codec1,
 )

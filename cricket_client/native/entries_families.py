@@ -705,6 +705,33 @@ def cuMemcpyBatchAsync(
     return err
 
 
+def _batch_3d(count: int, ops: Any, flags: int, stream: int) -> int:
+    if count and ops == ffi.NULL:
+        return INVALID_VALUE
+    return _err(driver.cuMemcpy3DBatchAsync(count, [StructView(ops[i]) for i in range(count)], flags, stream))
+
+
+@_entry
+def cuMemcpy3DWithAttributesAsync(op: Any, flags: int, stream: int) -> int:
+    if op == ffi.NULL:
+        return INVALID_VALUE
+    return _err(driver.cuMemcpy3DWithAttributesAsync(StructView(op[0]), flags, stream))
+
+
+@_entry
+def cuMemcpy3DBatchAsync_v2(count: int, ops: Any, flags: int, stream: int) -> int:
+    return _batch_3d(count, ops, flags, stream)
+
+
+@_entry
+def cuMemcpy3DBatchAsync(count: int, ops: Any, fail: Any, flags: int, stream: int) -> int:
+    """CUDA 12.8's form: *failIdx is SIZE_MAX, as cuMemcpyBatchAsync's."""
+    err = _batch_3d(count, ops, flags, stream)
+    if fail != ffi.NULL:
+        fail[0] = (1 << 64) - 1
+    return err
+
+
 @_entry
 def cuStreamBeginCaptureToGraph(stream: int, graph: int, deps: Any, edges: Any, count: int, mode: int) -> int:
     nodes = _deps(deps, count)

@@ -40,6 +40,16 @@ STRUCTS = {
     "CUmemcpyAttributes": (
         "int srcAccessOrder; CUmemLocation srcLocHint; CUmemLocation dstLocHint; unsigned int flags;"
     ),
+    "CUoffset3D": "size_t x; size_t y; size_t z;",
+    "CUextent3D": "size_t width; size_t height; size_t depth;",
+    "CUmemcpy3DOperand": (
+        "int type; union { struct { CUdeviceptr ptr; size_t rowLength; size_t layerHeight; "
+        "CUmemLocation locHint; } ptr; struct { CUarray array; CUoffset3D offset; } array; } op;"
+    ),
+    "CUDA_MEMCPY3D_BATCH_OP": (
+        "CUmemcpy3DOperand src; CUmemcpy3DOperand dst; CUextent3D extent; int srcAccessOrder; "
+        "unsigned int flags;"
+    ),
     "CUmemPoolProps": (
         "int allocType; int handleTypes; CUmemLocation location; void *win32SecurityAttributes; "
         "size_t maxSize; unsigned short usage; unsigned char reserved[54];"
@@ -220,6 +230,9 @@ FAMILY_ENTRIES: list[tuple[str, str]] = [
     ("cuGraphKernelNodeCopyAttributes", "CUgraphNode dst, CUgraphNode src"),
     ("cuMemcpyWithAttributesAsync", "CUdeviceptr dst, CUdeviceptr src, size_t size, CUmemcpyAttributes *attr, CUstream hStream"),
     ("cuMemcpyBatchAsync_v2", "CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, CUstream hStream"),
+    ("cuMemcpy3DBatchAsync", "size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, size_t *failIdx, unsigned long long flags, CUstream hStream"),
+    ("cuMemcpy3DBatchAsync_v2", "size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, unsigned long long flags, CUstream hStream"),
+    ("cuMemcpy3DWithAttributesAsync", "CUDA_MEMCPY3D_BATCH_OP *op, unsigned long long flags, CUstream hStream"),
     ("cuStreamBeginCaptureToGraph", "CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, int mode"),
     ("cuStreamUpdateCaptureDependencies", "CUstream hStream, CUgraphNode *dependencies, size_t numDependencies, unsigned int flags"),
     ("cuStreamUpdateCaptureDependencies_v2", "CUstream hStream, CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, unsigned int flags"),
@@ -455,6 +468,7 @@ FAMILY_SINCE = {
     "cuGraphAddDependencies_v2": 12030,
     "cuStreamUpdateCaptureDependencies_v2": 12030,
     "cuMemcpyBatchAsync_v2": 13000,
+    "cuMemcpy3DBatchAsync_v2": 13000,
     "cuGraphNodeGetDependentNodes_v2": 12030,
     "cuGraphRemoveDependencies_v2": 12030,
     "cuLinkCreate_v2": 6050,

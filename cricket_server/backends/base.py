@@ -592,6 +592,28 @@ class BackendSession(abc.ABC):
             "cuTensorMapReplaceAddress", "tensor maps are encoded by a Hopper GPU's driver"
         )
 
+    def tensor_map_encode_wide(self, request: Any) -> bytes:
+        """cuTensorMapEncodeIm2colWide of a checked TensorMapRequest (kind IM2COL_WIDE, its
+        `mode` a CUtensorMapIm2ColWideMode). Default: CUDA_ERROR_NOT_SUPPORTED, as
+        tensor_map_encode."""
+        raise not_supported(request.call, "tensor maps are encoded by a Hopper GPU's driver")
+
+    def tensor_map_set_alloc_class(self, tensor_map: bytes, alloc_class: int) -> tuple[bytes, int]:
+        """cuTensorMapSetAllocationClass: (the map, the class in effect). Default:
+        CUDA_ERROR_NOT_SUPPORTED, as tensor_map_encode."""
+        raise not_supported(
+            "cuTensorMapSetAllocationClass", "tensor maps are encoded by a Hopper GPU's driver"
+        )
+
+    def sm_split_groups(
+        self, res: Any, params: list[Any], flags: int
+    ) -> tuple[list[Any], Any, list[Any]]:
+        """cuDevSmResourceSplit of the DevResource `res` into one group per
+        `cricket_server.backends.sm_groups.SmGroupParams`: (the groups' DevResources, the
+        remainder's (type 0 when no SM is left), the parameters with discovered SM counts).
+        Default: CUDA_ERROR_NOT_SUPPORTED."""
+        raise not_supported("cuDevSmResourceSplit")
+
     def ctx_api_version(self) -> int:
         """cuCtxGetApiVersion of the current device's context. Default: 3020, what CUDA
         answers for every context made by the current API."""

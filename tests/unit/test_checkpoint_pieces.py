@@ -165,16 +165,16 @@ def test_a_piece_list_that_does_not_match_the_blob_is_refused_before_anything_is
     assert says in "\n".join(str(e) for e in Checkpoint.open(ckpt_dir).problems())
 
 
-def test_a_checkpoint_of_format_version_5_is_refused_by_name(served: Served) -> None:
+def test_a_checkpoint_of_format_version_6_is_refused_by_name(served: Served) -> None:
     manifest = served.path / MANIFEST
     data = bytearray(manifest.read_bytes())
-    data[4:8] = (5).to_bytes(4, "big")
+    data[4:8] = (6).to_bytes(4, "big")
     manifest.write_bytes(bytes(data))
     with pytest.raises(CheckpointError) as failed:
         restore_checkpoint(served.manager, served.path)
     assert failed.value.path == str(manifest)
     assert str(failed.value).endswith(
-        "manifest format version 5 is not supported (this reader knows version 6; the file is "
+        "manifest format version 6 is not supported (this reader knows version 7; the file is "
         "older: restore it with the release that wrote it)"
     )
     _nothing_restored(served)

@@ -85,6 +85,11 @@ READ_ONLY_GRAPH_ACCESS = {  # procedures 800-839
 READ_ONLY_GRAPH_ACCESS |= {"CU_GRAPH_KERNEL_NODE_GET_ATTRIBUTE"}  # procedures 860-869
 # profiling ranges (870-879) and persisting L2 lines (880-889): no session state to replay
 READ_ONLY_GRAPH_ACCESS |= {"CU_PROFILER_START", "CU_PROFILER_STOP", "CU_CTX_RESET_PERSISTING_L2_CACHE"}
+# a stream's resources, structured SM splits, tensor maps (940-979): values, no session state
+READ_ONLY_GRAPH_ACCESS |= {
+    "CU_STREAM_GET_DEV_RESOURCE", "CU_DEV_SM_RESOURCE_SPLIT", "CU_TENSOR_MAP_ENCODE_IM2COL_WIDE",
+    "CU_TENSOR_MAP_SET_ALLOCATION_CLASS",
+}
 # small module, context, stream and memory calls (procedures 720-779)
 PIPELINED_BEFORE |= {"CU_MEMSET_D2D", "CU_STREAM_BATCH_MEM_OP"}
 READ_ONLY_TAIL = {

@@ -28,6 +28,7 @@ from .arrays import CudaArrays
 from .context import DeviceContext
 from .dev_resources import CudaDevResources
 from .device_facts import CudaSessionFacts
+from .graph_mem_ops import CudaGraphMemOps
 from .graphs import CudaGraphs
 from .host_memory import HostRegistrations
 from .jit import JitOptions
@@ -36,7 +37,9 @@ from .launch_ex import CudaLaunchVariants
 from .link import CudaLinker
 from .mipmaps import CudaMipmaps
 from .queries import CudaQueries
+from .sm_groups import CudaSmGroups
 from .staging import PinnedStager
+from .tensor_maps_wide import CudaTensorMapsWide
 from .vmm import VmmBacking
 from .vmm_calls import CudaVmm
 
@@ -90,8 +93,8 @@ class _DeviceState:
 
 
 class CudaSession(
-    CudaArrays, CudaMipmaps, CudaDevResources, CudaLaunchVariants, CudaGraphs, CudaVmm, CudaLinker,
-    CudaQueries, CudaSessionFacts, BackendSession,
+    CudaArrays, CudaMipmaps, CudaDevResources, CudaSmGroups, CudaTensorMapsWide, CudaLaunchVariants,
+    CudaGraphMemOps, CudaGraphs, CudaVmm, CudaLinker, CudaQueries, CudaSessionFacts, BackendSession,
 ):  # fmt: skip
     def __init__(self, backend: CudaBackend, staging_limit: int) -> None:
         self._backend = backend

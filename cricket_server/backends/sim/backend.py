@@ -40,6 +40,7 @@ from cricket_server.backends.sim.cubin import KernelInfo, ModuleImage, parse_ima
 from cricket_server.backends.sim.dev_resources import SimDevResources
 from cricket_server.backends.sim.device_facts import SimDeviceFacts, SimSessionFacts
 from cricket_server.backends.sim.devmem import GRANULARITY, KernelMemory, SimChunkBacking, SimMemory
+from cricket_server.backends.sim.graph_mem_ops import SimGraphMemOps
 from cricket_server.backends.sim.graphs import ReplayGraphs
 from cricket_server.backends.sim.kernels import (
     CUDA_ERROR_LAUNCH_TIMEOUT,
@@ -50,6 +51,7 @@ from cricket_server.backends.sim.kernels import (
 from cricket_server.backends.sim.launch_ex import SimLaunchVariants
 from cricket_server.backends.sim.link import SimLinker
 from cricket_server.backends.sim.mipmaps import SimMipmaps
+from cricket_server.backends.sim.sm_groups import SimSmGroups
 from cricket_server.backends.sim.streams import (
     CU_EVENT_DISABLE_TIMING,
     CU_EVENT_INTERPROCESS,
@@ -222,8 +224,8 @@ class _DeviceState:
 
 
 class SimSession(
-    SimArrays, SimMipmaps, SimDevResources, SimLaunchVariants, ReplayGraphs, SimVmm, SimLinker,
-    SimSessionFacts, BackendSession,
+    SimArrays, SimMipmaps, SimDevResources, SimSmGroups, SimLaunchVariants, SimGraphMemOps,
+    ReplayGraphs, SimVmm, SimLinker, SimSessionFacts, BackendSession,
 ):  # fmt: skip
     """The device work of one client on the sim backend."""
 

@@ -238,6 +238,7 @@ def _check_conditionals(nodes: Sequence[ExecNode]) -> None:
 _DOT_NAMES = {
     NODE_KERNEL: "KERNEL", NODE_MEMCPY: "MEMCPY", NODE_MEMSET: "MEMSET", NODE_WAIT_EVENT:
     "EVENT_WAIT", NODE_EVENT_RECORD: "EVENT_RECORD", NODE_CONDITIONAL: "CONDITIONAL",
+    12: "BATCH_MEM_OP",
 }  # fmt: skip
 
 
