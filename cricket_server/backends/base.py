@@ -640,9 +640,10 @@ class BackendSession(abc.ABC):
 
     def library_get_unified_function(self, library: object, symbol: str) -> int:
         """cuLibraryGetUnifiedFunction: the address of a unified function of the library.
-        Default: CUDA_ERROR_NOT_FOUND, CUDA's answer when the library has none of that name."""
+        Default: CUDA_ERROR_INVALID_VALUE, the driver's answer (H200, driver 580) for a symbol
+        that is no unified function, a kernel's name included."""
         raise CudaError(
-            CUDA_ERROR_NOT_FOUND,
+            CUDA_ERROR_INVALID_VALUE,
             f"cuLibraryGetUnifiedFunction: no unified function {symbol!r} in the library",
         )
 

@@ -141,6 +141,7 @@ def test_close_releases_everything_and_new_sessions_work(
         token = backing.map_chunk(addr, backing.granularity)
         s.memcpy_htod(addr, memoryview(b"x" * 4096), "per-thread")
         assert s.module_get_function(module, "add_one") is not None
+        s.synchronize()  # the staged copy may still be on its way: unmapping under it faults
         backing.unmap_chunk(addr, backing.granularity, token)
         s.close()
         with pytest.raises(CudaError):

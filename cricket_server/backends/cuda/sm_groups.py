@@ -37,7 +37,13 @@ class CudaSmGroups:
             g = kind()
             g.smCount, g.coscheduledSmCount = p.sm_count, p.coscheduled
             g.preferredCoscheduledSmCount, g.flags = p.preferred, p.flags
-            g.localityDomainId = p.locality
+            if hasattr(g, "localityDomainId"):
+                g.localityDomainId = p.locality
+            elif p.locality:  # bindings older than the field: it cannot be passed on
+                raise not_supported(
+                    "cuDevSmResourceSplit",
+                    "a localityDomainId needs a newer cuda-python on the server",
+                )
             given.append(g)
         try:
             result, remainder = call(fn, len(given), res.obj, flags, given)
