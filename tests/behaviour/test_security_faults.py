@@ -227,8 +227,8 @@ def test_clients_killed_at_random_points_leave_nothing_behind(server: Server) ->
     free_after = free_memory(server.address)
     if BACKEND == "sim":
         assert free_after == free_before
-    else:  # other processes may use the GPU meanwhile
-        assert abs(free_after - free_before) < 64 << 20
+    else:  # other processes may take or give back GPU memory meanwhile: a leak lowers it
+        assert free_after > free_before - (64 << 20), (free_before, free_after)
     fresh = open_session(server.address, make_default=False)
     assert vector_add_works(fresh)
     fresh.close()
