@@ -41,8 +41,10 @@ REASONS: dict[str, tuple[str, str]] = {
         r"|LibraryGetManaged|MemDiscard\w*)$",
     ),
     "graphics": (
-        "OpenGL, EGL and VDPAU objects live on the client's display, the GPU on the server",
-        r"^cu(da)?(Graphics\w*|GLGetDevices|EGL\w*|EventCreateFromEGLSync|VDPAU\w*)$",
+        "OpenGL, EGL, VDPAU and Direct3D 12 (CUDA in Graphics capture) objects live on the "
+        "client's display, the GPU on the server",
+        r"^cu(da)?(Graphics\w*|GLGetDevices|EGL\w*|EventCreateFromEGLSync|VDPAU\w*"
+        r"|Stream(Begin|End)CaptureToCig)$",
     ),
     "callbacks": (
         "a function of the client process that the GPU's work or the driver would call: host "
