@@ -17,7 +17,7 @@ from typing import Any
 from cricket_xdr.xdr import XdrDecodeError
 from rpc_spec import cricket_rpc as proto
 
-__all__ = ["Launch", "decode_launch_batch", "decode_launch_batch_args"]
+__all__ = ["Launch", "LaunchList", "decode_launch_batch", "decode_launch_batch_args"]
 
 Launch = tuple[int, int, int, int, int, int, int, int, int, memoryview]
 
@@ -25,7 +25,14 @@ _COUNT = struct.Struct(">I")
 _HEAD = struct.Struct(">Q7IQI")  # launch_args up to and with the params' length word
 
 
-def decode_launch_batch(body: Any) -> list[Launch]:
+class LaunchList(list[Launch]):
+    """The launches of a batch, with `body`: the record they were read from (for a backend
+    that makes them from it, `BackendSession.fast_launcher`)."""
+
+    body: memoryview
+
+
+def decode_launch_batch(body: Any) -> LaunchList:
     """The launches of a `launch_batch` encoding (see the module docstring)."""
     mv = memoryview(body).cast("B") if not isinstance(body, memoryview) else body
     if mv.format != "B":
@@ -40,7 +47,8 @@ def decode_launch_batch(body: Any) -> list[Launch]:
         )
     head = _HEAD.unpack_from
     head_size = _HEAD.size
-    launches: list[Launch] = []
+    launches = LaunchList()
+    launches.body = mv
     append = launches.append
     pos = 4
     for index in range(count):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cricket_server.backends.base import CUDA_ERROR_INVALID_VALUE, CudaError, ParamInfo
 from cricket_server.limits import object_limit_error
@@ -215,10 +215,20 @@ class SessionModules(SessionCore):
             self.current(call)
         except CudaError as e:
             raise CudaError(e.code, f"{e.message} (all {count} launches of a batch)") from None
+        body = getattr(launches, "body", None)
+        fast = self.bsession.fast_launcher() if body is not None else None
+        if fast is not None and body is not None:
+            first = self._launch_batch_fast(fast, launches, body)
+            if first is not None:
+                index, error = first
+                raise CudaError(
+                    error.code, f"launch {index + 1} of {count} in a batch: {error.message}"
+                )
+            return
         targets: dict[int, tuple[object, int, str]] = {}  # handles cannot change in a batch
         streams: dict[int, object | None] = {}
         launch = self.bsession.launcher()
-        first: tuple[int, CudaError] | None = None
+        first = None
         for index, (handle, gx, gy, gz, bx, by, bz, shared, stream, params) in enumerate(
             launches
         ):
@@ -242,6 +252,47 @@ class SessionModules(SessionCore):
             raise CudaError(
                 error.code, f"launch {index + 1} of {count} in a batch: {error.message}"
             )
+
+    def _launch_batch_fast(
+        self, fast: Any, launches: Sequence[Launch], body: memoryview
+    ) -> tuple[int, CudaError] | None:
+        """`launch_batch` by the backend's C loop: each function and stream is checked here
+        once (as the Python path checks every launch) and put in the loop's tables; a launch
+        the loop hands back is checked, or made, here. The first failure, with its index."""
+        call = "cuLaunchKernel"
+        count = len(launches)
+        first: tuple[int, CudaError] | None = None
+        functions: set[int] = set()
+        streams: set[int] = set()
+        index = 0
+        while index < count:
+            index, code = fast.run(body, index)
+            if index >= count:
+                break
+            if code:  # the driver refused this launch: the next ones go on
+                first = first or (index, fast.error(code))
+                index += 1
+                continue
+            handle, gx, gy, gz, bx, by, bz, shared, stream, params = launches[index]
+            try:
+                fn_obj, need, name = self._launch_target(call, handle)
+                if len(params) < need:
+                    raise _too_few_params(call, handle, need, len(params), name)
+                obj = self._stream(call, stream)
+                if handle in functions and stream in streams:  # the loop would not: here
+                    self.bsession.launcher()(fn_obj, gx, gy, gz, bx, by, bz, shared, obj, params)
+                    index += 1
+                    continue
+                if handle not in functions:
+                    fast.add_function(handle, fn_obj)
+                    functions.add(handle)
+                if stream not in streams:
+                    fast.add_stream(stream, obj)
+                    streams.add(stream)
+            except CudaError as e:
+                first = first or (index, e)
+                index += 1
+        return first
 
     # -- occupancy --------------------------------------------------------------------------
     def occupancy_max_active_blocks(

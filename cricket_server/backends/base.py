@@ -277,6 +277,12 @@ class BackendSession(abc.ABC):
         """Launch with the packed argument buffer (D5): parameter i is
         params[info[i].offset : info[i].offset + info[i].size]."""
 
+    def fast_launcher(self) -> Any:
+        """A C loop that makes a launch batch's launches from its record (the cuda backend's
+        `fast_launch.FastLauncher`, tables empty, the context current), or None: launches
+        go one by one through `launcher`."""
+        return None
+
     def launcher(self) -> Launcher:
         """A function launching one kernel as `launch` does (not cooperative), for a run of
         launches made under one hold of the session's lock with nothing else in between

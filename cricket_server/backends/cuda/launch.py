@@ -71,7 +71,9 @@ class ParamBuffer:
     """One function's parameter memory and the void*[] pointing into it (see the module doc);
     used by one session under its lock, one launch at a time."""
 
-    __slots__ = ("size", "count", "func", "_data", "_view", "_memory", "_pointers", "address")
+    __slots__ = (
+        "size", "count", "func", "_data", "_view", "_memory", "_pointers", "address", "data_address"
+    )  # fmt: skip
 
     def __init__(self, layout: Sequence[ParamInfo], func: int) -> None:
         self.size = max((p.offset + p.size for p in layout), default=0)
@@ -82,9 +84,10 @@ class ParamBuffer:
         self._memory: ctypes.Array[ctypes.c_char] | None = None
         self._pointers: ctypes.Array[ctypes.c_void_p] | None = None
         self.address = 0  # the void** to pass as kernelParams (0: no parameters)
+        self.data_address = 0  # where the parameters' bytes go (0: no parameters)
         if layout:
             self._memory = (ctypes.c_char * max(self.size, 1)).from_buffer(self._data)
-            base = ctypes.addressof(self._memory)
+            base = self.data_address = ctypes.addressof(self._memory)
             self._pointers = (ctypes.c_void_p * len(layout))(*(base + p.offset for p in layout))
             self.address = ctypes.addressof(self._pointers)
 

@@ -23,11 +23,13 @@ from ..base import (
     Launcher,
     ParamInfo,
 )
+from . import fast_launch
 from ._driver import call, driver, enum_value, error_text
 from .arrays import CudaArrays
 from .context import DeviceContext
 from .dev_resources import CudaDevResources
 from .device_facts import CudaSessionFacts
+from .fast_launch import FastLauncher
 from .graph_mem_ops import CudaGraphMemOps
 from .graphs import CudaGraphs
 from .host_memory import HostRegistrations
@@ -378,6 +380,34 @@ class CudaSession(
         address = self._layouts.buffer(func).fill(params)
         hstream = self._stream(stream)
         call(driver.cuLaunchCooperativeKernel, func, *grid, *block, shared_mem, hstream, address)
+
+    def fast_launcher(self) -> FastLauncher | None:
+        """The C loop (`fast_launch`), its tables empty, the context current; None where it
+        cannot be built or CRICKET_FAST_LAUNCH=0."""
+        if not self.__dict__.get("_fast_tried"):
+            self._fast_tried = True
+            self._fast: FastLauncher | None = None
+            made = fast_launch.load()
+            if made is not None:
+                ffi, lib = made
+                self._fast = FastLauncher(
+                    ffi, lib, fast_launch.driver_launch(ffi), error_text,
+                    function=self._fast_function, stream=self._fast_stream,
+                )  # fmt: skip
+        fast = self._fast
+        if fast is not None:
+            self._state()
+            fast.reset()
+        return fast
+
+    def _fast_function(self, func: object) -> tuple[int, int, int, int]:
+        """(CUfunction, kernelParams, parameter memory, its size) of `func` for the C loop."""
+        buffer = self._layouts.buffer(func)
+        return int(func), buffer.address, buffer.data_address, buffer.size  # type: ignore[call-overload]
+
+    def _fast_stream(self, stream: object | None) -> int:
+        """The CUstream of `stream` for the C loop."""
+        return int(self._stream(stream))
 
     def launcher(self) -> Launcher:
         """`launch` with the context made current once and each function's parameter buffer
