@@ -9,7 +9,9 @@ CPU time of each end is read from the kernel's scheduler statistics
 
 - client CPU: every thread of this process (encoding, system calls, the client's Python);
 - server CPU: every thread of the server and of its worker processes (decoding, dispatch,
-  the backend's calls; on `cuda` that includes the driver's own CPU time for each call);
+  the backend's calls; on `cuda` that includes the driver's own CPU time for each call),
+  measured once they are idle after the warm-up (`settle`: a spare worker's start is no
+  part of a step);
 - the rest: wall time in which neither end ran: the network, wake-ups, and waiting for
   the GPU (on `sim` the device's work is server CPU).
 
@@ -91,9 +93,23 @@ def process_tree_cpu_ns(pid: int) -> int:
     return sum(_task_cpu_ns(p) for p in _descendants(pid))
 
 
+def settle(server_pid: int, bound: float = 30.0, window: float = 0.25) -> None:
+    """Wait until the server's processes are idle (at most 2% of a CPU over `window`): under
+    process isolation the pool starts a spare worker when the client's worker is handed out,
+    and that start (imports, a CUDA context) is no part of a step."""
+    deadline = time.monotonic() + bound
+    while time.monotonic() < deadline:
+        before = process_tree_cpu_ns(server_pid)
+        time.sleep(window)
+        if process_tree_cpu_ns(server_pid) - before < 0.02 * window * 1e9:
+            return
+
+
 def measure(loop: Callable[[int], float], steps: int, server_pid: int | None) -> StepSplit:
     """Run `loop(steps)` (seconds of its timed part) and split its time per step."""
     loop(WARMUP_STEPS)
+    if server_pid:
+        settle(server_pid)
     me = os.getpid()
     client0 = _task_cpu_ns(me)
     server0 = process_tree_cpu_ns(server_pid) if server_pid else 0
