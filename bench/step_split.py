@@ -52,20 +52,26 @@ class StepSplit:
         return max(0.0, self.wall_us - self.client_cpu_us - self.server_cpu_us)
 
 
-def _task_cpu_ns(pid: int) -> int:
-    """Nanoseconds on a CPU of every thread of `pid` (0 for a process that just ended)."""
-    total = 0
+def thread_cpu_ns(pid: int) -> dict[int, int]:
+    """Nanoseconds on a CPU so far of each thread of `pid`, by thread id (/proc schedstat;
+    empty for a process that just ended, a thread that ended meanwhile left out)."""
+    spent: dict[int, int] = {}
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except FileNotFoundError:
-        return 0
+        return spent
     for tid in tids:
         try:
             with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[0])
+                spent[int(tid)] = int(f.read().split()[0])
         except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
             continue
-    return total
+    return spent
+
+
+def _task_cpu_ns(pid: int) -> int:
+    """Nanoseconds on a CPU of every thread of `pid` (0 for a process that just ended)."""
+    return sum(thread_cpu_ns(pid).values())
 
 
 def _descendants(pid: int) -> list[int]:

@@ -5,8 +5,8 @@
 Against a cricket-server subprocess (the GPU's `cuda` when one answers, else sim; thread
 isolation, so the session's threads are the server process's), runs the P4 decoding loop
 (`bench.driver_remote`) and `bench.graphs`' step captured once and launched N times queued,
-and reads each thread's time on a CPU from /proc/PID/task/TID/schedstat (nanoseconds, kernel
-time included, waiting not) before and after each part. Prints wall time and each thread's
+and reads each thread's time on a CPU (`bench.step_split.thread_cpu_ns`: /proc schedstat,
+kernel time included, waiting not) before and after each part. Prints wall time and each thread's
 CPU per step and per launch: what the two ends cost, without a profiler's distortion.
 Spinning is off on both ends unless CRICKET_SPIN_US says otherwise.
 """
@@ -19,23 +19,18 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from pathlib import Path
 
 from bench.driver_remote import _local_driver
 from bench.server_proc import cricket_server_process
+from bench.step_split import thread_cpu_ns
 
 
-def thread_cpu_ns(pid: int) -> Counter[str]:
+def named_thread_cpu_ns(pid: int) -> Counter[str]:
     """CPU nanoseconds so far of each thread of `pid`, by thread: its Python name in this
     process, else "main" or its thread id (Python does not name the threads it starts)."""
     names = {t.native_id: t.name for t in threading.enumerate()} if pid == os.getpid() else {}
     spent: Counter[str] = Counter()
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            ns = int((task / "schedstat").read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            continue  # the thread ended meanwhile
-        tid = int(task.name)
+    for tid, ns in thread_cpu_ns(pid).items():
         spent[names.get(tid) or ("main" if tid == pid else f"thread {tid}")] += ns
     return spent
 
@@ -44,9 +39,9 @@ def _part(
     title: str, per: str, count: int, run: Callable[[], float], server_pid: int
 ) -> list[str]:
     me = os.getpid()
-    client0, server0 = thread_cpu_ns(me), thread_cpu_ns(server_pid)
+    client0, server0 = named_thread_cpu_ns(me), named_thread_cpu_ns(server_pid)
     seconds = run()
-    client1, server1 = thread_cpu_ns(me), thread_cpu_ns(server_pid)
+    client1, server1 = named_thread_cpu_ns(me), named_thread_cpu_ns(server_pid)
     lines = [f"{title}: wall {seconds / count * 1e6:.1f} us per {per}"]
     for side, before, after in (("client", client0, client1), ("server", server0, server1)):
         spent = {name: (after[name] - before.get(name, 0)) / count / 1e3 for name in after}
