@@ -17,12 +17,14 @@ import cProfile
 import io
 import os
 import pstats
-import subprocess
 import sys
-import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from bench.server_proc import cricket_server_process
 
 
 def _report(stats: pstats.Stats, title: str, calls: int) -> str:
@@ -59,6 +61,34 @@ def _serve_profiled(out: str) -> None:
     main(prog_name="cricket-server")
 
 
+@contextmanager
+def profiled_server(backend: str, dump: str) -> Iterator[str]:
+    """`cricket_server_process` (thread isolation) whose connection threads run under
+    cProfile, each writing `dump`.<id> when it ends; yields the address."""
+    runner = ("-m", "bench.profile_calls", "--serve", dump)
+    with cricket_server_process(backend, isolation="thread", runner=runner) as (address, _pid):
+        yield address
+
+
+def wait_for_profile(out: Path) -> None:
+    """Until the server wrote a connection's profile into `out` (the client closed it)."""
+    deadline = time.monotonic() + 30
+    while not any(p.name.startswith("server.prof.") for p in out.iterdir()):
+        if time.monotonic() > deadline:
+            raise RuntimeError("the server wrote no profile")
+        time.sleep(0.1)
+    time.sleep(0.5)  # written whole: dump_stats ends before the next connection's
+
+
+def write_reports(out: Path, client: cProfile.Profile, n: int, head: str) -> None:
+    """out/client.txt and out/server.txt: each end's report for `n` calls."""
+    (out / "client.txt").write_text(f"{head}\n" + _report(pstats.Stats(client), "client", n))
+    for path in sorted(out.glob("server.prof.*")):
+        text = _report(pstats.Stats(str(path)), f"server connection {path.suffix[1:]}", n)
+        (out / "server.txt").write_text(text)
+        path.unlink()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.profile_calls")
     parser.add_argument("--calls", type=int, default=20000)
@@ -73,37 +103,11 @@ def main(argv: list[str] | None = None) -> int:
     import cricket_client
     from cricket_client import driver as cu
 
-    with tempfile.TemporaryDirectory() as tmp:
-        ready = os.path.join(tmp, "ready")
-        server_args = ["--backend", "sim", "--isolation", "thread", "--ready-file", ready,
-                       "--log-level", "warning", "--listen", "127.0.0.1:0"]  # fmt: skip
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "bench.profile_calls", "--serve", dump, *server_args]
-        )
-        try:
-            deadline = time.monotonic() + 60
-            while not os.path.exists(ready):
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("cricket-server did not start")
-                time.sleep(0.02)
-            address = Path(ready).read_text().strip()
-            measure = _client_steps if args.step else _client_calls
-            n, wall, prof = measure(address, args.calls, cricket_client, cu)
-            deadline = time.monotonic() + 30
-            while not any(p.name.startswith("server.prof.") for p in args.out.iterdir()):
-                if time.monotonic() > deadline:
-                    raise RuntimeError("the server wrote no profile")
-                time.sleep(0.1)
-            time.sleep(0.5)
-        finally:
-            proc.terminate()
-            proc.wait(10)
-    text = _report(pstats.Stats(prof), "client", n)
-    (args.out / "client.txt").write_text(f"wall {wall / n * 1e6:.1f} us per call\n" + text)
-    for path in sorted(args.out.glob("server.prof.*")):
-        text = _report(pstats.Stats(str(path)), f"server connection {path.suffix[1:]}", n)
-        (args.out / "server.txt").write_text(text)
-        path.unlink()
+    with profiled_server("sim", dump) as address:
+        measure = _client_steps if args.step else _client_calls
+        n, wall, prof = measure(address, args.calls, cricket_client, cu)
+        wait_for_profile(args.out)
+    write_reports(args.out, prof, n, f"wall {wall / n * 1e6:.1f} us per call")
     print(f"wrote {args.out}/client.txt and server.txt")
     return 0
 

@@ -15,15 +15,10 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import os
-import pstats
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
-from bench.profile_calls import _report
+from bench.profile_calls import profiled_server, wait_for_profile, write_reports
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,44 +35,19 @@ def main(argv: list[str] | None = None) -> int:
     from cricket_client import driver as cu
     from cricket_client import runtime as rt
 
-    with tempfile.TemporaryDirectory() as tmp:
-        ready = os.path.join(tmp, "ready")
-        server_args = ["--backend", args.backend, "--isolation", "thread", "--ready-file", ready,
-                       "--log-level", "warning", "--listen", "127.0.0.1:0"]  # fmt: skip
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "bench.profile_calls", "--serve", dump, *server_args]
-        )
+    with profiled_server(args.backend, dump) as address:
+        conn = cricket_client.connect(address)
         try:
-            deadline = time.monotonic() + 60
-            while not os.path.exists(ready):
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("cricket-server did not start")
-                time.sleep(0.02)
-            conn = cricket_client.connect(Path(ready).read_text().strip())
-            try:
-                graph_loop_s(cu, rt, 100, token=args.token)  # warm-up
-                prof = cProfile.Profile()
-                prof.enable()
-                seconds = graph_loop_s(cu, rt, args.launches, token=args.token)
-                prof.disable()
-            finally:
-                conn.close()
-            deadline = time.monotonic() + 30
-            while not any(p.name.startswith("server.prof.") for p in args.out.iterdir()):
-                if time.monotonic() > deadline:
-                    raise RuntimeError("the server wrote no profile")
-                time.sleep(0.1)
-            time.sleep(0.5)
+            graph_loop_s(cu, rt, 100, token=args.token)  # warm-up
+            prof = cProfile.Profile()
+            prof.enable()
+            seconds = graph_loop_s(cu, rt, args.launches, token=args.token)
+            prof.disable()
         finally:
-            proc.terminate()
-            proc.wait(10)
+            conn.close()
+        wait_for_profile(args.out)
     n = args.launches
-    text = _report(pstats.Stats(prof), "client", n)
-    (args.out / "client.txt").write_text(f"wall {seconds / n * 1e6:.1f} us per launch\n" + text)
-    for path in sorted(args.out.glob("server.prof.*")):
-        text = _report(pstats.Stats(str(path)), f"server connection {path.suffix[1:]}", n)
-        (args.out / "server.txt").write_text(text)
-        path.unlink()
+    write_reports(args.out, prof, n, f"wall {seconds / n * 1e6:.1f} us per launch")
     print(f"wrote {args.out}/client.txt and server.txt")
     return 0
 

@@ -42,8 +42,9 @@ def main(argv: list[str] | None = None) -> int:
 
     server_file = (args.out / "server.txt").resolve()
     # thread isolation: the session runs in the sampled process (a worker process would not)
+    sampled = ("-m", "bench.stack_sampler", "--out", str(server_file), "-m", "cricket_server")
     with cricket_server_process(
-        args.backend, isolation="thread", spin_us=spin, sampled_to=server_file
+        args.backend, isolation="thread", spin_us=spin, runner=sampled
     ) as (address, _pid):
         cricket_client.connect(address)
         work = Workload(cu)

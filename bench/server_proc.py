@@ -7,7 +7,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -26,15 +26,15 @@ def cricket_server_process(
     unix: bool = False,
     isolation: str = "auto",
     spin_us: float | None = None,
-    sampled_to: Path | None = None,
+    runner: Sequence[str] = ("-m", "cricket_server"),
 ) -> Iterator[tuple[str, int]]:
     """Yield (address, process id) of a fresh server on `backend` with `--isolation`
-    `isolation` and, when given, `--spin-us spin_us`; with `sampled_to`, the server runs
-    under `bench.stack_sampler`, which writes its report there."""
+    `isolation` and, when given, `--spin-us spin_us`. `runner`: the interpreter's arguments
+    that run the server (a profiling wrapper around cricket_server's main, say); the server's
+    options follow them."""
     with tempfile.TemporaryDirectory() as tmp:
         ready = os.path.join(tmp, "ready")
-        sampler = ["-m", "bench.stack_sampler", "--out", str(sampled_to)] if sampled_to else []
-        args = [sys.executable, *sampler, "-m", "cricket_server", "--backend", backend,
+        args = [sys.executable, *runner, "--backend", backend,
                 "--isolation", isolation, "--ready-file", ready, "--log-level", "warning"]
         args += ["--unix", os.path.join(tmp, "s.sock")] if unix else ["--listen", "127.0.0.1:0"]
         if spin_us is not None:
