@@ -95,28 +95,30 @@ def _compiled(source: Path, folder: Path) -> Path | None:
     return target
 
 
-def load(source: Path = SOURCE) -> tuple[Any, Any] | None:
-    """(ffi, library) of the C loop, or None (off, or it cannot be built here)."""
+def load() -> tuple[Any, Any] | None:
+    """(ffi, library) of the C loop, or None (off, or it cannot be built here); built and
+    opened once per process."""
     if os.environ.get(ENV, "1").strip() == "0":
         return None
-    if _loaded and source == SOURCE:
-        return _loaded[0]  # type: ignore[no-any-return]
-    made: tuple[Any, Any] | None = None
+    if not _loaded:
+        _loaded.append(_open())
+    return _loaded[0]  # type: ignore[no-any-return]
+
+
+def _open() -> tuple[Any, Any] | None:
     try:
         import cffi
 
         folder = _cache_dir()
-        path = _compiled(source, folder) if folder is not None else None
-        if path is not None:
-            ffi = cffi.FFI()
-            ffi.cdef(CDEF)
-            made = (ffi, ffi.dlopen(str(path)))
+        path = _compiled(SOURCE, folder) if folder is not None else None
+        if path is None:
+            return None
+        ffi = cffi.FFI()
+        ffi.cdef(CDEF)
+        return ffi, ffi.dlopen(str(path))
     except (ImportError, OSError) as exc:
         log.info("fast launches off: %s", exc)
-        made = None
-    if source == SOURCE:
-        _loaded.append(made)
-    return made
+        return None
 
 
 class FastLauncher:
