@@ -4,7 +4,8 @@ delay when nothing else sends them, with the next batch when one goes, and at cl
 from __future__ import annotations
 
 import threading
-import time
+
+from test_launch_batch_timer import _wait_for
 
 from cricket_client.launch_batch import LaunchBatcher
 
@@ -36,8 +37,10 @@ def test_a_batch_sent_meanwhile_carries_the_held_calls() -> None:
     batcher = LaunchBatcher(lambda count, body: sent.append(count), flush_held=held, delay=0.05)
     try:
         batcher.arm_held()
+        _wait_for(lambda: batcher._wakes_at is not None, "the timer never waited for the delay")
         batcher.add(b"L000", at_once=True)  # its write takes the held calls along
-        time.sleep(0.2)  # past the delay: the timer finds nothing to send
+        # the timer wakes at the delay, finds nothing due and waits without a deadline
+        _wait_for(lambda: batcher._wakes_at is None, "the timer never woke at the delay")
         assert sent == [1]
         assert held.flushes == 0
     finally:
