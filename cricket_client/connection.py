@@ -48,6 +48,7 @@ from . import bulk_calls
 from .datapath import DataPaths
 from .errors import HelloRefused, NotConnectedError, error_name
 from .known_answers import POINTER, KnownAnswers, answer, rule
+from .launch_batch import GRAPHS as GRAPH_LAUNCH_BATCH
 from .launch_templates import LaunchTemplates
 from .pipeline import Pipeline, err_of
 from .reconnect import enable_reconnect, resume_after_loss
@@ -365,11 +366,11 @@ class Connection:
         return self.pipeline.post_now(proc, args)
 
     @resuming
-    def post_encoded(self, proc: str, body: bytes, *, gather: bool = False) -> None:
+    def post_encoded(self, proc: str, body: bytes) -> None:
         """`post` with the arguments already XDR-encoded in `body` (the launch hot path; the
-        replay log, when it logs, keeps them decoded); `gather`: see Pipeline.post_encoded."""
+        replay log, when it logs, keeps them decoded)."""
         self._local_message = None
-        self.pipeline.post_encoded(proc, body, gather=gather)
+        self.pipeline.post_encoded(proc, body)
 
     def post_launch(self, body: bytes) -> None:
         """A cuLaunchKernel, its launch_args XDR-encoded in `body`: sent at once when nothing
@@ -380,6 +381,17 @@ class Connection:
         self.replay_log.count("CU_LAUNCH_KERNEL")
         pending = self.pipeline.pending  # nothing outstanding: the last reply arrived
         self.pipeline.launches.add(body, at_once=not pending or pending[-1][1].done())
+
+    def post_graph_launch(self, body: bytes) -> None:
+        """A cuGraphLaunch of an exec without device-to-host slots, its graph_launch_args
+        XDR-encoded in `body`: sent at once when nothing is outstanding, else gathered with
+        the launches after it into one CU_GRAPH_LAUNCH_BATCH call, as `post_launch`'s."""
+        self._local_message = None
+        self.replay_log.count("CU_GRAPH_LAUNCH")
+        pending = self.pipeline.pending
+        self.pipeline.launches.add(
+            body, at_once=not pending or pending[-1][1].done(), proc=GRAPH_LAUNCH_BATCH
+        )
 
     def drain(self) -> int:
         """Send gathered launches, wait for every pipelined reply; return the first unreported

@@ -741,7 +741,7 @@ def cuGraphExecDestroy(hGraphExec: Any) -> tuple[Any]:
     return _out(err)
 
 
-_LAUNCH_HEAD = struct.Struct(">QQI")  # CU_GRAPH_LAUNCH's exec and stream, host_in's length
+_LAUNCH_HEAD = struct.Struct(">QQI")  # graph_launch_args' exec and stream, host_in's length
 _PADS = (b"", b"\0\0\0", b"\0\0", b"\0")
 _SMALL = 1 << 16  # host bytes sent in the call's own buffer below this (copied once)
 _FORGETS: list[Any] = []
@@ -787,11 +787,9 @@ def cuGraphLaunch(hGraphExec: Any, hStream: Any) -> tuple[Any]:
         conn.post("CU_GRAPH_LAUNCH", handle, stream, data)
         return (_SUCCESS,)
     _forget_memory_answers(conn, (handle, stream))
-    # gathered as kernel launches are: a loop of launches leaves in few writes
-    conn.post_encoded(
-        "CU_GRAPH_LAUNCH",
-        b"".join((_LAUNCH_HEAD.pack(handle, stream, n), *pieces, _PADS[n & 3])),
-        gather=True,
+    # gathered as kernel launches are: a loop of launches leaves in one CU_GRAPH_LAUNCH_BATCH
+    conn.post_graph_launch(
+        b"".join((_LAUNCH_HEAD.pack(handle, stream, n), *pieces, _PADS[n & 3]))
     )
     return (_SUCCESS,)
 

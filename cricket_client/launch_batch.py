@@ -7,9 +7,9 @@ any other call is made on the connection (`Connection` flushes first, so the ser
 program's order; a synchronizing call takes the batch along in its own write, so the server
 wakes once for both), or `delay` seconds after the first of them at the latest (a background
 thread, started on first need, sees to that: a program that launches and then computes on the
-host still gets its kernels started). Other calls gathered the same way (graph launches, held
-in the RPC client while earlier work is outstanding: `Pipeline.post_encoded(gather=True)`)
-leave with the next batch or call, or by the same timer (`arm_held`).
+host still gets its kernels started). Graph launches are gathered the same way into CU_GRAPH_LAUNCH_BATCH calls: a batch holds
+calls of one procedure, so a launch of the other kind first sends what is queued (the server
+sees the program's order).
 
 CRICKET_LAUNCH_BATCH sets `max_launches` (1 to cricket.x's MAX_LAUNCH_BATCH; default 128). Smaller batches
 let the server start on a step's launches while the client still makes the rest (on a 2-core
@@ -26,16 +26,21 @@ import threading
 import time
 from collections.abc import Callable
 
-__all__ = ["LaunchBatcher", "MAX_LAUNCHES", "MAX_BYTES", "DELAY", "DELAY_ENV", "BATCH_ENV"]
+__all__ = [
+    "BATCH_ENV", "DELAY", "DELAY_ENV", "GRAPHS", "KERNELS", "LaunchBatcher", "MAX_BYTES",
+    "MAX_LAUNCHES",
+]
 
 MAX_LAUNCHES = 128  # launches in one batch (the protocol allows MAX_LAUNCH_BATCH)
 MAX_BYTES = 1 << 16  # bytes of launch_args in one batch
 DELAY = 0.0005  # seconds a gathered launch may wait for more at the most
 DELAY_ENV = "CRICKET_LAUNCH_DELAY_US"
 BATCH_ENV = "CRICKET_LAUNCH_BATCH"
+KERNELS = "CU_LAUNCH_KERNEL_BATCH"  # the procedure of a batch of cuLaunchKernel calls
+GRAPHS = "CU_GRAPH_LAUNCH_BATCH"  # and of cuGraphLaunch calls
 _COUNT = struct.Struct(">I")
 
-Send = Callable[[int, bytes], None]  # (launches, launch_batch encoding)
+Send = Callable[[str, int, bytes], None]  # (procedure, calls, its batch's encoding)
 
 
 def _delay_from_env() -> float:
@@ -67,7 +72,9 @@ def _batch_from_env() -> int:
 
 
 class LaunchBatcher:
-    """Encoded launch_args waiting to be sent as one launch_batch by `send(count, body)`.
+    """Encoded launches waiting to be sent as one batch by `send(proc, count, body)`: the
+    launch_args of a launch_batch (`KERNELS`) or the graph_launch_args of a
+    graph_launch_batch (`GRAPHS`).
 
     `send` must not raise for a lost connection (the connection reports lost calls at its
     next synchronizing call); it is called with this batcher's lock held, which keeps the
@@ -78,21 +85,19 @@ class LaunchBatcher:
         send: Send,
         *,
         send_with_next: Send | None = None,
-        flush_held: Callable[[], None] | None = None,
         max_launches: int | None = None,
         max_bytes: int = MAX_BYTES,
         delay: float | None = None,
     ) -> None:
         self._send = send
         self._send_with_next = send_with_next or send
-        self._flush_held = flush_held  # sends the calls held in the RPC client
-        self._held = False  # calls wait in the RPC client for the timer (`arm_held`)
         self.max_launches = _batch_from_env() if max_launches is None else max_launches
         self.max_bytes = max_bytes
         self.delay = _delay_from_env() if delay is None else delay
         self._lock = threading.Lock()  # taken directly on the hot path (`with` on a Lock is C)
         self._cond = threading.Condition(self._lock)
-        self.queued: list[bytes] = []  # encoded launch_args not sent yet (read without the lock)
+        self.queued: list[bytes] = []  # encoded launches not sent yet (read without the lock)
+        self.proc = KERNELS  # the procedure of those queued
         self._bytes = 0
         self._due: float | None = None  # when the gathered batch must go at the latest
         self._timer: threading.Thread | None = None
@@ -104,9 +109,14 @@ class LaunchBatcher:
     def __len__(self) -> int:
         return len(self.queued)
 
-    def add(self, body: bytes, *, at_once: bool) -> None:
-        """Queue one launch; with `at_once` (nothing outstanding), send what is queued now."""
+    def add(self, body: bytes, *, at_once: bool, proc: str = KERNELS) -> None:
+        """Queue one launch of batch procedure `proc`; with `at_once` (nothing outstanding),
+        send what is queued now."""
         with self._lock:
+            if proc != self.proc:
+                if self.queued:
+                    self._flush_locked()  # the other kind's batch goes first
+                self.proc = proc
             parts = self.queued
             parts.append(body)
             size = self._bytes = self._bytes + len(body)
@@ -127,22 +137,11 @@ class LaunchBatcher:
             if self.queued:
                 self._flush_locked(self._send_with_next if with_next else self._send)
 
-    def arm_held(self) -> None:
-        """A call was held in the RPC client to leave with later ones: make sure it leaves
-        within `delay` (with a batch, any other call, or `flush_held` from the timer)."""
-        with self._lock:
-            self._held = True
-            if self._due is None:
-                self._arm_locked()
-
     def close(self) -> None:
         """Send what is queued and stop the timer thread."""
         with self._cond:
             if self.queued:
                 self._flush_locked()
-            elif self._held and self._flush_held is not None:
-                self._held = False
-                self._flush_held()
             self._closed = True
             self._cond.notify_all()
         timer = self._timer
@@ -154,14 +153,13 @@ class LaunchBatcher:
         count = len(parts)
         body = _COUNT.pack(count) + b"".join(parts)
         try:
-            (send or self._send)(count, body)
+            (send or self._send)(self.proc, count, body)
         finally:
             # Emptied only once sent: `flush` (another thread's call) sees them queued until
             # then, takes the lock, and so cannot overtake a batch being sent.
             self.queued = []
             self._bytes = 0
             self._due = None
-            self._held = False  # the batch's write carried the held calls before it
 
     def _arm_locked(self) -> None:
         """The first launch of a gathered batch: make sure it leaves within `delay`."""
@@ -194,6 +192,3 @@ class LaunchBatcher:
                     self._flush_locked()  # which clears `_due`
                 else:
                     self._due = None
-                    if self._held and self._flush_held is not None:
-                        self._held = False
-                        self._flush_held()

@@ -77,7 +77,6 @@ class Pipeline:
         self.launches = LaunchBatcher(
             self._send_launch_batch,
             send_with_next=self._send_launch_batch_with_next,
-            flush_held=self._flush_held,
         )
 
     # -- sending ---------------------------------------------------------------------------
@@ -88,51 +87,33 @@ class Pipeline:
             raise ValueError(f"{proc} is not marked pipelined (@pipelined) in cricket.x")
         self._keep(proc, self._send_deferrable(proc, args))
 
-    def post_encoded(self, proc: str, body: bytes, *, gather: bool = False) -> None:
-        """`post` with the arguments already XDR-encoded in `body`.
-
-        `gather`: gathered as launches are (`LaunchBatcher`), whatever its size: sent at once
-        when nothing is outstanding, else held in the RPC client to leave in one write with
-        the calls after it, once `MAX_BYTES` wait, or by the batcher's timer."""
+    def post_encoded(self, proc: str, body: bytes) -> None:
+        """`post` with the arguments already XDR-encoded in `body`."""
         if proc not in pipelined():
             raise ValueError(f"{proc} is not marked pipelined (@pipelined) in cricket.x")
         prog, vers, number, _codecs, decode = self._how_to_send(proc)
-        rpc = self.rpc
-        if not gather:
-            self._keep(proc, Pending(rpc.call_async(prog, vers, number, body, defer=True), decode))
-            return
-        pending = self.pending
-        hold = bool(pending) and not pending[-1][1].done()
-        self._keep(proc, Pending(rpc.call_async(prog, vers, number, body, hold=hold), decode))
-        if hold:
-            if rpc.queued_bytes >= self.launches.max_bytes:
-                rpc.flush()
-            else:
-                self.launches.arm_held()
+        self._keep(proc, Pending(self.rpc.call_async(prog, vers, number, body, defer=True), decode))
 
-    def _flush_held(self) -> None:
-        """The batcher's timer: calls held in the RPC client leave now (a lost connection is
-        reported by the next synchronizing call)."""
-        self.rpc.flush()
-
-    def _send_launch_batch_with_next(self, count: int, body: bytes) -> None:
+    def _send_launch_batch_with_next(self, proc: str, count: int, body: bytes) -> None:
         """A batch the caller's next call takes along: held in the RPC client to leave in one
         write with that call (one wake-up of the server for both). A caller that then sends
         nothing must `rpc.flush()`."""
-        self._send_launch_batch(count, body, defer=True)
+        self._send_launch_batch(proc, count, body, defer=True)
 
-    def _send_launch_batch(self, count: int, body: bytes, *, defer: bool = False) -> None:
-        prog, vers, number, _codecs, decode = self._how_to_send("CU_LAUNCH_KERNEL_BATCH")
+    def _send_launch_batch(
+        self, proc: str, count: int, body: bytes, *, defer: bool = False
+    ) -> None:
+        prog, vers, number, _codecs, decode = self._how_to_send(proc)
         try:
             # `defer`: held whatever its size, to leave in the next call's write
             call = self.rpc.call_async(prog, vers, number, body, hold=defer)
         except ConnectionLost as lost:  # reported by the next synchronizing call
             with self._lock:
-                self.lost_procs.append(f"CU_LAUNCH_KERNEL_BATCH ({count} launches)")
+                self.lost_procs.append(f"{proc} ({count} launches)")
                 if self.deferred_exception is None:
                     self.deferred_exception = lost
             return
-        self._keep("CU_LAUNCH_KERNEL_BATCH", Pending(call, decode))
+        self._keep(proc, Pending(call, decode))
 
     def post_now(self, proc: str, args: tuple[Any, ...], *, answered_at_once: bool = False) -> Pending:
         """Send a pipelined call in a write of its own now (not deferred: its bytes are on

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from cricket_server.backends.base import CUDA_SUCCESS
+from cricket_server.launch_batch import GraphLaunch
 from cricket_server.session import Session
 from rpc_spec import cricket_rpc as proto
 
@@ -121,6 +122,11 @@ class GraphProcedures:
         return self._status(
             ctx, "cuGraphLaunch", lambda s: s.graph_launch(exec_, stream, memoryview(host_in))
         )
+
+    def CU_GRAPH_LAUNCH_BATCH(self, ctx: Any, launches: list[GraphLaunch]) -> int:
+        return self._run(
+            ctx, "cuGraphLaunch", Session.graph_launch_batch, launches, calls=len(launches)
+        )[0]
 
     def CU_GRAPH_LAUNCH_SYNC(
         self, ctx: Any, exec_: int, stream: int, host_in: Any

@@ -33,7 +33,11 @@ from cricket_server.graph_access_procedures import GraphAccessProcedures
 from cricket_server.graph_procedures import GraphProcedures
 from cricket_server.handle_checks import KIND_SHIFT, tag_masks, wrong_kind
 from cricket_server.kernel_node_attr_procedures import KernelNodeAttrProcedures
-from cricket_server.launch_batch import Launch, decode_launch_batch_args
+from cricket_server.launch_batch import (
+    Launch,
+    decode_graph_launch_batch_args,
+    decode_launch_batch_args,
+)
 from cricket_server.limits import confine_checkpoint_path
 from cricket_server.service_arrays import ArrayProcedures
 from cricket_server.service_device_facts import DeviceFactProcedures
@@ -133,7 +137,10 @@ class CricketService(
     # the handler returns, so no copy out of the record. `@pipelined`: the client does not
     # wait for each reply, so they may share writes.
     VIEW_ARGS = frozenset(n for n, p in proto.CRICKET_V1_Server.PROCEDURES.items() if p.facts.views)
-    ARG_DECODERS = {proto.CU_LAUNCH_KERNEL_BATCH: decode_launch_batch_args}
+    ARG_DECODERS = {
+        proto.CU_LAUNCH_KERNEL_BATCH: decode_launch_batch_args,
+        proto.CU_GRAPH_LAUNCH_BATCH: decode_graph_launch_batch_args,
+    }
     DEFERRED_REPLIES = frozenset(
         n for n, p in proto.CRICKET_V1_Server.PROCEDURES.items() if p.facts.pipelined
     )

@@ -53,6 +53,7 @@ from cricket_server.session_core import (
 from cricket_server.session_dev_resources import SessionDevResources
 from cricket_server.session_device_facts import SessionDeviceFacts
 from cricket_server.session_graph_access import SessionGraphAccess
+from cricket_server.session_graph_batches import SessionGraphBatches
 from cricket_server.session_graph_mem_ops import SessionGraphMemOps
 from cricket_server.session_graph_nodes import SessionGraphNodes
 from cricket_server.session_kernel_node_attrs import SessionKernelNodeAttrs
@@ -260,6 +261,7 @@ class Session(
     SessionLibraryModules,
     SessionTail,
     SessionLink,
+    SessionGraphBatches,
     SessionGraphAccess,
     SessionKernelNodeAttrs,
     SessionGraphMemOps,

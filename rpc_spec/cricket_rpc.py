@@ -171,6 +171,7 @@ __all__ = [
     'CU_GRAPH_EXEC_DESTROY',
     'CU_GRAPH_LAUNCH',
     'CU_GRAPH_LAUNCH_SYNC',
+    'CU_GRAPH_LAUNCH_BATCH',
     'CU_GRAPH_EXEC_NODE_SET_PARAMS',
     'CU_GRAPH_EXEC_UPDATE',
     'CU_STREAM_BEGIN_CAPTURE',
@@ -320,6 +321,7 @@ __all__ = [
     'param_info',
     'param_info_result',
     'launch_args',
+    'graph_launch_args',
     'checkpoint_done',
     'checkpoint_result',
     'device_attribute_value',
@@ -397,6 +399,7 @@ __all__ = [
     'attribute_list',
     'option_list',
     'launch_batch',
+    'graph_launch_batch',
     'ckpt_path',
     'device_attribute_list',
     'launch_attribute_list',
@@ -441,6 +444,7 @@ __all__ = [
     'xdr_param_info',
     'xdr_param_info_result',
     'xdr_launch_args',
+    'xdr_graph_launch_args',
     'xdr_checkpoint_done',
     'xdr_checkpoint_result',
     'xdr_device_attribute_value',
@@ -518,6 +522,7 @@ __all__ = [
     'xdr_attribute_list',
     'xdr_option_list',
     'xdr_launch_batch',
+    'xdr_graph_launch_batch',
     'xdr_ckpt_path',
     'xdr_device_attribute_list',
     'xdr_launch_attribute_list',
@@ -691,6 +696,7 @@ CU_GRAPH_INSTANTIATE = 412
 CU_GRAPH_EXEC_DESTROY = 413
 CU_GRAPH_LAUNCH = 414
 CU_GRAPH_LAUNCH_SYNC = 415
+CU_GRAPH_LAUNCH_BATCH = 418
 CU_GRAPH_EXEC_NODE_SET_PARAMS = 416
 CU_GRAPH_EXEC_UPDATE = 417
 CU_STREAM_BEGIN_CAPTURE = 420
@@ -1546,6 +1552,24 @@ class launch_args:
     def decode(cls, data: Any) -> launch_args:
         """Decode a whole buffer (trailing bytes are an error)."""
         return xdr_launch_args.decode(data)  # type: ignore[no-any-return]
+
+
+@_dc.dataclass(slots=True)
+class graph_launch_args:
+    """struct graph_launch_args."""
+
+    exec: cu_handle
+    stream: cu_handle
+    host_in: bytes
+
+    def encode(self) -> bytes:
+        """The XDR encoding of this value."""
+        return xdr_graph_launch_args.encode(self)
+
+    @classmethod
+    def decode(cls, data: Any) -> graph_launch_args:
+        """Decode a whole buffer (trailing bytes are an error)."""
+        return xdr_graph_launch_args.decode(data)  # type: ignore[no-any-return]
 
 
 @_dc.dataclass(slots=True)
@@ -3327,6 +3351,7 @@ xdr_global_result = _xdr.Union('global_result')
 xdr_param_info = _xdr.Struct('param_info')
 xdr_param_info_result = _xdr.Union('param_info_result')
 xdr_launch_args = _xdr.Struct('launch_args')
+xdr_graph_launch_args = _xdr.Struct('graph_launch_args')
 xdr_checkpoint_done = _xdr.Struct('checkpoint_done')
 xdr_checkpoint_result = _xdr.Union('checkpoint_result')
 xdr_device_attribute_value = _xdr.Struct('device_attribute_value')
@@ -3404,6 +3429,7 @@ xdr_name_str = _xdr.String(MAX_NAME)
 xdr_attribute_list = _xdr.VarArray(_xdr.xdr_int, MAX_ATTRS)
 xdr_option_list = _xdr.VarArray(xdr_option_value, MAX_ATTRS)
 xdr_launch_batch = _xdr.VarArray(xdr_launch_args, MAX_LAUNCH_BATCH)
+xdr_graph_launch_batch = _xdr.VarArray(xdr_graph_launch_args, MAX_LAUNCH_BATCH)
 xdr_ckpt_path = _xdr.String(MAX_NAME)
 xdr_device_attribute_list = _xdr.VarArray(_xdr.xdr_int, MAX_DEVICE_ATTRS)
 xdr_launch_attribute_list = _xdr.VarArray(xdr_launch_attribute, MAX_ATTRS)
@@ -3779,6 +3805,33 @@ def _xdr_launch_args__unpack(dec: _xdr.Decoder) -> launch_args:
     except KeyError as e:
         raise _xdr.XdrDecodeError('struct launch_args: %s is not a declared enum value' % e) from None
     return launch_args(a0_0, a0_1, a0_2, a0_3, a0_4, a0_5, a0_6, a0_7, a0_8, f9)
+
+
+_xdr_graph_launch_args__st0 = _struct.Struct('>QQ')
+_xdr_graph_launch_args__S0, _xdr_graph_launch_args__U0 = _xdr_graph_launch_args__st0.pack, _xdr_graph_launch_args__st0.unpack_from
+
+
+def _xdr_graph_launch_args__pack(enc: _xdr.Encoder, v: Any) -> None:
+    try:
+        enc.buf += _xdr_graph_launch_args__S0(v.exec, v.stream)
+        _xdr_graph_launch_args__p2(enc, v.host_in)
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise _xdr.XdrEncodeError(xdr_graph_launch_args.diagnose(v, e)) from None
+
+
+def _xdr_graph_launch_args__unpack(dec: _xdr.Decoder) -> graph_launch_args:
+    try:
+        pos = dec.pos
+        a0_0, a0_1, = _xdr_graph_launch_args__U0(dec.mv, pos)
+        dec.pos = pos + 16
+        f2 = _xdr_graph_launch_args__u2(dec)
+    except _struct.error:
+        raise _xdr.XdrDecodeError('struct graph_launch_args: data ends early at offset %d' % dec.pos) from None
+    except KeyError as e:
+        raise _xdr.XdrDecodeError('struct graph_launch_args: %s is not a declared enum value' % e) from None
+    return graph_launch_args(a0_0, a0_1, f2)
 
 
 _xdr_checkpoint_done__st0 = _struct.Struct('>IQQQ')
@@ -5243,6 +5296,15 @@ xdr_launch_args.define(
     ],
     coders=(_xdr_launch_args__pack, _xdr_launch_args__unpack),
 )
+xdr_graph_launch_args.define(
+    graph_launch_args,
+    [
+        ('exec', xdr_cu_handle),
+        ('stream', xdr_cu_handle),
+        ('host_in', _xdr.VarOpaque(None)),
+    ],
+    coders=(_xdr_graph_launch_args__pack, _xdr_graph_launch_args__unpack),
+)
 xdr_checkpoint_done.define(
     checkpoint_done,
     [
@@ -5990,6 +6052,8 @@ _xdr_module_loaded__p2 = xdr_module_loaded.fields[2][1].packer()
 _xdr_module_loaded__u2 = xdr_module_loaded.fields[2][1].unpacker()
 _xdr_launch_args__p9 = xdr_launch_args.fields[9][1].packer()
 _xdr_launch_args__u9 = xdr_launch_args.fields[9][1].unpacker()
+_xdr_graph_launch_args__p2 = xdr_graph_launch_args.fields[2][1].packer()
+_xdr_graph_launch_args__u2 = xdr_graph_launch_args.fields[2][1].unpacker()
 _xdr_device_properties__p0 = xdr_device_properties.fields[0][1].packer()
 _xdr_device_properties__u0 = xdr_device_properties.fields[0][1].unpacker()
 _xdr_device_properties__p1 = xdr_device_properties.fields[1][1].packer()
@@ -6067,6 +6131,7 @@ name_str = str
 attribute_list = list
 option_list = list
 launch_batch = list
+graph_launch_batch = list
 ckpt_path = str
 device_attribute_list = list
 launch_attribute_list = list
@@ -9715,6 +9780,20 @@ class CRICKET_V1_Client:
         call = self._rpc.call_async(0x20c0ffee, 1, 415, _enc.buffers())
         return _Pending(call, xdr_mem_result.decode)
 
+    def CU_GRAPH_LAUNCH_BATCH(self, arg1: graph_launch_batch, *, timeout: float | None = None) -> int:
+        """Call CU_GRAPH_LAUNCH_BATCH (418) and wait for its result."""
+        _enc = _xdr.Encoder()
+        xdr_graph_launch_batch.pack(_enc, arg1)
+        body = self._rpc.call(0x20c0ffee, 1, 418, _enc.buffers(), timeout=timeout)
+        return _xdr.xdr_int.decode(body)  # type: ignore[no-any-return]
+
+    def CU_GRAPH_LAUNCH_BATCH_async(self, arg1: graph_launch_batch) -> _Pending:
+        """Send CU_GRAPH_LAUNCH_BATCH (418); ``.result(timeout)`` gives the result."""
+        _enc = _xdr.Encoder()
+        xdr_graph_launch_batch.pack(_enc, arg1)
+        call = self._rpc.call_async(0x20c0ffee, 1, 418, _enc.buffers())
+        return _Pending(call, _xdr.xdr_int.decode)
+
     def CU_GRAPH_EXEC_NODE_SET_PARAMS(self, arg1: cu_handle, arg2: cu_handle, arg3: graph_node_params, *, timeout: float | None = None) -> int:
         """Call CU_GRAPH_EXEC_NODE_SET_PARAMS (416) and wait for its result."""
         _enc = _xdr.Encoder()
@@ -12220,6 +12299,11 @@ class CRICKET_V1_Server:
             415, 'CU_GRAPH_LAUNCH_SYNC', (xdr_cu_handle, xdr_cu_handle, xdr_mem_data), xdr_mem_result,
             _Facts(replay='replay', views=(2,), handles=((0, ('graph_exec',)), (1, ('stream',)))),
         ),
+        418: _Procedure(
+            418, 'CU_GRAPH_LAUNCH_BATCH', (xdr_graph_launch_batch,), _xdr.xdr_int,
+            _Facts(pipelined=True, replay='replay'),
+            plan=_Plan(decode_reply=_xdr_plan_status),
+        ),
         416: _Procedure(
             416, 'CU_GRAPH_EXEC_NODE_SET_PARAMS', (xdr_cu_handle, xdr_cu_handle, xdr_graph_node_params), _xdr.xdr_int,
             _Facts(replay='replay', handles=((0, ('graph_exec',)), (1, ('graph_node',)))),
@@ -13343,6 +13427,10 @@ class CRICKET_V1_Server:
         """CU_GRAPH_LAUNCH_SYNC (415): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_LAUNCH_SYNC")
 
+    def CU_GRAPH_LAUNCH_BATCH(self, ctx: Any, arg1: graph_launch_batch) -> int:
+        """CU_GRAPH_LAUNCH_BATCH (418): not served unless overridden."""
+        raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_LAUNCH_BATCH")
+
     def CU_GRAPH_EXEC_NODE_SET_PARAMS(self, ctx: Any, arg1: cu_handle, arg2: cu_handle, arg3: graph_node_params) -> int:
         """CU_GRAPH_EXEC_NODE_SET_PARAMS (416): not served unless overridden."""
         raise NotImplementedError("CRICKET_PROG.CRICKET_V1.CU_GRAPH_EXEC_NODE_SET_PARAMS")
@@ -13849,6 +13937,7 @@ _xdr.ready_all(
     xdr_param_info,
     xdr_param_info_result,
     xdr_launch_args,
+    xdr_graph_launch_args,
     xdr_checkpoint_done,
     xdr_checkpoint_result,
     xdr_device_attribute_value,
@@ -13926,6 +14015,7 @@ _xdr.ready_all(
     xdr_attribute_list,
     xdr_option_list,
     xdr_launch_batch,
+    xdr_graph_launch_batch,
     xdr_ckpt_path,
     xdr_device_attribute_list,
     xdr_launch_attribute_list,

@@ -283,6 +283,12 @@ class BackendSession(abc.ABC):
         go one by one through `launcher`."""
         return None
 
+    def fast_graph_launcher(self) -> Any:
+        """A C loop that makes a graph launch batch's launches from its record (the cuda
+        backend's `fast_graph_launch.FastGraphLauncher`, tables empty, the context current),
+        or None: launches go one by one through `graph_launch`."""
+        return None
+
     def launcher(self) -> Launcher:
         """A function launching one kernel as `launch` does (not cooperative), for a run of
         launches made under one hold of the session's lock with nothing else in between

@@ -96,7 +96,7 @@ def test_a_held_graph_launch_leaves_without_a_later_call(
     check(cuda.cuGraphLaunch(exec_, stream))  # the first one's reply not in: held
     rpc = session._rpc
     deadline = time.monotonic() + 30
-    while rpc.queued_bytes:  # the program computes on the host meanwhile: no call
+    while rpc.queued_bytes or session.pipeline.launches.queued:  # no call meanwhile
         assert time.monotonic() < deadline, "a held graph launch never left"
         time.sleep(0.001)
     check(cuda.cuStreamSynchronize(stream))

@@ -12,7 +12,7 @@ def test_flush_waits_for_a_batch_the_timer_is_sending() -> None:
     sending, release = threading.Event(), threading.Event()
     order: list[str] = []
 
-    def send(count: int, body: bytes) -> None:
+    def send(proc: str, count: int, body: bytes) -> None:
         sending.set()
         release.wait(30)
         order.append(f"batch of {count}")

@@ -15,7 +15,7 @@ def _batches(monkeypatch: pytest.MonkeyPatch, value: str | None, launches: int) 
     else:
         monkeypatch.setenv(BATCH_ENV, value)
     sent: list[int] = []
-    batcher = LaunchBatcher(lambda count, body: sent.append(count), delay=60.0)
+    batcher = LaunchBatcher(lambda proc, count, body: sent.append(count), delay=60.0)
     try:
         for _ in range(launches):
             batcher.add(b"x" * 48, at_once=False)
@@ -38,4 +38,4 @@ def test_small_batches_leave_as_they_fill(monkeypatch: pytest.MonkeyPatch) -> No
 def test_a_wrong_value_is_named(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
     monkeypatch.setenv(BATCH_ENV, value)
     with pytest.raises(ValueError, match=f"CRICKET_LAUNCH_BATCH={value!r}"):
-        LaunchBatcher(lambda count, body: None)
+        LaunchBatcher(lambda proc, count, body: None)

@@ -13,8 +13,10 @@ class _Sink:
     def __init__(self) -> None:
         self.sent: list[int] = []
         self.arrived = threading.Event()
+        self.procs: list[str] = []
 
-    def __call__(self, count: int, body: bytes) -> None:
+    def __call__(self, proc: str, count: int, body: bytes) -> None:
+        self.procs.append(proc)
         self.sent.append(count)
         self.arrived.set()
 

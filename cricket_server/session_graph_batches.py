@@ -1,0 +1,101 @@
+"""CU_GRAPH_LAUNCH_BATCH: a run of cuGraphLaunch calls the client gathered into one call.
+
+Each launch is made as if it had come alone (the checks and errors of `graph_launch`), in
+order; every one is attempted and the first failure is raised afterwards, naming its place in
+the batch, as for kernel launch batches (`SessionModules.launch_batch`). Where the backend has
+a C loop for them (`BackendSession.fast_graph_launcher`), each exec and stream handle of the
+batch is checked here once and handed to the loop, which makes the launches from the record;
+a launch it hands back is made or reported here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from cricket_server.backends.base import CUDA_ERROR_INVALID_VALUE, CudaError
+from cricket_server.launch_batch import GraphLaunch
+from cricket_server.session_graphs import SessionGraphs
+
+__all__ = ["SessionGraphBatches"]
+
+_CALL = "cuGraphLaunch"
+
+
+class SessionGraphBatches(SessionGraphs):
+    """`graph_launch_batch` of `Session`."""
+
+    def graph_launch_batch(self, launches: Sequence[GraphLaunch]) -> None:
+        """cuGraphLaunch for each launch, in order, each attempted as if it came alone; the
+        first failure is raised afterwards, naming its place in the batch."""
+        count = len(launches)
+        try:
+            self.current(_CALL)
+        except CudaError as e:
+            raise CudaError(e.code, f"{e.message} (all {count} launches of a batch)") from None
+        body = getattr(launches, "body", None)
+        fast = self.bsession.fast_graph_launcher() if body is not None else None
+        first: tuple[int, CudaError] | None = None
+        tabled: set[int] = set()  # exec handles in the loop's table
+        streams: set[int] = set()
+        untabled: set[int] = set()  # exec handles the loop cannot launch
+        index = 0
+        while index < count:
+            if fast is not None:
+                index, code = fast.run(body, index)
+                if index >= count:
+                    break
+                if code:  # the driver refused this launch: the next ones go on
+                    first = first or (index, fast.error(code))
+                    index += 1
+                    continue
+            handle, stream, host_in = launches[index]
+            try:
+                if (
+                    fast is not None
+                    and handle not in untabled
+                    and (handle not in tabled or stream not in streams)
+                    and self._table(fast, handle, stream, tabled, streams, untabled)
+                ):
+                    continue  # the loop launches it now
+                self._graph_launch_alone(handle, stream, host_in)
+            except CudaError as e:
+                first = first or (index, e)
+            index += 1
+        if first is not None:
+            index, error = first
+            raise CudaError(
+                error.code, f"launch {index + 1} of {count} in a batch: {error.message}"
+            )
+
+    def _graph_launch_alone(self, handle: int, stream: int, host_in: memoryview) -> None:
+        record = self._exec(_CALL, handle)
+        if len(record.in_sizes) != len(record.host_copies):
+            raise CudaError(
+                CUDA_ERROR_INVALID_VALUE,
+                f"{_CALL}: exec {handle:#x} copies into client host memory: its launches "
+                "return those bytes and cannot share a batch",
+            )
+        self.graph_launch(handle, stream, host_in)
+
+    def _table(
+        self, fast: Any, handle: int, stream: int, tabled: set[int], streams: set[int],
+        untabled: set[int],
+    ) -> bool:  # fmt: skip
+        """Check an exec and stream as `graph_launch` would and put them in the loop's tables;
+        whether the loop can launch the exec."""
+        record = self._exec(_CALL, handle)
+        if self._capture_of(stream) is not None:
+            raise self._unsupported_in_capture(_CALL, stream)
+        obj = self._stream(_CALL, stream)
+        if handle not in tabled:
+            if len(record.in_sizes) != len(record.host_copies) or not fast.add_exec(
+                handle, record.obj
+            ):
+                untabled.add(handle)
+                return False
+            tabled.add(handle)
+        if stream not in streams:
+            fast.add_stream(stream, obj)
+            streams.add(stream)
+        return True
