@@ -32,6 +32,16 @@ class Event:
     def __init__(self) -> None:
         self.busy = False
 
+    def __int__(self) -> int:
+        return id(self)
+
+
+class Handle(str):
+    """A made object's name, which converts to a number as the driver's handles do."""
+
+    def __int__(self) -> int:
+        return hash(self) & 0xFFFFFFFF
+
 
 class GpuStandIn:
     """Graph, event and pinned-memory calls; recorded launches stay in flight until `finish`."""
@@ -56,7 +66,7 @@ class GpuStandIn:
     def _made(self, name: str, *args: Any) -> tuple[Any, ...]:
         self.next += 1
         if name.startswith(("cuGraphAdd", "cuGraphCreate", "cuGraphInstantiate")):
-            return (0, f"{name}#{self.next}")
+            return (0, Handle(f"{name}#{self.next}"))
         return (0,)
 
     def _cuMemHostAlloc(self, name: str, size: int, flags: int) -> tuple[Any, ...]:
@@ -123,8 +133,10 @@ def gpu(monkeypatch: pytest.MonkeyPatch) -> GpuStandIn:
 
 
 KERNEL = (real.CUfunction(0x55), (1, 1, 1), (32, 1, 1), 0, b"\x01" * 8)
-STEP = [  # a decoding step: input bytes in, a kernel
-    ExecNode(1, 1, (), copy=(False, 0x7000, True, 0, 8)),
+STEP = [  # a step whose input copy follows a kernel (so it cannot be copied ahead): a kernel,
+    # input bytes in, a kernel
+    ExecNode(0, 0, (), kernel=KERNEL),
+    ExecNode(1, 1, (0,), copy=(False, 0x7000, True, 0, 8)),
     ExecNode(2, 0, (1,), kernel=KERNEL),
 ]
 

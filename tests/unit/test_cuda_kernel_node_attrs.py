@@ -11,6 +11,8 @@ import pytest
 
 real = pytest.importorskip("cuda.bindings.driver")
 
+from test_cuda_graph_staging import Handle  # noqa: E402
+
 from cricket_server.backends.base import CudaError  # noqa: E402
 from cricket_server.backends.cuda import graphs as cuda_graphs  # noqa: E402
 from cricket_server.backends.cuda import kernel_node_attrs  # noqa: E402
@@ -38,7 +40,7 @@ class StandIn:
                 node, attr = args
                 return (0, self.values.get((node, int(attr)), real.CUkernelNodeAttrValue()))
             if name.startswith(("cuGraphAdd", "cuGraphCreate", "cuGraphInstantiate")):
-                return (0, f"{name}#{len(self.calls)}")
+                return (0, Handle(f"{name}#{len(self.calls)}"))
             return (0,)
 
         fn.__name__ = name

@@ -1,4 +1,5 @@
-"""The launches of a CU_LAUNCH_KERNEL_BATCH made by a C loop (`fast_launch.c`).
+"""The launches of a CU_LAUNCH_KERNEL_BATCH made by a C loop (`fast_launch.c`; the same library's
+loop for CU_GRAPH_LAUNCH_BATCH is driven by `fast_graph_launch`).
 
 Per launch the Python path costs more than the driver's own cuLaunchKernel (a tuple to
 unpack, two lookups, the parameter copy and cuda-python's conversion of eleven arguments).
@@ -30,7 +31,7 @@ from typing import Any
 
 from ..base import CudaError
 
-__all__ = ["ENV", "FastLauncher", "load"]
+__all__ = ["ENV", "FastLauncher", "StreamTable", "load"]
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,23 @@ uint32_t cricket_launch_batch(cricket_launch_fn launch, const unsigned char *bod
                               const cricket_stream *streams, uint32_t nstreams, int *err);
 int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                    unsigned bz, unsigned shared, void *stream, void **params, void **extra);
+
+typedef int (*cricket_graph_launch_fn)(void *exec, void *stream);
+typedef int (*cricket_copy_fn)(uint64_t dst, const void *src, size_t n, void *stream);
+typedef int (*cricket_record_fn)(void *event, void *stream);
+typedef int (*cricket_event_fn)(void *event);
+typedef struct { cricket_graph_launch_fn launch; cricket_copy_fn copy; cricket_record_fn record;
+                 cricket_event_fn query; cricket_event_fn wait; } cricket_graph_driver;
+typedef struct { uint64_t handle; void *ahead; } cricket_graph;
+uint32_t cricket_graph_launch_batch(const cricket_graph_driver *drv, const unsigned char *body,
+                                    size_t len, uint32_t start, const cricket_graph *graphs,
+                                    uint32_t ngraphs, const cricket_stream *streams,
+                                    uint32_t nstreams, int *err);
+int cuGraphLaunch(void *exec, void *stream);
+int cuMemcpyHtoDAsync_v2(uint64_t dst, const void *src, size_t n, void *stream);
+int cuEventRecord(void *event, void *stream);
+int cuEventQuery(void *event);
+int cuEventSynchronize(void *event);
 """
 _loaded: list[Any] = []  # [(ffi, library)] once tried; [None] when it cannot be had
 
@@ -121,7 +139,35 @@ def _open() -> tuple[Any, Any] | None:
         return None
 
 
-class FastLauncher:
+class StreamTable:
+    """The streams table of a C loop: each stream handle of a batch and its CUstream
+    (`stream(obj)` gives a backend stream's)."""
+
+    def __init__(self, ffi: Any, stream: Callable[[Any], int] | None) -> None:
+        self._ffi = ffi
+        self._stream = stream
+        self._err = ffi.new("int *")
+
+    def reset(self) -> None:
+        """An empty table (a new batch: handles may mean other objects than in the last)."""
+        self._streams: list[tuple[int, int]] = []
+        self._stream_array: Any = self._ffi.NULL
+
+    def add_stream(self, handle: int, obj: Any) -> None:
+        """A stream handle and its backend stream."""
+        assert self._stream is not None
+        self.add_stream_raw(handle, self._stream(obj))
+
+    def add_stream_raw(self, handle: int, stream: int) -> None:
+        """A stream handle and its CUstream."""
+        self._streams.append((handle, stream))
+        array = self._ffi.new("cricket_stream[]", len(self._streams))
+        for slot, (h, s) in zip(array, self._streams, strict=True):
+            slot.handle, slot.stream = h, self._ffi.cast("void *", s)
+        self._stream_array = array
+
+
+class FastLauncher(StreamTable):
     """The C loop for one batch at a time, with the tables it reads (see the module doc).
 
     `launch` is the driver's cuLaunchKernel as a C function pointer (`driver_launch`), or a
@@ -139,31 +185,23 @@ class FastLauncher:
         function: Callable[[Any], tuple[int, int, int, int]] | None = None,
         stream: Callable[[Any], int] | None = None,
     ) -> None:
-        self._ffi = ffi
+        super().__init__(ffi, stream)
         self._run = lib.cricket_launch_batch
         self._launch = launch
         self._describe = describe
         self._function = function
-        self._stream = stream
-        self._err = ffi.new("int *")
         self.reset()
 
     def reset(self) -> None:
         """Empty tables (a new batch: handles may mean other objects than in the last)."""
+        super().reset()
         self._fns: list[tuple[int, int, int, int, int]] = []
-        self._streams: list[tuple[int, int]] = []
         self._fn_array: Any = self._ffi.NULL
-        self._stream_array: Any = self._ffi.NULL
 
     def add_function(self, handle: int, obj: Any) -> None:
         """A function handle and its backend function (`function` says what the loop needs)."""
         assert self._function is not None
         self.add_function_raw(handle, *self._function(obj))
-
-    def add_stream(self, handle: int, obj: Any) -> None:
-        """A stream handle and its backend stream."""
-        assert self._stream is not None
-        self.add_stream_raw(handle, self._stream(obj))
 
     def add_function_raw(self, handle: int, func: int, params: int, data: int, size: int) -> None:
         """A function handle: its CUfunction, kernelParams, parameter memory and size."""
@@ -175,14 +213,6 @@ class FastLauncher:
             slot.params = self._ffi.cast("void **", p)
             slot.data = self._ffi.cast("unsigned char *", d)
         self._fn_array = array
-
-    def add_stream_raw(self, handle: int, stream: int) -> None:
-        """A stream handle and its CUstream."""
-        self._streams.append((handle, stream))
-        array = self._ffi.new("cricket_stream[]", len(self._streams))
-        for slot, (h, s) in zip(array, self._streams, strict=True):
-            slot.handle, slot.stream = h, self._ffi.cast("void *", s)
-        self._stream_array = array
 
     def run(self, body: Any, start: int) -> tuple[int, int]:
         """Launch from `start` on: (index of the first launch not made, its CUresult or 0)."""

@@ -1,10 +1,14 @@
 """CUDA graphs on the `cuda` backend: each exec is a real CUgraph built from the session's
 nodes (cuGraphAdd*Node) and instantiated (cuGraphInstantiate); a launch is one cuGraphLaunch.
 
-Client host memory in memcpy nodes becomes page-locked stages of the exec's own, planned
-when it is made (`graph_staging`): a launch copies the bytes the client sent into an idle
-stage (a small ring, so queued launches do not wait for earlier ones), launches, and, when
-the exec copies to host memory, waits for this launch and returns those bytes.
+Client host memory in memcpy nodes becomes page-locked memory of the exec's own, planned
+when it is made: when every host side is the source of a root memcpy node, each launch copies
+its bytes ahead of the graph, into a ring of slots (`graph_inputs`), and queued launches never
+wait; else the nodes read page-locked stages (`graph_staging`): a launch copies the bytes the
+client sent into the stage once the launch before it is done with it, launches, and, when the
+exec copies to host memory, waits for this launch and returns those bytes. Launches of execs
+of the first kind or without host memory can be made by the C loop of launch batches
+(`fast_launch`), which shares their `LaunchState`.
 
 Conditional nodes are the driver's: each exec creates a real conditional handle per node
 (cuGraphConditionalHandleCreate on the real graph that holds the node, with the session
@@ -18,6 +22,7 @@ alloc and free nodes are empty nodes here: their memory is the session heap's.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import tempfile
 from collections.abc import Sequence
@@ -26,6 +31,7 @@ from typing import Any
 
 from ..base import CUDA_ERROR_INVALID_VALUE, BackendSession, CudaError
 from ._driver import call, driver
+from .graph_inputs import AheadInputs, LaunchState, plain_state
 from .graph_staging import HostStaging
 from .kernel_node_attrs import (
     apply_attributes,
@@ -45,6 +51,8 @@ class CudaExec:
     exec: Any  # CUgraphExec
     nodes: dict[object, Any]  # ExecNode key -> CUgraphNode
     staging: HostStaging | None = None  # client host memory of memcpy nodes (pinned)
+    ahead: AheadInputs | None = None  # or: root input copies made ahead of each launch
+    launch_state: LaunchState | None = None  # for the C loop; None: launched in Python only
     handles: dict[int, int] = field(default_factory=dict)  # session -> real conditional handle
 
 
@@ -64,11 +72,18 @@ class CudaGraphs(BackendSession):
         graph = call(driver.cuGraphCreate, 0)
         made = CudaExec(graph, None, {})
         try:
-            made.staging = HostStaging.plan(nodes)
+            made.ahead = AheadInputs.plan(nodes)
+            if made.ahead is None:
+                made.staging = HostStaging.plan(nodes)
             self._populate(made, graph, nodes, state.context.handle)
             made.exec = call(driver.cuGraphInstantiate, graph, 0)
             if made.staging is not None:
                 made.staging.nodes = made.nodes
+            elif made.ahead is not None:
+                made.launch_state = made.ahead.state
+                made.launch_state.exec = int(made.exec)
+            else:
+                made.launch_state = plain_state(made.exec)
         except BaseException:
             self._free_exec(made)
             raise
@@ -114,6 +129,8 @@ class CudaGraphs(BackendSession):
             return added
         if node.type == _MEMCPY:
             dst_host, dst, src_host, src, size = node.copy
+            if made.ahead is not None and node.key in made.ahead.keys:  # copied by the launch
+                return call(driver.cuGraphAddEmptyNode, graph, deps, n)
             if (src_host or dst_host) and made.staging is not None:  # stage 0's host memory
                 p = made.staging.stages[0].params[node.key]
             else:
@@ -187,6 +204,11 @@ class CudaGraphs(BackendSession):
         target = made.nodes.get(key)
         if target is None:
             raise CudaError(CUDA_ERROR_INVALID_VALUE, "cuGraphNodeSetEnabled: no such node")
+        ahead = made.ahead
+        if ahead is not None and key in ahead.keys:  # an empty node: the launches copy
+            ahead.set_enabled(key, enabled)
+            made.launch_state = None if ahead.disabled else ahead.state  # C: none skipped
+            return
         call(driver.cuGraphNodeSetEnabled, made.exec, target, 1 if enabled else 0)
 
     def graph_debug_dot(self, nodes: Sequence[Any], flags: int) -> str:
@@ -237,6 +259,8 @@ class CudaGraphs(BackendSession):
         hstream = self._stream(stream)  # type: ignore[attr-defined]
         staging = made.staging
         if staging is None:
+            if made.ahead is not None:
+                made.ahead.copy_in(host_in, hstream)
             call(driver.cuGraphLaunch, made.exec, hstream)
             return []
         stage = staging.prepare(made.exec, state.context.handle)
@@ -251,6 +275,11 @@ class CudaGraphs(BackendSession):
         self._graph_execs().pop(id(made), None)
         self._free_exec(made)
 
+    def _fast_exec_state(self, exec_: object) -> int | None:
+        """The address of an exec's LaunchState for the C loop, or None (launched in Python)."""
+        state = self._exec_of(exec_).launch_state
+        return None if state is None else ctypes.addressof(state)
+
     def _exec_of(self, exec_: object) -> CudaExec:
         if isinstance(exec_, CudaExec) and id(exec_) in self._graph_execs():
             return exec_
@@ -263,6 +292,10 @@ class CudaGraphs(BackendSession):
         if made.staging is not None:  # waits for the launches that use it
             errors += made.staging.free()
             made.staging = None
+        if made.ahead is not None:
+            errors += made.ahead.free()
+            made.ahead = None
+        made.launch_state = None
         steps: list[tuple[Any, Any]] = []
         if made.exec is not None:
             steps.append((driver.cuGraphExecDestroy, made.exec))

@@ -29,6 +29,7 @@ from .arrays import CudaArrays
 from .context import DeviceContext
 from .dev_resources import CudaDevResources
 from .device_facts import CudaSessionFacts
+from .fast_graph_launch import FastGraphLauncher, driver_table
 from .fast_launch import FastLauncher
 from .graph_mem_ops import CudaGraphMemOps
 from .graphs import CudaGraphs
@@ -395,6 +396,25 @@ class CudaSession(
                     function=self._fast_function, stream=self._fast_stream,
                 )  # fmt: skip
         fast = self._fast
+        if fast is not None:
+            self._state()
+            fast.reset()
+        return fast
+
+    def fast_graph_launcher(self) -> FastGraphLauncher | None:
+        """The C loop for graph launch batches (`fast_graph_launch`), its tables empty, the
+        context current; None where it cannot be built or CRICKET_FAST_LAUNCH=0."""
+        if not self.__dict__.get("_fast_graph_tried"):
+            self._fast_graph_tried = True
+            self._fast_graph: FastGraphLauncher | None = None
+            made = fast_launch.load()
+            if made is not None:
+                ffi, lib = made
+                self._fast_graph = FastGraphLauncher(
+                    ffi, lib, driver_table(ffi), error_text,
+                    state=self._fast_exec_state, stream=self._fast_stream,
+                )  # fmt: skip
+        fast = self._fast_graph
         if fast is not None:
             self._state()
             fast.reset()
