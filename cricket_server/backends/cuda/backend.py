@@ -12,6 +12,7 @@ from ..base import (
     BackendSession,
     CudaError,
 )
+from . import fast_launch
 from ._driver import CudaUnavailable, call, driver, enum_value
 from .context import forget_current
 from .device_facts import CudaDeviceFacts
@@ -65,6 +66,7 @@ class CudaBackend(CudaDeviceFacts, Backend):
             call(driver.cuCtxSetCurrent, self._primary)
             forget_current()
             self.reservation = self._reserve(reserve_base, reserve_size, require_base)
+        fast_launch.load()  # the C launch loops built and opened now, not in a first batch
 
     def _reserve(self, base: int, size: int, require_base: bool) -> AddressReservation:
         alignment = max(self.granularity(dev) for dev in range(self._count))
