@@ -16,6 +16,7 @@ from typing import Any
 from cricket_server.backends.base import CUDA_ERROR_INVALID_VALUE, CudaError
 from cricket_server.launch_batch import GraphLaunch
 from cricket_server.session_graphs import SessionGraphs
+from cricket_server.session_modules import raise_first_failure
 
 __all__ = ["SessionGraphBatches"]
 
@@ -29,10 +30,7 @@ class SessionGraphBatches(SessionGraphs):
         """cuGraphLaunch for each launch, in order, each attempted as if it came alone; the
         first failure is raised afterwards, naming its place in the batch."""
         count = len(launches)
-        try:
-            self.current(_CALL)
-        except CudaError as e:
-            raise CudaError(e.code, f"{e.message} (all {count} launches of a batch)") from None
+        self.current_for_batch(_CALL, count)
         body = getattr(launches, "body", None)
         fast = self.bsession.fast_graph_launcher() if body is not None else None
         first: tuple[int, CudaError] | None = None
@@ -62,11 +60,7 @@ class SessionGraphBatches(SessionGraphs):
             except CudaError as e:
                 first = first or (index, e)
             index += 1
-        if first is not None:
-            index, error = first
-            raise CudaError(
-                error.code, f"launch {index + 1} of {count} in a batch: {error.message}"
-            )
+        raise_first_failure(first, count)
 
     def _graph_launch_alone(self, handle: int, stream: int, host_in: memoryview) -> None:
         record = self._exec(_CALL, handle)

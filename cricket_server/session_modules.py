@@ -211,19 +211,11 @@ class SessionModules(SessionCore):
         first failure is raised afterwards, naming its place in the batch."""
         call = "cuLaunchKernel"
         count = len(launches)
-        try:
-            self.current(call)
-        except CudaError as e:
-            raise CudaError(e.code, f"{e.message} (all {count} launches of a batch)") from None
+        self.current_for_batch(call, count)
         body = getattr(launches, "body", None)
         fast = self.bsession.fast_launcher() if body is not None else None
         if fast is not None and body is not None:
-            first = self._launch_batch_fast(fast, launches, body)
-            if first is not None:
-                index, error = first
-                raise CudaError(
-                    error.code, f"launch {index + 1} of {count} in a batch: {error.message}"
-                )
+            raise_first_failure(self._launch_batch_fast(fast, launches, body), count)
             return
         targets: dict[int, tuple[object, int, str]] = {}  # handles cannot change in a batch
         streams: dict[int, object | None] = {}
@@ -247,11 +239,14 @@ class SessionModules(SessionCore):
             except CudaError as e:
                 if first is None:
                     first = (index, e)
-        if first is not None:
-            index, error = first
-            raise CudaError(
-                error.code, f"launch {index + 1} of {count} in a batch: {error.message}"
-            )
+        raise_first_failure(first, count)
+
+    def current_for_batch(self, call: str, count: int) -> None:
+        """`current(call)` for a batch of `count` launches: a failure names them all."""
+        try:
+            self.current(call)
+        except CudaError as e:
+            raise CudaError(e.code, f"{e.message} (all {count} launches of a batch)") from None
 
     def _launch_batch_fast(
         self, fast: Any, launches: Sequence[Launch], body: memoryview
@@ -312,6 +307,13 @@ class SessionModules(SessionCore):
         return self.bsession.occupancy_max_potential_block_size(
             fn.obj, smem, block_size_limit, flags
         )
+
+
+def raise_first_failure(first: tuple[int, CudaError] | None, count: int) -> None:
+    """Raise a batch's first failure (its index and error), naming its place in the batch."""
+    if first is not None:
+        index, error = first
+        raise CudaError(error.code, f"launch {index + 1} of {count} in a batch: {error.message}")
 
 
 def _too_few_params(call: str, handle: int, need: int, got: int, name: str) -> CudaError:

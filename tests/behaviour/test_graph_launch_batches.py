@@ -5,33 +5,18 @@ next synchronizing call with its place. Runs on CRICKET_TEST_BACKEND."""
 
 from __future__ import annotations
 
-import ctypes
 import re
-import struct
 from typing import Any
 
 import numpy as np
 from behaviour_helpers import check
+from test_launch_batches import ONE, _counter, _value
 
 import cricket_client
 from cricket_client import driver as cuda
 
 E = cuda.CUresult
-ONE = ((1,), (ctypes.c_int,))
 MODE = cuda.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_GLOBAL
-
-
-def _counter(kernels: Any) -> tuple[Any, Any]:
-    counter, _size = check(cuda.cuModuleGetGlobal(kernels, b"counter"))
-    add = check(cuda.cuModuleGetFunction(kernels, b"add_to_counter"))
-    check(cuda.cuMemsetD32(counter, 0, 1))
-    return counter, add
-
-
-def _value(counter: Any) -> int:
-    word = bytearray(4)
-    check(cuda.cuMemcpyDtoH(word, counter, 4))
-    return int(struct.unpack("<i", word)[0])
 
 
 def _captured(stream: Any, record: Any) -> Any:
@@ -39,6 +24,13 @@ def _captured(stream: Any, record: Any) -> Any:
     check(cuda.cuStreamBeginCapture(stream, MODE))
     record(stream)
     return check(cuda.cuGraphInstantiate(check(cuda.cuStreamEndCapture(stream)), 0))
+
+
+def _adding_one(stream: Any, add: Any) -> Any:
+    """An exec of one launch of add_to_counter(1)."""
+    return _captured(
+        stream, lambda s: check(cuda.cuLaunchKernel(add, 1, 1, 1, 1, 1, 1, 0, s, ONE, 0))
+    )
 
 
 def test_graph_and_kernel_launches_keep_the_program_order(
@@ -49,9 +41,7 @@ def test_graph_and_kernel_launches_keep_the_program_order(
     host = np.zeros(1, dtype=np.int32)
     # sets the counter to the host word's value at each launch
     set_counter = _captured(stream, lambda s: check(cuda.cuMemcpyHtoDAsync(counter, host, 4, s)))
-    add_one = _captured(
-        stream, lambda s: check(cuda.cuLaunchKernel(add, 1, 1, 1, 1, 1, 1, 0, s, ONE, 0))
-    )
+    add_one = _adding_one(stream, add)
     expected = 0
     for i in range(1, 61):
         check(cuda.cuLaunchKernel(add, 1, 1, 1, 1, 1, 1, 0, stream, ONE, 0))
@@ -71,9 +61,7 @@ def test_a_bad_graph_launch_inside_a_batch_is_named_and_the_others_all_run(
 ) -> None:
     counter, add = _counter(kernels)
     stream = check(cuda.cuStreamCreate(0))
-    add_one = _captured(
-        stream, lambda s: check(cuda.cuLaunchKernel(add, 1, 1, 1, 1, 1, 1, 0, s, ONE, 0))
-    )
+    add_one = _adding_one(stream, add)
     bogus = cuda.CUgraphExec(0xDEAD0000)
     for i in range(200):
         result = cuda.cuGraphLaunch(bogus if i == 120 else add_one, stream)
@@ -92,9 +80,7 @@ def test_an_exec_that_writes_host_memory_still_returns_its_bytes_between_batched
 ) -> None:
     counter, add = _counter(kernels)
     stream = check(cuda.cuStreamCreate(0))
-    add_one = _captured(
-        stream, lambda s: check(cuda.cuLaunchKernel(add, 1, 1, 1, 1, 1, 1, 0, s, ONE, 0))
-    )
+    add_one = _adding_one(stream, add)
     out = np.zeros(1, dtype=np.int32)
     read_counter = _captured(stream, lambda s: check(cuda.cuMemcpyDtoHAsync(out, counter, 4, s)))
     seen = []

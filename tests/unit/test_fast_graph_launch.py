@@ -12,6 +12,7 @@ import struct
 from typing import Any
 
 import pytest
+from test_fast_launch import _batch
 
 from cricket_server.backends.cuda import fast_launch
 from cricket_server.backends.cuda.fast_graph_launch import DRIVER_FUNCTIONS, FastGraphLauncher
@@ -26,15 +27,11 @@ def _launch(exec_: int, stream: int, data: bytes) -> bytes:
     return struct.pack(">QQI", exec_, stream, n) + data + b"\0" * (-n & 3)
 
 
-def _batch(*launches: bytes) -> bytes:
-    return struct.pack(">I", len(launches)) + b"".join(launches)
-
-
 @pytest.fixture(scope="module")
 def loop() -> tuple[Any, Any]:
     made = fast_launch.load()
     if made is None:
-        pytest.skip("no C compiler: the C launch loop cannot be built here")
+        pytest.skip("no C compiler: the C loops cannot be built here")
     return made
 
 

@@ -37,6 +37,31 @@ static uint64_t be64(const unsigned char *p)
     return ((uint64_t)be32(p) << 32) | be32(p + 4);
 }
 
+static const cricket_stream *find_stream(const cricket_stream *streams, uint32_t n, uint64_t h)
+{
+    for (uint32_t k = 0; k < n; k++)
+        if (streams[k].handle == h)
+            return &streams[k];
+    return NULL;
+}
+
+/* The length of the opaque whose length word is at `at` (`head` bytes into an entry at `pos`
+ * of `len`), and in *next where the entry after it starts; 0 with *next 0 when the record
+ * ends inside the entry. */
+static uint32_t entry_end(const unsigned char *body, size_t len, size_t pos, size_t head,
+                          size_t *next)
+{
+    *next = 0;
+    if (len - pos < head)
+        return 0;
+    uint32_t n = be32(body + pos + head - 4);
+    size_t pad = (4 - (n & 3)) & 3;
+    if ((size_t)n > len - pos - head || pad > len - pos - head - n)
+        return 0;
+    *next = pos + head + n + pad;
+    return n;
+}
+
 /* Makes launches start..count-1 of the launch_batch `body` in order. Returns the index of the
  * first launch not made (count when all were). *err is then its CUresult, or 0 when the caller
  * must take that launch: its function or stream is not in the tables, it brings fewer
@@ -51,28 +76,20 @@ uint32_t cricket_launch_batch(cricket_launch_fn launch, const unsigned char *bod
     uint32_t count = be32(body);
     size_t pos = 4;
     for (uint32_t i = 0; i < count; i++) {
-        if (len - pos < LAUNCH_HEAD)
+        size_t next;
+        uint32_t n = entry_end(body, len, pos, LAUNCH_HEAD, &next);
+        if (next == 0)
             return i;
         const unsigned char *h = body + pos;
-        uint32_t n = be32(h + 44);
-        size_t pad = (4 - (n & 3)) & 3;
-        if ((size_t)n > len - pos - LAUNCH_HEAD || pad > len - pos - LAUNCH_HEAD - n)
-            return i;
-        size_t next = pos + LAUNCH_HEAD + n + pad;
         if (i >= start) {
-            uint64_t fh = be64(h), sh = be64(h + 36);
+            uint64_t fh = be64(h);
             const cricket_fn *fn = NULL;
-            const cricket_stream *st = NULL;
             for (uint32_t k = 0; k < nfns; k++)
                 if (fns[k].handle == fh) {
                     fn = &fns[k];
                     break;
                 }
-            for (uint32_t k = 0; k < nstreams; k++)
-                if (streams[k].handle == sh) {
-                    st = &streams[k];
-                    break;
-                }
+            const cricket_stream *st = find_stream(streams, nstreams, be64(h + 36));
             if (fn == NULL || st == NULL || n < fn->size)
                 return i;
             if (fn->size)
@@ -178,28 +195,20 @@ uint32_t cricket_graph_launch_batch(const cricket_graph_driver *drv, const unsig
     uint32_t count = be32(body);
     size_t pos = 4;
     for (uint32_t i = 0; i < count; i++) {
-        if (len - pos < GRAPH_HEAD)
+        size_t next;
+        uint32_t n = entry_end(body, len, pos, GRAPH_HEAD, &next);
+        if (next == 0)
             return i;
         const unsigned char *h = body + pos;
-        uint32_t n = be32(h + 16);
-        size_t pad = (4 - (n & 3)) & 3;
-        if ((size_t)n > len - pos - GRAPH_HEAD || pad > len - pos - GRAPH_HEAD - n)
-            return i;
-        size_t next = pos + GRAPH_HEAD + n + pad;
         if (i >= start) {
-            uint64_t gh = be64(h), sh = be64(h + 8);
+            uint64_t gh = be64(h);
             const cricket_graph *g = NULL;
-            const cricket_stream *st = NULL;
             for (uint32_t k = 0; k < ngraphs; k++)
                 if (graphs[k].handle == gh) {
                     g = &graphs[k];
                     break;
                 }
-            for (uint32_t k = 0; k < nstreams; k++)
-                if (streams[k].handle == sh) {
-                    st = &streams[k];
-                    break;
-                }
+            const cricket_stream *st = find_stream(streams, nstreams, be64(h + 8));
             if (g == NULL || st == NULL)
                 return i;
             int r = graph_launch_one(drv, g->ahead, st->stream, h + GRAPH_HEAD, n);
