@@ -250,3 +250,26 @@ def die_with_parent() -> None:
 def stop_gracefully(server: Server, limit: float = LIMIT) -> int:
     """SIGTERM the server and wait for its exit status."""
     return server.stop(signal.SIGTERM, limit)
+
+
+def run_under_cricket(
+    address: str, program: Path | str, *, env: Mapping[str, str] | None = None,
+    timeout: float = 300.0, python_options: Sequence[str] = (),
+) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    """`python -m cricket_client.run --server ADDRESS PROGRAM` from the repository root, the GPU
+    hidden from it (CUDA_VISIBLE_DEVICES=, the server keeps its own): remote must mean remote,
+    so a call that stayed local fails instead of quietly running on this machine's GPU."""
+    hidden = {**(os.environ if env is None else env), "CUDA_VISIBLE_DEVICES": ""}
+    return subprocess.run(
+        [sys.executable, *python_options, "-m", "cricket_client.run", "--server", address,
+         str(program)],
+        cwd=ROOT, env=hidden, capture_output=True, text=True, timeout=timeout, check=False,
+    )  # fmt: skip
+
+
+def run_locally(program: Path | str, timeout: float = 300.0) -> subprocess.CompletedProcess[str]:
+    """`python PROGRAM` from the repository root with this machine's CUDA (the local baseline)."""
+    return subprocess.run(
+        [sys.executable, str(program)], cwd=ROOT, capture_output=True, text=True,
+        timeout=timeout, check=False,
+    )  # fmt: skip

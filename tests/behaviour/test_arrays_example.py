@@ -5,11 +5,10 @@ prints what it prints locally; on the GPU machine it also runs locally and must 
 from __future__ import annotations
 
 import importlib.util
-import subprocess
-import sys
 
 import pytest
 from behaviour_helpers import BACKEND, ROOT
+from server_harness import run_locally, run_under_cricket
 
 PROGRAM = ROOT / "examples" / "cuda_python" / "arrays.py"
 EXPECTED = [
@@ -27,16 +26,10 @@ EXPECTED = [
 def test_arrays_example_runs_unmodified_under_cricket_run(server_address: str) -> None:
     if importlib.util.find_spec("cuda.bindings.nvrtc") is None:
         pytest.skip("NVRTC (cuda-python) is not installed on this client")
-    remote = subprocess.run(
-        [sys.executable, "-m", "cricket_client.run", "--server", server_address, str(PROGRAM)],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+    remote = run_under_cricket(server_address, PROGRAM)
     assert remote.returncode == 0, remote.stdout + remote.stderr
     assert remote.stdout.splitlines() == EXPECTED
     if BACKEND == "cuda":  # the GPU machine: the same program with local cuda-python
-        local = subprocess.run(
-            [sys.executable, str(PROGRAM)], cwd=ROOT, capture_output=True, text=True,
-            timeout=300, check=False,
-        )  # fmt: skip
+        local = run_locally(PROGRAM)
         assert local.returncode == 0, local.stdout + local.stderr
         assert remote.stdout == local.stdout

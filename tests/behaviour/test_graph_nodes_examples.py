@@ -4,11 +4,9 @@ GPU machine they also run with the local cuda-python and the outputs must be the
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 from behaviour_helpers import BACKEND, ROOT
+from server_harness import run_locally, run_under_cricket
 
 EXAMPLES = ROOT / "examples" / "cuda_python"
 EXPECTED = {
@@ -33,20 +31,15 @@ EXPECTED = {
 }
 
 
-def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
-
-
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_graph_node_examples_run_unmodified_under_cricket_run(
     server_address: str, name: str
 ) -> None:
     program = EXAMPLES / name
-    remote = _run([sys.executable, "-m", "cricket_client.run", "--server", server_address,
-                   str(program)])  # fmt: skip
+    remote = run_under_cricket(server_address, program)
     assert remote.returncode == 0, remote.stdout + remote.stderr
     assert remote.stdout.splitlines() == EXPECTED[name]
     if BACKEND == "cuda":  # the GPU machine: the same program with local cuda-python
-        local = _run([sys.executable, str(program)])
+        local = run_locally(program)
         assert local.returncode == 0, local.stdout + local.stderr
         assert remote.stdout == local.stdout

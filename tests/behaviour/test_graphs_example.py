@@ -5,11 +5,10 @@ local cuda-python and the two outputs must be the same (timings go to stderr).""
 from __future__ import annotations
 
 import importlib.util
-import subprocess
-import sys
 
 import pytest
 from behaviour_helpers import BACKEND, ROOT
+from server_harness import run_locally, run_under_cricket
 
 PROGRAM = ROOT / "examples" / "cuda_python" / "graphs.py"
 EXPECTED = [
@@ -22,18 +21,13 @@ EXPECTED = [
 ]
 
 
-def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
-
-
 def test_graphs_example_runs_unmodified_under_cricket_run(server_address: str) -> None:
     if importlib.util.find_spec("cuda.bindings.nvrtc") is None:
         pytest.skip("NVRTC (cuda-python) is not installed on this client")
-    remote = _run([sys.executable, "-m", "cricket_client.run", "--server", server_address,
-                   str(PROGRAM)])  # fmt: skip
+    remote = run_under_cricket(server_address, PROGRAM)
     assert remote.returncode == 0, remote.stdout + remote.stderr
     assert remote.stdout.splitlines() == EXPECTED
     if BACKEND == "cuda":  # the GPU machine: the same program with local cuda-python
-        local = _run([sys.executable, str(PROGRAM)])
+        local = run_locally(PROGRAM)
         assert local.returncode == 0, local.stdout + local.stderr
         assert remote.stdout == local.stdout

@@ -6,11 +6,10 @@ what they print locally; on the GPU machine they also run locally and must match
 from __future__ import annotations
 
 import importlib.util
-import subprocess
-import sys
 
 import pytest
 from behaviour_helpers import BACKEND, ROOT
+from server_harness import run_locally, run_under_cricket
 
 EXAMPLES = ROOT / "examples" / "cuda_python"
 EXPECTED = {
@@ -45,16 +44,10 @@ def test_example_runs_unmodified_under_cricket_run(server_address: str, name: st
     if importlib.util.find_spec("cuda.bindings.nvrtc") is None:
         pytest.skip("NVRTC (cuda-python) is not installed on this client")
     program = EXAMPLES / name
-    remote = subprocess.run(
-        [sys.executable, "-m", "cricket_client.run", "--server", server_address, str(program)],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+    remote = run_under_cricket(server_address, program)
     assert remote.returncode == 0, remote.stdout + remote.stderr
     assert remote.stdout.splitlines() == EXPECTED[name]
     if BACKEND == "cuda":  # the GPU machine: the same program with local cuda-python
-        local = subprocess.run(
-            [sys.executable, str(program)], cwd=ROOT, capture_output=True, text=True,
-            timeout=300, check=False,
-        )  # fmt: skip
+        local = run_locally(program)
         assert local.returncode == 0, local.stdout + local.stderr
         assert remote.stdout == local.stdout

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from behaviour_helpers import BACKEND, ROOT
+from server_harness import run_locally, run_under_cricket
 
 EXAMPLES = ROOT / "examples" / "cuda_python"
 PROGRAMS = [
@@ -38,8 +39,7 @@ def _run(args: list[str], env: dict[str, str] | None = None) -> subprocess.Compl
 
 
 def _remote(program: str, address: str) -> subprocess.CompletedProcess[str]:
-    return _run([sys.executable, "-m", "cricket_client.run", "--server", address,
-                 str(EXAMPLES / program)])  # fmt: skip
+    return run_under_cricket(address, EXAMPLES / program, timeout=TIMEOUT)
 
 
 # What a remote client reads differently from a local one, by design: managed memory cannot be
@@ -70,7 +70,7 @@ def test_example_runs_unmodified_under_cricket_run(program: str, server_address:
     lines = remote.stdout.strip().splitlines()
     assert lines[-1] in ("Test PASSED", "PASSED", "Result = PASS"), remote.stdout
     if BACKEND == "cuda":  # the GPU machine: the same program with local cuda-python
-        local = _run([sys.executable, str(EXAMPLES / program)])
+        local = run_locally(EXAMPLES / program, timeout=TIMEOUT)
         assert local.returncode == 0, local.stdout + local.stderr
         assert remote.stdout == as_seen_remotely(local.stdout)
 
@@ -86,11 +86,9 @@ def test_a_client_without_cuda_python_runs_a_program(server_address: str, tmp_pa
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": f"{site}:{ROOT}"}
     probe = _run([sys.executable, "-S", "-c", "import cuda"], env)
     assert probe.returncode != 0 and "No module named 'cuda'" in probe.stderr
-    result = _run(
-        [sys.executable, "-S", "-m", "cricket_client.run", "--server", server_address,
-         str(EXAMPLES / "vector_add_cubin.py")],
-        env,
-    )  # fmt: skip
+    result = run_under_cricket(
+        server_address, EXAMPLES / "vector_add_cubin.py", env=env, python_options=["-S"]
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.splitlines() == [
         "vector_add of 10000 floats from vector_add.sm_90.cubin: 0 wrong",
@@ -106,8 +104,7 @@ def test_a_missing_remote_function_fails_naming_it(server_address: str, tmp_path
         "print(runtime.cudaGetDeviceCount()[1] >= 1)\n"
         "runtime.cudaGraphicsGLRegisterBuffer(0, 0)\n"
     )
-    result = _run([sys.executable, "-m", "cricket_client.run", "--server", server_address,
-                   str(program)])  # fmt: skip
+    result = run_under_cricket(server_address, program)
     assert result.returncode != 0
     assert result.stdout == "True\n"
     assert "cuda.bindings.runtime.cudaGraphicsGLRegisterBuffer is not supported remotely" in result.stderr

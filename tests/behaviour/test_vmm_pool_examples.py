@@ -4,11 +4,9 @@ output below, and on the GPU machine (CRICKET_TEST_BACKEND=cuda) the same as a l
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 from behaviour_helpers import BACKEND, ROOT
+from server_harness import run_locally, run_under_cricket
 
 EXAMPLES = ROOT / "examples" / "cuda_python"
 EXPECTED = {
@@ -34,24 +32,14 @@ EXPECTED = {
         "Result = PASS",
     ],
 }
-TIMEOUT = 300
-
-
-def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        args, cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT, check=False
-    )
 
 
 @pytest.mark.parametrize("program", sorted(EXPECTED))
 def test_example_prints_what_it_prints_on_a_gpu(program: str, server_address: str) -> None:
-    remote = _run(
-        [sys.executable, "-m", "cricket_client.run", "--server", server_address,
-         str(EXAMPLES / program)]
-    )  # fmt: skip
+    remote = run_under_cricket(server_address, EXAMPLES / program)
     assert remote.returncode == 0, remote.stdout + remote.stderr
     assert remote.stdout.splitlines() == EXPECTED[program]
     if BACKEND == "cuda":  # the GPU machine: the same program with local cuda-python
-        local = _run([sys.executable, str(EXAMPLES / program)])
+        local = run_locally(EXAMPLES / program)
         assert local.returncode == 0, local.stdout + local.stderr
         assert remote.stdout == local.stdout

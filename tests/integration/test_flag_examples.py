@@ -6,16 +6,13 @@ runs locally and must print the same stdout."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
-from server_harness import ROOT, Server, running_server
+from server_harness import ROOT, Server, run_locally, run_under_cricket, running_server
 
 BACKEND = os.environ.get("CRICKET_TEST_BACKEND", "sim")
 EXAMPLES = ROOT / "examples" / "cuda_python"
-TIMEOUT = 300
 
 EXPECTED_ON_SIM = {
     "launch_attributes.py": [
@@ -51,27 +48,19 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         yield srv
 
 
-def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        args, cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT, check=False
-    )
-
-
 @pytest.mark.parametrize("program", sorted(EXPECTED_ON_SIM))
 def test_example_prints_what_is_expected(program: str, server: Server) -> None:
-    remote = _run([sys.executable, "-m", "cricket_client.run", "--server", server.address,
-                   str(EXAMPLES / program)])  # fmt: skip
+    remote = run_under_cricket(server.address, EXAMPLES / program)
     assert remote.returncode == 0, remote.stdout + remote.stderr
     if BACKEND == "sim":
         assert remote.stdout.splitlines() == EXPECTED_ON_SIM[program]
     else:  # the GPU machine: the same program with local cuda-python
-        local = _run([sys.executable, str(EXAMPLES / program)])
+        local = run_locally(EXAMPLES / program)
         assert local.returncode == 0, local.stdout + local.stderr
         assert remote.stdout == local.stdout
 
 
 def test_the_managed_example_takes_its_fallback_path_remotely(server: Server) -> None:
-    result = _run([sys.executable, "-m", "cricket_client.run", "--server", server.address,
-                   str(EXAMPLES / "managed_fallback.py")])  # fmt: skip
+    result = run_under_cricket(server.address, EXAMPLES / "managed_fallback.py")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no managed memory: cudaMalloc and explicit copies" in result.stderr
