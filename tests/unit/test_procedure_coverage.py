@@ -215,6 +215,7 @@ BACKEND_NEEDS: dict[str, tuple[str, ...]] = {
     "CU_GRAPH_EXEC_DESTROY": ("graph_exec_destroy",),
     "CU_GRAPH_LAUNCH": ("graph_launch",),
     "CU_GRAPH_LAUNCH_SYNC": ("graph_launch",),
+    "CU_GRAPH_LAUNCH_BATCH": ("fast_graph_launcher", "graph_launch"),
     "CU_GRAPH_EXEC_NODE_SET_PARAMS": (
         "device_count",
         "func_param_info",
