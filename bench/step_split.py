@@ -15,10 +15,17 @@ CPU time of each end is read from the kernel's scheduler statistics
 - the rest: wall time in which neither end ran: the network, wake-ups, and waiting for
   the GPU (on `sim` the device's work is server CPU).
 
-Where a GPU answers locally, the same loop runs on local cuda-python first: its CPU time is
-the driver's, and the rest is waiting for the GPU, the floor that a remote step cannot beat.
-Each end's CPU can overlap the other's; the rest is never negative here because both ends
-wait for each other in a synchronous step.
+Where a GPU answers locally, the same loop runs on local cuda-python first: its wall time
+is the GPU's and the driver's (the driver spins while it waits), the floor a remote step
+cannot beat. The two ends' CPU overlaps in time (the server works on the step's first calls
+while the client makes the rest, and its driver spins in the synchronous copy while the
+GPU runs the kernels), so the parts need not add up to the wall time: the plot shows each
+part as its own bar against the step's wall time, with one raw round trip (the network's
+floor: the step's synchronous read waits for one) and the local step as reference.
+
+    python -m bench.step_split --replot REPORT.json OUT.png
+
+draws the plot again from a `make bench` report.
 """
 
 from __future__ import annotations
@@ -134,34 +141,72 @@ def _loop(cu: ModuleType) -> tuple[Callable[[int], float], Callable[[], None]]:
     return work.decoding_loop_s, work.close
 
 
-def plot(splits: dict[str, StepSplit], out: Path, title: str) -> Path:
-    """One horizontal stacked bar per run: client CPU, server CPU, the rest."""
+def plot(splits: dict[str, StepSplit], out: Path, title: str, round_trip_us: float) -> Path:
+    """Per run, one bar each: wall time, client CPU, server CPU (remote), and one raw round
+    trip (remote); the local step's wall time as a line (see the module docstring)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    parts = (("client CPU", "client_cpu_us", "tab:blue"),
-             ("server CPU (incl. driver calls)", "server_cpu_us", "tab:orange"),
-             ("rest: network, wake-ups, GPU", "rest_us", "tab:gray"))
-    labels = list(splits)
-    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.8 * len(labels)))
-    left = [0.0] * len(labels)
-    for name, attr, color in parts:
-        widths = [getattr(splits[k], attr) for k in labels]
-        ax.barh(labels, widths, left=left, color=color, label=name)
-        left = [a + b for a, b in zip(left, widths, strict=True)]
-    for y, k in enumerate(labels):
-        ax.text(splits[k].wall_us, y, f" {splits[k].wall_us:.0f} us", va="center", fontsize=8)
-    ax.set_xlabel("microseconds per decoding step (wall)")
-    ax.set_title(title, fontsize=10)
-    ax.legend(loc="lower right", fontsize=8)
+    bars: list[tuple[str, float, str]] = []  # (label, microseconds, color)
+    local = splits.get("local cuda-python")
+    for run, s in splits.items():
+        bars.append((f"{run}: wall", s.wall_us, "tab:gray"))
+        bars.append((f"{run}: client CPU", s.client_cpu_us, "tab:blue"))
+        if s is not local:
+            bars.append((f"{run}: server CPU (incl. driver, its GPU wait)", s.server_cpu_us,
+                         "tab:orange"))  # fmt: skip
+            bars.append((f"{run}: network, one raw round trip", round_trip_us, "tab:green"))
+    fig, ax = plt.subplots(figsize=(10, 1.4 + 0.42 * len(bars)))
+    labels = [b[0] for b in bars]
+    ax.barh(labels, [b[1] for b in bars], color=[b[2] for b in bars])
+    for y, (_label, us, _color) in enumerate(bars):
+        ax.text(us, y, f" {us:.0f} us", va="center", fontsize=8)
+    if local is not None:
+        ax.axvline(local.wall_us, color="black", linestyle="--", linewidth=1)
+        ax.text(local.wall_us, len(bars) - 0.4, " local step: GPU and driver", fontsize=8)
+    ax.set_xlabel("microseconds per decoding step (the ends' CPU overlaps in time)")
+    ax.set_title(title, fontsize=9)
+    ax.set_xlim(0, max(b[1] for b in bars) * 1.15)
     ax.invert_yaxis()
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=120)
     plt.close(fig)
     return out
+
+
+def replot(report: Path, out: Path) -> Path:
+    """The plot of `run` again, from the rows of a `make bench` report (JSON)."""
+    import json
+
+    data = json.loads(report.read_text())
+    splits, round_trip_us, steps = splits_of(data["rows"])
+    if not splits:
+        raise SystemExit(f"{report}: no step split rows")
+    return plot(splits, out, _title(steps, data.get("cpus")), round_trip_us)
+
+
+def splits_of(rows: list[dict]) -> tuple[dict[str, StepSplit], float, int]:
+    """(each run's StepSplit, the raw round trip in us, steps) from a report's rows."""
+    splits: dict[str, StepSplit] = {}
+    round_trip_us, steps = 0.0, 0
+    for row in rows:
+        name = row["name"]
+        if name.startswith("step split: ") and name.endswith(", wall per step"):
+            extra = row["extra"]
+            run = name[len("step split: ") : -len(", wall per step")]
+            splits[run] = StepSplit(row["value"], extra["client_cpu_us"], extra["server_cpu_us"])
+            steps = extra.get("steps", steps)
+        elif name.startswith("step split: ") and name.endswith("in round trips"):
+            round_trip_us = row["baseline"]
+    return splits, round_trip_us, steps
+
+
+def _title(steps: int, cpus: int | None = None) -> str:
+    cpus = os.cpu_count() if cpus is None else cpus
+    return f"Decoding step ({steps} steps: HtoD 4 KiB, 10 launches, DtoH 4 B), {cpus} CPUs"
 
 
 def run(quick: bool = False, plot_path: Path | None = None) -> list[Row]:
@@ -205,7 +250,20 @@ def run(quick: bool = False, plot_path: Path | None = None) -> list[Row]:
                             "raw Python socket 100-byte round trip, TCP", raw_rtt,
                             s.wall_us / raw_rtt))
     if plot_path is not None:
-        plot(splits, plot_path, f"Decoding step ({steps} steps: HtoD 4 KiB, 10 launches, "
-             f"DtoH 4 B), {os.cpu_count()} CPUs")
+        plot(splits, plot_path, _title(steps), raw_rtt)
         print(f"wrote {plot_path}")
     return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m bench.step_split")
+    parser.add_argument("--replot", nargs=2, metavar=("REPORT", "OUT"), type=Path, required=True)
+    args = parser.parse_args(argv)
+    print(f"wrote {replot(*args.replot)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

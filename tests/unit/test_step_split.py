@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
+from dataclasses import asdict
+from pathlib import Path
 
-from bench.step_split import StepSplit, process_tree_cpu_ns
+from bench.common import Row
+from bench.step_split import StepSplit, process_tree_cpu_ns, replot, splits_of
 
 
 def test_a_busy_grandchild_counts_as_the_servers_cpu() -> None:
@@ -30,3 +34,24 @@ def test_a_busy_grandchild_counts_as_the_servers_cpu() -> None:
 def test_the_rest_is_what_neither_end_spent_on_a_cpu() -> None:
     assert StepSplit(100.0, 30.0, 20.0).rest_us == 50.0
     assert StepSplit(100.0, 70.0, 50.0).rest_us == 0.0  # both ends ran at once: nothing left
+
+
+def test_a_report_gives_back_the_splits_it_was_written_from(tmp_path: Path) -> None:
+    extra = {"client_cpu_us": 235.0, "server_cpu_us": 210.0, "rest_us": 0.0, "steps": 300}
+    rows = [
+        Row("step split: local cuda-python, wall per step", 104.0, "us",
+            extra={"client_cpu_us": 107.0, "server_cpu_us": 0.0, "rest_us": 0.0, "steps": 300}),
+        Row("step split: remote [cuda], spin off, wall per step", 334.0, "us",
+            "local cuda-python step", 104.0, 3.2, "P4 <= 1.5", extra=extra),
+        Row("step split: remote [cuda], spin off, wall per step in round trips", 334.0, "us",
+            "raw Python socket 100-byte round trip, TCP", 23.0, 14.5),
+    ]  # fmt: skip
+    splits, round_trip_us, steps = splits_of([asdict(r) for r in rows])
+    assert splits == {
+        "local cuda-python": StepSplit(104.0, 107.0, 0.0),
+        "remote [cuda], spin off": StepSplit(334.0, 235.0, 210.0),
+    }
+    assert (round_trip_us, steps) == (23.0, 300)
+    report = tmp_path / "bench.json"
+    report.write_text(json.dumps({"cpus": 16, "rows": [asdict(r) for r in rows]}))
+    assert replot(report, tmp_path / "step.png").stat().st_size > 0
