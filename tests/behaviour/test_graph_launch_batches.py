@@ -6,10 +6,15 @@ next synchronizing call with its place. Runs on CRICKET_TEST_BACKEND."""
 from __future__ import annotations
 
 import re
+import struct
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
-from behaviour_helpers import check
+import pytest
+from behaviour_helpers import KERNELS, check, open_session
+from checkpoint_helpers import ServerProcess, read, server_list, start_restart, start_server
 from test_launch_batches import ONE, _counter, _value
 
 import cricket_client
@@ -90,3 +95,53 @@ def test_an_exec_that_writes_host_memory_still_returns_its_bytes_between_batched
         check(cuda.cuGraphLaunch(read_counter, stream))  # synchronous: the bytes are back
         seen.append(int(out[0]))
     assert seen == [40, 80, 120, 160, 200]
+
+
+@pytest.fixture
+def servers() -> Iterator[list[ServerProcess]]:
+    yield from server_list()
+
+
+def test_batched_graph_launches_count_one_call_each_for_replay(
+    tmp_path: Path, servers: list[ServerProcess], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = start_server(servers, tmp_path)
+    conn = open_session(server.address, make_default=True)
+    try:
+        kernels = check(cuda.cuModuleLoadData((KERNELS / "test_kernels.sm_90.cubin").read_bytes()))
+        counter, add = _counter(kernels)
+        stream = check(cuda.cuStreamCreate(0))
+        add_one = _adding_one(stream, add)
+        for _ in range(700):  # batched: no checkpoint has been taken, nothing is logged
+            check(cuda.cuGraphLaunch(add_one, stream))
+        check(cuda.cuStreamSynchronize(stream))
+        assert conn._stub.SESSION_CALLS().value == conn.replay_log.seq
+        cricket_client.checkpoint(tmp_path / "ckpt")
+        for _ in range(5):  # logged now, replayed after the crash
+            check(cuda.cuGraphLaunch(add_one, stream))
+        check(cuda.cuStreamSynchronize(stream))
+        server.kill()
+        restarted = start_restart(servers, tmp_path, tmp_path / "ckpt")
+        monkeypatch.setenv(cricket_client.ADDRESS_ENV, restarted.address)
+        new_counter, _ = check(cuda.cuModuleGetGlobal(kernels, b"counter"))
+        assert struct.unpack("<i", read(new_counter, 4))[0] == 705
+    finally:
+        conn.close()
+
+
+def test_a_malformed_graph_batch_is_refused_and_the_session_goes_on(
+    session: cricket_client.Connection, kernels: Any
+) -> None:
+    from cricket_xdr.rpc.errors import GarbageArgs
+
+    counter, add = _counter(kernels)
+    stream = check(cuda.cuStreamCreate(0))
+    add_one = _adding_one(stream, add)
+    prog, vers = session.proto.CRICKET_PROG, session.proto.CRICKET_V1
+    for body in (b"\0\0\0\5", b"\0\0\4\1" + bytes(20), b"\0\0\0\1" + bytes(16),
+                 b"\0\0\0\1" + bytes(16) + b"\xff\xff\xff\xf0"):  # fmt: skip
+        with pytest.raises(GarbageArgs):
+            session._rpc.call(prog, vers, session.proto.CU_GRAPH_LAUNCH_BATCH, body)
+    check(cuda.cuGraphLaunch(add_one, stream))
+    check(cuda.cuStreamSynchronize(stream))
+    assert _value(counter) == 1
