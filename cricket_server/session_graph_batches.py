@@ -16,7 +16,7 @@ from typing import Any
 from cricket_server.backends.base import CUDA_ERROR_INVALID_VALUE, CudaError
 from cricket_server.launch_batch import GraphLaunch
 from cricket_server.session_graphs import SessionGraphs
-from cricket_server.session_modules import raise_first_failure
+from cricket_server.session_modules import raise_first_failure, run_c_loop
 
 __all__ = ["SessionGraphBatches"]
 
@@ -33,34 +33,39 @@ class SessionGraphBatches(SessionGraphs):
         self.current_for_batch(_CALL, count)
         body = getattr(launches, "body", None)
         fast = self.bsession.fast_graph_launcher() if body is not None else None
+        if fast is not None and body is not None:
+            raise_first_failure(self._graph_launch_batch_fast(fast, launches, body), count)
+            return
         first: tuple[int, CudaError] | None = None
-        tabled: set[int] = set()  # exec handles in the loop's table
-        streams: set[int] = set()
-        untabled: set[int] = set()  # exec handles the loop cannot launch
-        index = 0
-        while index < count:
-            if fast is not None:
-                index, code = fast.run(body, index)
-                if index >= count:
-                    break
-                if code:  # the driver refused this launch: the next ones go on
-                    first = first or (index, fast.error(code))
-                    index += 1
-                    continue
-            handle, stream, host_in = launches[index]
+        for index, (handle, stream, host_in) in enumerate(launches):
             try:
-                if (
-                    fast is not None
-                    and handle not in untabled
-                    and (handle not in tabled or stream not in streams)
-                    and self._table(fast, handle, stream, tabled, streams, untabled)
-                ):
-                    continue  # the loop launches it now
                 self._graph_launch_alone(handle, stream, host_in)
             except CudaError as e:
                 first = first or (index, e)
-            index += 1
         raise_first_failure(first, count)
+
+    def _graph_launch_batch_fast(
+        self, fast: Any, launches: Sequence[GraphLaunch], body: memoryview
+    ) -> tuple[int, CudaError] | None:
+        """`graph_launch_batch` by the backend's C loop: each exec and stream is checked here
+        once and put in the loop's tables; a launch the loop hands back (an exec it cannot
+        launch, another input length, a change of stream) is made here."""
+        tabled: set[int] = set()  # exec handles in the loop's table
+        streams: set[int] = set()
+        untabled: set[int] = set()  # exec handles the loop cannot launch
+
+        def take(index: int) -> bool:
+            handle, stream, host_in = launches[index]
+            if (
+                handle not in untabled
+                and (handle not in tabled or stream not in streams)
+                and self._table(fast, handle, stream, tabled, streams, untabled)
+            ):
+                return True  # the loop launches it now
+            self._graph_launch_alone(handle, stream, host_in)
+            return False
+
+        return run_c_loop(fast, body, len(launches), take)
 
     def _graph_launch_alone(self, handle: int, stream: int, host_in: memoryview) -> None:
         record = self._exec(_CALL, handle)

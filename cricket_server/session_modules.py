@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cricket_server.backends.base import CUDA_ERROR_INVALID_VALUE, CudaError, ParamInfo
@@ -255,39 +255,27 @@ class SessionModules(SessionCore):
         once (as the Python path checks every launch) and put in the loop's tables; a launch
         the loop hands back is checked, or made, here. The first failure, with its index."""
         call = "cuLaunchKernel"
-        count = len(launches)
-        first: tuple[int, CudaError] | None = None
         functions: set[int] = set()
         streams: set[int] = set()
-        index = 0
-        while index < count:
-            index, code = fast.run(body, index)
-            if index >= count:
-                break
-            if code:  # the driver refused this launch: the next ones go on
-                first = first or (index, fast.error(code))
-                index += 1
-                continue
+
+        def take(index: int) -> bool:
             handle, gx, gy, gz, bx, by, bz, shared, stream, params = launches[index]
-            try:
-                fn_obj, need, name = self._launch_target(call, handle)
-                if len(params) < need:
-                    raise _too_few_params(call, handle, need, len(params), name)
-                obj = self._stream(call, stream)
-                if handle in functions and stream in streams:  # the loop would not: here
-                    self.bsession.launcher()(fn_obj, gx, gy, gz, bx, by, bz, shared, obj, params)
-                    index += 1
-                    continue
-                if handle not in functions:
-                    fast.add_function(handle, fn_obj)
-                    functions.add(handle)
-                if stream not in streams:
-                    fast.add_stream(stream, obj)
-                    streams.add(stream)
-            except CudaError as e:
-                first = first or (index, e)
-                index += 1
-        return first
+            fn_obj, need, name = self._launch_target(call, handle)
+            if len(params) < need:
+                raise _too_few_params(call, handle, need, len(params), name)
+            obj = self._stream(call, stream)
+            if handle in functions and stream in streams:  # the loop would not: here
+                self.bsession.launcher()(fn_obj, gx, gy, gz, bx, by, bz, shared, obj, params)
+                return False
+            if handle not in functions:
+                fast.add_function(handle, fn_obj)
+                functions.add(handle)
+            if stream not in streams:
+                fast.add_stream(stream, obj)
+                streams.add(stream)
+            return True
+
+        return run_c_loop(fast, body, len(launches), take)
 
     # -- occupancy --------------------------------------------------------------------------
     def occupancy_max_active_blocks(
@@ -307,6 +295,32 @@ class SessionModules(SessionCore):
         return self.bsession.occupancy_max_potential_block_size(
             fn.obj, smem, block_size_limit, flags
         )
+
+
+def run_c_loop(
+    fast: Any, body: memoryview, count: int, take: Callable[[int], bool]
+) -> tuple[int, CudaError] | None:
+    """Make a batch's `count` launches with a backend's C loop (`fast.run(body, start)`),
+    every one attempted; the first failure, with its index. `take(index)` gets each launch
+    the loop hands back: True when it put what the loop lacked in its tables (the loop tries
+    that launch again), False when it made the launch itself; a CudaError it raises is that
+    launch's failure."""
+    first: tuple[int, CudaError] | None = None
+    index = 0
+    while index < count:
+        index, code = fast.run(body, index)
+        if index >= count:
+            break
+        if code:  # the driver refused this launch: the next ones go on
+            first = first or (index, fast.error(code))
+        else:
+            try:
+                if take(index):
+                    continue
+            except CudaError as e:
+                first = first or (index, e)
+        index += 1
+    return first
 
 
 def raise_first_failure(first: tuple[int, CudaError] | None, count: int) -> None:
