@@ -48,7 +48,7 @@ from . import bulk_calls
 from .datapath import DataPaths
 from .errors import HelloRefused, NotConnectedError, error_name
 from .known_answers import POINTER, KnownAnswers, answer, rule
-from .launch_batch import GRAPHS as GRAPH_LAUNCH_BATCH
+from .launch_batch import KERNELS as KERNEL_BATCH
 from .launch_templates import LaunchTemplates
 from .pipeline import Pipeline, err_of
 from .reconnect import enable_reconnect, resume_after_loss
@@ -372,25 +372,19 @@ class Connection:
         self._local_message = None
         self.pipeline.post_encoded(proc, body)
 
-    def post_launch(self, body: bytes) -> None:
-        """A cuLaunchKernel, its launch_args XDR-encoded in `body`: sent at once when nothing
-        is outstanding, else gathered with the launches after it into one
-        CU_LAUNCH_KERNEL_BATCH call (cricket_client.launch_batch). Counted as one call for
-        replay, as the server counts it; only while the replay log does not log."""
+    def post_launch(
+        self, body: bytes, call: str = "CU_LAUNCH_KERNEL", batch: str = KERNEL_BATCH
+    ) -> None:
+        """A launch, its arguments XDR-encoded in `body` (launch_args of a cuLaunchKernel, or
+        with `call` CU_GRAPH_LAUNCH and `batch` GRAPH_LAUNCH_BATCH the graph_launch_args of a
+        cuGraphLaunch): sent at once when nothing is outstanding, else gathered with the
+        launches after it into one `batch` call (cricket_client.launch_batch). Counted as one
+        `call` for replay, as the server counts it; only while the replay log does not log."""
         self._local_message = None
-        self.replay_log.count("CU_LAUNCH_KERNEL")
+        self.replay_log.count(call)
         pending = self.pipeline.pending  # nothing outstanding: the last reply arrived
-        self.pipeline.launches.add(body, at_once=not pending or pending[-1][1].done())
-
-    def post_graph_launch(self, body: bytes) -> None:
-        """A cuGraphLaunch of an exec without device-to-host slots, its graph_launch_args
-        XDR-encoded in `body`: sent at once when nothing is outstanding, else gathered with
-        the launches after it into one CU_GRAPH_LAUNCH_BATCH call, as `post_launch`'s."""
-        self._local_message = None
-        self.replay_log.count("CU_GRAPH_LAUNCH")
-        pending = self.pipeline.pending
         self.pipeline.launches.add(
-            body, at_once=not pending or pending[-1][1].done(), proc=GRAPH_LAUNCH_BATCH
+            body, at_once=not pending or pending[-1][1].done(), proc=batch
         )
 
     def drain(self) -> int:

@@ -40,6 +40,7 @@ from .connection import Connection, get_connection
 from .host_buffers import HostBufferError, host_address, read_host, write_host
 from .kernel_args import LaunchArgumentError, LaunchName, pack_kernel_params
 from .known_answers import rule
+from .launch_batch import GRAPHS as GRAPH_LAUNCH_BATCH
 
 __all__ = [
     "CUgraph",
@@ -788,8 +789,9 @@ def cuGraphLaunch(hGraphExec: Any, hStream: Any) -> tuple[Any]:
         return (_SUCCESS,)
     _forget_memory_answers(conn, (handle, stream))
     # gathered as kernel launches are: a loop of launches leaves in one CU_GRAPH_LAUNCH_BATCH
-    conn.post_graph_launch(
-        b"".join((_LAUNCH_HEAD.pack(handle, stream, n), *pieces, _PADS[n & 3]))
+    conn.post_launch(
+        b"".join((_LAUNCH_HEAD.pack(handle, stream, n), *pieces, _PADS[n & 3])),
+        "CU_GRAPH_LAUNCH", GRAPH_LAUNCH_BATCH,
     )
     return (_SUCCESS,)
 

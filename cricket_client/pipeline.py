@@ -75,8 +75,7 @@ class Pipeline:
         self.deferred_exception: BaseException | None = None  # an RPC failure, raised next
         self.lost_procs: list[str] = []  # pipelined calls that failed with the connection
         self.launches = LaunchBatcher(
-            self._send_launch_batch,
-            send_with_next=self._send_launch_batch_with_next,
+            self._send_launch_batch, send_with_next=self._send_launch_batch_with_next
         )
 
     # -- sending ---------------------------------------------------------------------------
