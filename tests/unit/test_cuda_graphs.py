@@ -13,6 +13,8 @@ import pytest
 
 real = pytest.importorskip("cuda.bindings.driver")
 
+from test_cuda_graph_staging import Handle  # noqa: E402
+
 from cricket_server.backends.cuda import graph_staging  # noqa: E402
 from cricket_server.backends.cuda import graphs as cuda_graphs  # noqa: E402
 from cricket_server.backends.cuda.graphs import CudaGraphs  # noqa: E402
@@ -49,7 +51,7 @@ class FakeDriver:
             del self.pinned[args[0]]
             return (0,)
         if name.startswith(("cuGraphAdd", "cuGraphCreate", "cuGraphInstantiate", "cuEventCreate")):
-            made = f"{name}#{self.next}"
+            made = Handle(f"{name}#{self.next}")
             if name.startswith("cuGraphAdd"):
                 self.made.append(made)
             return (0, made)

@@ -14,9 +14,9 @@ is one of the orders the graph allows (nothing precedes those nodes; their depen
 follow them). CUDA orders the launches of one exec across streams; the copies of a launch on
 another stream than the previous one's first wait for what that stream was given so far.
 
-The ring's state (next slot, which slots were used, the last stream) lives in a C struct
-(`LaunchState`) that the C loop of launch batches (`fast_launch.c`) reads and updates too;
-an exec without host memory has one as well (no slots), so both paths launch it.
+The ring's state (next slot, which slots were used, the last stream) lives in the exec's C
+struct (`LaunchState`) that the C loop of launch batches (`fast_launch.c`) reads and updates
+too; an exec without host memory has one as well (no slots), so both paths launch it.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from ..base import CudaError
 from ._driver import call, driver
 from .graph_staging import _done, host_sides
 
-__all__ = ["AheadInputs", "LaunchState", "SLOTS", "plain_state"]
+__all__ = ["AheadInputs", "LaunchState", "SLOTS"]
 
 SLOTS = 8  # launches whose input copies may be queued at once
 
@@ -59,20 +59,13 @@ class LaunchState(ctypes.Structure):
     ]
 
 
-def plain_state(exec_: Any) -> LaunchState:
-    """The launch state of an exec without client host memory."""
-    state = LaunchState()
-    state.exec = int(exec_)
-    return state
-
-
 @dataclass
 class AheadInputs:
     """The root host-to-device copies of one exec, made by each launch before the graph."""
 
     copies: list[tuple[object, Any, int, int]]  # (node key, CUdeviceptr, size, offset)
     total: int  # input bytes of a launch
-    state: LaunchState = field(default_factory=LaunchState)
+    state: LaunchState  # the exec's, its ring here
     events: list[Any] = field(default_factory=list)  # each slot's CUevent
     views: list[memoryview] = field(default_factory=list)  # each slot's bytes
     disabled: set[object] = field(default_factory=set)  # keys of copies turned off
@@ -81,9 +74,10 @@ class AheadInputs:
     _keep: list[Any] = field(default_factory=list)  # the ctypes arrays `state` points into
 
     @classmethod
-    def plan(cls, nodes: Sequence[Any]) -> AheadInputs | None:
+    def plan(cls, nodes: Sequence[Any], state: LaunchState) -> AheadInputs | None:
         """The copies of an exec of `nodes` when every host side qualifies (see the module
-        docstring), its slots made; else None (page-locked stages serve it)."""
+        docstring), its slots made and put in the exec's `state`; else None (page-locked
+        stages serve it)."""
         sides = host_sides(nodes)
         roots = {node.key for node in nodes if not node.deps}
         if not sides or any(
@@ -94,7 +88,7 @@ class AheadInputs:
         for side in sorted(sides, key=lambda s: s.index):
             copies.append((side.key, driver.CUdeviceptr(side.device), side.size, offset))
             offset += side.size
-        made = cls(copies, offset)
+        made = cls(copies, offset, state)
         try:
             made._make_slots()
         except BaseException:

@@ -31,7 +31,7 @@ from typing import Any
 
 from ..base import CUDA_ERROR_INVALID_VALUE, BackendSession, CudaError
 from ._driver import call, driver
-from .graph_inputs import AheadInputs, LaunchState, plain_state
+from .graph_inputs import AheadInputs, LaunchState
 from .graph_staging import HostStaging
 from .kernel_node_attrs import (
     apply_attributes,
@@ -52,7 +52,7 @@ class CudaExec:
     nodes: dict[object, Any]  # ExecNode key -> CUgraphNode
     staging: HostStaging | None = None  # client host memory of memcpy nodes (pinned)
     ahead: AheadInputs | None = None  # or: root input copies made ahead of each launch
-    launch_state: LaunchState | None = None  # for the C loop; None: launched in Python only
+    launch_state: LaunchState = field(default_factory=LaunchState)  # shared with the C loop
     handles: dict[int, int] = field(default_factory=dict)  # session -> real conditional handle
 
 
@@ -72,18 +72,14 @@ class CudaGraphs(BackendSession):
         graph = call(driver.cuGraphCreate, 0)
         made = CudaExec(graph, None, {})
         try:
-            made.ahead = AheadInputs.plan(nodes)
+            made.ahead = AheadInputs.plan(nodes, made.launch_state)
             if made.ahead is None:
                 made.staging = HostStaging.plan(nodes)
             self._populate(made, graph, nodes, state.context.handle)
             made.exec = call(driver.cuGraphInstantiate, graph, 0)
+            made.launch_state.exec = int(made.exec)
             if made.staging is not None:
                 made.staging.nodes = made.nodes
-            elif made.ahead is not None:
-                made.launch_state = made.ahead.state
-                made.launch_state.exec = int(made.exec)
-            else:
-                made.launch_state = plain_state(made.exec)
         except BaseException:
             self._free_exec(made)
             raise
@@ -207,7 +203,6 @@ class CudaGraphs(BackendSession):
         ahead = made.ahead
         if ahead is not None and key in ahead.keys:  # an empty node: the launches copy
             ahead.set_enabled(key, enabled)
-            made.launch_state = None if ahead.disabled else ahead.state  # C: none skipped
             return
         call(driver.cuGraphNodeSetEnabled, made.exec, target, 1 if enabled else 0)
 
@@ -276,9 +271,12 @@ class CudaGraphs(BackendSession):
         self._free_exec(made)
 
     def _fast_exec_state(self, exec_: object) -> int | None:
-        """The address of an exec's LaunchState for the C loop, or None (launched in Python)."""
-        state = self._exec_of(exec_).launch_state
-        return None if state is None else ctypes.addressof(state)
+        """The address of an exec's LaunchState for the C loop, or None where the Python path
+        launches it: page-locked stages, or an input copy turned off (the loop skips none)."""
+        made = self._exec_of(exec_)
+        if made.staging is not None or (made.ahead is not None and made.ahead.disabled):
+            return None
+        return ctypes.addressof(made.launch_state)
 
     def _exec_of(self, exec_: object) -> CudaExec:
         if isinstance(exec_, CudaExec) and id(exec_) in self._graph_execs():
@@ -295,7 +293,6 @@ class CudaGraphs(BackendSession):
         if made.ahead is not None:
             errors += made.ahead.free()
             made.ahead = None
-        made.launch_state = None
         steps: list[tuple[Any, Any]] = []
         if made.exec is not None:
             steps.append((driver.cuGraphExecDestroy, made.exec))
