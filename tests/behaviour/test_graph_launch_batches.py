@@ -6,16 +6,15 @@ next synchronizing call with its place. Runs on CRICKET_TEST_BACKEND."""
 from __future__ import annotations
 
 import re
-import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from behaviour_helpers import KERNELS, check, open_session
-from checkpoint_helpers import ServerProcess, read, server_list, start_restart, start_server
-from test_launch_batches import ONE, _counter, _value
+from behaviour_helpers import check
+from checkpoint_helpers import ServerProcess, server_list
+from test_launch_batches import ONE, _counter, _value, counter_after_replay
 
 import cricket_client
 from cricket_client import driver as cuda
@@ -105,28 +104,15 @@ def servers() -> Iterator[list[ServerProcess]]:
 def test_batched_graph_launches_count_one_call_each_for_replay(
     tmp_path: Path, servers: list[ServerProcess], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    server = start_server(servers, tmp_path)
-    conn = open_session(server.address, make_default=True)
-    try:
-        kernels = check(cuda.cuModuleLoadData((KERNELS / "test_kernels.sm_90.cubin").read_bytes()))
-        counter, add = _counter(kernels)
+    def prepare(add: Any) -> tuple[Callable[[], None], Callable[[], None]]:
         stream = check(cuda.cuStreamCreate(0))
         add_one = _adding_one(stream, add)
-        for _ in range(700):  # batched: no checkpoint has been taken, nothing is logged
-            check(cuda.cuGraphLaunch(add_one, stream))
-        check(cuda.cuStreamSynchronize(stream))
-        assert conn._stub.SESSION_CALLS().value == conn.replay_log.seq
-        cricket_client.checkpoint(tmp_path / "ckpt")
-        for _ in range(5):  # logged now, replayed after the crash
-            check(cuda.cuGraphLaunch(add_one, stream))
-        check(cuda.cuStreamSynchronize(stream))
-        server.kill()
-        restarted = start_restart(servers, tmp_path, tmp_path / "ckpt")
-        monkeypatch.setenv(cricket_client.ADDRESS_ENV, restarted.address)
-        new_counter, _ = check(cuda.cuModuleGetGlobal(kernels, b"counter"))
-        assert struct.unpack("<i", read(new_counter, 4))[0] == 705
-    finally:
-        conn.close()
+        return (
+            lambda: check(cuda.cuGraphLaunch(add_one, stream)),
+            lambda: check(cuda.cuStreamSynchronize(stream)),
+        )
+
+    assert counter_after_replay(tmp_path, servers, monkeypatch, prepare) == 705
 
 
 def test_a_malformed_graph_batch_is_refused_and_the_session_goes_on(

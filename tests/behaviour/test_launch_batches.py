@@ -8,7 +8,7 @@ from __future__ import annotations
 import ctypes
 import re
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -95,29 +95,48 @@ def servers() -> Iterator[list[ServerProcess]]:
     yield from server_list()
 
 
-def test_batched_launches_count_one_call_each_for_replay(
-    tmp_path: Path, servers: list[ServerProcess], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def counter_after_replay(
+    tmp_path: Path, servers: list[ServerProcess], monkeypatch: pytest.MonkeyPatch,
+    prepare: Callable[[Any], tuple[Callable[[], None], Callable[[], None]]],
+) -> int:  # fmt: skip
+    """700 launches adding 1 to the kernels' counter while nothing is logged (batched), the
+    server's call count checked against the client's, a checkpoint, 5 launches more (logged),
+    the server killed and restarted from the checkpoint: the counter as the resumed session
+    reads it (705 when every launch counted as one call). `prepare(add_to_counter)` gives
+    (one launch, wait for the launches)."""
     server = start_server(servers, tmp_path)
     conn = open_session(server.address, make_default=True)
     try:
         kernels = check(cuda.cuModuleLoadData((KERNELS / "test_kernels.sm_90.cubin").read_bytes()))
-        counter, add = _counter(kernels)
+        _counter_global, add = _counter(kernels)
+        launch, wait = prepare(add)
         for _ in range(700):  # batched: no checkpoint has been taken, nothing is logged
-            check(cuda.cuLaunchKernel(add, 1, 1, 1, 1, 1, 1, 0, 0, ONE, 0))
-        check(cuda.cuCtxSynchronize())
+            launch()
+        wait()
         assert conn._stub.SESSION_CALLS().value == conn.replay_log.seq
         cricket_client.checkpoint(tmp_path / "ckpt")
         for _ in range(5):  # logged now, replayed after the crash
-            check(cuda.cuLaunchKernel(add, 1, 1, 1, 1, 1, 1, 0, 0, ONE, 0))
-        check(cuda.cuCtxSynchronize())
+            launch()
+        wait()
         server.kill()
         restarted = start_restart(servers, tmp_path, tmp_path / "ckpt")
         monkeypatch.setenv(cricket_client.ADDRESS_ENV, restarted.address)
         new_counter, _ = check(cuda.cuModuleGetGlobal(kernels, b"counter"))
-        assert struct.unpack("<i", read(new_counter, 4))[0] == 705
+        return int(struct.unpack("<i", read(new_counter, 4))[0])
     finally:
         conn.close()
+
+
+def test_batched_launches_count_one_call_each_for_replay(
+    tmp_path: Path, servers: list[ServerProcess], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def prepare(add: Any) -> tuple[Callable[[], None], Callable[[], None]]:
+        return (
+            lambda: check(cuda.cuLaunchKernel(add, 1, 1, 1, 1, 1, 1, 0, 0, ONE, 0)),
+            lambda: check(cuda.cuCtxSynchronize()),
+        )
+
+    assert counter_after_replay(tmp_path, servers, monkeypatch, prepare) == 705
 
 
 def test_a_malformed_batch_is_refused_and_the_session_goes_on(
