@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from cricket_server.backends.atomics import ATOMIC_OPERATIONS, check_operations
 from cricket_server.backends.base import (
     CUDA_ERROR_INVALID_CONTEXT,
     CUDA_ERROR_INVALID_VALUE,
@@ -31,18 +32,9 @@ from rpc_spec.handles import COUNTER_MASK
 
 __all__ = ["ATOMIC_OPERATIONS", "SessionDeviceFacts"]
 
-ATOMIC_OPERATIONS = range(13)  # CUatomicOperation: INTEGER_ADD (0) .. FLOAT_MAX (12)
 EXEC_AFFINITY_SM_COUNT = 0  # CU_EXEC_AFFINITY_TYPE_SM_COUNT
 MAX_CLIQUES = 64  # entries one reply carries (cricket.x MAX_ATTRS)
 
-
-def check_operations(call: str, operations: Sequence[int]) -> None:
-    """CUDA_ERROR_INVALID_VALUE for no operations or one that is no CUatomicOperation."""
-    if not operations:
-        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{call}: count is 0")
-    for op in operations:
-        if op not in ATOMIC_OPERATIONS:
-            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{call}: {op} is no CUatomicOperation")
 
 
 class SessionDeviceFacts(SessionMemoryCalls, SessionModules, SessionDevResources, SessionArrays):

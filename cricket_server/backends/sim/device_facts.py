@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from cricket_server.backends.atomics import ATOMIC_OPERATIONS, check_operations
 from cricket_server.backends.base import (
     CUDA_ERROR_INVALID_DEVICE,
     CUDA_ERROR_INVALID_VALUE,
@@ -25,20 +26,11 @@ if TYPE_CHECKING:
 
 __all__ = ["ATOMIC_OPERATIONS", "SimDeviceFacts", "SimSessionFacts", "sim_p2p_capabilities"]
 
-ATOMIC_OPERATIONS = range(13)  # CUatomicOperation: INTEGER_ADD (0) .. FLOAT_MAX (12)
 _FLOAT_OPERATIONS = range(10, 13)
 SIGNED, UNSIGNED, REDUCTION, SCALAR_32, SCALAR_64 = 1, 2, 4, 8, 16
 ATTR_SM_COUNT = 16  # CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
 EXEC_AFFINITY_SM_COUNT = 0
 
-
-def check_operations(call: str, operations: Sequence[int]) -> None:
-    """CUDA_ERROR_INVALID_VALUE for no operations or one that is no CUatomicOperation."""
-    if not operations:
-        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{call}: count is 0")
-    for op in operations:
-        if op not in ATOMIC_OPERATIONS:
-            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{call}: {op} is no CUatomicOperation")
 
 
 def sim_p2p_capabilities(operations: Sequence[int]) -> list[int]:
