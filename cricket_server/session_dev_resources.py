@@ -181,6 +181,10 @@ class SessionDevResources(SessionCore):
     def ctx_get_dev_resource(self, handle: int, rtype: int) -> proto.dev_resource:
         call = "cuCtxGetDevResource"
         ctx = self.current(call) if handle == NO_CONTEXT else self._ctx(call, handle)
+        return self.context_resource(call, ctx, rtype)
+
+    def context_resource(self, call: str, ctx: ContextRecord, rtype: int) -> proto.dev_resource:
+        """The SM resource of context `ctx` (its green context's when it is one), issued."""
         _check_type(call, rtype)
         green = self._green_of(ctx.handle)
         with self._on_device(ctx.dev):

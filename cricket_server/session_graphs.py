@@ -661,13 +661,8 @@ class SessionGraphs(
         """Add a node for work sent to a capturing stream, after `check` (its failure
         invalidates the capture, as CUDA's does); it follows the stream's tail."""
         seq = capture.seq
-        if seq.invalid:
+        if not capture_checked(seq, check):
             return
-        try:
-            check()
-        except CudaError as e:
-            seq.invalid = e.message
-            raise
         graph = self._graph(call, seq.graph)
         node = self._add_node(graph, graph.ctx, params, capture.tail)
         capture.tail = [node]
@@ -892,3 +887,16 @@ def _add_name(kind: int) -> str:
         NODE_EVENT_RECORD: "EventRecord",
     }.get(kind, "")
 
+
+def capture_checked(seq: Any, check: Callable[[], None]) -> bool:
+    """Run `check` for work sent to the capture sequence `seq`: False when the capture is
+    invalid already (the work is dropped); its failure invalidates the capture, as CUDA's
+    does, and is raised."""
+    if seq.invalid:
+        return False
+    try:
+        check()
+    except CudaError as e:
+        seq.invalid = e.message
+        raise
+    return True

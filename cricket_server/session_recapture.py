@@ -18,13 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from cricket_server.backends.base import CudaError
 from cricket_server.graphs import NODE_MEM_ALLOC, NODE_MEM_FREE
 from cricket_server.session_graphs import (
     CaptureSequence,
     SessionGraphs,
     StreamCapture,
     _capture_ids,
+    capture_checked,
 )
 
 __all__ = ["SessionRecapture"]
@@ -58,13 +58,8 @@ class SessionRecapture(SessionGraphs):
         if plan is None:
             super()._captured(call, capture, params, check)
             return
-        if seq.invalid:
+        if not capture_checked(seq, check):
             return
-        try:
-            check()
-        except CudaError as e:
-            seq.invalid = e.message
-            raise
         why = self._mismatch(plan, capture, params)
         if why:
             seq.invalid = f"recapture into graph {seq.graph:#x}: {why}"

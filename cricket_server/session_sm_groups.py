@@ -12,7 +12,7 @@ from typing import Any
 
 from cricket_server.backends.sm_groups import SmGroupParams
 from cricket_server.resources import ContextRecord
-from cricket_server.session_dev_resources import SessionDevResources, _check_type
+from cricket_server.session_dev_resources import SessionDevResources
 from rpc_spec import cricket_rpc as proto
 
 __all__ = ["SessionSmGroups"]
@@ -26,12 +26,7 @@ class SessionSmGroups(SessionDevResources):
     def stream_get_dev_resource(self, stream: int, rtype: int) -> proto.dev_resource:
         call = "cuStreamGetDevResource"
         ctx: ContextRecord = self._stream_context(call, stream)
-        _check_type(call, rtype)
-        green = self._green_of(ctx.handle)
-        with self._on_device(ctx.dev):
-            if green is not None:
-                return self._issue(self.bsession.green_ctx_resource(green.obj))
-            return self._issue(self.bsession.dev_resource(ctx.dev))
+        return self.context_resource(call, ctx, rtype)
 
     def sm_resource_split_groups(
         self, w: proto.dev_resource, flags: int, params: list[proto.sm_group_params]
