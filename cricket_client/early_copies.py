@@ -45,7 +45,10 @@ sends it again (`replay`); one no longer kept is reported lost (CallsLost), neve
 from __future__ import annotations
 
 import bisect
+import struct
 from typing import TYPE_CHECKING, Any
+
+from cricket_xdr.rpc.errors import ConnectionLost
 
 from .datapath.paths import SHM_PIECE
 from .datapath.select import Path
@@ -73,6 +76,8 @@ INLINE_EARLY_MAX = 4 << 20  # bytes; one record (cricket_client.driver.COPY_CHUN
 KEEP_MAX = 64 << 10  # inline early copies up to this size are kept for a resume (a copy)
 _PROC = "CU_MEMCPY_HTOD_ASYNC"
 _LEGACY_STREAM = 0
+_HEAD = struct.Struct(">QI")  # CU_MEMCPY_HTOD_ASYNC's cu_ptr, then its mem_data's length
+_TAILS = tuple(bytes(-k & 3) + bytes(8) for k in range(4))  # mem_data's padding, stream 0
 
 
 class Allocations:
@@ -159,9 +164,31 @@ def copy_early(conn: Connection, paths: DataPaths, dst: int, data: Any) -> bool:
 def post_early(conn: Connection, dst: int, data: Any) -> None:
     """Send the copy inline without waiting for its reply; its record is written before
     this returns, so the caller's buffer is free again."""
-    if len(data) <= KEEP_MAX:
+    kept = len(data) <= KEEP_MAX
+    if kept:
         data = bytes(data)  # kept for a resume
-        conn.post_now(_PROC, dst, data, _LEGACY_STREAM)
+    if not (kept and _send_counted(conn, dst, data)):
+        conn.post_now(_PROC, dst, data, _LEGACY_STREAM)  # large ones by reference: one copy
+    if kept:
         conn.replay_log.keep_early(_PROC, (dst, data, _LEGACY_STREAM))
-        return
-    conn.post_now(_PROC, dst, data, _LEGACY_STREAM)  # by reference: one copy, the kernel's
+
+
+def _send_counted(conn: Connection, dst: int, data: bytes) -> bool:
+    """`conn.post_now` of the copy's record, encoded here (the hot path of a loop's copies),
+    where nothing is logged for replay and the connection holds; False: nothing was sent
+    (nor numbered), `post_now` must (it logs, or resumes a lost session)."""
+    book = conn.replay_log
+    if book.logging:
+        return False
+    pipe = conn.pipeline
+    if pipe.launches.queued:
+        pipe.launches.flush()  # gathered launches go first: the server keeps the order
+    n = len(data)
+    mark = book.count(_PROC)
+    conn._local_message = None
+    try:
+        pipe.post_encoded_now(_PROC, [_HEAD.pack(dst, n), data, _TAILS[n & 3]])
+    except ConnectionLost:
+        book.rollback(mark)
+        return False
+    return True

@@ -33,6 +33,7 @@ __all__ = ["Pipeline", "MAX_PENDING", "err_of"]
 MAX_PENDING = 4096  # replies kept at most; past it the oldest half is collected
 _INT = struct.Struct(">i")
 # procedure name -> (program, version, number, argument codecs, result decoder)
+_ENCODE_ARGS: dict[str, Callable[..., Any]] = {}  # procedure -> its arguments' encoder
 _HOW_TO_SEND: dict[str, tuple[int, int, int, tuple[Any, ...], Callable[[Any], Any]]] = {}
 
 
@@ -122,13 +123,36 @@ class Pipeline:
         reuse a shared-memory slot the call read)."""
         if not answered_at_once and proc not in pipelined():
             raise ValueError(f"{proc} is not marked pipelined (@pipelined) in cricket.x")
-        prog, vers, number, codecs, decode = self._how_to_send(proc)
-        enc = Encoder()
-        for codec, arg in zip(codecs, args, strict=True):
-            codec.pack(enc, arg)
-        pending = Pending(self.rpc.call_async(prog, vers, number, enc.buffers()), decode)
+        prog, vers, number, _codecs, decode = self._how_to_send(proc)
+        encode = _ENCODE_ARGS.get(proc) or self._args_encoder(proc)
+        pending = Pending(self.rpc.call_async(prog, vers, number, encode(*args)), decode)
         self._keep(proc, pending)
         return pending
+
+    def post_encoded_now(self, proc: str, pieces: list[Any]) -> Pending:
+        """`post_now` with the arguments already XDR-encoded in `pieces` (buffers sent as
+        they are, no copy)."""
+        prog, vers, number, _codecs, decode = self._how_to_send(proc)
+        pending = Pending(self.rpc.call_async(prog, vers, number, pieces), decode)
+        self._keep(proc, pending)
+        return pending
+
+    def _args_encoder(self, proc: str) -> Callable[..., Any]:
+        """The encoding of `proc`'s arguments: its plan's one struct where they are all of
+        fixed size (as `Connection.call`), else its codecs in turn."""
+        procedure = self._proto.CRICKET_V1_Server.PROCEDURES[int(getattr(self._proto, proc))]
+        encode = procedure.plan.encode_args if procedure.plan is not None else None
+        if encode is None:
+            codecs = procedure.arg_codecs
+
+            def encode(*args: Any) -> Any:
+                enc = Encoder()
+                for codec, arg in zip(codecs, args, strict=True):
+                    codec.pack(enc, arg)
+                return enc.buffers()
+
+        _ENCODE_ARGS[proc] = encode
+        return encode
 
     def _keep(self, proc: str, pending: Pending) -> None:
         """Remember a pipelined call's reply to collect; collect some when too many wait."""
