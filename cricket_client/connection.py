@@ -44,7 +44,7 @@ from cricket_xdr.rpc.errors import AuthError, ConnectionLost, ConnectTimeout, Rp
 from cricket_xdr.stubs import Pending
 from cricket_xdr.xdr import Encoder
 
-from . import bulk_calls
+from . import bulk_calls, call_stats
 from .datapath import DataPaths
 from .errors import HelloRefused, NotConnectedError, error_name
 from .known_answers import POINTER, KnownAnswers, answer, rule
@@ -131,6 +131,8 @@ class Connection:
     past it. See cricket_client.security for what is detected without one.
     """
 
+    stats: call_stats.CallStats | None = None  # CRICKET_CALL_STATS (set by __init__)
+
     def __init__(
         self,
         address: str | None = None,
@@ -167,6 +169,9 @@ class Connection:
             timeout=timeout,
             connect_timeout=connect_timeout,
         )
+        self.stats = call_stats.from_env(proto)  # CRICKET_CALL_STATS (cricket_client.call_stats)
+        if self.stats is not None:
+            self._rpc.counts = self.stats.rpc
         self._stub = proto.CRICKET_V1_Client(self._rpc)
         self.pipeline = Pipeline(self._rpc, proto)  # pipelined calls (cricket_client.pipeline)
         self._local_message: str | None = None
@@ -382,6 +387,8 @@ class Connection:
         `call` for replay, as the server counts it; only while the replay log does not log."""
         self._local_message = None
         self.replay_log.count(call)
+        if self.stats is not None:
+            self.stats.gathered[call] += 1
         pending = self.pipeline.pending  # nothing outstanding: the last reply arrived
         self.pipeline.launches.add(
             body, at_once=not pending or pending[-1][1].done(), proc=batch
@@ -440,6 +447,8 @@ class Connection:
         calls still unanswered on the old connection are lost: the next synchronizing call
         raises CallsLost."""
         old, self._rpc = self._rpc, rpc
+        if self.stats is not None:
+            rpc.counts = self.stats.rpc
         self.known.forget_all()  # the restored session may run on another server
         self._stub = self.proto.CRICKET_V1_Client(rpc)
         self.address = address

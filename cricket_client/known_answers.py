@@ -218,6 +218,8 @@ def answer(
     pipe = conn.pipeline
     if reply is not None and not pipe.deferred_error and pipe.deferred_exception is None:
         conn._local_message = None
+        if conn.stats is not None:
+            conn.stats.known[proc] += 1
         return reply
     reply = send(proc, *args)
     if reply[0] == 0 and _keepable(kind, args, reply):
@@ -253,6 +255,8 @@ def _settle(
             or covered == ("CU_STREAM_SYNCHRONIZE", stream) and proc != "CU_CTX_SYNCHRONIZE"
         ):
             conn._local_message = None
+            if conn.stats is not None:
+                conn.stats.known[proc] += 1
             # the reply's shape: `sync`'s (CUresult, status), `call`'s (CUresult,)
             return (0, 0) if getattr(send, "__name__", "") == "_sync" else (0,)
     known.settled = None

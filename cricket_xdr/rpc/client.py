@@ -22,6 +22,7 @@ from typing import Any
 
 from .auth import ClientAuth
 from .connection import NEED_DATA, Args, ClientConnection, Reply
+from .counts import CallCounts
 from .errors import ConnectionLost, ConnectTimeout, MessageDecodeError, RecordTooLarge, RpcTimeout
 from .record import MAX_FRAGMENT, Buffer, nbytes
 from .spin import Spinner
@@ -207,6 +208,8 @@ class RpcClient:
         )
         self._fd = self._sock.fileno()
         self._spinner = Spinner(spin_us) if spin_us > 0 and self._buffered is None else None
+        # per-procedure counts of calls sent and replies waited for (None: not counted)
+        self.counts: CallCounts | None = None
         self._conn = ClientConnection(auth=auth, max_record=max_record, max_fragment=max_fragment)
         self._lock = threading.Lock()  # guards everything below and the connection's state
         self._send_busy = False  # a record is being sent in several steps, outside the lock
@@ -231,6 +234,16 @@ class RpcClient:
         timeout applies), the call is sent and its reply read on this thread without the
         bookkeeping of `call_async` (no PendingCall; other threads that call meanwhile wait
         as followers, as they would for any reader)."""
+        counts = self.counts
+        if counts is None:
+            return self._call(prog, vers, proc, args, timeout)
+        start = time.perf_counter_ns()
+        try:
+            return self._call(prog, vers, proc, args, timeout)
+        finally:
+            counts.waited_for(proc, time.perf_counter_ns() - start)
+
+    def _call(self, prog: int, vers: int, proc: int, args: Args, timeout: float | None) -> Buffer:
         lock = self._lock
         lock.acquire()
         if (
@@ -247,6 +260,8 @@ class RpcClient:
             return self._call_waiting(prog, vers, proc, args, timeout)
         try:
             xid, pieces = self._conn.send_call(prog, vers, proc, args, None)
+            if self.counts is not None:
+                self.counts.sent[proc] += 1
             sent = -1
             if len(pieces) == 1:
                 data = pieces[0]
@@ -354,8 +369,9 @@ class RpcClient:
         return self._result_of(self.call_async(prog, vers, proc, args), timeout)
 
     def _result_of(self, pending: PendingCall, timeout: float | None) -> Buffer:
+        """`call`'s reply (the wait counted by `call`)."""
         if not pending._done:
-            self._wait(pending, timeout)
+            self._wait(pending, timeout, counted=False)
         if pending._error is not None:
             raise pending._error
         assert pending._reply is not None
@@ -394,6 +410,8 @@ class RpcClient:
             if self._failed is not None:
                 raise self._lost(prog, vers, proc)
             xid, pieces = self._conn.send_call(prog, vers, proc, args, into)
+            if self.counts is not None:
+                self.counts.sent[proc] += 1
             pending = PendingCall(self, xid, prog, vers, proc)
             self._pending[xid] = pending
             queued = self._queued
@@ -558,7 +576,18 @@ class RpcClient:
 
     # -- receiving -------------------------------------------------------------------------
 
-    def _wait(self, call: PendingCall, timeout: float | None) -> None:
+    def _wait(self, call: PendingCall, timeout: float | None, *, counted: bool = True) -> None:
+        counts = self.counts
+        if counts is None or not counted:
+            self._wait_for(call, timeout)
+            return
+        start = time.perf_counter_ns()
+        try:
+            self._wait_for(call, timeout)
+        finally:
+            counts.waited_for(call.proc, time.perf_counter_ns() - start)
+
+    def _wait_for(self, call: PendingCall, timeout: float | None) -> None:
         if self._queued:  # whatever we wait for may be among them, or behind them
             self.flush()
         if timeout is None:

@@ -1,0 +1,141 @@
+"""Round trips a framework's small-op loop pays through the native door (CuPy, PyTorch).
+
+    python -m bench.framework_calls [--steps N] [--only cupy|torch] [--out REPORT.json]
+
+Each loop runs unmodified in a process of its own, locally (where a GPU answers) and under
+`cricket-run` against a fresh cricket-server with the GPU hidden from it
+(CUDA_VISIBLE_DEVICES=), with CRICKET_CALL_STATS writing its calls as JSON
+(cricket_client.call_stats). It runs twice remotely, N and 5N steps, so that the difference
+of the two counts is what the loop's 4N steps cost, without imports and set-up: per step the
+calls sent, the replies waited for (round trips in the step's time) and which procedures
+those were. The wall time per step comes from the longer run, against the local one.
+
+The loops: CuPy `y = a * x + y` on 64 Ki floats and `float(y[0])` (a small kernel and a
+4-byte read each step); PyTorch `relu(W @ x + b)` on a 256 x 256 matrix and `.item()`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+from bench.common import Row, print_table
+from bench.server_proc import cricket_server
+
+ROOT = Path(__file__).resolve().parents[1]
+STEPS = 200
+
+_TIMED = """
+import time
+{setup}
+for _ in range(20):
+    {step}
+t0 = time.perf_counter()
+for _ in range(int(__import__("sys").argv[1])):
+    {step}
+print("us/step", (time.perf_counter() - t0) / int(__import__("sys").argv[1]) * 1e6)
+"""
+
+LOOPS = {
+    "cupy": (
+        "import cupy as cp\nx = cp.ones(1 << 16, dtype=cp.float32)\n"
+        "y = cp.zeros_like(x)\na = cp.float32(1.0001)",
+        "y = a * x + y; s = float(y[0])",
+    ),
+    "torch": (
+        "import torch\nW = torch.randn(256, 256, device='cuda')\n"
+        "x = torch.randn(256, device='cuda')\nb = torch.randn(256, device='cuda')",
+        "y = torch.relu(W @ x + b); s = y[0].item()",
+    ),
+}
+
+
+def _program(name: str) -> str:
+    setup, step = LOOPS[name]
+    return textwrap.dedent(_TIMED).format(setup=setup, step=step)
+
+
+def _run(args: list[str], env: dict[str, str], timeout: float = 600) -> float:
+    done = subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT, timeout=timeout)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(args[:4])}...: exit {done.returncode}\n{done.stderr[-2000:]}")
+    return float(done.stdout.split("us/step")[-1].split()[0])
+
+
+def measure(server: str, name: str, steps: int, local: bool) -> dict[str, object]:
+    """Per step of loop `name`: wall us remote (and local), calls sent and waited for."""
+    with tempfile.TemporaryDirectory() as tmp:
+        program = Path(tmp) / f"{name}_loop.py"
+        program.write_text(_program(name))
+        out: dict[str, object] = {}
+        if local:
+            out["local_us"] = _run([sys.executable, str(program), str(5 * steps)], dict(os.environ))
+        tables = []
+        for n in (steps, 5 * steps):
+            target = Path(tmp) / f"calls-{n}.json"
+            env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "CRICKET_CALL_STATS": str(target)}
+            command = [sys.executable, "-m", "cricket_client.run", "--server", server, "--",
+                       sys.executable, str(program), str(n)]  # fmt: skip
+            out["remote_us"] = _run(command, env)
+            tables.append(json.loads(target.read_text())["procedures"])
+    short, long = tables
+    per_step: dict[str, dict[str, float]] = {}
+    for proc in set(short) | set(long):
+        a, b = short.get(proc, {}), long.get(proc, {})
+        diff = {k: (b.get(k, 0) - a.get(k, 0)) / (4 * steps) for k in ("sent", "waited", "known", "gathered")}
+        if any(abs(v) > 1e-9 for v in diff.values()):
+            per_step[proc] = diff
+    out["per_step"] = per_step
+    out["waited_per_step"] = sum(r["waited"] for r in per_step.values())
+    out["sent_per_step"] = sum(r["sent"] for r in per_step.values())
+    return out
+
+
+def run(steps: int = STEPS, only: list[str] | None = None, backend: str = "cuda") -> tuple[list[Row], dict]:
+    import importlib.util
+
+    local = importlib.util.find_spec("cuda.bindings") is not None and backend == "cuda"
+    rows: list[Row] = []
+    report: dict[str, object] = {}
+    with cricket_server(backend) as server:
+        for name in only or sorted(LOOPS):
+            result = measure(server, name, steps, local)
+            report[name] = result
+            local_us = result.get("local_us")
+            rows.append(Row(
+                f"framework {name}: step ({LOOPS[name][1]})", float(result["remote_us"]), "us",  # type: ignore[arg-type]
+                "local, same loop" if local_us else "", local_us,  # type: ignore[arg-type]
+                float(result["remote_us"]) / float(local_us) if local_us else None, "",  # type: ignore[arg-type]
+            ))  # fmt: skip
+            rows.append(Row(f"framework {name}: replies waited for per step",
+                            float(result["waited_per_step"]), "", "", None, None, ""))  # type: ignore[arg-type]
+    return rows, report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.framework_calls")
+    parser.add_argument("--steps", type=int, default=STEPS)
+    parser.add_argument("--only", choices=sorted(LOOPS), action="append")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    rows, report = run(args.steps, args.only)
+    print_table(rows)
+    for name, result in report.items():
+        print(f"== {name}: per step")
+        per_step = result["per_step"]  # type: ignore[index]
+        for proc, r in sorted(per_step.items(), key=lambda kv: -kv[1]["waited"]):
+            print(f"  {proc:<36} sent {r['sent']:6.2f} waited {r['waited']:6.2f} "
+                  f"known {r['known']:6.2f} gathered {r['gathered']:6.2f}")  # fmt: skip
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
