@@ -58,6 +58,7 @@ from .errors import NotSupportedRemotely, error_string
 from .host_buffers import HostBufferError, read_host, writable_view, write_host
 from .host_functions import CUhostFn, CUstreamCallback
 from .kernel_args import LaunchArgumentError, LaunchName, pack_kernel_params
+from .known_answers import stream_settled
 from .launch_templates import launch_key
 from .modules import ImageError, image_bytes
 from .standins import STAND_IN_ATTRIBUTE
@@ -194,17 +195,20 @@ def _dtoh(call: str, dst: Any, src: int, n: int, stream: int | None) -> tuple[An
         raise TypeError(str(exc)) from None
     routed = _bulk(conn).dtoh(view, src, stream) if n and not _inline(conn, n, dtoh=True) else None
     if routed is not None:
-        return _out(routed)
-    chunks = _chunks(n) or [(0, 0)]
-    if stream is None:
+        err = routed
+    elif stream is None:
+        chunks = _chunks(n) or [(0, 0)]
         err = conn.sync_into(
             "CU_MEMCPY_DTOH", [((src + off, m), view[off : off + m]) for off, m in chunks]
         )
     else:
+        chunks = _chunks(n) or [(0, 0)]
         err = conn.sync_into(
             "CU_MEMCPY_DTOH_ASYNC",
             [((src + off, m, stream), view[off : off + m]) for off, m in chunks],
         )
+    if stream is not None and err == 0:
+        stream_settled(conn, stream)  # the server waited for the stream to copy its bytes
     return _out(err)
 
 

@@ -23,7 +23,9 @@ Kept per connection (`conn.known`), at the first successful answer:
 
 A synchronize with nothing sent since a successful one that covers it is answered here too:
 cuCtxSynchronize after cuCtxSynchronize, cuStreamSynchronize or cuStreamQuery of a stream
-after synchronizing that stream (or, for the legacy stream, the context). Nothing can be
+after synchronizing that stream (or, for the legacy stream, the context) or after a copy to
+host memory on it (cuMemcpyDtoHAsync, cuMemcpyAsync: the server waited for the stream to
+hand over the bytes; `stream_settled`). Nothing can be
 pending: no counted call of this connection went out since (the replay count is unchanged;
 only HELLO, GOODBYE, checkpoints and the session's queries of itself are not counted), no launch is gathered and no reply or failure waits to be collected.
 
@@ -45,7 +47,7 @@ from .early_copies import Allocations
 if TYPE_CHECKING:
     from .connection import Connection
 
-__all__ = ["KnownAnswers", "RULES", "answer"]
+__all__ = ["KnownAnswers", "RULES", "answer", "stream_settled"]
 
 DEVICE, CONTEXT, FUNCTION, POINTER = 0, 1, 2, 3
 SETTLE = -2  # a synchronize, answered when nothing was sent since one that covers it
@@ -265,3 +267,12 @@ def _settle(
         rpc, number = _next_call_number(conn)
         known.settled = (rpc, number, (proc, args[0] if args else None))
     return reply
+
+
+def stream_settled(conn: Connection, stream: int) -> None:
+    """A call that made the server wait for `stream` (a copy into host memory on it, which
+    waits for the stream to deliver its bytes) succeeded: a synchronize or query of that
+    stream with nothing sent since is answered here (as after a cuStreamSynchronize)."""
+    if _quiet(conn):
+        rpc, number = _next_call_number(conn)
+        conn.known.settled = (rpc, number, ("CU_STREAM_SYNCHRONIZE", stream))

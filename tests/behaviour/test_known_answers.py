@@ -156,6 +156,35 @@ def test_work_sent_after_a_synchronize_is_waited_for_by_the_next(
     assert server_calls(session) == calls + 4
 
 
+def test_a_stream_read_back_by_a_copy_needs_no_synchronize_after_it(
+    session: cricket_client.Connection, kernels: Any
+) -> None:
+    """cuMemcpyDtoHAsync returns once the server had the stream hand over the bytes: a
+    cuStreamSynchronize (or query) of that stream right after does not travel; one after
+    more work does, and another stream is still asked."""
+    add = check(cuda.cuModuleGetFunction(kernels, b"add_to_counter"))
+    counter, _ = check(cuda.cuModuleGetGlobal(kernels, b"counter"))
+    stream = check(cuda.cuStreamCreate(cuda.CUstream_flags.CU_STREAM_NON_BLOCKING))
+    other = check(cuda.cuStreamCreate(cuda.CUstream_flags.CU_STREAM_NON_BLOCKING))
+    args = ((5,), (ctypes.c_int,))
+    check(cuda.cuMemsetD32(counter, 0, 1))
+    for size in (4, 64 << 10):  # inline, and through the bulk path where it is set up
+        out = bytearray(size)
+        check(cuda.cuLaunchKernel(add, 1, 1, 1, 32, 1, 1, 0, stream, args, 0))
+        check(cuda.cuMemcpyDtoHAsync(out, counter, 4, stream))
+        calls = server_calls(session)
+        check(cuda.cuStreamSynchronize(stream))
+        assert cuda.cuStreamQuery(stream)[0] == cuda.CUresult.CUDA_SUCCESS
+        assert server_calls(session) == calls, "the synchronize after the copy travelled"
+        assert int.from_bytes(out[:4], "little") == 32 * 5 * (1 if size == 4 else 2)
+        check(cuda.cuStreamSynchronize(other))  # another stream: asked
+        assert server_calls(session) == calls + 1
+    calls = server_calls(session)
+    check(cuda.cuLaunchKernel(add, 1, 1, 1, 32, 1, 1, 0, stream, args, 0))
+    check(cuda.cuStreamSynchronize(stream))  # work sent since the copy: waited for
+    assert server_calls(session) == calls + 2  # the launch and the synchronize
+
+
 def test_a_failed_launch_after_a_synchronize_is_reported_by_the_next(
     session: cricket_client.Connection, kernels: Any
 ) -> None:
