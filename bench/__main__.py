@@ -1,7 +1,7 @@
 """`make bench`: run every benchmark, print one table, write bench/results/<host>.json.
 
 Usage: python -m bench [--only xdr,rpc,driver,isolation,copies,copysizes,alloc,graphs,step,native,
-launchcpu] [--out PATH]
+launchcpu,frameworks] [--out PATH]
 
 `copies` also draws bench/results/<host>-copies.png (bandwidth against size per data path);
 `step` draws bench/results/<host>-step.png (a decoding step split into client CPU, server CPU
@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("--only", default="xdr,rpc,driver,isolation,copies,copysizes,alloc,graphs,step",
                         help="comma-separated: xdr, rpc, driver, isolation, copies, copysizes, alloc, "
-                        "graphs, step (also: load, native, launchcpu)")
+                        "graphs, step (also: load, native, launchcpu, frameworks)")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--quick", action="store_true", help="fewer repeats, no 1 GiB copies")
     args = parser.parse_args(argv)
@@ -74,6 +74,15 @@ def main(argv: list[str] | None = None) -> int:
         from bench import load
 
         rows += load.run()
+    if "frameworks" in wanted:
+        from cricket_server.backends.cuda import gpu_available
+
+        if gpu_available():
+            from bench import framework_calls
+
+            rows += framework_calls.run(steps=40 if args.quick else framework_calls.STEPS)[0]
+        else:
+            print("frameworks: skipped (numba-cuda and cuda.core compile for a GPU)")
     if "alloc" in wanted:
         from cricket_server.backends.cuda import gpu_available
 
