@@ -5,7 +5,10 @@ procedure the calls sent, the replies the program waited for (each one a round t
 time) and how long it waited, the queries answered here without a round trip
 (cricket_client.known_answers) and the launches gathered into batch calls
 (cricket_client.launch_batch). With CRICKET_CALL_STATS=PATH it writes the same as JSON to
-PATH ("%p" in PATH: the process id), e.g. for each process of `cricket-run`.
+PATH ("%p" in PATH: the process id), e.g. for each process of `cricket-run`. It is written by
+an `atexit` handler: Python programs (through the native door too) write it; a C or C++
+program through the native library ends without finalizing the library's interpreter, so
+it writes none.
 
 What to look for: a procedure waited for once per iteration of a loop is a round trip the
 loop pays every time; one that is neither waited for nor sent went pipelined or was known.
