@@ -6,9 +6,9 @@ time) and how long it waited, the queries answered here without a round trip
 (cricket_client.known_answers) and the launches gathered into batch calls
 (cricket_client.launch_batch). With CRICKET_CALL_STATS=PATH it writes the same as JSON to
 PATH ("%p" in PATH: the process id), e.g. for each process of `cricket-run`. It is written by
-an `atexit` handler: Python programs (through the native door too) write it; a C or C++
-program through the native library ends without finalizing the library's interpreter, so
-it writes none.
+an `atexit` handler, and in a C or C++ program through the native library (which ends
+without finalizing the interpreter the library started) by the library's C exit handler
+(`write_pending`).
 
 What to look for: a procedure waited for once per iteration of a loop is a round trip the
 loop pays every time; one that is neither waited for nor sent went pipelined or was known.
@@ -32,8 +32,8 @@ ENV = "CRICKET_CALL_STATS"
 
 
 class CallStats:
-    """One connection's counts: the RPC client's (by procedure number), and by procedure
-    name the answers known here and the launches gathered."""
+    """The counts of a process's connections: their RPC clients' (by procedure number), and
+    by procedure name the answers known here and the launches gathered."""
 
     def __init__(self, proto: Any) -> None:
         self.rpc = CallCounts()
@@ -96,12 +96,26 @@ class CallStats:
             json.dump({"pid": os.getpid(), "procedures": self.table()}, out, indent=1)
 
 
+_process: tuple[CallStats, str] | None = None  # this process's counts and where they go
+_written = False
+
+
+def write_pending() -> None:
+    """Write this process's counts, once (at its exit)."""
+    global _written
+    if _process is not None and not _written:
+        _written = True
+        _process[0].write(_process[1])
+
+
 def from_env(proto: Any) -> CallStats | None:
-    """The counts a connection keeps when CRICKET_CALL_STATS asks for them, written out at
-    the program's exit; else None."""
+    """The counts of this process's connections (one table for all) when CRICKET_CALL_STATS
+    asks for them, written out at the program's exit; else None."""
+    global _process
     target = os.environ.get(ENV, "")
     if not target or target == "0":
         return None
-    stats = CallStats(proto)
-    atexit.register(stats.write, target)
-    return stats
+    if _process is None:
+        _process = (CallStats(proto), target)
+        atexit.register(write_pending)
+    return _process[0]

@@ -24,8 +24,8 @@ from _cricket_libcuda import ffi, lib  # type: ignore[import-not-found]
 from cricket_xdr.rpc.errors import RpcError
 from rpc_spec.handles import KIND_SHIFT, HandleKind
 
+from .. import call_stats, driver
 from .. import connection as _connection
-from .. import driver
 from .._driver_base import _WIRE_PER_THREAD
 from .._enums import CU_STREAM_LEGACY, CU_STREAM_PER_THREAD, DRIVER_NAMES
 from .._types import as_int
@@ -125,6 +125,13 @@ _forsaken: list[Any] = []  # a forked child's copies of its parent's connections
 
 def _after_fork_failed(kind: Any, exc: BaseException, tb: Any) -> None:
     log.error("forked child: no session of its own", exc_info=(kind, exc, tb))
+
+
+@ffi.def_extern(name="py_at_exit")
+def _at_exit() -> None:
+    """A program without Python exits (the library's C exit handler): write what the client
+    writes at exit (cricket_client.call_stats), which no Python exit handler will."""
+    call_stats.write_pending()
 
 
 @ffi.def_extern(name="py_after_fork", onerror=_after_fork_failed)

@@ -328,6 +328,7 @@ def python_declarations() -> str:
     lines.append('extern "Python" CUresult py_unsupported_name(const char *);')
     lines.append('extern "Python" uintptr_t py_proc_address(const char *, int, int, int *);')
     lines.append('extern "Python" void py_after_fork(void);')
+    lines.append('extern "Python" void py_at_exit(void);')
     lines.append("void cricket_set_state(int ready, int finalized);")
     lines.append("int cricket_stub_count(void);")
     lines.append("uintptr_t cricket_stub(int index);")
@@ -394,6 +395,14 @@ def c_source(
         "    pthread_atfork(cricket_prepare, cricket_parent, cricket_child); }",
         "static void cricket_set_state(int ready, int finalized) {",
         "    cricket_ready = ready; cricket_finalized = finalized; }",
+        # A program without Python ends without finalizing the interpreter the library
+        # started, so no Python exit handler runs: the call statistics asked for
+        # (CRICKET_CALL_STATS) are written from the C exit instead; nothing else runs there.
+        "static void py_at_exit(void);",
+        "static void cricket_c_exit(void) {",
+        "    const char *stats = getenv(\"CRICKET_CALL_STATS\");",
+        "    if (!stats || !*stats || !strcmp(stats, \"0\")) return;",
+        "    if (cricket_c_host && cricket_ready && !cricket_finalized) py_at_exit(); }",
         # A call from Python code holding the GIL with an exception set (cuda.core in an error
         # path) must not see or lose that exception: it is put aside around the call.
         "#define CRICKET_ENTER \\",
@@ -430,6 +439,7 @@ def c_source(
         "        return;\n    }\n"
         + "    if (Py_IsInitialized()) return;\n"
         + "    cricket_c_host = 1;\n"
+        + "    atexit(cricket_c_exit);\n"
         + (f'    dlopen("{libpython}", RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);\n' if libpython else "")
         # The interpreter it starts must find cffi's backend (imported before any init code
         # runs) where the client is installed: CRICKET_NATIVE_PATH goes first on PYTHONPATH
