@@ -208,8 +208,7 @@ class RpcClient:
         )
         self._fd = self._sock.fileno()
         self._spinner = Spinner(spin_us) if spin_us > 0 and self._buffered is None else None
-        # per-procedure counts of calls sent and replies waited for (None: not counted)
-        self.counts: CallCounts | None = None
+        self._counts: CallCounts | None = None  # see `counts`
         self._conn = ClientConnection(auth=auth, max_record=max_record, max_fragment=max_fragment)
         self._lock = threading.Lock()  # guards everything below and the connection's state
         self._send_busy = False  # a record is being sent in several steps, outside the lock
@@ -225,6 +224,32 @@ class RpcClient:
 
     # -- calling ---------------------------------------------------------------------------
 
+    @property
+    def counts(self) -> CallCounts | None:
+        """Per-procedure counts of the calls sent and the replies waited for (None, the
+        default: not counted; `call` then runs without a wrapper)."""
+        return self._counts
+
+    @counts.setter
+    def counts(self, value: CallCounts | None) -> None:
+        self._counts = value
+        if value is None:
+            self.__dict__.pop("call", None)
+        else:
+            self.call = self._counted_call  # type: ignore[method-assign]
+
+    def _counted_call(
+        self, prog: int, vers: int, proc: int, args: Args = b"", *, timeout: float | None = None
+    ) -> Buffer:
+        """`call`, its wait counted and timed."""
+        counts = self._counts
+        start = time.perf_counter_ns()
+        try:
+            return RpcClient.call(self, prog, vers, proc, args, timeout=timeout)
+        finally:
+            if counts is not None:
+                counts.waited_for(proc, time.perf_counter_ns() - start)
+
     def call(
         self, prog: int, vers: int, proc: int, args: Args = b"", *, timeout: float | None = None
     ) -> Buffer:
@@ -234,16 +259,6 @@ class RpcClient:
         timeout applies), the call is sent and its reply read on this thread without the
         bookkeeping of `call_async` (no PendingCall; other threads that call meanwhile wait
         as followers, as they would for any reader)."""
-        counts = self.counts
-        if counts is None:
-            return self._call(prog, vers, proc, args, timeout)
-        start = time.perf_counter_ns()
-        try:
-            return self._call(prog, vers, proc, args, timeout)
-        finally:
-            counts.waited_for(proc, time.perf_counter_ns() - start)
-
-    def _call(self, prog: int, vers: int, proc: int, args: Args, timeout: float | None) -> Buffer:
         lock = self._lock
         lock.acquire()
         if (
@@ -260,8 +275,8 @@ class RpcClient:
             return self._call_waiting(prog, vers, proc, args, timeout)
         try:
             xid, pieces = self._conn.send_call(prog, vers, proc, args, None)
-            if self.counts is not None:
-                self.counts.sent[proc] += 1
+            if self._counts is not None:
+                self._counts.sent[proc] += 1
             sent = -1
             if len(pieces) == 1:
                 data = pieces[0]
@@ -410,8 +425,8 @@ class RpcClient:
             if self._failed is not None:
                 raise self._lost(prog, vers, proc)
             xid, pieces = self._conn.send_call(prog, vers, proc, args, into)
-            if self.counts is not None:
-                self.counts.sent[proc] += 1
+            if self._counts is not None:
+                self._counts.sent[proc] += 1
             pending = PendingCall(self, xid, prog, vers, proc)
             self._pending[xid] = pending
             queued = self._queued
@@ -577,7 +592,7 @@ class RpcClient:
     # -- receiving -------------------------------------------------------------------------
 
     def _wait(self, call: PendingCall, timeout: float | None, *, counted: bool = True) -> None:
-        counts = self.counts
+        counts = self._counts
         if counts is None or not counted:
             self._wait_for(call, timeout)
             return
