@@ -197,10 +197,13 @@ def _dtoh(call: str, dst: Any, src: int, n: int, stream: int | None) -> tuple[An
     if routed is not None:
         err = routed
     elif stream is None:
-        chunks = _chunks(n) or [(0, 0)]
-        err = conn.sync_into(
-            "CU_MEMCPY_DTOH", [((src + off, m), view[off : off + m]) for off, m in chunks]
-        )
+        if n <= COPY_CHUNK:  # one call (a small read: the step's hot path)
+            err = conn.sync_into("CU_MEMCPY_DTOH", [((src, n), view)])
+        else:
+            err = conn.sync_into(
+                "CU_MEMCPY_DTOH",
+                [((src + off, m), view[off : off + m]) for off, m in _chunks(n)],
+            )
     else:
         chunks = _chunks(n) or [(0, 0)]
         err = conn.sync_into(

@@ -112,12 +112,20 @@ def writable_view(dst: Any, nbytes: int, what: str) -> memoryview:
     """A writable byte view of the first `nbytes` bytes of host memory `dst` (a buffer, an
     immutable bytes object, written in place as cuda-python does, or an integer address), so
     that received data lands there without a copy. Checks as `check_writable`."""
-    check_writable(dst, nbytes, what)
     if nbytes == 0:
         return memoryview(bytearray())
     addr = host_address(dst)
     if addr is None and isinstance(dst, bytes):
+        if len(dst) < nbytes:
+            raise HostBufferError(f"{what}: host buffer holds {len(dst)} bytes, {nbytes} needed")
         addr = _bytes_address(dst)
+    elif addr == 0:
+        raise HostBufferError(f"{what}: NULL host pointer")
     if addr is not None:
         return memoryview((ctypes.c_ubyte * nbytes).from_address(addr)).cast("B")
-    return _byte_view(dst, what)[:nbytes]
+    view = _byte_view(dst, what)  # one view for the checks and the result
+    if view.readonly:
+        raise HostBufferError(f"{what}: the host buffer is read-only")
+    if view.nbytes < nbytes:
+        raise HostBufferError(f"{what}: host buffer holds {view.nbytes} bytes, {nbytes} needed")
+    return view[:nbytes]

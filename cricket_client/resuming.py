@@ -68,6 +68,7 @@ def resuming(method: F) -> F:
 
     one_call = method.__name__ in _ONE_CALL
     posting = method.__name__ in _POSTING
+    into = method.__name__ == "sync_into"  # one call when given one (args, view)
 
     @functools.wraps(method)
     def wrapper(self: Connection, *args: Any, **kwargs: Any) -> Any:
@@ -88,7 +89,7 @@ def resuming(method: F) -> F:
     def _run(self: Connection, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         book = self.replay_log
         transport = self._rpc
-        if one_call and not book.logging:
+        if (one_call or into and len(args[1]) == 1) and not book.logging:
             # One call, nothing logged: only its sequence number to keep.
             mark = book.count(args[0])
             try:

@@ -126,7 +126,11 @@ class PendingCall:
         `timeout` seconds (None: the client's default), ConnectionLost when the connection fails.
         """
         if not self._done:
-            self._client._wait(self, timeout)
+            client = self._client
+            if client._counts is None:
+                client._wait(self, timeout)
+            else:
+                client._wait_counted(self, timeout)
         if self._error is not None:
             raise self._error
         assert self._reply is not None
@@ -386,7 +390,7 @@ class RpcClient:
     def _result_of(self, pending: PendingCall, timeout: float | None) -> Buffer:
         """`call`'s reply (the wait counted by `call`)."""
         if not pending._done:
-            self._wait(pending, timeout, counted=False)
+            self._wait(pending, timeout)
         if pending._error is not None:
             raise pending._error
         assert pending._reply is not None
@@ -549,8 +553,10 @@ class RpcClient:
         else:
             sent = 0
             if len(pieces) <= _IOV_MAX:
-                with contextlib.suppress(BlockingIOError):
+                try:
                     sent = sock.sendmsg(pieces, (), _DONTWAIT)
+                except BlockingIOError:
+                    pass
             if sent == sum(nbytes(p) for p in pieces):
                 return []
         return _skip(pieces, sent)
@@ -591,18 +597,17 @@ class RpcClient:
 
     # -- receiving -------------------------------------------------------------------------
 
-    def _wait(self, call: PendingCall, timeout: float | None, *, counted: bool = True) -> None:
+    def _wait_counted(self, call: PendingCall, timeout: float | None) -> None:
+        """`_wait` for a `result()` while counts are kept: counted and timed."""
         counts = self._counts
-        if counts is None or not counted:
-            self._wait_for(call, timeout)
-            return
         start = time.perf_counter_ns()
         try:
-            self._wait_for(call, timeout)
+            self._wait(call, timeout)
         finally:
-            counts.waited_for(call.proc, time.perf_counter_ns() - start)
+            if counts is not None:
+                counts.waited_for(call.proc, time.perf_counter_ns() - start)
 
-    def _wait_for(self, call: PendingCall, timeout: float | None) -> None:
+    def _wait(self, call: PendingCall, timeout: float | None) -> None:
         if self._queued:  # whatever we wait for may be among them, or behind them
             self.flush()
         if timeout is None:

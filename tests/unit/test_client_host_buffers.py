@@ -7,7 +7,13 @@ import ctypes
 import numpy as np
 import pytest
 
-from cricket_client.host_buffers import HostBufferError, check_writable, read_host, write_host
+from cricket_client.host_buffers import (
+    HostBufferError,
+    check_writable,
+    read_host,
+    writable_view,
+    write_host,
+)
 
 
 def test_read_from_buffers_and_addresses() -> None:
@@ -52,3 +58,23 @@ def test_destination_checked_before_data_moves() -> None:
         check_writable(np.zeros(1, np.uint32), 8, "cuMemcpyDtoH: dstHost")
     with pytest.raises(HostBufferError, match="read-only"):
         check_writable(memoryview(b"12345678"), 8, "t")
+
+
+def test_a_writable_view_refuses_as_check_writable_and_writes_in_place() -> None:
+    for dst, match in [
+        (np.zeros(1, np.uint32), "holds 4 bytes, 8 needed"),
+        (memoryview(b"12345678"), "read-only"),
+        (b"1234", "holds 4 bytes, 8 needed"),
+        (0, "NULL host pointer"),
+        ("text", "buffer protocol"),
+        (np.zeros(16, np.uint8)[::2], "not contiguous"),
+    ]:
+        with pytest.raises(HostBufferError, match=match):
+            writable_view(dst, 8, "cuMemcpyDtoH: dstHost")
+    out = np.zeros(4, np.uint32)
+    writable_view(out, 8, "t")[:] = bytes(range(8))
+    assert out.tobytes() == bytes(range(8)) + bytes(8)
+    immutable = bytes(8)
+    writable_view(immutable, 2, "t")[:] = b"ok"  # cuda-python writes into bytes in place too
+    assert immutable[:2] == b"ok"
+    assert len(writable_view(bytearray(), 0, "t")) == 0
