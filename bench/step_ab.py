@@ -28,17 +28,13 @@ def _post_early_held(conn: Any, dst: int, data: Any) -> None:
     """early_copies.post_early, the record held to leave with the next call's write."""
     from cricket_client import early_copies
     from cricket_xdr.stubs import Pending
-    from cricket_xdr.xdr import Encoder
 
     data = bytes(data)
     pipe = conn.pipeline
     pipe.launches.flush(with_next=True)
     conn.replay_log.count(early_copies._PROC)
-    prog, vers, number, codecs, decode = pipe._how_to_send(early_copies._PROC)
-    enc = Encoder()
-    for codec, arg in zip(codecs, (dst, data, 0), strict=True):
-        codec.pack(enc, arg)
-    pending = Pending(pipe.rpc.call_async(prog, vers, number, enc.buffers(), hold=True), decode)
+    prog, vers, number, encode, decode = pipe._how_to_send(early_copies._PROC)
+    pending = Pending(pipe.rpc.call_async(prog, vers, number, encode(dst, data, 0), hold=True), decode)
     pipe._keep(early_copies._PROC, pending)
     conn.replay_log.keep_early(early_copies._PROC, (dst, data, 0))
 

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from cricket_xdr.rpc.record import DIRECT_READ_MIN
 from cricket_xdr.stubs import Pending
-from cricket_xdr.xdr import Encoder
 
 from .pipeline import err_of
 
@@ -36,28 +35,19 @@ def many(conn: Connection, proc: str, calls: list[tuple[Any, ...]]) -> tuple[int
     return conn.pipeline.fold(err), replies
 
 
-# procedure name -> (program, version, number, encode(args) -> body), for into_views
-_HOW_INTO: dict[str, tuple[int, int, int, Callable[[tuple[Any, ...]], Any]]] = {}
+# procedure name -> (program, version, number, encode(*args) -> body), for into_views
+_HOW_INTO: dict[str, tuple[int, int, int, Callable[..., Any]]] = {}
 
 
-def _how_into(proto: Any, proc: str) -> tuple[int, int, int, Callable[[tuple[Any, ...]], Any]]:
+def _how_into(proto: Any, proc: str) -> tuple[int, int, int, Callable[..., Any]]:
     how = _HOW_INTO.get(proc)
     if how is not None:
         return how
     server = proto.CRICKET_V1_Server
     procedure = server.PROCEDURES[int(getattr(proto, proc))]
-    plan_encode = procedure.plan.encode_args if procedure.plan is not None else None
-    codecs = procedure.arg_codecs
-
-    def encoded(args: tuple[Any, ...]) -> Any:
-        if plan_encode is not None:  # fixed-size arguments: one struct, as Connection.call
-            return plan_encode(*args)
-        enc = Encoder()
-        for codec, arg in zip(codecs, args, strict=True):
-            codec.pack(enc, arg)
-        return enc.buffers()
-
-    how = _HOW_INTO[proc] = (server.PROGRAM, server.VERSION, procedure.number, encoded)
+    how = _HOW_INTO[proc] = (
+        server.PROGRAM, server.VERSION, procedure.number, procedure.args_encoder()
+    )  # fmt: skip
     return how
 
 
@@ -71,11 +61,11 @@ def into_views(conn: Connection, proc: str, calls: list[tuple[tuple[Any, ...], m
         # One small result: the direct synchronous call; its data is copied once, from the
         # reply into the view (a result this small is not received into place anyway).
         args, view = calls[0]
-        return conn.pipeline.fold(_settle(proto, rpc.call(prog, vers, number, encoded(args)), view))
+        return conn.pipeline.fold(_settle(proto, rpc.call(prog, vers, number, encoded(*args)), view))
     pendings = []
     for args, view in calls:
         into = (_MEM_OK.pack(0, len(view)), view)
-        pendings.append((rpc.call_async(prog, vers, number, encoded(args), into=into), view))
+        pendings.append((rpc.call_async(prog, vers, number, encoded(*args), into=into), view))
     err = 0
     for pending, view in pendings:
         body = pending.result()

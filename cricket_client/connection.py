@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import functools
 import os
 import socket
 import ssl
@@ -42,7 +41,6 @@ from typing import Any
 from cricket_xdr.rpc.client import RpcClient
 from cricket_xdr.rpc.errors import AuthError, ConnectionLost, ConnectTimeout, RpcTimeout
 from cricket_xdr.stubs import Pending
-from cricket_xdr.xdr import Encoder
 
 from . import bulk_calls, call_stats
 from .datapath import DataPaths
@@ -113,13 +111,6 @@ def _no_args(proc: str, args: tuple[Any, ...]) -> bytes:
     if args:
         raise TypeError(f"{proc} takes no arguments ({len(args)} given)")
     return b""
-
-
-def _encode_args(codecs: tuple[Any, ...], *args: Any) -> list[Any]:
-    enc = Encoder()
-    for codec, arg in zip(codecs, args, strict=True):
-        codec.pack(enc, arg)
-    return enc.buffers()
 
 
 class Connection:
@@ -291,10 +282,7 @@ class Connection:
         plan = procedure.plan
         if plan.decode_reply is None:
             raise ValueError(f"{proc} has no reply plan (its result is not fixed-size): use sync")
-        encode = plan.encode_args
-        if encode is None:
-            codecs = procedure.arg_codecs
-            encode = None if not codecs else functools.partial(_encode_args, codecs)
+        encode = procedure.args_encoder() if procedure.arg_codecs else None
         how = _HOW_TO_CALL[proc] = (
             server.PROGRAM,
             server.VERSION,

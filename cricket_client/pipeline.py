@@ -22,7 +22,7 @@ from typing import Any
 from cricket_xdr.rpc.client import RpcClient
 from cricket_xdr.rpc.errors import ConnectionLost
 from cricket_xdr.stubs import Pending
-from cricket_xdr.xdr import Encoder, xdr_int
+from cricket_xdr.xdr import xdr_int
 
 from .facts import pipelined
 from .launch_batch import LaunchBatcher
@@ -32,9 +32,8 @@ __all__ = ["Pipeline", "MAX_PENDING", "err_of"]
 
 MAX_PENDING = 4096  # replies kept at most; past it the oldest half is collected
 _INT = struct.Struct(">i")
-# procedure name -> (program, version, number, argument codecs, result decoder)
-_ENCODE_ARGS: dict[str, Callable[..., Any]] = {}  # procedure -> its arguments' encoder
-_HOW_TO_SEND: dict[str, tuple[int, int, int, tuple[Any, ...], Callable[[Any], Any]]] = {}
+# procedure -> (program, version, number, encode(*args) -> body, decode(reply body))
+_HOW_TO_SEND: dict[str, tuple[int, int, int, Callable[..., Any], Callable[[Any], Any]]] = {}
 
 
 def err_of(reply: Any) -> int:
@@ -91,7 +90,7 @@ class Pipeline:
         """`post` with the arguments already XDR-encoded in `body`."""
         if proc not in pipelined():
             raise ValueError(f"{proc} is not marked pipelined (@pipelined) in cricket.x")
-        prog, vers, number, _codecs, decode = self._how_to_send(proc)
+        prog, vers, number, _encode, decode = self._how_to_send(proc)
         self._keep(proc, Pending(self.rpc.call_async(prog, vers, number, body, defer=True), decode))
 
     def _send_launch_batch_with_next(self, proc: str, count: int, body: bytes) -> None:
@@ -103,7 +102,7 @@ class Pipeline:
     def _send_launch_batch(
         self, proc: str, count: int, body: bytes, *, defer: bool = False
     ) -> None:
-        prog, vers, number, _codecs, decode = self._how_to_send(proc)
+        prog, vers, number, _encode, decode = self._how_to_send(proc)
         try:
             # `defer`: held whatever its size, to leave in the next call's write
             call = self.rpc.call_async(prog, vers, number, body, hold=defer)
@@ -123,8 +122,7 @@ class Pipeline:
         reuse a shared-memory slot the call read)."""
         if not answered_at_once and proc not in pipelined():
             raise ValueError(f"{proc} is not marked pipelined (@pipelined) in cricket.x")
-        prog, vers, number, _codecs, decode = self._how_to_send(proc)
-        encode = _ENCODE_ARGS.get(proc) or self._args_encoder(proc)
+        prog, vers, number, encode, decode = self._how_to_send(proc)
         pending = Pending(self.rpc.call_async(prog, vers, number, encode(*args)), decode)
         self._keep(proc, pending)
         return pending
@@ -132,27 +130,10 @@ class Pipeline:
     def post_encoded_now(self, proc: str, pieces: list[Any]) -> Pending:
         """`post_now` with the arguments already XDR-encoded in `pieces` (buffers sent as
         they are, no copy)."""
-        prog, vers, number, _codecs, decode = self._how_to_send(proc)
+        prog, vers, number, _encode, decode = self._how_to_send(proc)
         pending = Pending(self.rpc.call_async(prog, vers, number, pieces), decode)
         self._keep(proc, pending)
         return pending
-
-    def _args_encoder(self, proc: str) -> Callable[..., Any]:
-        """The encoding of `proc`'s arguments: its plan's one struct where they are all of
-        fixed size (as `Connection.call`), else its codecs in turn."""
-        procedure = self._proto.CRICKET_V1_Server.PROCEDURES[int(getattr(self._proto, proc))]
-        encode = procedure.plan.encode_args if procedure.plan is not None else None
-        if encode is None:
-            codecs = procedure.arg_codecs
-
-            def encode(*args: Any) -> Any:
-                enc = Encoder()
-                for codec, arg in zip(codecs, args, strict=True):
-                    codec.pack(enc, arg)
-                return enc.buffers()
-
-        _ENCODE_ARGS[proc] = encode
-        return encode
 
     def _keep(self, proc: str, pending: Pending) -> None:
         """Remember a pipelined call's reply to collect; collect some when too many wait."""
@@ -165,16 +146,10 @@ class Pipeline:
     def _send_deferrable(self, proc: str, args: tuple[Any, ...]) -> Pending:
         """Send a pipelined call; small ones may wait in the RPC client to share one write
         with the calls after them (sent at the latest with the next synchronizing call)."""
-        prog, vers, number, codecs, decode = self._how_to_send(proc)
-        enc = Encoder()
-        if len(args) == 1 and len(codecs) == 1:  # the common case: one argument
-            codecs[0].pack(enc, args[0])
-        else:
-            for codec, arg in zip(codecs, args, strict=True):
-                codec.pack(enc, arg)
-        return Pending(self.rpc.call_async(prog, vers, number, enc.buffers(), defer=True), decode)
+        prog, vers, number, encode, decode = self._how_to_send(proc)
+        return Pending(self.rpc.call_async(prog, vers, number, encode(*args), defer=True), decode)
 
-    def _how_to_send(self, proc: str) -> tuple[int, int, int, tuple[Any, ...], Callable[[Any], Any]]:
+    def _how_to_send(self, proc: str) -> tuple[int, int, int, Callable[..., Any], Callable[[Any], Any]]:
         how = _HOW_TO_SEND.get(proc)
         if how is None:
             server = self._proto.CRICKET_V1_Server
@@ -183,7 +158,7 @@ class Pipeline:
                 server.PROGRAM,
                 server.VERSION,
                 procedure.number,
-                procedure.arg_codecs,
+                procedure.args_encoder(),
                 _decode_int if procedure.result_codec is xdr_int else procedure.result_codec.decode,
             )
         return how

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from cricket_xdr.xdr import Codec
+from cricket_xdr.xdr import Codec, Encoder
 
 __all__ = ["Facts", "Pending", "Plan", "Procedure"]
 
@@ -62,6 +62,21 @@ class Procedure:
     result_codec: Codec
     facts: Facts = Facts()
     plan: Plan = Plan()
+
+    def args_encoder(self) -> Callable[..., Any]:
+        """`encode(*args)`: the call body of positional arguments, by the plan's one struct
+        where they are all fixed-size, else by the codecs in turn."""
+        if self.plan.encode_args is not None:
+            return self.plan.encode_args
+        codecs = self.arg_codecs
+
+        def encode(*args: Any) -> Any:
+            enc = Encoder()
+            for codec, arg in zip(codecs, args, strict=True):
+                codec.pack(enc, arg)
+            return enc.buffers()
+
+        return encode
 
 
 class Pending:
