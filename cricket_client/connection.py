@@ -359,6 +359,13 @@ class Connection:
         return self.pipeline.post_now(proc, args)
 
     @resuming
+    def post_now_encoded(self, proc: str, pieces: list[Any]) -> Pending:
+        """`post_now` with the arguments already XDR-encoded in `pieces` (sent as they are,
+        no copy: an early copy's record, cricket_client.early_copies)."""
+        self._local_message = None
+        return self.pipeline.post_encoded_now(proc, pieces)
+
+    @resuming
     def post_encoded(self, proc: str, body: bytes) -> None:
         """`post` with the arguments already XDR-encoded in `body` (the launch hot path; the
         replay log, when it logs, keeps them decoded)."""

@@ -48,8 +48,6 @@ import bisect
 import struct
 from typing import TYPE_CHECKING, Any
 
-from cricket_xdr.rpc.errors import ConnectionLost
-
 from .datapath.paths import SHM_PIECE
 from .datapath.select import Path
 
@@ -166,29 +164,9 @@ def post_early(conn: Connection, dst: int, data: Any) -> None:
     this returns, so the caller's buffer is free again."""
     kept = len(data) <= KEEP_MAX
     if kept:
-        data = bytes(data)  # kept for a resume
-    if not (kept and _send_counted(conn, dst, data)):
-        conn.post_now(_PROC, dst, data, _LEGACY_STREAM)  # large ones by reference: one copy
+        data = bytes(data)  # kept for a resume; larger ones go by reference: one copy
+    n = len(data)
+    # encoded here, one struct each side of the bytes (the hot path of a loop's copies)
+    conn.post_now_encoded(_PROC, [_HEAD.pack(dst, n), data, _TAILS[n & 3]])
     if kept:
         conn.replay_log.keep_early(_PROC, (dst, data, _LEGACY_STREAM))
-
-
-def _send_counted(conn: Connection, dst: int, data: bytes) -> bool:
-    """`conn.post_now` of the copy's record, encoded here (the hot path of a loop's copies),
-    where nothing is logged for replay and the connection holds; False: nothing was sent
-    (nor numbered), `post_now` must (it logs, or resumes a lost session)."""
-    book = conn.replay_log
-    if book.logging:
-        return False
-    pipe = conn.pipeline
-    if pipe.launches.queued:
-        pipe.launches.flush()  # gathered launches go first: the server keeps the order
-    n = len(data)
-    mark = book.count(_PROC)
-    conn._local_message = None
-    try:
-        pipe.post_encoded_now(_PROC, [_HEAD.pack(dst, n), data, _TAILS[n & 3]])
-    except ConnectionLost:
-        book.rollback(mark)
-        return False
-    return True

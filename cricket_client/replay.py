@@ -274,6 +274,8 @@ def calls_of(
         return [(args[0], tuple(args[1:]))]
     if method == "post_encoded":  # logged decoded, as `post` would have sent them
         return [(args[0], _decoded_args(conn, args[0], args[1]))]
+    if method == "post_now_encoded":
+        return [(args[0], _decoded_args(conn, args[0], b"".join(args[1])))]
     if method == "sync_many":
         return [(args[0], tuple(a)) for a in args[1]]
     if method == "sync_into":

@@ -58,8 +58,8 @@ NOT_RUN = (
     AuthError,
 )
 
-_ONE_CALL = frozenset({"call", "_call_resuming", "sync", "_sync", "post", "post_now", "post_encoded"})  # methods sending one call
-_POSTING = frozenset({"post", "post_now", "post_encoded"})  # methods whose call may wait in the RPC client
+_ONE_CALL = frozenset({"call", "_call_resuming", "sync", "_sync", "post", "post_now", "post_now_encoded", "post_encoded"})  # methods sending one call
+_POSTING = frozenset({"post", "post_now", "post_now_encoded", "post_encoded"})  # methods whose call may wait in the RPC client
 
 
 def resuming(method: F) -> F:
