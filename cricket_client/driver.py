@@ -196,20 +196,13 @@ def _dtoh(call: str, dst: Any, src: int, n: int, stream: int | None) -> tuple[An
     routed = _bulk(conn).dtoh(view, src, stream) if n and not _inline(conn, n, dtoh=True) else None
     if routed is not None:
         err = routed
-    elif stream is None:
-        if n <= COPY_CHUNK:  # one call (a small read: the step's hot path)
-            err = conn.sync_into("CU_MEMCPY_DTOH", [((src, n), view)])
-        else:
-            err = conn.sync_into(
-                "CU_MEMCPY_DTOH",
-                [((src + off, m), view[off : off + m]) for off, m in _chunks(n)],
-            )
     else:
-        chunks = _chunks(n) or [(0, 0)]
-        err = conn.sync_into(
-            "CU_MEMCPY_DTOH_ASYNC",
-            [((src + off, m, stream), view[off : off + m]) for off, m in chunks],
-        )
+        proc, on = ("CU_MEMCPY_DTOH", ()) if stream is None else ("CU_MEMCPY_DTOH_ASYNC", (stream,))
+        if n <= COPY_CHUNK:  # one call (a small read: a loop's hot path)
+            calls = [((src, n, *on), view)]
+        else:
+            calls = [((src + off, m, *on), view[off : off + m]) for off, m in _chunks(n)]
+        err = conn.sync_into(proc, calls)
     if stream is not None and err == 0:
         stream_settled(conn, stream)  # the server waited for the stream to copy its bytes
     return _out(err)

@@ -263,9 +263,8 @@ def _settle(
             return (0, 0) if getattr(send, "__name__", "") == "_sync" else (0,)
     known.settled = None
     reply = send(proc, *args)
-    if reply[0] == 0 and proc != "CU_STREAM_QUERY" and _quiet(conn):
-        rpc, number = _next_call_number(conn)
-        known.settled = (rpc, number, (proc, args[0] if args else None))
+    if reply[0] == 0 and proc != "CU_STREAM_QUERY":
+        _mark_settled(conn, (proc, args[0] if args else None))
     return reply
 
 
@@ -273,6 +272,12 @@ def stream_settled(conn: Connection, stream: int) -> None:
     """A call that made the server wait for `stream` (a copy into host memory on it, which
     waits for the stream to deliver its bytes) succeeded: a synchronize or query of that
     stream with nothing sent since is answered here (as after a cuStreamSynchronize)."""
+    _mark_settled(conn, ("CU_STREAM_SYNCHRONIZE", stream))
+
+
+def _mark_settled(conn: Connection, covered: tuple[str, Any]) -> None:
+    """`covered` (a synchronize and its stream) holds until the next counted call, if
+    nothing is pending now."""
     if _quiet(conn):
         rpc, number = _next_call_number(conn)
-        conn.known.settled = (rpc, number, ("CU_STREAM_SYNCHRONIZE", stream))
+        conn.known.settled = (rpc, number, covered)
