@@ -36,14 +36,15 @@ ROOT = Path(__file__).resolve().parents[1]
 STEPS = 200
 
 _TIMED = """
-import time
+import sys, time
 {setup}
+steps = int(sys.argv[1])
 for _ in range(20):
     {step}
 t0 = time.perf_counter()
-for _ in range(int(__import__("sys").argv[1])):
+for _ in range(steps):
     {step}
-print("us/step", (time.perf_counter() - t0) / int(__import__("sys").argv[1]) * 1e6)
+print("us/step", (time.perf_counter() - t0) / steps * 1e6)
 """
 
 _CORE_SETUP = """
