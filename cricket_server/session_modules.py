@@ -213,9 +213,14 @@ class SessionModules(SessionCore):
         count = len(launches)
         self.current_for_batch(call, count)
         body = getattr(launches, "body", None)
+        if body is not None and self.bsession.replay_batch(body):
+            return  # a repeat of a batch made before: every launch checked then, and made now
         fast = self.bsession.fast_launcher() if body is not None else None
         if fast is not None and body is not None:
-            raise_first_failure(self._launch_batch_fast(fast, launches, body), count)
+            first = self._launch_batch_fast(fast, launches, body)
+            if first is None:
+                self.bsession.batch_made(body, fast)
+            raise_first_failure(first, count)
             return
         targets: dict[int, tuple[object, int, str]] = {}  # handles cannot change in a batch
         streams: dict[int, object | None] = {}

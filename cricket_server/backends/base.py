@@ -289,6 +289,19 @@ class BackendSession(abc.ABC):
         or None: launches go one by one through `graph_launch`."""
         return None
 
+    def replay_batch(self, body: memoryview) -> bool:
+        """Make a launch batch (its record `body`) as a repeat of an earlier one (the cuda
+        backend's graphs of repeated batches, `launch_replay`): True when made, False when
+        its launches must be made as usual."""
+        return False
+
+    def batch_made(self, body: memoryview, fast: Any) -> None:  # noqa: B027 - optional hook
+        """A launch batch was just made by `fast` (`fast_launcher`), every launch accepted."""
+
+    def forget_repeated_batches(self) -> None:  # noqa: B027 - optional hook
+        """Drop what `replay_batch` keeps, before a function, module or stream it may name
+        changes or goes."""
+
     def launcher(self) -> Launcher:
         """A function launching one kernel as `launch` does (not cooperative), for a run of
         launches made under one hold of the session's lock with nothing else in between

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from server_harness import LIMIT, ROOT
 
+from cricket_server.backends.cuda.fast_launch import HEADERS, SOURCES
+
 _SKIP = shutil.ignore_patterns(".venv", ".git", "_lib", "__pycache__", "build", "dist", "*.egg-info",
                                ".pytest_cache", ".ruff_cache", ".mypy_cache", ".nvtests", ".whl*")
 
@@ -35,3 +37,5 @@ def test_a_wheel_built_from_the_sources_holds_the_native_library(tmp_path: Path)
     assert f"cricket_client/native/_lib/{tag}/libcuda.so.1.sources" in names  # what it was built from
     assert "cricket_client/native/_entries_generated.py" in names
     assert "cricket_client/native/startup/sitecustomize.py" in names  # the runtime of Python programs
+    for path in (*SOURCES, *HEADERS):  # the server's C launch loop is built where it runs
+        assert f"cricket_server/backends/cuda/{path.name}" in names

@@ -10,12 +10,10 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
-import pytest
 from test_fast_graph_launch import Driver
 from test_session_fakes import FakeSession, make_manager
 
 from cricket_server.backends.base import CUDA_ERROR_INVALID_HANDLE, CudaError
-from cricket_server.backends.cuda import fast_launch
 from cricket_server.backends.cuda.fast_graph_launch import FastGraphLauncher
 from cricket_server.backends.cuda.graph_inputs import LaunchState
 from cricket_server.launch_batch import decode_graph_launch_batch
@@ -70,14 +68,6 @@ class GraphFake(FakeSession):
             )  # fmt: skip
         self._fast.reset()
         return self._fast
-
-
-@pytest.fixture(scope="module")
-def loop() -> tuple[Any, Any]:
-    made = fast_launch.load()
-    if made is None:
-        pytest.skip("no C compiler: the C loops cannot be built here")
-    return made
 
 
 def _graph(s: Session, nodes: int) -> int:

@@ -11,10 +11,8 @@ import ctypes
 import struct
 from typing import Any
 
-import pytest
 from test_fast_launch import _batch
 
-from cricket_server.backends.cuda import fast_launch
 from cricket_server.backends.cuda.fast_graph_launch import DRIVER_FUNCTIONS, FastGraphLauncher
 from cricket_server.backends.cuda.graph_inputs import LaunchState, _Copy, _Slot
 
@@ -25,14 +23,6 @@ EXEC, STREAM, OTHER_STREAM = 0xE000, 0x5000, 0x6000
 def _launch(exec_: int, stream: int, data: bytes) -> bytes:
     n = len(data)
     return struct.pack(">QQI", exec_, stream, n) + data + b"\0" * (-n & 3)
-
-
-@pytest.fixture(scope="module")
-def loop() -> tuple[Any, Any]:
-    made = fast_launch.load()
-    if made is None:
-        pytest.skip("no C compiler: the C loops cannot be built here")
-    return made
 
 
 class Driver:

@@ -10,7 +10,6 @@ import struct
 from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from test_session_fakes import FakeFunction, FakeSession, make_manager
 
 from cricket_server.backends.base import CUDA_ERROR_INVALID_HANDLE, CudaError
@@ -29,14 +28,6 @@ def _args(fn: int, stream: int, params: bytes, grid: int = 1) -> bytes:
 
 def _batch(*launches: bytes) -> bytes:
     return struct.pack(">I", len(launches)) + b"".join(launches)
-
-
-@pytest.fixture(scope="module")
-def loop() -> tuple[Any, Any]:
-    made = fast_launch.load()
-    if made is None:
-        pytest.skip("no C compiler: the C launch loop cannot be built here")
-    return made
 
 
 class Recorder:

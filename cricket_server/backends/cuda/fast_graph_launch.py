@@ -17,11 +17,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ..base import CudaError
-from .fast_launch import StreamTable
+from .fast_launch import StreamTable, driver_functions
 
 __all__ = ["DRIVER_FUNCTIONS", "FastGraphLauncher", "driver_table"]
 
-_LIBRARIES: list[Any] = []
 
 # cricket_graph_driver's fields and the driver's functions that fill them
 DRIVER_FUNCTIONS = (
@@ -89,11 +88,5 @@ class FastGraphLauncher(StreamTable):
 
 
 def driver_table(ffi: Any) -> Any:
-    """A cricket_graph_driver of the driver library cuda-python uses (loaded once per process:
-    one library, one current context)."""
-    libcuda = ffi.dlopen("libcuda.so.1")
-    table = ffi.new("cricket_graph_driver *")
-    for field, name in DRIVER_FUNCTIONS:
-        setattr(table, field, ffi.addressof(libcuda, name))
-    _LIBRARIES.append(libcuda)  # the functions' library stays open with the process
-    return table
+    """A cricket_graph_driver of the driver's functions (`fast_launch.driver_functions`)."""
+    return driver_functions(ffi, "cricket_graph_driver", DRIVER_FUNCTIONS)

@@ -36,7 +36,11 @@ __all__ = ["ENV", "FastLauncher", "StreamTable", "load"]
 log = logging.getLogger(__name__)
 
 ENV = "CRICKET_FAST_LAUNCH"
-SOURCE = Path(__file__).with_name("fast_launch.c")
+SOURCES = (
+    Path(__file__).with_name("fast_launch.c"),
+    Path(__file__).with_name("launch_replay.c"),  # launch_replay.py's graphs of repeated batches
+)
+HEADERS = (Path(__file__).with_name("launch_record.h"),)  # what both read: in the library's name
 CDEF = """
 typedef int (*cricket_launch_fn)(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                  unsigned by, unsigned bz, unsigned shared, void *stream,
@@ -66,6 +70,38 @@ int cuMemcpyHtoDAsync_v2(uint64_t dst, const void *src, size_t n, void *stream);
 int cuEventRecord(void *event, void *stream);
 int cuEventQuery(void *event);
 int cuEventSynchronize(void *event);
+
+typedef struct { void *func; unsigned gx, gy, gz, bx, by, bz, shared; void **params;
+                 void **extra; void *kern; void *ctx; } cricket_kernel_node;
+typedef struct {
+    int (*is_capturing)(void *stream, int *status);
+    int (*create)(void **graph, unsigned flags);
+    int (*add_kernel)(void **node, void *graph, void *const *deps, size_t ndeps,
+                      const cricket_kernel_node *p);
+    int (*instantiate)(void **exec, void *graph, unsigned long long flags);
+    int (*set_kernel)(void *exec, void *node, const cricket_kernel_node *p);
+    int (*launch)(void *exec, void *stream);
+    int (*destroy_exec)(void *exec);
+    int (*destroy_graph)(void *graph);
+} cricket_replay_driver;
+typedef struct { unsigned char *record; size_t len; uint32_t count; void *graph; void *exec;
+                 void *stream; uint64_t stream_handle; void **nodes; cricket_fn *fns; }
+    cricket_replay;
+int cricket_batch_same_shape(const unsigned char *a, const unsigned char *b, size_t len);
+int cricket_replay_build(const cricket_replay_driver *drv, cricket_replay *r,
+                         const unsigned char *body, size_t len, const cricket_fn *fns,
+                         uint32_t nfns, const cricket_stream *streams, uint32_t nstreams);
+int cricket_replay_launch(const cricket_replay_driver *drv, cricket_replay *r,
+                          const unsigned char *body, size_t len);
+void cricket_replay_free(const cricket_replay_driver *drv, cricket_replay *r);
+int cuStreamIsCapturing(void *stream, int *status);
+int cuGraphCreate(void **graph, unsigned flags);
+int cuGraphAddKernelNode_v2(void **node, void *graph, void *const *deps, size_t ndeps,
+                            const cricket_kernel_node *p);
+int cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags);
+int cuGraphExecKernelNodeSetParams_v2(void *exec, void *node, const cricket_kernel_node *p);
+int cuGraphExecDestroy(void *exec);
+int cuGraphDestroy(void *graph);
 """
 _loaded: list[Any] = []  # [(ffi, library)] once tried; [None] when it cannot be had
 
@@ -86,10 +122,10 @@ def _cache_dir() -> Path | None:
     return folder
 
 
-def _compiled(source: Path, folder: Path) -> Path | None:
-    """The library built from `source` in `folder` (built now if missing)."""
-    text = source.read_bytes()
-    target = folder / f"fast_launch-{hashlib.sha256(text).hexdigest()[:20]}.so"
+def _compiled(sources: tuple[Path, ...], folder: Path) -> Path | None:
+    """The library built from `sources` in `folder` (built now if missing)."""
+    digest = hashlib.sha256(b"".join(path.read_bytes() for path in (*sources, *HEADERS)))
+    target = folder / f"fast_launch-{digest.hexdigest()[:20]}.so"
     if target.exists():
         return target
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
@@ -100,7 +136,7 @@ def _compiled(source: Path, folder: Path) -> Path | None:
     os.close(fd)
     try:
         subprocess.run(
-            [cc, "-O2", "-shared", "-fPIC", "-o", tmp, str(source)],
+            [cc, "-O2", "-shared", "-fPIC", "-o", tmp, *map(str, sources)],
             check=True, capture_output=True, timeout=120,
         )  # fmt: skip
         os.replace(tmp, target)  # whole or not at all, whoever builds it at the same time
@@ -128,7 +164,7 @@ def _open() -> tuple[Any, Any] | None:
         import cffi
 
         folder = _cache_dir()
-        path = _compiled(SOURCE, folder) if folder is not None else None
+        path = _compiled(SOURCES, folder) if folder is not None else None
         if path is None:
             return None
         ffi = cffi.FFI()
@@ -214,6 +250,10 @@ class FastLauncher(StreamTable):
             slot.data = self._ffi.cast("unsigned char *", d)
         self._fn_array = array
 
+    def tables(self) -> tuple[tuple[Any, int], tuple[Any, int]]:
+        """(functions, count) and (streams, count): the tables as the C functions take them."""
+        return (self._fn_array, len(self._fns)), (self._stream_array, len(self._streams))
+
     def run(self, body: Any, start: int) -> tuple[int, int]:
         """Launch from `start` on: (index of the first launch not made, its CUresult or 0)."""
         data = self._ffi.from_buffer(body)
@@ -226,6 +266,21 @@ class FastLauncher(StreamTable):
     def error(self, code: int) -> CudaError:
         """The CudaError of a launch the driver refused with `code`."""
         return CudaError(code, f"cuLaunchKernel: {self._describe(code)}")
+
+
+_LIBRARIES: list[Any] = []
+
+
+def driver_functions(ffi: Any, ctype: str, functions: tuple[tuple[str, str], ...]) -> Any:
+    """A new `ctype` struct whose fields hold the driver's functions (`functions`: (field,
+    function name) pairs), from the driver library cuda-python uses (loaded once per process:
+    one library, one current context; it stays open with the process)."""
+    libcuda = ffi.dlopen("libcuda.so.1")
+    table = ffi.new(f"{ctype} *")
+    for field, name in functions:
+        setattr(table, field, ffi.addressof(libcuda, name))
+    _LIBRARIES.append(libcuda)
+    return table
 
 
 def driver_launch(ffi: Any) -> Any:

@@ -68,6 +68,7 @@ class CudaLaunchVariants(BackendSession):
     _layouts: Any
     _state: Callable[..., Any]
     _stream: Callable[..., Any]
+    stream_attributes_set: Callable[[object | None], None]
 
     def launch_ex(
         self, func: object, config: LaunchConfig, stream: object | None, params: memoryview
@@ -93,6 +94,7 @@ class CudaLaunchVariants(BackendSession):
 
     def ctx_set_cache_config(self, config: int) -> None:
         self._state()
+        self.forget_repeated_batches()
         cfg = enum_value(driver.CUfunc_cache, config, "cuCtxSetCacheConfig")
         call(driver.cuCtxSetCacheConfig, cfg)
 
@@ -106,6 +108,7 @@ class CudaLaunchVariants(BackendSession):
             field = _SCALARS[attr][0]
             setattr(val, field, getattr(holder.value, field))
         call(driver.cuStreamSetAttribute, self._stream(stream), attr_id, val)
+        self.stream_attributes_set(stream)
 
     # -- peers ------------------------------------------------------------------------------
     def _peer_counts(self) -> dict[tuple[int, int], int]:

@@ -32,6 +32,7 @@ _WAIT_WRITE = {
 class CudaQueries:
     _state: Any  # CudaSession: makes the session's device current
     _stream: Any  # CudaSession: the driver's stream of a backend stream (None: legacy)
+    forget_repeated_batches: Any  # CudaSession: drops the graphs of repeated launch batches
 
     def stream_mem_ops(self, stream: object | None, ops: Sequence[Any]) -> None:
         """Each operation as its own call on the stream, in order (waits and writes through
@@ -108,11 +109,13 @@ class CudaQueries:
 
     def ctx_set_shared_mem_config(self, config: int) -> None:
         self._state()
+        self.forget_repeated_batches()
         value = enum_value(driver.CUsharedconfig, config, "cuCtxSetSharedMemConfig")
         call(driver.cuCtxSetSharedMemConfig, value)
 
     def func_set_shared_mem_config(self, func: object, config: int) -> None:
         self._state()
+        self.forget_repeated_batches()
         value = enum_value(driver.CUsharedconfig, config, "cuFuncSetSharedMemConfig")
         call(driver.cuFuncSetSharedMemConfig, func, value)
 

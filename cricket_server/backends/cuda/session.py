@@ -7,6 +7,7 @@ events and modules belong to the context they were made in; libraries are contex
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -23,7 +24,7 @@ from ..base import (
     Launcher,
     ParamInfo,
 )
-from . import fast_launch
+from . import fast_launch, launch_replay
 from ._driver import call, driver, enum_value, error_text
 from .arrays import CudaArrays
 from .context import DeviceContext
@@ -37,6 +38,7 @@ from .host_memory import HostRegistrations
 from .jit import JitOptions
 from .launch import ParamBuffer, ParamLayouts
 from .launch_ex import CudaLaunchVariants
+from .launch_replay import BatchReplays
 from .link import CudaLinker
 from .mipmaps import CudaMipmaps
 from .queries import CudaQueries
@@ -57,6 +59,8 @@ _LEGACY = driver.CUstream(driver.CU_STREAM_LEGACY)
 _PER_THREAD = driver.CUstream(driver.CU_STREAM_PER_THREAD)
 _SMALL_DTOH = 4096  # bytes a device-to-host copy lands in pageable memory directly
 _launch_kernel = driver.cuLaunchKernel  # the launch hot path calls it without `call`
+log = logging.getLogger(__name__)
+
 _MEMSET_CALLS = {1: "cuMemsetD8", 2: "cuMemsetD16", 4: "cuMemsetD32"}  # and ...Async
 
 
@@ -112,6 +116,8 @@ class CudaSession(
     # -- devices and contexts -------------------------------------------------------------
     def set_device(self, dev: int) -> None:
         self._backend.device_handle(dev)  # CUDA_ERROR_INVALID_DEVICE for a bad ordinal
+        if dev != self._dev:
+            self.forget_repeated_batches()
         self._dev = dev
 
     def _state(self, dev: int | None = None) -> _DeviceState:
@@ -147,6 +153,7 @@ class CudaSession(
 
     def set_limit(self, limit: int, value: int) -> None:
         self._state()
+        self.forget_repeated_batches()
         call(driver.cuCtxSetLimit, enum_value(driver.CUlimit, limit, "cuCtxSetLimit"), value)
 
     def stream_priority_range(self) -> tuple[int, int]:
@@ -311,6 +318,7 @@ class CudaSession(
 
     def module_unload(self, module: object) -> None:
         self._state()
+        self.forget_repeated_batches()
         call(driver.cuModuleUnload, module)
         self._owner("modules", module).pop(_handle_key(module), None)
         self._layouts.clear()
@@ -333,6 +341,7 @@ class CudaSession(
 
     def library_unload(self, library: object) -> None:
         self._state()
+        self.forget_repeated_batches()
         call(driver.cuLibraryUnload, library)
         self._libraries.pop(_handle_key(library), None)
         self._layouts.clear()
@@ -352,11 +361,13 @@ class CudaSession(
 
     def func_set_attribute(self, func: object, attrib: int, value: int) -> None:
         self._state()
+        self.forget_repeated_batches()
         attr = enum_value(driver.CUfunction_attribute, attrib, "cuFuncSetAttribute")
         call(driver.cuFuncSetAttribute, func, attr, value)
 
     def func_set_cache_config(self, func: object, config: int) -> None:
         self._state()
+        self.forget_repeated_batches()
         cfg = enum_value(driver.CUfunc_cache, config, "cuFuncSetCacheConfig")
         call(driver.cuFuncSetCacheConfig, func, cfg)
 
@@ -400,6 +411,44 @@ class CudaSession(
             self._state()
             fast.reset()
         return fast
+
+    def _batch_replays(self) -> BatchReplays | None:
+        """The graphs of this session's repeated launch batches (`launch_replay`), or None
+        where the C loop cannot be built, CRICKET_FAST_LAUNCH=0 or CRICKET_LAUNCH_REPLAY=0."""
+        if "_replays" not in self.__dict__:
+            self._replays: BatchReplays | None = None
+            made = fast_launch.load() if launch_replay.enabled() else None
+            if made is not None:
+                ffi, lib = made
+                try:
+                    self._replays = BatchReplays(ffi, lib, launch_replay.driver_table(ffi))
+                except (AttributeError, OSError) as exc:  # a driver without the functions
+                    log.info("launch replay off: %s", exc)
+        return self._replays
+
+    def replay_batch(self, body: memoryview) -> bool:
+        replays = self._batch_replays()
+        if replays is None:
+            return False
+        self._state()
+        return replays.launch(body)
+
+    def batch_made(self, body: memoryview, fast: FastLauncher) -> None:
+        replays = self._batch_replays()
+        if replays is not None:
+            replays.made(body, fast)
+
+    def forget_repeated_batches(self) -> None:
+        replays = self.__dict__.get("_replays")
+        if replays is not None:
+            replays.clear()
+
+    def stream_attributes_set(self, stream: object | None) -> None:
+        """A stream's attributes were set: its batches are made launch by launch from now on
+        (a graph's kernel node does not take its stream's attributes)."""
+        replays = self._batch_replays()
+        if replays is not None:
+            replays.stream_attributes_set(int(self._stream(stream)))
 
     def fast_graph_launcher(self) -> FastGraphLauncher | None:
         """The C loop for graph launch batches (`fast_graph_launch`), its tables empty, the
@@ -477,6 +526,9 @@ class CudaSession(
 
     def stream_destroy(self, stream: object) -> None:
         self._state()
+        replays = self.__dict__.get("_replays")
+        if replays is not None:
+            replays.stream_destroyed(int(self._stream(stream)))
         call(driver.cuStreamDestroy, stream)
         self._owner("streams", stream).pop(_handle_key(stream), None)
 
@@ -565,7 +617,8 @@ class CudaSession(
         everything."""
         if self._closed:
             return
-        errors: list[CudaError] = self._host.release_all()  # before the contexts go
+        self.forget_repeated_batches()  # before the contexts go
+        errors: list[CudaError] = self._host.release_all()
         errors += self.release_arrays()
         errors += self.release_mipmaps()  # after the texture objects on them
         errors += self.release_green_ctxs()
