@@ -43,6 +43,7 @@ class CallStats:
             number: procedure.name
             for number, procedure in proto.CRICKET_V1_Server.PROCEDURES.items()
         }
+        self._names[0] = "NULL"  # asks for replies the server holds (protocol version 2)
 
     def table(self) -> dict[str, dict[str, float]]:
         """{procedure: {"sent", "waited", "wait_ms", "known", "gathered"}}, those used."""

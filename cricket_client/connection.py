@@ -202,6 +202,7 @@ class Connection:
             self._rpc.close()
             raise
         ok = reply.value
+        replies_may_wait(self._rpc, ok.protocol_version, proto)
         self.info = ServerInfo(
             protocol_version=ok.protocol_version,
             server_version=ok.server_version,
@@ -437,11 +438,12 @@ class Connection:
 
     # -- reconnecting to a restored session (cricket_client.reconnect) ---------------------
 
-    def adopt_transport(self, address: str, rpc: RpcClient) -> None:
+    def adopt_transport(self, address: str, rpc: RpcClient, version: int = 1) -> None:
         """Continue the session over `rpc` (a resumed HELLO was answered on it). Pipelined
         calls still unanswered on the old connection are lost: the next synchronizing call
         raises CallsLost."""
         old, self._rpc = self._rpc, rpc
+        replies_may_wait(rpc, version, self.proto)
         if self.stats is not None:
             rpc.counts = self.stats.rpc
         self.known.forget_all()  # the restored session may run on another server
@@ -514,6 +516,15 @@ def connect(address: str | None = None, *, make_default: bool = True, **kwargs: 
         with _default_lock:
             _default = conn
     return conn
+
+
+def replies_may_wait(rpc: RpcClient, version: int, proto: Any) -> None:
+    """A server speaking protocol version 2 may hold the replies of pipelined calls until a
+    later call's reply: `rpc` asks for them (a NULL call) before it waits for one alone."""
+    if version >= 2:
+        server = proto.CRICKET_V1_Server
+        held = frozenset(n for n, p in server.PROCEDURES.items() if p.facts.pipelined)
+        rpc.replies_may_wait(server.PROGRAM, server.VERSION, held)
 
 
 def get_connection() -> Connection:

@@ -181,7 +181,7 @@ def _resume(conn: Connection, lost: BaseException, deadline_s: float) -> bool:
                 reason = f"{address}: {e}"
             else:
                 if reply.err == 0 and reply.value.session_id == conn.info.session_id:
-                    conn.adopt_transport(address, rpc)
+                    conn.adopt_transport(address, rpc, reply.value.protocol_version)
                     log.warning("session %#x: resumed on %s", conn.info.session_id, address)
                     try:
                         replay(conn)

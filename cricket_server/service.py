@@ -219,6 +219,7 @@ class CricketService(
         token = bytes(args.session_token)
         try:
             version = negotiate_version(args.protocol_version)
+            ctx.connection.replies_may_wait = version >= 2  # it asks for held replies itself
             session = state.session
             if session is not None and not session.closed:
                 if token != session.token:

@@ -88,7 +88,7 @@ __all__ = [
 
 log = logging.getLogger("cricket_server.session")
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # rpc_spec/cricket.x's CRICKET_PROTOCOL_VERSION (its header says what 2 adds)
 
 
 def negotiate_version(client_version: int) -> int:

@@ -225,6 +225,18 @@ class RpcClient:
         self._scratch = memoryview(bytearray(_SCRATCH))
         self._queued: list[Buffer] = []  # deferred calls, not sent yet
         self._queued_bytes = 0
+        # `replies_may_wait`: (program, version, procedures) whose replies the server may
+        # hold until a later call's reply; calls of them sent since the last other call
+        self._held: tuple[int, int, frozenset[int]] | None = None
+        self._unreleased = 0
+
+    def replies_may_wait(self, prog: int, vers: int, procs: frozenset[int]) -> None:
+        """The server may hold the replies of `procs` of (prog, vers) until it sends a later
+        call's reply (a server that says so: cricket.x's protocol version 2): before this
+        client waits for one of them with no other call sent after it, it sends a NULL call
+        of that program, whose reply brings them. Until then a held reply never wakes a
+        thread that waits for another."""
+        self._held = (prog, vers, procs)
 
     # -- calling ---------------------------------------------------------------------------
 
@@ -274,6 +286,7 @@ class RpcClient:
             or timeout is not None
             or self.timeout is not None
             or self._buffered is not None
+            or (self._held is not None and proc in self._held[2])  # its reply may be held
         ):
             lock.release()
             return self._call_waiting(prog, vers, proc, args, timeout)
@@ -431,6 +444,13 @@ class RpcClient:
             xid, pieces = self._conn.send_call(prog, vers, proc, args, into)
             if self._counts is not None:
                 self._counts.sent[proc] += 1
+            held = self._held
+            if held is not None:  # a call of another procedure takes the held replies along
+                self._unreleased = (
+                    self._unreleased + 1
+                    if proc in held[2] and prog == held[0] and vers == held[1]
+                    else 0
+                )
             pending = PendingCall(self, xid, prog, vers, proc)
             self._pending[xid] = pending
             queued = self._queued
@@ -608,6 +628,10 @@ class RpcClient:
                 counts.waited_for(call.proc, time.perf_counter_ns() - start)
 
     def _wait(self, call: PendingCall, timeout: float | None) -> None:
+        if self._unreleased and self._held is not None:  # the server may hold our reply
+            prog, vers, _procs = self._held
+            with contextlib.suppress(ConnectionLost):  # then the wait below reports it
+                self.call_async(prog, vers, 0)  # NULL: its reply brings the held ones
         if self._queued:  # whatever we wait for may be among them, or behind them
             self.flush()
         if timeout is None:

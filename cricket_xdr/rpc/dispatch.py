@@ -78,6 +78,10 @@ class ConnectionInfo:
         # `drain_received(timeout) -> bool`: wait until every call received on the socket so
         # far has run (the server's connection sets it; False when it cannot tell)
         self.drain_received: Callable[[float], bool] = _cannot_tell
+        # The client asks for held replies (a later call) before it waits for one alone: the
+        # replies of DEFERRED_REPLIES procedures may then wait past the last received call
+        # (a service sets it for a client that says so, e.g. by its protocol version).
+        self.replies_may_wait = False
         self._closer = closer
         self._callbacks: list[Callable[[], object]] = []
         self._lock = threading.Lock()

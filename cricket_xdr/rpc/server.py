@@ -3,7 +3,10 @@
 Each connection's thread reads records, dispatches its calls one after another (their order
 is the client's order, as CUDA streams need) and writes the replies. Replies of a service's
 DEFERRED_REPLIES procedures wait while further calls are already received, and go out in one
-write with the next other reply, or when no received call is left. A connection that
+write with the next other reply, or when no received call is left (on a connection whose
+client asks for them itself, `ConnectionInfo.replies_may_wait`: only with the next other reply,
+or once `_HELD_MAX` wait, so a pipelined call never wakes a client that waits for something
+else). A connection that
 misbehaves (garbage, an oversized fragment header, a REPLY sent to us, a stall past the idle
 timeout) is closed alone; the others go on.
 
@@ -160,7 +163,7 @@ class _Connection:
                             sendall(pieces[0])
                     else:
                         self.send(pieces)
-                if held:  # no further call received yet: write what was held
+                if held and not info.replies_may_wait:  # no further call received yet
                     with write_lock:
                         sendall(b"".join(held))
                     held.clear()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import select
 import threading
 
 import pytest
@@ -24,6 +25,7 @@ class OrderService:
         1: Procedure(1, "APPEND", (xdr_int,), xdr_int),
         2: Procedure(2, "TOTAL", (), xdr_int),
         3: Procedure(3, "FAIL", (), xdr_void),
+        4: Procedure(4, "ASK_FOR_HELD", (), xdr_void),
     }
     DEFERRED_REPLIES = frozenset({1, 3})
 
@@ -39,6 +41,10 @@ class OrderService:
 
     def FAIL(self, ctx):
         raise RuntimeError("handler exploded")
+
+    def ASK_FOR_HELD(self, ctx):
+        """The client says it asks for held replies itself (as cricket's HELLO of version 2)."""
+        ctx.connection.replies_may_wait = True
 
 
 @pytest.fixture
@@ -105,3 +111,28 @@ def test_deferred_calls_fail_when_the_client_closes(service):
         c.close()
         with pytest.raises(ConnectionLost):
             pending.result()
+
+
+def _readable(client: RpcClient, seconds: float) -> bool:
+    poller = select.poll()
+    poller.register(client._fd, select.POLLIN)
+    return bool(poller.poll(seconds * 1000))
+
+
+def test_held_replies_wait_for_a_later_reply_when_the_client_asks_for_them(client, service):
+    client.call(PROG, 1, 4)
+    client.replies_may_wait(PROG, 1, OrderService.DEFERRED_REPLIES)
+    first = append(client, 5, defer=False)
+    assert not _readable(client, 0.3)  # nothing wakes a client waiting for something else
+    assert xdr_int.decode(client.call(PROG, 1, 2)) == 1  # a later reply brings it along
+    assert first.done() and xdr_int.decode(first.result()) == 0
+    alone = append(client, 6, defer=False)
+    assert xdr_int.decode(alone.result()) == 1  # waited for alone: a NULL call asks for it
+    assert xdr_int.decode(client.call(PROG, 1, 1, xdr_int.encode(7))) == 2  # and synchronously
+    assert service.seen == [5, 6, 7]
+
+
+def test_without_the_clients_word_held_replies_go_when_nothing_is_left(client, service):
+    pending = append(client, 5, defer=False)
+    assert _readable(client, 10)  # the server wrote it, idle, with no later call
+    assert xdr_int.decode(pending.result()) == 0

@@ -64,7 +64,7 @@ def test_hello_answers_session_and_arena(service: CricketService) -> None:
     result = client.hello(version=5)
     assert result.err == 0
     ok = result.value
-    assert ok.protocol_version == 1
+    assert ok.protocol_version == 2  # the highest both speak
     assert ok.backend == "fake" and ok.driver_version == 13000 and ok.runtime_version == 13000
     assert len(ok.session_token) == 32 and ok.session_id != 0
     assert (ok.va_base, ok.va_size) == (ARENA_BASE, ARENA_SIZE)

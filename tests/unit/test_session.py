@@ -19,7 +19,7 @@ from cricket_server.backends.base import (
     CudaError,
 )
 from cricket_server.resources import HandleKind, kind_of
-from cricket_server.session import Session, SessionManager, negotiate_version
+from cricket_server.session import PROTOCOL_VERSION, Session, SessionManager, negotiate_version
 from cricket_server.session_memory import (
     PA_BUFFER_ID,
     PA_CONTEXT,
@@ -72,8 +72,9 @@ def test_calls_before_cuinit_are_not_initialized(manager: SessionManager) -> Non
 
 
 def test_version_negotiation() -> None:
-    assert negotiate_version(1) == 1
-    assert negotiate_version(7) == 1
+    assert negotiate_version(1) == 1  # a client of version 1 is served as version 1
+    assert negotiate_version(2) == 2
+    assert negotiate_version(7) == PROTOCOL_VERSION == 2
     with pytest.raises(CudaError, match="client protocol version 0"):
         negotiate_version(0)
 
