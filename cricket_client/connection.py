@@ -42,7 +42,7 @@ from cricket_xdr.rpc.client import RpcClient
 from cricket_xdr.rpc.errors import AuthError, ConnectionLost, ConnectTimeout, RpcTimeout
 from cricket_xdr.stubs import Pending
 
-from . import bulk_calls, call_stats
+from . import bulk_calls, call_stats, known_answers
 from .datapath import DataPaths
 from .errors import HelloRefused, NotConnectedError, error_name
 from .known_answers import POINTER, KnownAnswers, answer, rule
@@ -486,10 +486,12 @@ class Connection:
         """Within the block, this thread's driver calls go to this connection."""
         previous = _thread.connection
         _thread.connection = self
+        _connection_changed()
         try:
             yield self
         finally:
             _thread.connection = previous
+            _connection_changed()
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"session {self.info.session_id}"
@@ -515,6 +517,7 @@ def connect(address: str | None = None, *, make_default: bool = True, **kwargs: 
     if make_default:
         with _default_lock:
             _default = conn
+        _connection_changed()
     return conn
 
 
@@ -525,6 +528,13 @@ def replies_may_wait(rpc: RpcClient, version: int, proto: Any) -> None:
         server = proto.CRICKET_V1_Server
         held = frozenset(n for n, p in server.PROCEDURES.items() if p.facts.pipelined)
         rpc.replies_may_wait(server.PROGRAM, server.VERSION, held)
+
+
+def _connection_changed() -> None:
+    """The connection a thread's calls go to may have changed: answers of the current
+    context kept outside the connection (the native library's) are dropped."""
+    if known_answers.on_context_change:
+        known_answers.context_answers_changed()
 
 
 def get_connection() -> Connection:
@@ -539,6 +549,7 @@ def get_connection() -> Connection:
     with _default_lock:
         if _default is None or _default.closed:
             _default = Connection()
+            _connection_changed()
         return _default
 
 

@@ -47,7 +47,10 @@ from .early_copies import Allocations
 if TYPE_CHECKING:
     from .connection import Connection
 
-__all__ = ["KnownAnswers", "RULES", "answer", "stream_settled"]
+__all__ = [
+    "KnownAnswers", "RULES", "answer", "context_answers_changed", "on_context_change",
+    "stream_settled",
+]
 
 DEVICE, CONTEXT, FUNCTION, POINTER = 0, 1, 2, 3
 SETTLE = -2  # a synchronize, answered when nothing was sent since one that covers it
@@ -117,6 +120,16 @@ _ENDS_MEMORY = ("FREE", "UNMAP", "RELEASE", "DESTROY", "RESET", "UNLOAD", "TRIM"
 
 _MEMO: dict[str, tuple[int, tuple[int, ...]] | None] = {}
 
+# Called whenever a connection's answers of the current context may change or must not be
+# given (an asynchronous failure waits): copies kept elsewhere (the native library's, in C)
+# are dropped. Empty unless the native library runs in this process.
+on_context_change: list[Callable[[], None]] = []
+
+
+def context_answers_changed() -> None:
+    for listener in on_context_change:
+        listener()
+
 
 def rule(proc: str) -> tuple[int, tuple[int, ...]] | None:
     """What `proc` does to the known answers: None when nothing (most calls)."""
@@ -165,6 +178,8 @@ class KnownAnswers:
             self.caches[kind].clear()
         if CONTEXT in kinds:
             self.allocations.context_may_change()
+            if on_context_change:
+                context_answers_changed()
 
     def memory_ends(self, proc: str, args: tuple[Any, ...]) -> None:
         """A call that may end or remap memory: a free forgets its allocation, any other
@@ -181,6 +196,8 @@ class KnownAnswers:
         self.settled = None
         self.allocations.forget()
         self.allocations.context_may_change()
+        if on_context_change:
+            context_answers_changed()
 
     def __len__(self) -> int:
         return sum(len(c) for c in self.caches)

@@ -24,6 +24,7 @@ from cricket_xdr.rpc.errors import ConnectionLost
 from cricket_xdr.stubs import Pending
 from cricket_xdr.xdr import xdr_int
 
+from . import known_answers
 from .facts import pipelined
 from .launch_batch import LaunchBatcher
 from .reconnect import CallsLost
@@ -111,6 +112,7 @@ class Pipeline:
                 self.lost_procs.append(f"{proc} ({count} launches)")
                 if self.deferred_exception is None:
                     self.deferred_exception = lost
+                    _failure_waits()
             return
         self._keep(proc, Pending(call, decode))
 
@@ -196,9 +198,11 @@ class Pipeline:
                         self.lost_procs.append(proc)
                     if self.deferred_exception is None:
                         self.deferred_exception = exc
+                        _failure_waits()
                     continue
                 if err and not self.deferred_error:
                     self.deferred_error = err
+                    _failure_waits()
             if not take:
                 return 0
             failure = self.deferred_exception
@@ -227,6 +231,7 @@ class Pipeline:
                     lost.append(proc)
                 elif (err := err_of(pending.result())) and not self.deferred_error:
                     self.deferred_error = err
+                    _failure_waits()
             self.pending.clear()
             earlier = self.deferred_exception
             if lost and (earlier is None or isinstance(earlier, ConnectionLost)):
@@ -234,8 +239,16 @@ class Pipeline:
                     f"{len(lost)} pipelined call(s) were lost with the server and are not in "
                     f"the restored session: {', '.join(lost[:8])}"
                 )
+                _failure_waits()
 
     def forget_calls_lost(self) -> None:
         """A replay sent the lost calls again (or raised CallsLost naming them all)."""
         if isinstance(self.deferred_exception, CallsLost):
             self.deferred_exception = None
+
+
+def _failure_waits() -> None:
+    """An asynchronous failure waits to be reported: the next query of the current context
+    is sent, to report it (cricket_client.known_answers), wherever its answer is kept."""
+    if known_answers.on_context_change:
+        known_answers.context_answers_changed()

@@ -27,8 +27,6 @@ __all__ = [
     "cuCtxFromGreenCtx",
     "cuCtxGetApiVersion",
     "cuCtxGetCacheConfig",
-    "cuCtxGetCurrent",
-    "cuCtxGetDevice",
     "cuCtxGetFlags",
     "cuCtxGetId",
     "cuCtxGetLimit",
@@ -388,16 +386,6 @@ def cuCtxSetCurrent(ctx: int) -> int:
 
 
 @_entry
-def cuCtxGetCurrent(pctx: Any) -> int:
-    if not pctx:
-        return INVALID_VALUE
-    err, v0 = driver.cuCtxGetCurrent()
-    if not err:
-        pctx[0] = _number(v0)
-    return int(err)
-
-
-@_entry
 def cuCtxPushCurrent_v2(ctx: int) -> int:
     return int(driver.cuCtxPushCurrent(ctx)[0])
 
@@ -423,16 +411,6 @@ def cuProfilerStart() -> int:
 @_entry
 def cuProfilerStop() -> int:
     return int(driver.cuProfilerStop()[0])
-
-
-@_entry
-def cuCtxGetDevice(device: Any) -> int:
-    if not device:
-        return INVALID_VALUE
-    err, v0 = driver.cuCtxGetDevice()
-    if not err:
-        device[0] = _number(v0)
-    return int(err)
 
 
 @_entry

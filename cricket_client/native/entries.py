@@ -24,7 +24,7 @@ from _cricket_libcuda import ffi, lib  # type: ignore[import-not-found]
 from cricket_xdr.rpc.errors import RpcError
 from rpc_spec.handles import KIND_SHIFT, HandleKind
 
-from .. import call_stats, driver
+from .. import call_stats, driver, known_answers
 from .. import connection as _connection
 from .._driver_base import _WIRE_PER_THREAD
 from .._enums import CU_STREAM_LEGACY, CU_STREAM_PER_THREAD, DRIVER_NAMES
@@ -34,6 +34,7 @@ from ..errors import CricketClientError, NotSupportedRemotely
 from ..host_buffers import HostBufferError
 from ..runtime_host import PINNED
 from . import export_slots
+from .known_context import CONTEXT, DEVICE, KnownContext
 from .launch_pack import ParamPacker
 from .signatures import select_symbol
 
@@ -353,18 +354,45 @@ def _in_context(ctx: int, call: Callable[[], int]) -> int:
         conn.sync("CU_CTX_POP_CURRENT")
 
 
+# -- the current context and its device: answered in C while known (known_context) -----------
+
+_known = KnownContext(lib)
+known_answers.on_context_change.append(_known.forget)  # the client's own answers may change
+
+
+@_entry
+def cuCtxGetCurrent(pctx: Any) -> int:
+    if not pctx:
+        return INVALID_VALUE
+    epoch = _known.epoch()
+    err, ctx = driver.cuCtxGetCurrent()
+    if not err:
+        pctx[0] = value = as_int(ctx) if ctx is not None else 0
+        _known.note(CONTEXT, value, epoch)
+    return int(err)
+
+
+def _context_device(device: Any) -> int:
+    epoch = _known.epoch()
+    err, dev = driver.cuCtxGetDevice()
+    if not err:
+        device[0] = value = as_int(dev)
+        _known.note(DEVICE, value, epoch)
+    return int(err)
+
+
+@_entry
+def cuCtxGetDevice(device: Any) -> int:
+    if not device:
+        return INVALID_VALUE
+    return _context_device(device)
+
+
 @_entry
 def cuCtxGetDevice_v2(device: Any, ctx: int) -> int:
     if device == ffi.NULL:
         return INVALID_VALUE
-
-    def get() -> int:
-        err, dev = driver.cuCtxGetDevice()
-        if not err:
-            device[0] = as_int(dev)
-        return int(err)
-
-    return _in_context(ctx, get)
+    return _in_context(ctx, lambda: _context_device(device))  # ctx 0: the current one
 
 
 @_entry
@@ -709,14 +737,14 @@ def cuLaunchKernelEx(config: Any, f: int, params: int, extra: int) -> int:
         from .entries_families import launch_config
 
         return _err(driver.cuLaunchKernelEx(launch_config(c), _func(f), params or None, extra or None))
-    f = _func(f)
     grid, block = (c.gridDimX, c.gridDimY, c.gridDimZ), (c.blockDimX, c.blockDimY, c.blockDimZ)
     stream = int(ffi.cast("uintptr_t", c.hStream))
     if cooperative:
         if extra:
             raise NotSupportedRemotely("cuLaunchKernelEx: a cooperative launch with `extra`")
-        return _err(driver.cuLaunchCooperativeKernel(f, *grid, *block, c.sharedMemBytes, stream, params or None))
-    return _err(driver.cuLaunchKernel(f, *grid, *block, c.sharedMemBytes, stream, params or None, extra or None))
+        return _err(driver.cuLaunchCooperativeKernel(_func(f), *grid, *block, c.sharedMemBytes, stream, params or None))
+    # a plain launch (what cuda.core and numba-cuda send): cuLaunchKernel's fast path
+    return cuLaunchKernel(f, *grid, *block, c.sharedMemBytes, stream, params, extra)
 
 
 # -- host functions: run on the calling thread once the stream's earlier work is done --------

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from .families import FAMILY_ENTRIES, FAMILY_HANDLES, FAMILY_SINCE, FAMILY_TYPES
+from .known_context import FAST_PATHS, KNOWN_C, KNOWN_CDEF
 from .launch_pack import PACK_C, PACK_CDEF
 
 __all__ = [
@@ -334,6 +335,7 @@ def python_declarations() -> str:
     lines.append("uintptr_t cricket_stub(int index);")
     lines.append("uintptr_t cricket_symbol(const char *name);")
     lines.append(PACK_CDEF)
+    lines.append(KNOWN_CDEF)
     return "\n".join(lines)
 
 
@@ -369,6 +371,7 @@ def c_source(
         "#define CUDA_ERROR_DEINITIALIZED 4",
         "#define CUDA_ERROR_NOT_FOUND 500",
         PACK_C,
+        KNOWN_C,
         "static volatile int cricket_ready = 0, cricket_finalized = 0, cricket_forked = 0;",
         "CUresult cuGetProcAddress(const char *, void **, int, cuuint64_t);",
         "CUresult cuGetErrorName(CUresult, const char **);",
@@ -390,7 +393,7 @@ def c_source(
         "static void cricket_child(void) {",
         "    if (cricket_fork_held) {",
         "        cricket_fork_held = 0; PyOS_AfterFork_Child(); PyGILState_Release(cricket_fork_gil); }",
-        "    cricket_forked = 1; }",
+        "    cricket_known_after_fork(); cricket_forked = 1; }",
         "static void cricket_register_atfork(void) {",
         "    pthread_atfork(cricket_prepare, cricket_parent, cricket_child); }",
         "static void cricket_set_state(int ready, int finalized) {",
@@ -472,6 +475,8 @@ def c_source(
             for t, n in parsed
         )
         out.append(f"EXPORT CUresult {symbol}({params or 'void'}) {{")
+        if symbol in FAST_PATHS:  # answered in C while known (known_context)
+            out.append(FAST_PATHS[symbol])
         out.append(f"    CRICKET_ENTER CUresult r = py_{symbol}({args}); CRICKET_LEAVE_CU(r)")
         out.append("}")
     # unremoted functions: a pool of stubs, each knowing its index (its name, in Python)

@@ -242,3 +242,31 @@ def test_an_address_that_is_no_allocation_yet_is_answered_once_allocated(
     if int(again) == int(ptr):  # the same address handed out again: answered as allocated
         assert check(cuda.cuPointerGetAttribute(P.CU_POINTER_ATTRIBUTE_RANGE_SIZE, again)) >= 1 << 20
     check(cuda.cuMemFree(again))
+
+
+def test_copies_of_the_context_answers_are_dropped_whenever_the_clients_may_change(
+    session: cricket_client.Connection, other_session: cricket_client.Connection, kernels: Any
+) -> None:
+    """What the native library keeps in C (known_context) hears each time: a context call, a
+    failure waiting to be reported, another connection made a thread's."""
+    from cricket_client import known_answers
+
+    heard: list[int] = []
+    known_answers.on_context_change.append(lambda: heard.append(1))
+    try:
+        ctx = check(cuda.cuCtxGetCurrent())
+        assert not heard  # a query changes nothing
+        check(cuda.cuCtxSetCurrent(ctx))
+        assert len(heard) >= 1
+        heard.clear()
+        poke = check(cuda.cuModuleGetFunction(kernels, b"poke"))
+        check(cuda.cuCtxSynchronize())
+        cuda.cuLaunchKernel(poke, 1, 1, 1, 1 << 20, 1, 1, 0, 0, ((0, 1), (None, ctypes.c_int)), 0)
+        assert cuda.cuCtxSynchronize()[0] == cuda.CUresult.CUDA_ERROR_INVALID_VALUE
+        assert heard  # the failure waited to be reported
+        heard.clear()
+        with other_session.active():
+            assert heard
+        assert len(heard) == 2
+    finally:
+        known_answers.on_context_change.pop()
