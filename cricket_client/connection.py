@@ -486,12 +486,12 @@ class Connection:
         """Within the block, this thread's driver calls go to this connection."""
         previous = _thread.connection
         _thread.connection = self
-        _connection_changed()
+        known_answers.context_answers_changed()  # another connection
         try:
             yield self
         finally:
             _thread.connection = previous
-            _connection_changed()
+            known_answers.context_answers_changed()  # another connection
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"session {self.info.session_id}"
@@ -517,7 +517,7 @@ def connect(address: str | None = None, *, make_default: bool = True, **kwargs: 
     if make_default:
         with _default_lock:
             _default = conn
-        _connection_changed()
+        known_answers.context_answers_changed()  # another connection
     return conn
 
 
@@ -528,13 +528,6 @@ def replies_may_wait(rpc: RpcClient, version: int, proto: Any) -> None:
         server = proto.CRICKET_V1_Server
         held = frozenset(n for n, p in server.PROCEDURES.items() if p.facts.pipelined)
         rpc.replies_may_wait(server.PROGRAM, server.VERSION, held)
-
-
-def _connection_changed() -> None:
-    """The connection a thread's calls go to may have changed: answers of the current
-    context kept outside the connection (the native library's) are dropped."""
-    if known_answers.on_context_change:
-        known_answers.context_answers_changed()
 
 
 def get_connection() -> Connection:
@@ -549,7 +542,7 @@ def get_connection() -> Connection:
     with _default_lock:
         if _default is None or _default.closed:
             _default = Connection()
-            _connection_changed()
+            known_answers.context_answers_changed()  # another connection
         return _default
 
 

@@ -127,6 +127,7 @@ on_context_change: list[Callable[[], None]] = []
 
 
 def context_answers_changed() -> None:
+    """The current context's answers may change, or must not be given: tell the listeners."""
     for listener in on_context_change:
         listener()
 
@@ -178,8 +179,7 @@ class KnownAnswers:
             self.caches[kind].clear()
         if CONTEXT in kinds:
             self.allocations.context_may_change()
-            if on_context_change:
-                context_answers_changed()
+            context_answers_changed()
 
     def memory_ends(self, proc: str, args: tuple[Any, ...]) -> None:
         """A call that may end or remap memory: a free forgets its allocation, any other
@@ -196,8 +196,7 @@ class KnownAnswers:
         self.settled = None
         self.allocations.forget()
         self.allocations.context_may_change()
-        if on_context_change:
-            context_answers_changed()
+        context_answers_changed()
 
     def __len__(self) -> int:
         return sum(len(c) for c in self.caches)

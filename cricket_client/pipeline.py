@@ -112,7 +112,7 @@ class Pipeline:
                 self.lost_procs.append(f"{proc} ({count} launches)")
                 if self.deferred_exception is None:
                     self.deferred_exception = lost
-                    _failure_waits()
+                    known_answers.context_answers_changed()  # a failure waits to be reported
             return
         self._keep(proc, Pending(call, decode))
 
@@ -198,11 +198,11 @@ class Pipeline:
                         self.lost_procs.append(proc)
                     if self.deferred_exception is None:
                         self.deferred_exception = exc
-                        _failure_waits()
+                        known_answers.context_answers_changed()  # a failure waits to be reported
                     continue
                 if err and not self.deferred_error:
                     self.deferred_error = err
-                    _failure_waits()
+                    known_answers.context_answers_changed()  # a failure waits to be reported
             if not take:
                 return 0
             failure = self.deferred_exception
@@ -231,7 +231,7 @@ class Pipeline:
                     lost.append(proc)
                 elif (err := err_of(pending.result())) and not self.deferred_error:
                     self.deferred_error = err
-                    _failure_waits()
+                    known_answers.context_answers_changed()  # a failure waits to be reported
             self.pending.clear()
             earlier = self.deferred_exception
             if lost and (earlier is None or isinstance(earlier, ConnectionLost)):
@@ -239,16 +239,10 @@ class Pipeline:
                     f"{len(lost)} pipelined call(s) were lost with the server and are not in "
                     f"the restored session: {', '.join(lost[:8])}"
                 )
-                _failure_waits()
+                known_answers.context_answers_changed()  # a failure waits to be reported
 
     def forget_calls_lost(self) -> None:
         """A replay sent the lost calls again (or raised CallsLost naming them all)."""
         if isinstance(self.deferred_exception, CallsLost):
             self.deferred_exception = None
 
-
-def _failure_waits() -> None:
-    """An asynchronous failure waits to be reported: the next query of the current context
-    is sent, to report it (cricket_client.known_answers), wherever its answer is kept."""
-    if known_answers.on_context_change:
-        known_answers.context_answers_changed()

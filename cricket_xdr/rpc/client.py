@@ -628,8 +628,9 @@ class RpcClient:
                 counts.waited_for(call.proc, time.perf_counter_ns() - start)
 
     def _wait(self, call: PendingCall, timeout: float | None) -> None:
-        if self._unreleased and self._held is not None:  # the server may hold our reply
-            prog, vers, _procs = self._held
+        held = self._held
+        if self._unreleased and held is not None:  # the server may hold our reply
+            prog, vers, _procs = held
             with contextlib.suppress(ConnectionLost):  # then the wait below reports it
                 self.call_async(prog, vers, 0)  # NULL: its reply brings the held ones
         if self._queued:  # whatever we wait for may be among them, or behind them

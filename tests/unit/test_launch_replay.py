@@ -124,6 +124,14 @@ def _step(*params: bytes, stream: int = 9, grid: int = 4) -> bytes:
 TEN = [bytes([65 + i]) * 8 for i in range(10)]
 
 
+def _built(loop: tuple[Any, Any]) -> Rig:
+    """A rig that made the ten-launch step twice: its graph is built."""
+    rig = Rig(loop)
+    rig.send(_step(*TEN))
+    rig.send(_step(*TEN))
+    return rig
+
+
 def test_the_second_batch_of_a_shape_builds_a_chain_and_the_third_is_one_graph_launch(
     loop: tuple[Any, Any],
 ) -> None:
@@ -142,9 +150,7 @@ def test_the_second_batch_of_a_shape_builds_a_chain_and_the_third_is_one_graph_l
 
 
 def test_changed_parameters_are_set_on_their_nodes_only(loop: tuple[Any, Any]) -> None:
-    rig = Rig(loop)
-    rig.send(_step(*TEN))
-    rig.send(_step(*TEN))
+    rig = _built(loop)
     changed = list(TEN)
     changed[3] = b"step0003"
     assert rig.send(_step(*changed)) == "graph"
@@ -160,9 +166,7 @@ def test_changed_parameters_are_set_on_their_nodes_only(loop: tuple[Any, Any]) -
 def test_other_shapes_small_batches_and_two_streams_go_launch_by_launch(
     loop: tuple[Any, Any],
 ) -> None:
-    rig = Rig(loop)
-    rig.send(_step(*TEN))
-    rig.send(_step(*TEN))
+    rig = _built(loop)
     assert rig.send(_step(*TEN, grid=8)) == "loop"  # another grid: another shape
     assert rig.send(_step(*TEN[:9])) == "loop"  # fewer launches
     assert rig.send(_step(*TEN)) == "graph"  # the first shape still has its graph
@@ -178,9 +182,7 @@ def test_other_shapes_small_batches_and_two_streams_go_launch_by_launch(
 
 
 def test_a_capturing_stream_gets_its_launches_one_by_one(loop: tuple[Any, Any]) -> None:
-    rig = Rig(loop)
-    rig.send(_step(*TEN))
-    rig.send(_step(*TEN))
+    rig = _built(loop)
     rig.graphs.capturing = True
     made = len(rig.rec.made)
     assert rig.send(_step(*TEN)) == "loop"
@@ -192,9 +194,7 @@ def test_a_capturing_stream_gets_its_launches_one_by_one(loop: tuple[Any, Any]) 
 def test_a_failed_graph_launch_drops_the_graph_and_the_batch_goes_one_by_one(
     loop: tuple[Any, Any],
 ) -> None:
-    rig = Rig(loop)
-    rig.send(_step(*TEN))
-    rig.send(_step(*TEN))
+    rig = _built(loop)
     rig.graphs.fail["launch"] = LAUNCH_FAILED
     made = len(rig.rec.made)
     assert rig.send(_step(*TEN)) == "loop"
@@ -216,9 +216,7 @@ def test_a_shape_whose_graph_cannot_be_built_is_not_tried_again(loop: tuple[Any,
 
 
 def test_clearing_and_stream_attributes_end_replays(loop: tuple[Any, Any]) -> None:
-    rig = Rig(loop)
-    rig.send(_step(*TEN))
-    rig.send(_step(*TEN))
+    rig = _built(loop)
     rig.replays.clear()  # a module unloaded, a function's attributes set, ...
     assert rig.graphs.destroyed == 1
     assert rig.send(_step(*TEN)) == "loop"

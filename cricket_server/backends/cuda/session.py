@@ -55,12 +55,12 @@ __all__ = ["CudaSession"]
 
 _ELF_MAGIC = b"\x7fELF"
 _FATBIN_MAGIC = b"\x50\xed\x55\xba"  # 0xBA55ED50, little-endian
+log = logging.getLogger(__name__)
+
 _LEGACY = driver.CUstream(driver.CU_STREAM_LEGACY)
 _PER_THREAD = driver.CUstream(driver.CU_STREAM_PER_THREAD)
 _SMALL_DTOH = 4096  # bytes a device-to-host copy lands in pageable memory directly
 _launch_kernel = driver.cuLaunchKernel  # the launch hot path calls it without `call`
-log = logging.getLogger(__name__)
-
 _MEMSET_CALLS = {1: "cuMemsetD8", 2: "cuMemsetD16", 4: "cuMemsetD32"}  # and ...Async
 
 
