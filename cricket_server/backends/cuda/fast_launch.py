@@ -85,7 +85,7 @@ typedef struct {
     int (*destroy_graph)(void *graph);
 } cricket_replay_driver;
 typedef struct { unsigned char *record; size_t len; uint32_t count; void *graph; void *exec;
-                 void *stream; uint64_t stream_handle; void **nodes; cricket_fn *fns; }
+                 void *stream; void **nodes; cricket_fn *fns; }
     cricket_replay;
 int cricket_batch_same_shape(const unsigned char *a, const unsigned char *b, size_t len);
 int cricket_replay_build(const cricket_replay_driver *drv, cricket_replay *r,

@@ -42,7 +42,6 @@ typedef struct {
     void *graph;
     void *exec;
     void *stream;
-    uint64_t stream_handle;
     void **nodes;
     cricket_fn *fns;
 } cricket_replay;
@@ -164,7 +163,6 @@ int cricket_replay_build(const cricket_replay_driver *drv, cricket_replay *r,
     }
     memcpy(r->record, body, len);
     r->stream = st->stream;
-    r->stream_handle = st->handle;
     return 0;
 }
 
