@@ -5,9 +5,10 @@ so the GPU starts without delay. Launches made while earlier work is on its way 
 go as one call (one record, one reply) once `max_launches` or `max_bytes` have gathered, when
 any other call is made on the connection (`Connection` flushes first, so the server sees the
 program's order; a synchronizing call takes the batch along in its own write, so the server
-wakes once for both), or `delay` seconds after the first of them at the latest (a background
-thread, started on first need, sees to that: a program that launches and then computes on the
-host still gets its kernels started). Graph launches are gathered the same way into
+wakes once for both), or `delay` seconds after the first of them at the latest (a
+`DeadlineTimer`, armed at a batch's first launch and disarmed when the batch leaves, sees to
+that: a program that launches and then computes on the host still gets its kernels started;
+a loop whose synchronizing calls send its batches never wakes the timer's thread). Graph launches are gathered the same way into
 CU_GRAPH_LAUNCH_BATCH calls: a batch holds calls of one procedure, so a launch of the other
 kind first sends what is queued (the server sees the program's order).
 
@@ -25,6 +26,8 @@ import struct
 import threading
 import time
 from collections.abc import Callable
+
+from .deadline_timer import DeadlineTimer
 
 __all__ = [
     "BATCH_ENV", "DELAY", "DELAY_ENV", "GRAPHS", "KERNELS", "LaunchBatcher", "MAX_BYTES",
@@ -95,15 +98,11 @@ class LaunchBatcher:
         self.max_bytes = max_bytes
         self.delay = _delay_from_env() if delay is None else delay
         self._lock = threading.Lock()  # taken directly on the hot path (`with` on a Lock is C)
-        self._cond = threading.Condition(self._lock)
         self.queued: list[bytes] = []  # encoded launches not sent yet (read without the lock)
         self.proc = KERNELS  # the procedure of those queued
         self._bytes = 0
         self._due: float | None = None  # when the gathered batch must go at the latest
-        self._timer: threading.Thread | None = None
-        # when the timer thread wakes next (None: it waits for a notify); a batch due no
-        # earlier needs no notify, which saves a thread wake-up per gathered batch
-        self._wakes_at: float | None = None
+        self.timer = DeadlineTimer(self._on_due)
         self._closed = False
 
     def __len__(self) -> int:
@@ -138,15 +137,12 @@ class LaunchBatcher:
                 self._flush_locked(self._send_with_next if with_next else self._send)
 
     def close(self) -> None:
-        """Send what is queued and stop the timer thread."""
-        with self._cond:
+        """Send what is queued and stop the timer's thread."""
+        with self._lock:
             if self.queued:
                 self._flush_locked()
             self._closed = True
-            self._cond.notify_all()
-        timer = self._timer
-        if timer is not None and timer is not threading.current_thread():
-            timer.join()
+        self.timer.close()
 
     def _flush_locked(self, send: Send | None = None) -> None:
         parts = self.queued
@@ -159,36 +155,22 @@ class LaunchBatcher:
             # then, takes the lock, and so cannot overtake a batch being sent.
             self.queued = []
             self._bytes = 0
-            self._due = None
+            if self._due is not None:
+                self._due = None
+                self.timer.disarm()
 
     def _arm_locked(self) -> None:
         """The first launch of a gathered batch: make sure it leaves within `delay`."""
         due = self._due = time.monotonic() + self.delay
-        if self._timer is None:
-            self._timer = threading.Thread(
-                target=self._timer_loop, name="cricket-launch-batch", daemon=True
-            )
-            self._timer.start()
-        else:
-            wakes_at = self._wakes_at
-            if wakes_at is None or due < wakes_at:
-                self._cond.notify()
+        self.timer.arm(due)
 
-    def _timer_loop(self) -> None:
-        cond = self._cond
-        with cond:
-            while not self._closed:
-                due = self._due
-                if due is None:
-                    self._wakes_at = None
-                    cond.wait()
-                    continue
-                left = due - time.monotonic()
-                if left > 0:
-                    self._wakes_at = due
-                    cond.wait(left)  # then look again: sent meanwhile, or a new batch armed
-                    continue
-                if self.queued:
-                    self._flush_locked()  # which clears `_due`
-                else:
-                    self._due = None
+    def _on_due(self) -> None:
+        """The timer's thread, a deadline passed: send the batch that is due."""
+        with self._lock:
+            due = self._due
+            if due is None or self._closed:
+                return
+            if due > time.monotonic():  # armed again meanwhile for a later batch
+                self.timer.arm(due)
+            elif self.queued:
+                self._flush_locked()

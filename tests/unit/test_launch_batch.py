@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import random
 import threading
-import time
 
 import pytest
 
@@ -162,27 +161,3 @@ def test_batcher_bounds_a_batch_by_bytes() -> None:
         batcher.add(f"L{i:03}".encode(), at_once=False)
     assert [count for count, _ in sink.sent] == [3, 3]
     batcher.close()
-
-
-def test_batcher_timer_sends_a_gathered_batch_without_further_calls() -> None:
-    sink = _Sink()
-    batcher = LaunchBatcher(sink, max_launches=100, delay=0.001)
-    batcher.add(b"L000", at_once=False)
-    batcher.add(b"L001", at_once=False)
-    assert sink.arrived.wait(30), "the gathered launches were never sent"
-    deadline = time.monotonic() + 30
-    while len(sink.launches()) < 2 and time.monotonic() < deadline:
-        time.sleep(0.001)
-    assert sink.launches() == [b"L000", b"L001"]
-    batcher.close()
-
-
-def test_batcher_close_sends_what_waits_and_stops_its_thread() -> None:
-    sink = _Sink()
-    batcher = LaunchBatcher(sink, max_launches=100, delay=60.0)
-    batcher.add(b"L000", at_once=False)
-    timer = batcher._timer
-    assert timer is not None and timer.is_alive()
-    batcher.close()
-    assert sink.launches() == [b"L000"]
-    assert not timer.is_alive()
