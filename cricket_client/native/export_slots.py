@@ -8,10 +8,8 @@ slot without an implementation answers CUDA_ERROR_NOT_SUPPORTED naming its table
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import os
-import struct
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -22,7 +20,9 @@ from .. import driver
 from .._types import as_int
 from ..connection import get_connection as _conn
 from ..errors import NotSupportedRemotely
+from ..modules import ImageError, wrapped_fatbin
 from .export_tables import TABLES, Slot, Table, table_by_id
+from .integrity import DeviceFacts, HashFacts, integrity_answer
 
 __all__ = ["IMPLEMENTATIONS", "get_export_table"]
 
@@ -71,8 +71,6 @@ def _write_pointer(address: int, value: int) -> None:
     ffi.cast("uintptr_t *", address)[0] = value
 
 
-FATBINC_MAGIC = 0x466243B1  # __fatBinC_Wrapper_t.magic (fatbinary_section.h)
-_WRAPPER = struct.Struct("<iiQQ")  # magic, version, data (the fatbin), filename_or_fatbins
 
 
 def _load_fatbin(call: str, module: int, fatbin: int) -> int:
@@ -94,16 +92,13 @@ def _wrapped_fatbin(call: str, wrapper: int) -> int | None:
     if not wrapper:
         _local_error(f"{call}: NULL fat binary wrapper")
         return None
-    magic, version, data, _extra = _WRAPPER.unpack(ctypes.string_at(wrapper, _WRAPPER.size))
-    if magic != FATBINC_MAGIC:
-        _local_error(f"{call}: not a fat binary wrapper (magic {magic & 0xFFFFFFFF:#x})")
+    try:
+        return wrapped_fatbin(wrapper)
+    except ImageError as exc:
+        _local_error(f"{call}: {exc}")
         return None
-    if version != 1:  # 2: relocatable device code with prelinked fatbins (-rdc)
-        raise NotSupportedRemotely(
-            f"{call}: fat binary wrapper version {version} (relocatable device code) is not "
-            "supported remotely"
-        )
-    return data
+    except NotSupportedRemotely as exc:
+        raise NotSupportedRemotely(f"{call}: {exc}") from None
 
 
 def module_from_wrapper(module: int, wrapper: int) -> int:
@@ -209,7 +204,74 @@ def callback_area_2(ptr: int, size: int) -> int:
     return _callback_area(6, ptr, size)
 
 
+def _table_address(name: str) -> int:
+    index = next(i for i, table in enumerate(TABLES) if table.name == name)
+    return int(lib.cricket_export_table(index))
+
+
+def _ok(call: str, found: tuple[Any, ...]) -> Any:
+    err = int(found[0])
+    if err:
+        raise _SlotFailed(err)
+    return found[1]
+
+
+class _SlotFailed(Exception):
+    """A driver call a slot made failed: the slot answers its CUresult."""
+
+    def __init__(self, err: int) -> None:
+        super().__init__(err)
+        self.err = err
+
+
+def _hash_facts() -> HashFacts:
+    """The facts the integrity answer covers, as the runtime sees them through this library."""
+    attr = driver.CUdevice_attribute
+    devices = []
+    for dev in range(_ok("cuDeviceGetCount", driver.cuDeviceGetCount())):
+        uuid = _ok("cuDeviceGetUuid", driver.cuDeviceGetUuid(dev)).bytes
+        domain, bus, device = (
+            _ok("cuDeviceGetAttribute", driver.cuDeviceGetAttribute(a, dev))
+            for a in (attr.CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, attr.CU_DEVICE_ATTRIBUTE_PCI_BUS_ID,
+                      attr.CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)
+        )  # fmt: skip
+        devices.append(DeviceFacts(uuid, domain, bus, device))
+    integrity_table = _table_address("INTEGRITY_CHECK")
+    return HashFacts(
+        driver_version=_ok("cuDriverGetVersion", driver.cuDriverGetVersion()),
+        process_id=os.getpid(),
+        thread_id=threading.get_ident(),  # pthread_self(), the calling thread's
+        cudart_table=_table_address("CUDART_INTERFACE"),
+        integrity_table=integrity_table,
+        check_function=int(ffi.cast("uintptr_t *", integrity_table)[1]),
+        devices=devices,
+    )
+
+
+def integrity_check(version: int, unix_seconds: int, result: int) -> int:
+    """The runtime's check that this driver is NVIDIA's (cricket_client.native.integrity)."""
+    if not result:
+        return INVALID_VALUE
+    try:
+        facts = None if version % 10 < 2 else _hash_facts()  # the fixed answers need none
+    except _SlotFailed as failed:
+        return failed.err
+    answer = integrity_answer(version & 0xFFFFFFFF, unix_seconds, facts)
+    ffi.memmove(ffi.cast("unsigned char *", result), answer, len(answer))
+    return SUCCESS
+
+
+def context_not_wrapped(ctx: int, wrapped: int, unwrapped: int) -> int:
+    """No context made through this driver wraps another (see export_tables.py)."""
+    if not wrapped:
+        return INVALID_VALUE
+    ffi.cast("unsigned int *", wrapped)[0] = 0
+    return SUCCESS
+
+
 IMPLEMENTATIONS: dict[str, Callable[..., int]] = {
+    "context_not_wrapped": context_not_wrapped,
+    "integrity_check": integrity_check,
     "callback_area_1": callback_area_1,
     "callback_area_2": callback_area_2,
     "module_from_wrapper": module_from_wrapper,

@@ -176,13 +176,14 @@ TABLES: tuple[Table, ...] = (
         3,
         True,
         (Slot(1, "integrity_check", "CUresult", "unsigned int version, unsigned long long unix_seconds, unsigned long long *result",
-              None, f"{_Z}: a 16-byte keyed hash over the process and thread ids, the "
-              "driver's own table addresses and the devices, by which the runtime checks that "
-              "the driver is NVIDIA's; [T] 12.4 and 13.0 call it (version 12040 / 13000, the "
-              "time, a result pointer) before any device call and stop when it fails; a "
-              "success without the hash gives cudaErrorIntegrityCheckFailed after versions "
-              "+1 and +2. Not expressible with the public driver API (nor by forwarding: the "
-              "hash covers the client's process), so not offered"),),
+              "integrity_check", f"{_Z}: a 16-byte HMAC-MD2 over the process and thread ids, "
+              "the driver's own table addresses, its version and the devices (UUID, PCI "
+              "domain, bus, device), fixed answers for versions ending in 0 and 1, by which "
+              "the runtime checks that the driver is NVIDIA's (cricket_client.native.integrity); "
+              "[T] 12.4 and 13.0 call it (version 12040 / 13000, the time, a result pointer) "
+              "before any device call and stop when it fails; a success without the hash gives "
+              "cudaErrorIntegrityCheckFailed after versions +1 and +2. Not forwarded: the hash "
+              "covers the client's process"),),
         f"{_Z}",
     ),
     Table(
@@ -202,8 +203,11 @@ TABLES: tuple[Table, ...] = (
         15,
         True,
         (
-            Slot(2, "context_check", "CUresult", "CUcontext ctx, unsigned int *result1, const void **result2",
-                 None, f"{_Z}: bits of a context 'never observably set'"),
+            Slot(2, "context_check", "CUresult", "CUcontext ctx, unsigned int *wrapped, const void **unwrapped",
+                 "context_not_wrapped", f"{_Z}: whether `ctx` (the current one when NULL) wraps "
+                 "another context (then written to *unwrapped), a flag no public context "
+                 "creation sets: *wrapped = 0 for every context; [T] the 13.0 runtime asks "
+                 "at its first allocation (cudaMalloc) and stops without it"),
             Slot(3, "check_fn3", "unsigned int", "", None,
                  f"{_Z}: returns an integer, seen 0; [T] called by 12.4 and 13.0 before the "
                  "integrity check, which they ask for whatever it answers (801 here)"),
@@ -296,12 +300,17 @@ def c_source() -> str:
     return "\n".join(out)
 
 
-# [T] The slots the CUDA runtime (12.4 shared, 13.0 static and shared) called, in order, at its
-# first call (cudaGetDeviceCount): it stops at the integrity check.
+# [T] The slots the CUDA runtime (13.0 static and shared) called through a whole program
+# (tests/integration/native_runtime_program.cu: cudaGetDeviceCount, cudaMalloc, cudaMemcpy, a
+# <<<>>> launch), each at its first call, in order.
 TRACED: tuple[tuple[str, int], ...] = (
     ("CUDART_INTERFACE", 2),
     ("TOOLS_RUNTIME_CALLBACK_HOOKS", 2),
     ("TOOLS_RUNTIME_CALLBACK_HOOKS", 6),
     ("UNKNOWN_CHECKS", 3),
     ("INTEGRITY_CHECK", 1),
+    ("CONTEXT_LOCAL_STORAGE_INTERFACE_V0301", 2),
+    ("UNKNOWN_CHECKS", 2),
+    ("CONTEXT_LOCAL_STORAGE_INTERFACE_V0301", 0),
+    ("CONTEXT_LOCAL_STORAGE_INTERFACE_V0301", 1),
 )

@@ -1,13 +1,22 @@
-"""Module images given as host addresses: their length is read from what lies there."""
+"""Module images given as host addresses: their length is read from what lies there, and a
+fat binary wrapper (as the CUDA runtime registers kernels) gives the fatbin it holds."""
 
 from __future__ import annotations
 
 import ctypes
+import struct
 from pathlib import Path
 
 import pytest
 
-from cricket_client.modules import ImageError, image_bytes, image_length_at
+from cricket_client.errors import NotSupportedRemotely
+from cricket_client.modules import (
+    FATBINC_MAGIC,
+    ImageError,
+    image_bytes,
+    image_length_at,
+    wrapped_fatbin,
+)
 
 KERNELS = Path(__file__).resolve().parents[1] / "kernels"
 
@@ -41,3 +50,29 @@ def test_null_and_empty_images_are_refused() -> None:
         image_bytes(0)
     with pytest.raises(ImageError, match="empty"):
         image_bytes(b"")
+
+
+def _wrapper(magic: int, version: int, data: int) -> ctypes.Array[ctypes.c_char]:
+    """A __fatBinC_Wrapper_t (magic, version, the fatbin's address, no names) in host memory."""
+    return ctypes.create_string_buffer(struct.pack("<IIQQ", magic, version, data, 0), 24)
+
+
+def test_a_fatbin_wrapper_at_an_address_sends_the_fatbin_it_holds() -> None:
+    # what the CUDA runtime passes to cuLibraryLoadData for a program's kernels
+    data = (KERNELS / "test_kernels.fatbin").read_bytes()
+    fatbin = ctypes.create_string_buffer(data, len(data))
+    wrapper = _wrapper(FATBINC_MAGIC, 1, ctypes.addressof(fatbin))
+    assert wrapped_fatbin(ctypes.addressof(wrapper)) == ctypes.addressof(fatbin)
+    assert image_bytes(ctypes.addressof(wrapper)) == data
+
+
+def test_fatbin_wrappers_the_client_cannot_send_are_refused_by_name() -> None:
+    rdc = _wrapper(FATBINC_MAGIC, 2, 0x1000)  # relocatable device code: prelinked fatbins
+    with pytest.raises(NotSupportedRemotely, match="version 2"):
+        image_bytes(ctypes.addressof(rdc))
+    empty = _wrapper(FATBINC_MAGIC, 1, 0)
+    with pytest.raises(ImageError, match="without a fat binary"):
+        image_bytes(ctypes.addressof(empty))
+    other = _wrapper(0x12345678, 1, 0x1000)
+    with pytest.raises(ImageError, match="not a fat binary wrapper"):
+        wrapped_fatbin(ctypes.addressof(other))
