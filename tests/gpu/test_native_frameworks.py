@@ -1,7 +1,8 @@
 """Frameworks that reach the GPU through the driver library, unmodified, through the native
 libcuda.so.1 (`cricket-run --`) against the `cuda` backend, the client's GPU hidden
-(CUDA_VISIBLE_DEVICES= in the client's environment only): cuda.core and numba-cuda programs
-with their results checked; CuPy and PyTorch probed (how far they get; printed with -s)."""
+(CUDA_VISIBLE_DEVICES= in the client's environment only): cuda.core and numba-cuda programs,
+CuPy and PyTorch (each with the CUDA runtime it carries), with their results checked
+(native_framework_probe.py reports step by step how far one gets, where one fails)."""
 
 from __future__ import annotations
 
@@ -88,6 +89,50 @@ NUMBA_PROGRAM = textwrap.dedent(
 )
 
 
+CUPY_PROGRAM = textwrap.dedent(
+    '''
+    import cupy as cp
+    import numpy as np
+
+    assert cp.cuda.runtime.getDeviceCount() == 1
+    n = 1 << 20
+    a = cp.arange(n, dtype=cp.float32)
+    assert float((a * 2 + 1).sum()) == float(n) * n  # elementwise kernel and reduction
+    m = cp.asarray(np.random.default_rng(1).standard_normal((128, 128), dtype=np.float32))
+    host = cp.asnumpy(m)
+    assert np.allclose(cp.asnumpy(m * m.T), host * host.T)  # a broadcast elementwise kernel
+    square = cp.RawKernel(r"""
+    extern "C" __global__ void square(const float *x, float *y, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) y[i] = x[i] * x[i];
+    }""", "square")  # NVRTC, cuModuleLoadData, cuLaunchKernel
+    y = cp.empty_like(a)
+    square(((n + 255) // 256,), (256,), (a, y, cp.int32(n)))
+    assert np.array_equal(cp.asnumpy(y[:1000]), np.arange(1000, dtype=np.float32) ** 2)
+    print("cupy ok", cp.cuda.runtime.getDeviceProperties(0)["name"].decode())
+    '''
+)
+
+TORCH_PROGRAM = textwrap.dedent(
+    """
+    import torch
+
+    # (not device_count(): torch reads CUDA_VISIBLE_DEVICES itself, and the test empties it
+    # in the client's environment to hide the local GPU)
+    assert torch.cuda.is_available()
+    x = torch.arange(1 << 20, dtype=torch.float32, device="cuda")
+    assert float((x * 2 + 1).sum()) == float(1 << 20) * (1 << 20)
+    g = torch.Generator().manual_seed(1)
+    m = torch.randn(256, 256, generator=g)
+    assert torch.allclose((m.cuda() @ m.cuda().T).cpu(), m @ m.T, rtol=1e-3, atol=1e-2)
+    y = torch.nn.functional.relu(torch.linspace(-1, 1, 101, device="cuda"))
+    assert float(y.min()) == 0.0 and float(y.max()) == 1.0
+    torch.cuda.synchronize()
+    print("torch ok", torch.cuda.get_device_name(0))
+    """
+)
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     if not gpu_available():
@@ -163,15 +208,36 @@ def test_a_c_program_with_kernels_threads_and_fork_on_the_gpu(server: Server, tm
         assert expected in lines, done.stdout + done.stderr
 
 
-@pytest.mark.parametrize("framework", ["cupy", "torch"])
-def test_how_far_a_runtime_linked_framework_gets(server: Server, framework: str) -> None:
-    """A report, not a requirement: the steps passed and the first failing call."""
-    module = {"cupy": "cupy", "torch": "torch"}[framework]
-    if not _importable(module):
-        pytest.skip(f"{module} is not installed")
-    sys.path.insert(0, str(HERE))
-    from native_framework_probe import probe
+CUBLAS_PROGRAM = textwrap.dedent(
+    """
+    import cupy as cp
+    a = cp.ones((64, 64), dtype=cp.float32)
+    print("cublas ok", float((a @ a).sum()) == 64.0 ** 3)
+    """
+)
 
-    report = probe(server.address, framework, timeout=RUN_LIMIT)
-    print(f"\n{framework}: {report}")
-    assert "import" in report["passed"]  # type: ignore[operator]
+
+@pytest.mark.xfail(strict=True, reason="cuBLAS answers CUBLAS_STATUS_NOT_INITIALIZED through "
+                   "the native library (H200, 2026-12-02): what its initialisation asks is not "
+                   "known yet")  # fmt: skip
+def test_cupy_matmul_through_cublas(server: Server) -> None:
+    if not _importable("cupy"):
+        pytest.skip("cupy is not installed")
+    done = run_hidden(server, CUBLAS_PROGRAM)
+    assert done.returncode == 0, done.stdout + done.stderr[-6000:]
+    assert done.stdout.strip() == "cublas ok True"
+
+
+@pytest.mark.parametrize(
+    ("framework", "program"), [("cupy", CUPY_PROGRAM), ("torch", TORCH_PROGRAM)]
+)
+def test_a_runtime_linked_framework_runs_unmodified(
+    server: Server, framework: str, program: str
+) -> None:
+    """CuPy and PyTorch carry their own CUDA runtime, which checks the driver (its private
+    tables, the integrity check) before any device call; their results checked."""
+    if not _importable(framework):
+        pytest.skip(f"{framework} is not installed")
+    done = run_hidden(server, program)
+    assert done.returncode == 0, done.stdout + done.stderr[-6000:]
+    assert done.stdout.startswith(f"{framework} ok"), done.stdout
