@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import capture_modes, host_functions
 from ._args import size_t, u64, uint
+from ._driver_base import _WIRE_PER_THREAD
 from ._driver_base import _stream as _wire_stream
 from ._enums import (
     CUgraphNodeType,
@@ -39,7 +40,7 @@ from .array_types import CUDA_MEMCPY3D
 from .connection import Connection, get_connection
 from .host_buffers import HostBufferError, host_address, read_host, write_host
 from .kernel_args import LaunchArgumentError, LaunchName, pack_kernel_params
-from .known_answers import rule
+from .known_answers import answered_here, known_current_context, rule
 from .launch_batch import GRAPHS as GRAPH_LAUNCH_BATCH
 
 __all__ = [
@@ -343,14 +344,31 @@ def cuStreamEndCapture(hStream: Any) -> tuple[Any, CUgraph | None]:
 
 def cuStreamIsCapturing(hStream: Any) -> tuple[Any, Any]:
     conn = get_connection()
-    err, r = conn.sync("CU_STREAM_GET_CAPTURE_INFO", _stream(hStream))
+    stream = _stream(hStream)
+    if _not_capturing_here(conn, stream):
+        answered_here(conn, "CU_STREAM_GET_CAPTURE_INFO")
+        return (_SUCCESS, CUstreamCaptureStatus(0))
+    err, r = conn.sync("CU_STREAM_GET_CAPTURE_INFO", stream)
     return _out(err, CUstreamCaptureStatus(r.value.status) if not err else None)
+
+
+def _not_capturing_here(conn: Connection, stream: int) -> bool:
+    """Whether the client knows that wire stream `stream` is not capturing: a default stream,
+    a context known current (so the stream is valid) and no capture of this client under way
+    (a stream joins a capture only through one begun: known_answers)."""
+    if stream not in (0, _WIRE_PER_THREAD) or capturing_any(conn):
+        return False
+    return known_current_context(conn) is not None
 
 
 def cuStreamGetCaptureInfo(hStream: Any) -> tuple[Any, ...]:
     """(err, captureStatus, id, graph, dependencies, edgeData, numDependencies)."""
     conn = get_connection()
-    err, r = conn.sync("CU_STREAM_GET_CAPTURE_INFO", _stream(hStream))
+    stream = _stream(hStream)
+    if _not_capturing_here(conn, stream):
+        answered_here(conn, "CU_STREAM_GET_CAPTURE_INFO")
+        return (_SUCCESS, CUstreamCaptureStatus(0), 0, CUgraph(0), [], [], 0)
+    err, r = conn.sync("CU_STREAM_GET_CAPTURE_INFO", stream)
     if err:
         return _out(err, None, None, None, None, None, None)
     info = r.value

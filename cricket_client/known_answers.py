@@ -9,9 +9,15 @@ Kept per connection (`conn.known`), at the first successful answer:
   the atomic capabilities, cuDeviceGetExecAffinitySupport, the NVLink fabric queries): fixed
   while the session lives on a server;
 - the current context and its device (cuCtxGetCurrent, cuCtxGetDevice,
-  cuCtxGetStreamPriorityRange): a session has one context stack on the server, which only
-  its own calls change; any call that creates, destroys, sets, pushes or pops a context, or
-  retains, releases, resets or sets the flags of a primary context, forgets them;
+  cuCtxGetStreamPriorityRange) and each primary context's state (cuDevicePrimaryCtxGetState):
+  a session has one context stack and its own primary contexts on the server, which only its
+  own calls change; any call that creates, destroys, sets, pushes or pops a context, or
+  retains, releases, resets or sets the flags of a primary context, forgets them. A
+  cuCtxSetCurrent of the context known to be current changes nothing and is answered here
+  (CuPy sets its device's context around each operation); a cuStreamGetCaptureInfo or
+  cuStreamIsCapturing of a default stream, with a context known current and no capture of
+  this client under way, is answered "not capturing" here (driver_graphs; PyTorch and CuPy
+  ask before their copies);
 - function attributes (cuFuncGetAttribute): forgotten by cuFuncSetAttribute,
   cuFuncSetCacheConfig, any cuKernelSet*, module and library unloads, and whatever forgets
   the context answers (a destroyed or reset context frees its modules);
@@ -48,8 +54,8 @@ if TYPE_CHECKING:
     from .connection import Connection
 
 __all__ = [
-    "KnownAnswers", "RULES", "answer", "context_answers_changed", "on_context_change",
-    "stream_settled",
+    "KnownAnswers", "RULES", "answer", "answered_here", "context_answers_changed",
+    "known_current_context", "on_context_change", "stream_settled",
 ]
 
 DEVICE, CONTEXT, FUNCTION, POINTER = 0, 1, 2, 3
@@ -77,6 +83,7 @@ _GETTERS = {
     "CU_CTX_GET_CURRENT": CONTEXT,
     "CU_CTX_GET_DEVICE": CONTEXT,
     "CU_CTX_GET_STREAM_PRIORITY_RANGE": CONTEXT,
+    "CU_DEVICE_PRIMARY_CTX_GET_STATE": CONTEXT,
     "CU_FUNC_GET_ATTRIBUTE": FUNCTION,
     "CU_POINTER_GET_ATTRIBUTES": POINTER,
 }
@@ -202,6 +209,30 @@ class KnownAnswers:
         return sum(len(c) for c in self.caches)
 
 
+def known_current_context(conn: Connection) -> int | None:
+    """The current context as the server last answered it and still kept (not 0), or None:
+    not known, none current, or an asynchronous failure waits to be reported."""
+    pipe = conn.pipeline
+    if pipe.deferred_error or pipe.deferred_exception is not None:
+        return None
+    reply = conn.known.caches[CONTEXT].get(("CU_CTX_GET_CURRENT", ()))
+    if reply is None or reply[0]:
+        return None
+    return int(reply[1].value) or None
+
+
+def answered_here(conn: Connection, proc: str) -> None:
+    """Book a call answered by the client: no message of an earlier call stays, counted."""
+    conn._local_message = None
+    if conn.stats is not None:
+        conn.stats.known[proc] += 1
+
+
+def _success(send: Callable[..., Any]) -> tuple[int, ...]:
+    """A success in the reply's shape: `sync`'s (CUresult, status), `call`'s (CUresult,)."""
+    return (0, 0) if getattr(send, "__name__", "") == "_sync" else (0,)
+
+
 def answer(
     conn: Connection,
     proc: str,
@@ -216,6 +247,9 @@ def answer(
     if kind == SETTLE:
         return _settle(conn, known, proc, args, send)
     if kind < 0:
+        if proc == "CU_CTX_SET_CURRENT" and args and known_current_context(conn) == args[0]:
+            answered_here(conn, proc)  # already current: nothing changes
+            return _success(send)
         known.forget(*forgets)
         if POINTER in forgets:
             known.memory_ends(proc, args)
@@ -235,9 +269,7 @@ def answer(
             return send(proc, *args)
     pipe = conn.pipeline
     if reply is not None and not pipe.deferred_error and pipe.deferred_exception is None:
-        conn._local_message = None
-        if conn.stats is not None:
-            conn.stats.known[proc] += 1
+        answered_here(conn, proc)
         return reply
     reply = send(proc, *args)
     if reply[0] == 0 and _keepable(kind, args, reply):
@@ -272,11 +304,8 @@ def _settle(
             and (proc == "CU_CTX_SYNCHRONIZE" or stream == 0)
             or covered == ("CU_STREAM_SYNCHRONIZE", stream) and proc != "CU_CTX_SYNCHRONIZE"
         ):
-            conn._local_message = None
-            if conn.stats is not None:
-                conn.stats.known[proc] += 1
-            # the reply's shape: `sync`'s (CUresult, status), `call`'s (CUresult,)
-            return (0, 0) if getattr(send, "__name__", "") == "_sync" else (0,)
+            answered_here(conn, proc)
+            return _success(send)
     known.settled = None
     reply = send(proc, *args)
     if reply[0] == 0 and proc != "CU_STREAM_QUERY":

@@ -257,7 +257,10 @@ def test_copies_of_the_context_answers_are_dropped_whenever_the_clients_may_chan
         ctx = check(cuda.cuCtxGetCurrent())
         assert not heard  # a query changes nothing
         check(cuda.cuCtxSetCurrent(ctx))
+        assert not heard  # nor does setting the context already current
+        popped = check(cuda.cuCtxPopCurrent())
         assert len(heard) >= 1
+        check(cuda.cuCtxPushCurrent(popped))
         heard.clear()
         poke = check(cuda.cuModuleGetFunction(kernels, b"poke"))
         check(cuda.cuCtxSynchronize())
@@ -270,3 +273,71 @@ def test_copies_of_the_context_answers_are_dropped_whenever_the_clients_may_chan
         assert len(heard) == 2
     finally:
         known_answers.on_context_change.pop()
+
+
+def test_a_primary_contexts_state_is_asked_once_and_again_once_it_changes(
+    session: cricket_client.Connection,
+) -> None:
+    dev = check(cuda.cuDeviceGet(0))
+    first = cuda.cuDevicePrimaryCtxGetState(dev)  # open_session retained it once: active
+    assert first[0] == cuda.CUresult.CUDA_SUCCESS and first[2] == 1
+    calls = server_calls(session)
+    for _ in range(3):
+        assert cuda.cuDevicePrimaryCtxGetState(dev) == first
+    assert server_calls(session) == calls, "a repeated state query reached the server"
+    check(cuda.cuDevicePrimaryCtxRelease(dev))
+    assert cuda.cuDevicePrimaryCtxGetState(dev)[2] == 0  # released: asked again, inactive
+    check(cuda.cuDevicePrimaryCtxRetain(dev))
+    assert cuda.cuDevicePrimaryCtxGetState(dev) == first
+    assert server_calls(session) > calls
+
+
+def test_setting_the_context_already_current_does_not_travel(
+    session: cricket_client.Connection,
+) -> None:
+    dev = check(cuda.cuDeviceGet(0))
+    primary = check(cuda.cuCtxGetCurrent())
+    calls = server_calls(session)
+    for _ in range(3):  # CuPy sets its device's context around each operation
+        assert cuda.cuCtxSetCurrent(primary) == (cuda.CUresult.CUDA_SUCCESS,)
+        assert int(check(cuda.cuCtxGetCurrent())) == int(primary)
+    assert server_calls(session) == calls, "setting the current context again reached the server"
+    assert session.replay_log.seq == calls
+    made = check(cuda.cuCtxCreate(None, 0, dev))  # now current
+    try:
+        assert cuda.cuCtxSetCurrent(primary) == (cuda.CUresult.CUDA_SUCCESS,)  # a change: sent
+        assert int(check(cuda.cuCtxGetCurrent())) == int(primary)
+        assert int(check(cuda.cuCtxGetDevice())) == int(dev)
+    finally:
+        check(cuda.cuCtxDestroy(made))
+    assert server_calls(session) > calls
+
+
+def test_a_default_stream_is_known_not_capturing_until_a_capture_begins(
+    session: cricket_client.Connection,
+) -> None:
+    none = cuda.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
+    active = cuda.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_ACTIVE
+    check(cuda.cuCtxGetCurrent())  # the current context known (the default streams are valid)
+    calls = server_calls(session)
+    for stream in (0, cuda.CUstream(cuda.CU_STREAM_LEGACY), cuda.CUstream(cuda.CU_STREAM_PER_THREAD)):
+        info = cuda.cuStreamGetCaptureInfo(stream)
+        assert info[:3] == (cuda.CUresult.CUDA_SUCCESS, none, 0) and info[4:] == ([], [], 0)
+        assert cuda.cuStreamIsCapturing(stream) == (cuda.CUresult.CUDA_SUCCESS, none)
+    assert server_calls(session) == calls, "a default stream's capture status reached the server"
+    stream = check(cuda.cuStreamCreate(0))
+    try:
+        assert cuda.cuStreamIsCapturing(stream)[1] == none  # a stream made here: asked
+        relaxed = cuda.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
+        check(cuda.cuStreamBeginCapture(stream, relaxed))
+        asked = server_calls(session)
+        assert cuda.cuStreamIsCapturing(stream)[1] == active
+        assert cuda.cuStreamGetCaptureInfo(0)[0] == cuda.CUresult.CUDA_SUCCESS
+        assert server_calls(session) == asked + 2  # while a capture is under way: asked
+        graph = check(cuda.cuStreamEndCapture(stream))
+        check(cuda.cuGraphDestroy(graph))
+    finally:
+        check(cuda.cuStreamDestroy(stream))
+    calls = server_calls(session)
+    assert cuda.cuStreamIsCapturing(0) == (cuda.CUresult.CUDA_SUCCESS, none)
+    assert server_calls(session) == calls
