@@ -25,6 +25,7 @@ the parent's is shared with the child otherwise).
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
 import sys
 import threading
@@ -33,6 +34,8 @@ import weakref
 from collections.abc import Callable
 
 __all__ = ["DeadlineTimer", "timerfd_available"]
+
+log = logging.getLogger(__name__)
 
 _CLOCK_MONOTONIC = 1
 _TFD_CLOEXEC = 0o2000000
@@ -94,10 +97,6 @@ class DeadlineTimer:
     @property
     def uses_timerfd(self) -> bool:
         return self._use_timerfd
-
-    @property
-    def started(self) -> bool:
-        return self._thread is not None
 
     def arm(self, when: float) -> None:
         """Call `on_due` once `time.monotonic()` reaches `when` (the earlier deadline goes)."""
@@ -179,7 +178,14 @@ class DeadlineTimer:
             if self._closed:
                 return
             self.wakes += 1
+            self._call_on_due()
+
+    def _call_on_due(self) -> None:
+        """`on_due`, whose failure is logged: the thread must go on meeting deadlines."""
+        try:
             self._on_due()
+        except Exception:
+            log.exception("the deadline timer's callback failed")
 
     def _cond_loop(self) -> None:
         cond = self._cond
@@ -200,7 +206,7 @@ class DeadlineTimer:
                         self._wakes_at = deadline
                         cond.wait(left)
                     self.wakes += 1
-            self._on_due()
+            self._call_on_due()
 
     def _after_fork(self) -> None:
         """In a forked child: no thread runs; the next `arm` starts one (and a timerfd)."""

@@ -180,3 +180,21 @@ def test_a_forked_childs_batch_leaves_by_its_delay(timer: str) -> None:
         assert sink.sent == [1]
     finally:
         batcher.close()
+
+
+def test_a_failing_callback_does_not_stop_the_timer(timer: str) -> None:
+    calls: list[int] = []
+
+    def on_due() -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("the first deadline's callback fails")
+
+    deadline_timer = DeadlineTimer(on_due, use_timerfd=timer == "timerfd")
+    try:
+        deadline_timer.arm(time.monotonic() + 0.001)
+        _wait_for(lambda: len(calls) == 1, "the first deadline never came")
+        deadline_timer.arm(time.monotonic() + 0.001)
+        _wait_for(lambda: len(calls) == 2, "the timer stopped after a failing callback")
+    finally:
+        deadline_timer.close()
