@@ -342,14 +342,7 @@ def cuStreamEndCapture(hStream: Any) -> tuple[Any, CUgraph | None]:
     return _out(err, CUgraph(r.value) if not err else None)
 
 
-def cuStreamIsCapturing(hStream: Any) -> tuple[Any, Any]:
-    conn = get_connection()
-    stream = _stream(hStream)
-    if _not_capturing_here(conn, stream):
-        answered_here(conn, "CU_STREAM_GET_CAPTURE_INFO")
-        return (_SUCCESS, CUstreamCaptureStatus(0))
-    err, r = conn.sync("CU_STREAM_GET_CAPTURE_INFO", stream)
-    return _out(err, CUstreamCaptureStatus(r.value.status) if not err else None)
+_NOT_CAPTURING = CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
 
 
 def _not_capturing_here(conn: Connection, stream: int) -> bool:
@@ -361,13 +354,23 @@ def _not_capturing_here(conn: Connection, stream: int) -> bool:
     return known_current_context(conn) is not None
 
 
+def cuStreamIsCapturing(hStream: Any) -> tuple[Any, Any]:
+    conn = get_connection()
+    stream = _stream(hStream)
+    if _not_capturing_here(conn, stream):
+        answered_here(conn, "CU_STREAM_GET_CAPTURE_INFO")
+        return (_SUCCESS, _NOT_CAPTURING)
+    err, r = conn.sync("CU_STREAM_GET_CAPTURE_INFO", stream)
+    return _out(err, CUstreamCaptureStatus(r.value.status) if not err else None)
+
+
 def cuStreamGetCaptureInfo(hStream: Any) -> tuple[Any, ...]:
     """(err, captureStatus, id, graph, dependencies, edgeData, numDependencies)."""
     conn = get_connection()
     stream = _stream(hStream)
     if _not_capturing_here(conn, stream):
         answered_here(conn, "CU_STREAM_GET_CAPTURE_INFO")
-        return (_SUCCESS, CUstreamCaptureStatus(0), 0, CUgraph(0), [], [], 0)
+        return (_SUCCESS, _NOT_CAPTURING, 0, CUgraph(0), [], [], 0)
     err, r = conn.sync("CU_STREAM_GET_CAPTURE_INFO", stream)
     if err:
         return _out(err, None, None, None, None, None, None)

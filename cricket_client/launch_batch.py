@@ -8,9 +8,10 @@ program's order; a synchronizing call takes the batch along in its own write, so
 wakes once for both), or `delay` seconds after the first of them at the latest (a
 `DeadlineTimer`, armed at a batch's first launch and disarmed when the batch leaves, sees to
 that: a program that launches and then computes on the host still gets its kernels started;
-a loop whose synchronizing calls send its batches never wakes the timer's thread). Graph launches are gathered the same way into
-CU_GRAPH_LAUNCH_BATCH calls: a batch holds calls of one procedure, so a launch of the other
-kind first sends what is queued (the server sees the program's order).
+a loop whose synchronizing calls send its batches never wakes the timer's thread). Graph
+launches are gathered the same way into CU_GRAPH_LAUNCH_BATCH calls: a batch holds calls of
+one procedure, so a launch of the other kind first sends what is queued (the server sees the
+program's order).
 
 CRICKET_LAUNCH_BATCH sets `max_launches` (1 to cricket.x's MAX_LAUNCH_BATCH; default 128). Smaller batches
 let the server start on a step's launches while the client still makes the rest (on a 2-core

@@ -71,8 +71,6 @@ def _write_pointer(address: int, value: int) -> None:
     ffi.cast("uintptr_t *", address)[0] = value
 
 
-
-
 def _load_fatbin(call: str, module: int, fatbin: int) -> int:
     """Load the fatbin at host address `fatbin` as cuModuleLoadFatBinary does; the module's
     handle to `*module`."""
@@ -209,13 +207,6 @@ def _table_address(name: str) -> int:
     return int(lib.cricket_export_table(index))
 
 
-def _ok(call: str, found: tuple[Any, ...]) -> Any:
-    err = int(found[0])
-    if err:
-        raise _SlotFailed(err)
-    return found[1]
-
-
 class _SlotFailed(Exception):
     """A driver call a slot made failed: the slot answers its CUresult."""
 
@@ -224,21 +215,29 @@ class _SlotFailed(Exception):
         self.err = err
 
 
+def _ok(found: tuple[Any, ...]) -> Any:
+    """The value of a driver call's (CUresult, value); _SlotFailed on a failure."""
+    err = int(found[0])
+    if err:
+        raise _SlotFailed(err)
+    return found[1]
+
+
 def _hash_facts() -> HashFacts:
     """The facts the integrity answer covers, as the runtime sees them through this library."""
     attr = driver.CUdevice_attribute
     devices = []
-    for dev in range(_ok("cuDeviceGetCount", driver.cuDeviceGetCount())):
-        uuid = _ok("cuDeviceGetUuid", driver.cuDeviceGetUuid(dev)).bytes
+    for dev in range(_ok(driver.cuDeviceGetCount())):
+        uuid = _ok(driver.cuDeviceGetUuid(dev)).bytes
         domain, bus, device = (
-            _ok("cuDeviceGetAttribute", driver.cuDeviceGetAttribute(a, dev))
+            _ok(driver.cuDeviceGetAttribute(a, dev))
             for a in (attr.CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, attr.CU_DEVICE_ATTRIBUTE_PCI_BUS_ID,
                       attr.CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)
         )  # fmt: skip
         devices.append(DeviceFacts(uuid, domain, bus, device))
     integrity_table = _table_address("INTEGRITY_CHECK")
     return HashFacts(
-        driver_version=_ok("cuDriverGetVersion", driver.cuDriverGetVersion()),
+        driver_version=_ok(driver.cuDriverGetVersion()),
         process_id=os.getpid(),
         thread_id=threading.get_ident(),  # pthread_self(), the calling thread's
         cudart_table=_table_address("CUDART_INTERFACE"),
