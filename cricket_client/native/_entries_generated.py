@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import driver
-from .entries import INVALID_VALUE, _entry, _func, ffi
+from .entries import _entry, _func, _null, ffi
 from .entries_families import StructView, _handles, _number, _uuid, _write_struct
 
 __all__ = [
@@ -255,7 +255,7 @@ __all__ = [
 @_entry
 def cuDriverGetVersion(driverVersion: Any) -> int:
     if not driverVersion:
-        return INVALID_VALUE
+        return _null("cuDriverGetVersion", "driverVersion")
     err, v0 = driver.cuDriverGetVersion()
     if not err:
         driverVersion[0] = v0
@@ -265,7 +265,7 @@ def cuDriverGetVersion(driverVersion: Any) -> int:
 @_entry
 def cuDeviceGetCount(count: Any) -> int:
     if not count:
-        return INVALID_VALUE
+        return _null("cuDeviceGetCount", "count")
     err, v0 = driver.cuDeviceGetCount()
     if not err:
         count[0] = v0
@@ -275,7 +275,7 @@ def cuDeviceGetCount(count: Any) -> int:
 @_entry
 def cuDeviceGet(device: Any, ordinal: int) -> int:
     if not device:
-        return INVALID_VALUE
+        return _null("cuDeviceGet", "device")
     err, v0 = driver.cuDeviceGet(ordinal)
     if not err:
         device[0] = _number(v0)
@@ -285,7 +285,7 @@ def cuDeviceGet(device: Any, ordinal: int) -> int:
 @_entry
 def cuDeviceGetAttribute(pi: Any, attrib: int, dev: int) -> int:
     if not pi:
-        return INVALID_VALUE
+        return _null("cuDeviceGetAttribute", "pi")
     err, v0 = driver.cuDeviceGetAttribute(attrib, dev)
     if not err:
         pi[0] = v0
@@ -295,7 +295,7 @@ def cuDeviceGetAttribute(pi: Any, attrib: int, dev: int) -> int:
 @_entry
 def cuDeviceTotalMem_v2(bytes_: Any, dev: int) -> int:
     if not bytes_:
-        return INVALID_VALUE
+        return _null("cuDeviceTotalMem_v2", "bytes")
     err, v0 = driver.cuDeviceTotalMem(dev)
     if not err:
         bytes_[0] = v0
@@ -305,7 +305,7 @@ def cuDeviceTotalMem_v2(bytes_: Any, dev: int) -> int:
 @_entry
 def cuDeviceGetUuid(uuid: Any, dev: int) -> int:
     if not uuid:
-        return INVALID_VALUE
+        return _null("cuDeviceGetUuid", "uuid")
     err, v0 = driver.cuDeviceGetUuid(dev)
     if not err:
         ffi.memmove(uuid, _uuid(v0), 16)
@@ -315,7 +315,7 @@ def cuDeviceGetUuid(uuid: Any, dev: int) -> int:
 @_entry
 def cuDeviceGetUuid_v2(uuid: Any, dev: int) -> int:
     if not uuid:
-        return INVALID_VALUE
+        return _null("cuDeviceGetUuid_v2", "uuid")
     err, v0 = driver.cuDeviceGetUuid(dev)
     if not err:
         ffi.memmove(uuid, _uuid(v0), 16)
@@ -325,7 +325,7 @@ def cuDeviceGetUuid_v2(uuid: Any, dev: int) -> int:
 @_entry
 def cuDevicePrimaryCtxRetain(pctx: Any, dev: int) -> int:
     if not pctx:
-        return INVALID_VALUE
+        return _null("cuDevicePrimaryCtxRetain", "pctx")
     err, v0 = driver.cuDevicePrimaryCtxRetain(dev)
     if not err:
         pctx[0] = _number(v0)
@@ -345,9 +345,9 @@ def cuDevicePrimaryCtxReset_v2(dev: int) -> int:
 @_entry
 def cuDevicePrimaryCtxGetState(dev: int, flags: Any, active: Any) -> int:
     if not flags:
-        return INVALID_VALUE
+        return _null("cuDevicePrimaryCtxGetState", "flags")
     if not active:
-        return INVALID_VALUE
+        return _null("cuDevicePrimaryCtxGetState", "active")
     err, v0, v1 = driver.cuDevicePrimaryCtxGetState(dev)
     if not err:
         flags[0] = v0
@@ -416,7 +416,7 @@ def cuProfilerStop() -> int:
 @_entry
 def cuCtxGetLimit(pvalue: Any, limit: int) -> int:
     if not pvalue:
-        return INVALID_VALUE
+        return _null("cuCtxGetLimit", "pvalue")
     err, v0 = driver.cuCtxGetLimit(limit)
     if not err:
         pvalue[0] = v0
@@ -442,7 +442,7 @@ def cuCtxGetStreamPriorityRange(leastPriority: Any, greatestPriority: Any) -> in
 @_entry
 def cuMemAlloc_v2(dptr: Any, bytesize: int) -> int:
     if not dptr:
-        return INVALID_VALUE
+        return _null("cuMemAlloc_v2", "dptr")
     err, v0 = driver.cuMemAlloc(bytesize)
     if not err:
         dptr[0] = _number(v0)
@@ -452,9 +452,9 @@ def cuMemAlloc_v2(dptr: Any, bytesize: int) -> int:
 @_entry
 def cuMemAllocPitch_v2(dptr: Any, pPitch: Any, WidthInBytes: int, Height: int, ElementSizeBytes: int) -> int:
     if not dptr:
-        return INVALID_VALUE
+        return _null("cuMemAllocPitch_v2", "dptr")
     if not pPitch:
-        return INVALID_VALUE
+        return _null("cuMemAllocPitch_v2", "pPitch")
     err, v0, v1 = driver.cuMemAllocPitch(WidthInBytes, Height, ElementSizeBytes)
     if not err:
         dptr[0] = _number(v0)
@@ -562,7 +562,7 @@ def cuMemsetD32Async(dstDevice: int, ui: int, N: int, hStream: int) -> int:
 @_entry
 def cuMemAllocAsync(dptr: Any, bytesize: int, hStream: int) -> int:
     if not dptr:
-        return INVALID_VALUE
+        return _null("cuMemAllocAsync", "dptr")
     err, v0 = driver.cuMemAllocAsync(bytesize, hStream)
     if not err:
         dptr[0] = _number(v0)
@@ -577,7 +577,7 @@ def cuMemFreeAsync(dptr: int, hStream: int) -> int:
 @_entry
 def cuModuleLoadData(module: Any, image: int) -> int:
     if not module:
-        return INVALID_VALUE
+        return _null("cuModuleLoadData", "module")
     err, v0 = driver.cuModuleLoadData(image)
     if not err:
         module[0] = _number(v0)
@@ -587,7 +587,7 @@ def cuModuleLoadData(module: Any, image: int) -> int:
 @_entry
 def cuModuleLoadFatBinary(module: Any, fatCubin: int) -> int:
     if not module:
-        return INVALID_VALUE
+        return _null("cuModuleLoadFatBinary", "module")
     err, v0 = driver.cuModuleLoadFatBinary(fatCubin)
     if not err:
         module[0] = _number(v0)
@@ -602,9 +602,9 @@ def cuModuleUnload(hmod: int) -> int:
 @_entry
 def cuModuleGetFunction(hfunc: Any, hmod: int, name: Any) -> int:
     if not hfunc:
-        return INVALID_VALUE
+        return _null("cuModuleGetFunction", "hfunc")
     if not name:
-        return INVALID_VALUE
+        return _null("cuModuleGetFunction", "name")
     err, v0 = driver.cuModuleGetFunction(hmod, ffi.string(name))
     if not err:
         hfunc[0] = _number(v0)
@@ -614,7 +614,7 @@ def cuModuleGetFunction(hfunc: Any, hmod: int, name: Any) -> int:
 @_entry
 def cuModuleGetGlobal_v2(dptr: Any, bytes_: Any, hmod: int, name: Any) -> int:
     if not name:
-        return INVALID_VALUE
+        return _null("cuModuleGetGlobal_v2", "name")
     err, v0, v1 = driver.cuModuleGetGlobal(hmod, ffi.string(name))
     if not err:
         if dptr:
@@ -632,9 +632,9 @@ def cuLibraryUnload(library: int) -> int:
 @_entry
 def cuLibraryGetKernel(pKernel: Any, library: int, name: Any) -> int:
     if not pKernel:
-        return INVALID_VALUE
+        return _null("cuLibraryGetKernel", "pKernel")
     if not name:
-        return INVALID_VALUE
+        return _null("cuLibraryGetKernel", "name")
     err, v0 = driver.cuLibraryGetKernel(library, ffi.string(name))
     if not err:
         pKernel[0] = _number(v0)
@@ -644,7 +644,7 @@ def cuLibraryGetKernel(pKernel: Any, library: int, name: Any) -> int:
 @_entry
 def cuKernelGetFunction(pFunc: Any, kernel: int) -> int:
     if not pFunc:
-        return INVALID_VALUE
+        return _null("cuKernelGetFunction", "pFunc")
     err, v0 = driver.cuKernelGetFunction(kernel)
     if not err:
         pFunc[0] = _number(v0)
@@ -654,7 +654,7 @@ def cuKernelGetFunction(pFunc: Any, kernel: int) -> int:
 @_entry
 def cuFuncGetAttribute(pi: Any, attrib: int, hfunc: int) -> int:
     if not pi:
-        return INVALID_VALUE
+        return _null("cuFuncGetAttribute", "pi")
     err, v0 = driver.cuFuncGetAttribute(attrib, _func(hfunc))
     if not err:
         pi[0] = v0
@@ -685,7 +685,7 @@ def cuFuncGetParamInfo(func: int, paramIndex: int, paramOffset: Any, paramSize: 
 @_entry
 def cuStreamCreate(phStream: Any, Flags: int) -> int:
     if not phStream:
-        return INVALID_VALUE
+        return _null("cuStreamCreate", "phStream")
     err, v0 = driver.cuStreamCreate(Flags)
     if not err:
         phStream[0] = _number(v0)
@@ -695,7 +695,7 @@ def cuStreamCreate(phStream: Any, Flags: int) -> int:
 @_entry
 def cuStreamCreateWithPriority(phStream: Any, flags: int, priority: int) -> int:
     if not phStream:
-        return INVALID_VALUE
+        return _null("cuStreamCreateWithPriority", "phStream")
     err, v0 = driver.cuStreamCreateWithPriority(flags, priority)
     if not err:
         phStream[0] = _number(v0)
@@ -725,7 +725,7 @@ def cuStreamWaitEvent(hStream: int, hEvent: int, Flags: int) -> int:
 @_entry
 def cuStreamGetFlags(hStream: int, flags: Any) -> int:
     if not flags:
-        return INVALID_VALUE
+        return _null("cuStreamGetFlags", "flags")
     err, v0 = driver.cuStreamGetFlags(hStream)
     if not err:
         flags[0] = _number(v0)
@@ -735,7 +735,7 @@ def cuStreamGetFlags(hStream: int, flags: Any) -> int:
 @_entry
 def cuStreamGetPriority(hStream: int, priority: Any) -> int:
     if not priority:
-        return INVALID_VALUE
+        return _null("cuStreamGetPriority", "priority")
     err, v0 = driver.cuStreamGetPriority(hStream)
     if not err:
         priority[0] = _number(v0)
@@ -745,7 +745,7 @@ def cuStreamGetPriority(hStream: int, priority: Any) -> int:
 @_entry
 def cuEventCreate(phEvent: Any, Flags: int) -> int:
     if not phEvent:
-        return INVALID_VALUE
+        return _null("cuEventCreate", "phEvent")
     err, v0 = driver.cuEventCreate(Flags)
     if not err:
         phEvent[0] = _number(v0)
@@ -775,7 +775,7 @@ def cuEventQuery(hEvent: int) -> int:
 @_entry
 def cuEventElapsedTime(pMilliseconds: Any, hStart: int, hEnd: int) -> int:
     if not pMilliseconds:
-        return INVALID_VALUE
+        return _null("cuEventElapsedTime", "pMilliseconds")
     err, v0 = driver.cuEventElapsedTime(hStart, hEnd)
     if not err:
         pMilliseconds[0] = v0
@@ -785,7 +785,7 @@ def cuEventElapsedTime(pMilliseconds: Any, hStart: int, hEnd: int) -> int:
 @_entry
 def cuEventElapsedTime_v2(pMilliseconds: Any, hStart: int, hEnd: int) -> int:
     if not pMilliseconds:
-        return INVALID_VALUE
+        return _null("cuEventElapsedTime_v2", "pMilliseconds")
     err, v0 = driver.cuEventElapsedTime(hStart, hEnd)
     if not err:
         pMilliseconds[0] = v0
@@ -795,7 +795,7 @@ def cuEventElapsedTime_v2(pMilliseconds: Any, hStart: int, hEnd: int) -> int:
 @_entry
 def cuOccupancyMaxActiveBlocksPerMultiprocessor(numBlocks: Any, func: int, blockSize: int, dynamicSMemSize: int) -> int:
     if not numBlocks:
-        return INVALID_VALUE
+        return _null("cuOccupancyMaxActiveBlocksPerMultiprocessor", "numBlocks")
     err, v0 = driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(_func(func), blockSize, dynamicSMemSize)
     if not err:
         numBlocks[0] = v0
@@ -805,7 +805,7 @@ def cuOccupancyMaxActiveBlocksPerMultiprocessor(numBlocks: Any, func: int, block
 @_entry
 def cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks: Any, func: int, blockSize: int, dynamicSMemSize: int, flags: int) -> int:
     if not numBlocks:
-        return INVALID_VALUE
+        return _null("cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags", "numBlocks")
     err, v0 = driver.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(_func(func), blockSize, dynamicSMemSize, flags)
     if not err:
         numBlocks[0] = v0
@@ -815,9 +815,9 @@ def cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks: Any, func: i
 @_entry
 def cuOccupancyMaxPotentialBlockSize(minGridSize: Any, blockSize: Any, func: int, blockSizeToDynamicSMemSize: int, dynamicSMemSize: int, blockSizeLimit: int) -> int:
     if not minGridSize:
-        return INVALID_VALUE
+        return _null("cuOccupancyMaxPotentialBlockSize", "minGridSize")
     if not blockSize:
-        return INVALID_VALUE
+        return _null("cuOccupancyMaxPotentialBlockSize", "blockSize")
     err, v0, v1 = driver.cuOccupancyMaxPotentialBlockSize(_func(func), blockSizeToDynamicSMemSize, dynamicSMemSize, blockSizeLimit)
     if not err:
         minGridSize[0] = _number(v0)
@@ -828,7 +828,7 @@ def cuOccupancyMaxPotentialBlockSize(minGridSize: Any, blockSize: Any, func: int
 @_entry
 def cuModuleGetLoadingMode(mode: Any) -> int:
     if not mode:
-        return INVALID_VALUE
+        return _null("cuModuleGetLoadingMode", "mode")
     err, v0 = driver.cuModuleGetLoadingMode()
     if not err:
         mode[0] = _number(v0)
@@ -838,7 +838,7 @@ def cuModuleGetLoadingMode(mode: Any) -> int:
 @_entry
 def cuDeviceGetDefaultMemPool(pool_out: Any, dev: int) -> int:
     if not pool_out:
-        return INVALID_VALUE
+        return _null("cuDeviceGetDefaultMemPool", "pool_out")
     err, v0 = driver.cuDeviceGetDefaultMemPool(dev)
     if not err:
         pool_out[0] = _number(v0)
@@ -848,7 +848,7 @@ def cuDeviceGetDefaultMemPool(pool_out: Any, dev: int) -> int:
 @_entry
 def cuDeviceGetMemPool(pool: Any, dev: int) -> int:
     if not pool:
-        return INVALID_VALUE
+        return _null("cuDeviceGetMemPool", "pool")
     err, v0 = driver.cuDeviceGetMemPool(dev)
     if not err:
         pool[0] = _number(v0)
@@ -863,9 +863,9 @@ def cuDeviceSetMemPool(dev: int, pool: int) -> int:
 @_entry
 def cuMemGetDefaultMemPool(pool_out: Any, location: Any, type_: int) -> int:
     if not pool_out:
-        return INVALID_VALUE
+        return _null("cuMemGetDefaultMemPool", "pool_out")
     if not location:
-        return INVALID_VALUE
+        return _null("cuMemGetDefaultMemPool", "location")
     err, v0 = driver.cuMemGetDefaultMemPool(StructView(location), type_)
     if not err:
         pool_out[0] = _number(v0)
@@ -875,9 +875,9 @@ def cuMemGetDefaultMemPool(pool_out: Any, location: Any, type_: int) -> int:
 @_entry
 def cuMemGetMemPool(pool: Any, location: Any, type_: int) -> int:
     if not pool:
-        return INVALID_VALUE
+        return _null("cuMemGetMemPool", "pool")
     if not location:
-        return INVALID_VALUE
+        return _null("cuMemGetMemPool", "location")
     err, v0 = driver.cuMemGetMemPool(StructView(location), type_)
     if not err:
         pool[0] = _number(v0)
@@ -887,16 +887,16 @@ def cuMemGetMemPool(pool: Any, location: Any, type_: int) -> int:
 @_entry
 def cuMemSetMemPool(location: Any, type_: int, pool: int) -> int:
     if not location:
-        return INVALID_VALUE
+        return _null("cuMemSetMemPool", "location")
     return int(driver.cuMemSetMemPool(StructView(location), type_, pool)[0])
 
 
 @_entry
 def cuMemPoolCreate(pool: Any, poolProps: Any) -> int:
     if not pool:
-        return INVALID_VALUE
+        return _null("cuMemPoolCreate", "pool")
     if not poolProps:
-        return INVALID_VALUE
+        return _null("cuMemPoolCreate", "poolProps")
     err, v0 = driver.cuMemPoolCreate(StructView(poolProps))
     if not err:
         pool[0] = _number(v0)
@@ -916,9 +916,9 @@ def cuMemPoolTrimTo(pool: int, minBytesToKeep: int) -> int:
 @_entry
 def cuMemPoolGetAccess(flags: Any, memPool: int, location: Any) -> int:
     if not flags:
-        return INVALID_VALUE
+        return _null("cuMemPoolGetAccess", "flags")
     if not location:
-        return INVALID_VALUE
+        return _null("cuMemPoolGetAccess", "location")
     err, v0 = driver.cuMemPoolGetAccess(memPool, StructView(location))
     if not err:
         flags[0] = _number(v0)
@@ -928,7 +928,7 @@ def cuMemPoolGetAccess(flags: Any, memPool: int, location: Any) -> int:
 @_entry
 def cuMemAllocFromPoolAsync(dptr: Any, bytesize: int, pool: int, hStream: int) -> int:
     if not dptr:
-        return INVALID_VALUE
+        return _null("cuMemAllocFromPoolAsync", "dptr")
     err, v0 = driver.cuMemAllocFromPoolAsync(bytesize, pool, hStream)
     if not err:
         dptr[0] = _number(v0)
@@ -938,7 +938,7 @@ def cuMemAllocFromPoolAsync(dptr: Any, bytesize: int, pool: int, hStream: int) -
 @_entry
 def cuMemAddressReserve(ptr: Any, size: int, alignment: int, addr: int, flags: int) -> int:
     if not ptr:
-        return INVALID_VALUE
+        return _null("cuMemAddressReserve", "ptr")
     err, v0 = driver.cuMemAddressReserve(size, alignment, addr, flags)
     if not err:
         ptr[0] = _number(v0)
@@ -953,9 +953,9 @@ def cuMemAddressFree(ptr: int, size: int) -> int:
 @_entry
 def cuMemCreate(handle: Any, size: int, prop: Any, flags: int) -> int:
     if not handle:
-        return INVALID_VALUE
+        return _null("cuMemCreate", "handle")
     if not prop:
-        return INVALID_VALUE
+        return _null("cuMemCreate", "prop")
     err, v0 = driver.cuMemCreate(size, StructView(prop), flags)
     if not err:
         handle[0] = _number(v0)
@@ -980,9 +980,9 @@ def cuMemUnmap(ptr: int, size: int) -> int:
 @_entry
 def cuMemGetAccess(flags: Any, location: Any, ptr: int) -> int:
     if not flags:
-        return INVALID_VALUE
+        return _null("cuMemGetAccess", "flags")
     if not location:
-        return INVALID_VALUE
+        return _null("cuMemGetAccess", "location")
     err, v0 = driver.cuMemGetAccess(StructView(location), ptr)
     if not err:
         flags[0] = _number(v0)
@@ -992,9 +992,9 @@ def cuMemGetAccess(flags: Any, location: Any, ptr: int) -> int:
 @_entry
 def cuMemGetAllocationGranularity(granularity: Any, prop: Any, option: int) -> int:
     if not granularity:
-        return INVALID_VALUE
+        return _null("cuMemGetAllocationGranularity", "granularity")
     if not prop:
-        return INVALID_VALUE
+        return _null("cuMemGetAllocationGranularity", "prop")
     err, v0 = driver.cuMemGetAllocationGranularity(StructView(prop), option)
     if not err:
         granularity[0] = _number(v0)
@@ -1004,7 +1004,7 @@ def cuMemGetAllocationGranularity(granularity: Any, prop: Any, option: int) -> i
 @_entry
 def cuMemRetainAllocationHandle(handle: Any, addr: int) -> int:
     if not handle:
-        return INVALID_VALUE
+        return _null("cuMemRetainAllocationHandle", "handle")
     err, v0 = driver.cuMemRetainAllocationHandle(addr)
     if not err:
         handle[0] = _number(v0)
@@ -1019,7 +1019,7 @@ def cuStreamBeginCapture_v2(hStream: int, mode: int) -> int:
 @_entry
 def cuStreamEndCapture(hStream: int, phGraph: Any) -> int:
     if not phGraph:
-        return INVALID_VALUE
+        return _null("cuStreamEndCapture", "phGraph")
     err, v0 = driver.cuStreamEndCapture(hStream)
     if not err:
         phGraph[0] = _number(v0)
@@ -1029,7 +1029,7 @@ def cuStreamEndCapture(hStream: int, phGraph: Any) -> int:
 @_entry
 def cuStreamIsCapturing(hStream: int, captureStatus: Any) -> int:
     if not captureStatus:
-        return INVALID_VALUE
+        return _null("cuStreamIsCapturing", "captureStatus")
     err, v0 = driver.cuStreamIsCapturing(hStream)
     if not err:
         captureStatus[0] = _number(v0)
@@ -1039,7 +1039,7 @@ def cuStreamIsCapturing(hStream: int, captureStatus: Any) -> int:
 @_entry
 def cuGraphCreate(phGraph: Any, flags: int) -> int:
     if not phGraph:
-        return INVALID_VALUE
+        return _null("cuGraphCreate", "phGraph")
     err, v0 = driver.cuGraphCreate(flags)
     if not err:
         phGraph[0] = _number(v0)
@@ -1054,7 +1054,7 @@ def cuGraphDestroy(hGraph: int) -> int:
 @_entry
 def cuGraphClone(phGraphClone: Any, originalGraph: int) -> int:
     if not phGraphClone:
-        return INVALID_VALUE
+        return _null("cuGraphClone", "phGraphClone")
     err, v0 = driver.cuGraphClone(originalGraph)
     if not err:
         phGraphClone[0] = _number(v0)
@@ -1064,7 +1064,7 @@ def cuGraphClone(phGraphClone: Any, originalGraph: int) -> int:
 @_entry
 def cuGraphInstantiateWithFlags(phGraphExec: Any, hGraph: int, flags: int) -> int:
     if not phGraphExec:
-        return INVALID_VALUE
+        return _null("cuGraphInstantiateWithFlags", "phGraphExec")
     err, v0 = driver.cuGraphInstantiate(hGraph, flags)
     if not err:
         phGraphExec[0] = _number(v0)
@@ -1084,7 +1084,7 @@ def cuGraphExecDestroy(hGraphExec: int) -> int:
 @_entry
 def cuGraphNodeGetType(hNode: int, type_: Any) -> int:
     if not type_:
-        return INVALID_VALUE
+        return _null("cuGraphNodeGetType", "type")
     err, v0 = driver.cuGraphNodeGetType(hNode)
     if not err:
         type_[0] = _number(v0)
@@ -1094,11 +1094,11 @@ def cuGraphNodeGetType(hNode: int, type_: Any) -> int:
 @_entry
 def cuGraphAddMemcpyNode(phGraphNode: Any, hGraph: int, dependencies: Any, numDependencies: int, copyParams: Any, ctx: int) -> int:
     if not phGraphNode:
-        return INVALID_VALUE
+        return _null("cuGraphAddMemcpyNode", "phGraphNode")
     if numDependencies and not dependencies:
-        return INVALID_VALUE
+        return _null("cuGraphAddMemcpyNode", "dependencies")
     if not copyParams:
-        return INVALID_VALUE
+        return _null("cuGraphAddMemcpyNode", "copyParams")
     err, v0 = driver.cuGraphAddMemcpyNode(hGraph, _handles(dependencies, numDependencies), numDependencies, StructView(copyParams), ctx)
     if not err:
         phGraphNode[0] = _number(v0)
@@ -1108,11 +1108,11 @@ def cuGraphAddMemcpyNode(phGraphNode: Any, hGraph: int, dependencies: Any, numDe
 @_entry
 def cuGraphAddMemsetNode(phGraphNode: Any, hGraph: int, dependencies: Any, numDependencies: int, memsetParams: Any, ctx: int) -> int:
     if not phGraphNode:
-        return INVALID_VALUE
+        return _null("cuGraphAddMemsetNode", "phGraphNode")
     if numDependencies and not dependencies:
-        return INVALID_VALUE
+        return _null("cuGraphAddMemsetNode", "dependencies")
     if not memsetParams:
-        return INVALID_VALUE
+        return _null("cuGraphAddMemsetNode", "memsetParams")
     err, v0 = driver.cuGraphAddMemsetNode(hGraph, _handles(dependencies, numDependencies), numDependencies, StructView(memsetParams), ctx)
     if not err:
         phGraphNode[0] = _number(v0)
@@ -1122,9 +1122,9 @@ def cuGraphAddMemsetNode(phGraphNode: Any, hGraph: int, dependencies: Any, numDe
 @_entry
 def cuGraphAddEmptyNode(phGraphNode: Any, hGraph: int, dependencies: Any, numDependencies: int) -> int:
     if not phGraphNode:
-        return INVALID_VALUE
+        return _null("cuGraphAddEmptyNode", "phGraphNode")
     if numDependencies and not dependencies:
-        return INVALID_VALUE
+        return _null("cuGraphAddEmptyNode", "dependencies")
     err, v0 = driver.cuGraphAddEmptyNode(hGraph, _handles(dependencies, numDependencies), numDependencies)
     if not err:
         phGraphNode[0] = _number(v0)
@@ -1134,9 +1134,9 @@ def cuGraphAddEmptyNode(phGraphNode: Any, hGraph: int, dependencies: Any, numDep
 @_entry
 def cuGraphAddEventRecordNode(phGraphNode: Any, hGraph: int, dependencies: Any, numDependencies: int, event: int) -> int:
     if not phGraphNode:
-        return INVALID_VALUE
+        return _null("cuGraphAddEventRecordNode", "phGraphNode")
     if numDependencies and not dependencies:
-        return INVALID_VALUE
+        return _null("cuGraphAddEventRecordNode", "dependencies")
     err, v0 = driver.cuGraphAddEventRecordNode(hGraph, _handles(dependencies, numDependencies), numDependencies, event)
     if not err:
         phGraphNode[0] = _number(v0)
@@ -1146,9 +1146,9 @@ def cuGraphAddEventRecordNode(phGraphNode: Any, hGraph: int, dependencies: Any, 
 @_entry
 def cuGraphAddEventWaitNode(phGraphNode: Any, hGraph: int, dependencies: Any, numDependencies: int, event: int) -> int:
     if not phGraphNode:
-        return INVALID_VALUE
+        return _null("cuGraphAddEventWaitNode", "phGraphNode")
     if numDependencies and not dependencies:
-        return INVALID_VALUE
+        return _null("cuGraphAddEventWaitNode", "dependencies")
     err, v0 = driver.cuGraphAddEventWaitNode(hGraph, _handles(dependencies, numDependencies), numDependencies, event)
     if not err:
         phGraphNode[0] = _number(v0)
@@ -1158,9 +1158,9 @@ def cuGraphAddEventWaitNode(phGraphNode: Any, hGraph: int, dependencies: Any, nu
 @_entry
 def cuGraphAddChildGraphNode(phGraphNode: Any, hGraph: int, dependencies: Any, numDependencies: int, childGraph: int) -> int:
     if not phGraphNode:
-        return INVALID_VALUE
+        return _null("cuGraphAddChildGraphNode", "phGraphNode")
     if numDependencies and not dependencies:
-        return INVALID_VALUE
+        return _null("cuGraphAddChildGraphNode", "dependencies")
     err, v0 = driver.cuGraphAddChildGraphNode(hGraph, _handles(dependencies, numDependencies), numDependencies, childGraph)
     if not err:
         phGraphNode[0] = _number(v0)
@@ -1170,7 +1170,7 @@ def cuGraphAddChildGraphNode(phGraphNode: Any, hGraph: int, dependencies: Any, n
 @_entry
 def cuCtxGetFlags(flags: Any) -> int:
     if not flags:
-        return INVALID_VALUE
+        return _null("cuCtxGetFlags", "flags")
     err, v0 = driver.cuCtxGetFlags()
     if not err:
         flags[0] = _number(v0)
@@ -1185,7 +1185,7 @@ def cuCtxSetFlags(flags: int) -> int:
 @_entry
 def cuCtxGetCacheConfig(pconfig: Any) -> int:
     if not pconfig:
-        return INVALID_VALUE
+        return _null("cuCtxGetCacheConfig", "pconfig")
     err, v0 = driver.cuCtxGetCacheConfig()
     if not err:
         pconfig[0] = _number(v0)
@@ -1200,9 +1200,9 @@ def cuCtxSetCacheConfig(config: int) -> int:
 @_entry
 def cuArrayCreate_v2(pHandle: Any, pAllocateArray: Any) -> int:
     if not pHandle:
-        return INVALID_VALUE
+        return _null("cuArrayCreate_v2", "pHandle")
     if not pAllocateArray:
-        return INVALID_VALUE
+        return _null("cuArrayCreate_v2", "pAllocateArray")
     err, v0 = driver.cuArrayCreate(StructView(pAllocateArray))
     if not err:
         pHandle[0] = _number(v0)
@@ -1212,9 +1212,9 @@ def cuArrayCreate_v2(pHandle: Any, pAllocateArray: Any) -> int:
 @_entry
 def cuArray3DCreate_v2(pHandle: Any, pAllocateArray: Any) -> int:
     if not pHandle:
-        return INVALID_VALUE
+        return _null("cuArray3DCreate_v2", "pHandle")
     if not pAllocateArray:
-        return INVALID_VALUE
+        return _null("cuArray3DCreate_v2", "pAllocateArray")
     err, v0 = driver.cuArray3DCreate(StructView(pAllocateArray))
     if not err:
         pHandle[0] = _number(v0)
@@ -1229,35 +1229,35 @@ def cuArrayDestroy(hArray: int) -> int:
 @_entry
 def cuMemcpy2D_v2(pCopy: Any) -> int:
     if not pCopy:
-        return INVALID_VALUE
+        return _null("cuMemcpy2D_v2", "pCopy")
     return int(driver.cuMemcpy2D(StructView(pCopy))[0])
 
 
 @_entry
 def cuMemcpy2DUnaligned_v2(pCopy: Any) -> int:
     if not pCopy:
-        return INVALID_VALUE
+        return _null("cuMemcpy2DUnaligned_v2", "pCopy")
     return int(driver.cuMemcpy2DUnaligned(StructView(pCopy))[0])
 
 
 @_entry
 def cuMemcpy2DAsync_v2(pCopy: Any, hStream: int) -> int:
     if not pCopy:
-        return INVALID_VALUE
+        return _null("cuMemcpy2DAsync_v2", "pCopy")
     return int(driver.cuMemcpy2DAsync(StructView(pCopy), hStream)[0])
 
 
 @_entry
 def cuMemcpy3D_v2(pCopy: Any) -> int:
     if not pCopy:
-        return INVALID_VALUE
+        return _null("cuMemcpy3D_v2", "pCopy")
     return int(driver.cuMemcpy3D(StructView(pCopy))[0])
 
 
 @_entry
 def cuMemcpy3DAsync_v2(pCopy: Any, hStream: int) -> int:
     if not pCopy:
-        return INVALID_VALUE
+        return _null("cuMemcpy3DAsync_v2", "pCopy")
     return int(driver.cuMemcpy3DAsync(StructView(pCopy), hStream)[0])
 
 
@@ -1274,7 +1274,7 @@ def cuMemcpyAtoH_v2(dstHost: int, srcArray: int, srcOffset: int, ByteCount: int)
 @_entry
 def cuDeviceCanAccessPeer(canAccessPeer: Any, dev: int, peerDev: int) -> int:
     if not canAccessPeer:
-        return INVALID_VALUE
+        return _null("cuDeviceCanAccessPeer", "canAccessPeer")
     err, v0 = driver.cuDeviceCanAccessPeer(dev, peerDev)
     if not err:
         canAccessPeer[0] = _number(v0)
@@ -1304,7 +1304,7 @@ def cuMemcpyPeerAsync(dstDevice: int, dstContext: int, srcDevice: int, srcContex
 @_entry
 def cuDeviceGetP2PAttribute(value: Any, attrib: int, srcDevice: int, dstDevice: int) -> int:
     if not value:
-        return INVALID_VALUE
+        return _null("cuDeviceGetP2PAttribute", "value")
     err, v0 = driver.cuDeviceGetP2PAttribute(attrib, srcDevice, dstDevice)
     if not err:
         value[0] = _number(v0)
@@ -1314,7 +1314,7 @@ def cuDeviceGetP2PAttribute(value: Any, attrib: int, srcDevice: int, dstDevice: 
 @_entry
 def cuOccupancyAvailableDynamicSMemPerBlock(dynamicSmemSize: Any, func: int, numBlocks: int, blockSize: int) -> int:
     if not dynamicSmemSize:
-        return INVALID_VALUE
+        return _null("cuOccupancyAvailableDynamicSMemPerBlock", "dynamicSmemSize")
     err, v0 = driver.cuOccupancyAvailableDynamicSMemPerBlock(_func(func), numBlocks, blockSize)
     if not err:
         dynamicSmemSize[0] = _number(v0)
@@ -1324,9 +1324,9 @@ def cuOccupancyAvailableDynamicSMemPerBlock(dynamicSmemSize: Any, func: int, num
 @_entry
 def cuOccupancyMaxPotentialBlockSizeWithFlags(minGridSize: Any, blockSize: Any, func: int, blockSizeToDynamicSMemSize: int, dynamicSMemSize: int, blockSizeLimit: int, flags: int) -> int:
     if not minGridSize:
-        return INVALID_VALUE
+        return _null("cuOccupancyMaxPotentialBlockSizeWithFlags", "minGridSize")
     if not blockSize:
-        return INVALID_VALUE
+        return _null("cuOccupancyMaxPotentialBlockSizeWithFlags", "blockSize")
     err, v0, v1 = driver.cuOccupancyMaxPotentialBlockSizeWithFlags(_func(func), blockSizeToDynamicSMemSize, dynamicSMemSize, blockSizeLimit, flags)
     if not err:
         minGridSize[0] = _number(v0)
@@ -1352,7 +1352,7 @@ def cuMemcpyAtoA_v2(dstArray: int, dstOffset: int, srcArray: int, srcOffset: int
 @_entry
 def cuGraphExecMemsetNodeSetParams(hGraphExec: int, hNode: int, memsetParams: Any, ctx: int) -> int:
     if not memsetParams:
-        return INVALID_VALUE
+        return _null("cuGraphExecMemsetNodeSetParams", "memsetParams")
     return int(driver.cuGraphExecMemsetNodeSetParams(hGraphExec, hNode, StructView(memsetParams), ctx)[0])
 
 
@@ -1364,9 +1364,9 @@ def cuTexObjectDestroy(texObject: int) -> int:
 @_entry
 def cuSurfObjectCreate(pSurfObject: Any, pResDesc: Any) -> int:
     if not pSurfObject:
-        return INVALID_VALUE
+        return _null("cuSurfObjectCreate", "pSurfObject")
     if not pResDesc:
-        return INVALID_VALUE
+        return _null("cuSurfObjectCreate", "pResDesc")
     err, v0 = driver.cuSurfObjectCreate(StructView(pResDesc))
     if not err:
         pSurfObject[0] = _number(v0)
@@ -1391,7 +1391,7 @@ def cuGraphDestroyNode(hNode: int) -> int:
 @_entry
 def cuGraphGetId(hGraph: int, graphId: Any) -> int:
     if not graphId:
-        return INVALID_VALUE
+        return _null("cuGraphGetId", "graphId")
     err, v0 = driver.cuGraphGetId(hGraph)
     if not err:
         graphId[0] = _number(v0)
@@ -1401,7 +1401,7 @@ def cuGraphGetId(hGraph: int, graphId: Any) -> int:
 @_entry
 def cuGraphExecGetId(hGraphExec: int, graphId: Any) -> int:
     if not graphId:
-        return INVALID_VALUE
+        return _null("cuGraphExecGetId", "graphId")
     err, v0 = driver.cuGraphExecGetId(hGraphExec)
     if not err:
         graphId[0] = _number(v0)
@@ -1411,7 +1411,7 @@ def cuGraphExecGetId(hGraphExec: int, graphId: Any) -> int:
 @_entry
 def cuGraphNodeGetContainingGraph(hNode: int, phGraph: Any) -> int:
     if not phGraph:
-        return INVALID_VALUE
+        return _null("cuGraphNodeGetContainingGraph", "phGraph")
     err, v0 = driver.cuGraphNodeGetContainingGraph(hNode)
     if not err:
         phGraph[0] = _number(v0)
@@ -1421,7 +1421,7 @@ def cuGraphNodeGetContainingGraph(hNode: int, phGraph: Any) -> int:
 @_entry
 def cuGraphNodeGetLocalId(hNode: int, nodeId: Any) -> int:
     if not nodeId:
-        return INVALID_VALUE
+        return _null("cuGraphNodeGetLocalId", "nodeId")
     err, v0 = driver.cuGraphNodeGetLocalId(hNode)
     if not err:
         nodeId[0] = _number(v0)
@@ -1431,7 +1431,7 @@ def cuGraphNodeGetLocalId(hNode: int, nodeId: Any) -> int:
 @_entry
 def cuGraphNodeGetToolsId(hNode: int, toolsNodeId: Any) -> int:
     if not toolsNodeId:
-        return INVALID_VALUE
+        return _null("cuGraphNodeGetToolsId", "toolsNodeId")
     err, v0 = driver.cuGraphNodeGetToolsId(hNode)
     if not err:
         toolsNodeId[0] = _number(v0)
@@ -1441,7 +1441,7 @@ def cuGraphNodeGetToolsId(hNode: int, toolsNodeId: Any) -> int:
 @_entry
 def cuMemAllocManaged(dptr: Any, bytesize: int, flags: int) -> int:
     if not dptr:
-        return INVALID_VALUE
+        return _null("cuMemAllocManaged", "dptr")
     err, v0 = driver.cuMemAllocManaged(bytesize, flags)
     if not err:
         dptr[0] = _number(v0)
@@ -1451,7 +1451,7 @@ def cuMemAllocManaged(dptr: Any, bytesize: int, flags: int) -> int:
 @_entry
 def cuMemHostGetDevicePointer_v2(pdptr: Any, p: int, Flags: int) -> int:
     if not pdptr:
-        return INVALID_VALUE
+        return _null("cuMemHostGetDevicePointer_v2", "pdptr")
     err, v0 = driver.cuMemHostGetDevicePointer(p, Flags)
     if not err:
         pdptr[0] = _number(v0)
@@ -1461,21 +1461,21 @@ def cuMemHostGetDevicePointer_v2(pdptr: Any, p: int, Flags: int) -> int:
 @_entry
 def cuGraphNodeSetParams(hNode: int, nodeParams: Any) -> int:
     if not nodeParams:
-        return INVALID_VALUE
+        return _null("cuGraphNodeSetParams", "nodeParams")
     return int(driver.cuGraphNodeSetParams(hNode, StructView(nodeParams))[0])
 
 
 @_entry
 def cuGraphExecNodeSetParams(hGraphExec: int, hNode: int, nodeParams: Any) -> int:
     if not nodeParams:
-        return INVALID_VALUE
+        return _null("cuGraphExecNodeSetParams", "nodeParams")
     return int(driver.cuGraphExecNodeSetParams(hGraphExec, hNode, StructView(nodeParams))[0])
 
 
 @_entry
 def cuGraphMemcpyNodeGetParams(hNode: int, nodeParams: Any) -> int:
     if not nodeParams:
-        return INVALID_VALUE
+        return _null("cuGraphMemcpyNodeGetParams", "nodeParams")
     err, v0 = driver.cuGraphMemcpyNodeGetParams(hNode)
     if not err:
         _write_struct(nodeParams, v0)
@@ -1485,11 +1485,11 @@ def cuGraphMemcpyNodeGetParams(hNode: int, nodeParams: Any) -> int:
 @_entry
 def cuGraphAddMemAllocNode(phGraphNode: Any, hGraph: int, dependencies: Any, numDependencies: int, nodeParams: Any) -> int:
     if not phGraphNode:
-        return INVALID_VALUE
+        return _null("cuGraphAddMemAllocNode", "phGraphNode")
     if numDependencies and not dependencies:
-        return INVALID_VALUE
+        return _null("cuGraphAddMemAllocNode", "dependencies")
     if not nodeParams:
-        return INVALID_VALUE
+        return _null("cuGraphAddMemAllocNode", "nodeParams")
     err, v0 = driver.cuGraphAddMemAllocNode(hGraph, _handles(dependencies, numDependencies), numDependencies, StructView(nodeParams))
     if not err:
         phGraphNode[0] = _number(v0)
@@ -1499,9 +1499,9 @@ def cuGraphAddMemAllocNode(phGraphNode: Any, hGraph: int, dependencies: Any, num
 @_entry
 def cuGraphAddMemFreeNode(phGraphNode: Any, hGraph: int, dependencies: Any, numDependencies: int, dptr: int) -> int:
     if not phGraphNode:
-        return INVALID_VALUE
+        return _null("cuGraphAddMemFreeNode", "phGraphNode")
     if numDependencies and not dependencies:
-        return INVALID_VALUE
+        return _null("cuGraphAddMemFreeNode", "dependencies")
     err, v0 = driver.cuGraphAddMemFreeNode(hGraph, _handles(dependencies, numDependencies), numDependencies, dptr)
     if not err:
         phGraphNode[0] = _number(v0)
@@ -1511,7 +1511,7 @@ def cuGraphAddMemFreeNode(phGraphNode: Any, hGraph: int, dependencies: Any, numD
 @_entry
 def cuGraphMemAllocNodeGetParams(hNode: int, params_out: Any) -> int:
     if not params_out:
-        return INVALID_VALUE
+        return _null("cuGraphMemAllocNodeGetParams", "params_out")
     err, v0 = driver.cuGraphMemAllocNodeGetParams(hNode)
     if not err:
         _write_struct(params_out, v0)
@@ -1521,7 +1521,7 @@ def cuGraphMemAllocNodeGetParams(hNode: int, params_out: Any) -> int:
 @_entry
 def cuGraphMemFreeNodeGetParams(hNode: int, dptr_out: Any) -> int:
     if not dptr_out:
-        return INVALID_VALUE
+        return _null("cuGraphMemFreeNodeGetParams", "dptr_out")
     err, v0 = driver.cuGraphMemFreeNodeGetParams(hNode)
     if not err:
         dptr_out[0] = _number(v0)
@@ -1531,7 +1531,7 @@ def cuGraphMemFreeNodeGetParams(hNode: int, dptr_out: Any) -> int:
 @_entry
 def cuDeviceGetGraphMemAttribute(device: int, attr: int, value: Any) -> int:
     if not value:
-        return INVALID_VALUE
+        return _null("cuDeviceGetGraphMemAttribute", "value")
     err, v0 = driver.cuDeviceGetGraphMemAttribute(device, attr)
     if not err:
         value[0] = _number(v0)
@@ -1546,7 +1546,7 @@ def cuDeviceGraphMemTrim(device: int) -> int:
 @_entry
 def cuGraphConditionalHandleCreate(pHandle_out: Any, hGraph: int, ctx: int, defaultLaunchValue: int, flags: int) -> int:
     if not pHandle_out:
-        return INVALID_VALUE
+        return _null("cuGraphConditionalHandleCreate", "pHandle_out")
     err, v0 = driver.cuGraphConditionalHandleCreate(hGraph, ctx, defaultLaunchValue, flags)
     if not err:
         pHandle_out[0] = _number(v0)
@@ -1556,21 +1556,21 @@ def cuGraphConditionalHandleCreate(pHandle_out: Any, hGraph: int, ctx: int, defa
 @_entry
 def cuGraphMemcpyNodeSetParams(hNode: int, nodeParams: Any) -> int:
     if not nodeParams:
-        return INVALID_VALUE
+        return _null("cuGraphMemcpyNodeSetParams", "nodeParams")
     return int(driver.cuGraphMemcpyNodeSetParams(hNode, StructView(nodeParams))[0])
 
 
 @_entry
 def cuGraphMemsetNodeSetParams(hNode: int, nodeParams: Any) -> int:
     if not nodeParams:
-        return INVALID_VALUE
+        return _null("cuGraphMemsetNodeSetParams", "nodeParams")
     return int(driver.cuGraphMemsetNodeSetParams(hNode, StructView(nodeParams))[0])
 
 
 @_entry
 def cuGraphEventRecordNodeGetEvent(hNode: int, event_out: Any) -> int:
     if not event_out:
-        return INVALID_VALUE
+        return _null("cuGraphEventRecordNodeGetEvent", "event_out")
     err, v0 = driver.cuGraphEventRecordNodeGetEvent(hNode)
     if not err:
         event_out[0] = _number(v0)
@@ -1585,7 +1585,7 @@ def cuGraphEventRecordNodeSetEvent(hNode: int, event: int) -> int:
 @_entry
 def cuGraphEventWaitNodeGetEvent(hNode: int, event_out: Any) -> int:
     if not event_out:
-        return INVALID_VALUE
+        return _null("cuGraphEventWaitNodeGetEvent", "event_out")
     err, v0 = driver.cuGraphEventWaitNodeGetEvent(hNode)
     if not err:
         event_out[0] = _number(v0)
@@ -1610,7 +1610,7 @@ def cuGraphExecEventWaitNodeSetEvent(hGraphExec: int, hNode: int, event: int) ->
 @_entry
 def cuGraphChildGraphNodeGetGraph(hNode: int, phGraph: Any) -> int:
     if not phGraph:
-        return INVALID_VALUE
+        return _null("cuGraphChildGraphNodeGetGraph", "phGraph")
     err, v0 = driver.cuGraphChildGraphNodeGetGraph(hNode)
     if not err:
         phGraph[0] = _number(v0)
@@ -1620,7 +1620,7 @@ def cuGraphChildGraphNodeGetGraph(hNode: int, phGraph: Any) -> int:
 @_entry
 def cuGraphExecGetFlags(hGraphExec: int, flags: Any) -> int:
     if not flags:
-        return INVALID_VALUE
+        return _null("cuGraphExecGetFlags", "flags")
     err, v0 = driver.cuGraphExecGetFlags(hGraphExec)
     if not err:
         flags[0] = _number(v0)
@@ -1635,7 +1635,7 @@ def cuGraphUpload(hGraphExec: int, hStream: int) -> int:
 @_entry
 def cuGraphDebugDotPrint(hGraph: int, path: Any, flags: int) -> int:
     if not path:
-        return INVALID_VALUE
+        return _null("cuGraphDebugDotPrint", "path")
     return int(driver.cuGraphDebugDotPrint(hGraph, ffi.string(path), flags)[0])
 
 
@@ -1647,7 +1647,7 @@ def cuGraphExecChildGraphNodeSetParams(hGraphExec: int, hNode: int, childGraph: 
 @_entry
 def cuGraphNodeFindInClone(phNode: Any, hOriginalNode: int, hClonedGraph: int) -> int:
     if not phNode:
-        return INVALID_VALUE
+        return _null("cuGraphNodeFindInClone", "phNode")
     err, v0 = driver.cuGraphNodeFindInClone(hOriginalNode, hClonedGraph)
     if not err:
         phNode[0] = _number(v0)
@@ -1657,7 +1657,7 @@ def cuGraphNodeFindInClone(phNode: Any, hOriginalNode: int, hClonedGraph: int) -
 @_entry
 def cuGraphExecMemcpyNodeSetParams(hGraphExec: int, hNode: int, copyParams: Any, ctx: int) -> int:
     if not copyParams:
-        return INVALID_VALUE
+        return _null("cuGraphExecMemcpyNodeSetParams", "copyParams")
     return int(driver.cuGraphExecMemcpyNodeSetParams(hGraphExec, hNode, StructView(copyParams), ctx)[0])
 
 
@@ -1669,7 +1669,7 @@ def cuGraphNodeSetEnabled(hGraphExec: int, hNode: int, isEnabled: int) -> int:
 @_entry
 def cuGraphNodeGetEnabled(hGraphExec: int, hNode: int, isEnabled: Any) -> int:
     if not isEnabled:
-        return INVALID_VALUE
+        return _null("cuGraphNodeGetEnabled", "isEnabled")
     err, v0 = driver.cuGraphNodeGetEnabled(hGraphExec, hNode)
     if not err:
         isEnabled[0] = _number(v0)
@@ -1679,7 +1679,7 @@ def cuGraphNodeGetEnabled(hGraphExec: int, hNode: int, isEnabled: Any) -> int:
 @_entry
 def cuGreenCtxCreate(phCtx: Any, desc: int, dev: int, flags: int) -> int:
     if not phCtx:
-        return INVALID_VALUE
+        return _null("cuGreenCtxCreate", "phCtx")
     err, v0 = driver.cuGreenCtxCreate(desc, dev, flags)
     if not err:
         phCtx[0] = _number(v0)
@@ -1694,7 +1694,7 @@ def cuGreenCtxDestroy(hCtx: int) -> int:
 @_entry
 def cuCtxFromGreenCtx(pContext: Any, hCtx: int) -> int:
     if not pContext:
-        return INVALID_VALUE
+        return _null("cuCtxFromGreenCtx", "pContext")
     err, v0 = driver.cuCtxFromGreenCtx(hCtx)
     if not err:
         pContext[0] = _number(v0)
@@ -1714,7 +1714,7 @@ def cuGreenCtxWaitEvent(hCtx: int, hEvent: int) -> int:
 @_entry
 def cuGreenCtxStreamCreate(phStream: Any, greenCtx: int, flags: int, priority: int) -> int:
     if not phStream:
-        return INVALID_VALUE
+        return _null("cuGreenCtxStreamCreate", "phStream")
     err, v0 = driver.cuGreenCtxStreamCreate(greenCtx, flags, priority)
     if not err:
         phStream[0] = _number(v0)
@@ -1724,7 +1724,7 @@ def cuGreenCtxStreamCreate(phStream: Any, greenCtx: int, flags: int, priority: i
 @_entry
 def cuStreamGetGreenCtx(hStream: int, phCtx: Any) -> int:
     if not phCtx:
-        return INVALID_VALUE
+        return _null("cuStreamGetGreenCtx", "phCtx")
     err, v0 = driver.cuStreamGetGreenCtx(hStream)
     if not err:
         phCtx[0] = _number(v0)
@@ -1734,9 +1734,9 @@ def cuStreamGetGreenCtx(hStream: int, phCtx: Any) -> int:
 @_entry
 def cuStreamGetCtx_v2(hStream: int, pCtx: Any, pGreenCtx: Any) -> int:
     if not pCtx:
-        return INVALID_VALUE
+        return _null("cuStreamGetCtx_v2", "pCtx")
     if not pGreenCtx:
-        return INVALID_VALUE
+        return _null("cuStreamGetCtx_v2", "pGreenCtx")
     err, v0, v1 = driver.cuStreamGetCtx_v2(hStream)
     if not err:
         pCtx[0] = _number(v0)
@@ -1747,7 +1747,7 @@ def cuStreamGetCtx_v2(hStream: int, pCtx: Any, pGreenCtx: Any) -> int:
 @_entry
 def cuArrayGetMemoryRequirements(memoryRequirements: Any, array: int, device: int) -> int:
     if not memoryRequirements:
-        return INVALID_VALUE
+        return _null("cuArrayGetMemoryRequirements", "memoryRequirements")
     err, v0 = driver.cuArrayGetMemoryRequirements(array, device)
     if not err:
         _write_struct(memoryRequirements, v0)
@@ -1757,7 +1757,7 @@ def cuArrayGetMemoryRequirements(memoryRequirements: Any, array: int, device: in
 @_entry
 def cuMipmappedArrayGetMemoryRequirements(memoryRequirements: Any, mipmap: int, device: int) -> int:
     if not memoryRequirements:
-        return INVALID_VALUE
+        return _null("cuMipmappedArrayGetMemoryRequirements", "memoryRequirements")
     err, v0 = driver.cuMipmappedArrayGetMemoryRequirements(mipmap, device)
     if not err:
         _write_struct(memoryRequirements, v0)
@@ -1767,7 +1767,7 @@ def cuMipmappedArrayGetMemoryRequirements(memoryRequirements: Any, mipmap: int, 
 @_entry
 def cuArrayGetSparseProperties(sparseProperties: Any, array: int) -> int:
     if not sparseProperties:
-        return INVALID_VALUE
+        return _null("cuArrayGetSparseProperties", "sparseProperties")
     err, v0 = driver.cuArrayGetSparseProperties(array)
     if not err:
         _write_struct(sparseProperties, v0)
@@ -1777,7 +1777,7 @@ def cuArrayGetSparseProperties(sparseProperties: Any, array: int) -> int:
 @_entry
 def cuMipmappedArrayGetSparseProperties(sparseProperties: Any, mipmap: int) -> int:
     if not sparseProperties:
-        return INVALID_VALUE
+        return _null("cuMipmappedArrayGetSparseProperties", "sparseProperties")
     err, v0 = driver.cuMipmappedArrayGetSparseProperties(mipmap)
     if not err:
         _write_struct(sparseProperties, v0)
@@ -1787,14 +1787,14 @@ def cuMipmappedArrayGetSparseProperties(sparseProperties: Any, mipmap: int) -> i
 @_entry
 def cuMemcpy3DPeer(pCopy: Any) -> int:
     if not pCopy:
-        return INVALID_VALUE
+        return _null("cuMemcpy3DPeer", "pCopy")
     return int(driver.cuMemcpy3DPeer(StructView(pCopy))[0])
 
 
 @_entry
 def cuMemcpy3DPeerAsync(pCopy: Any, hStream: int) -> int:
     if not pCopy:
-        return INVALID_VALUE
+        return _null("cuMemcpy3DPeerAsync", "pCopy")
     return int(driver.cuMemcpy3DPeerAsync(StructView(pCopy), hStream)[0])
 
 
@@ -1811,11 +1811,11 @@ def cuMemPrefetchAsync_v2(devPtr: int, count: int, location: int, flags: int, hS
 @_entry
 def cuGraphAddHostNode(phGraphNode: Any, hGraph: int, dependencies: Any, numDependencies: int, nodeParams: Any) -> int:
     if not phGraphNode:
-        return INVALID_VALUE
+        return _null("cuGraphAddHostNode", "phGraphNode")
     if numDependencies and not dependencies:
-        return INVALID_VALUE
+        return _null("cuGraphAddHostNode", "dependencies")
     if not nodeParams:
-        return INVALID_VALUE
+        return _null("cuGraphAddHostNode", "nodeParams")
     err, v0 = driver.cuGraphAddHostNode(hGraph, _handles(dependencies, numDependencies), numDependencies, StructView(nodeParams))
     if not err:
         phGraphNode[0] = _number(v0)
@@ -1825,7 +1825,7 @@ def cuGraphAddHostNode(phGraphNode: Any, hGraph: int, dependencies: Any, numDepe
 @_entry
 def cuCtxGetApiVersion(ctx: int, version: Any) -> int:
     if not version:
-        return INVALID_VALUE
+        return _null("cuCtxGetApiVersion", "version")
     err, v0 = driver.cuCtxGetApiVersion(ctx)
     if not err:
         version[0] = v0
@@ -1835,7 +1835,7 @@ def cuCtxGetApiVersion(ctx: int, version: Any) -> int:
 @_entry
 def cuCtxGetId(ctx: int, ctxId: Any) -> int:
     if not ctxId:
-        return INVALID_VALUE
+        return _null("cuCtxGetId", "ctxId")
     err, v0 = driver.cuCtxGetId(ctx)
     if not err:
         ctxId[0] = v0
@@ -1855,7 +1855,7 @@ def cuCtxWaitEvent(hCtx: int, hEvent: int) -> int:
 @_entry
 def cuCtxGetSharedMemConfig(pConfig: Any) -> int:
     if not pConfig:
-        return INVALID_VALUE
+        return _null("cuCtxGetSharedMemConfig", "pConfig")
     err, v0 = driver.cuCtxGetSharedMemConfig()
     if not err:
         pConfig[0] = _number(v0)
@@ -1875,7 +1875,7 @@ def cuFuncSetSharedMemConfig(hfunc: int, config: int) -> int:
 @_entry
 def cuStreamGetId(hStream: int, streamId: Any) -> int:
     if not streamId:
-        return INVALID_VALUE
+        return _null("cuStreamGetId", "streamId")
     err, v0 = driver.cuStreamGetId(hStream)
     if not err:
         streamId[0] = v0
@@ -1885,7 +1885,7 @@ def cuStreamGetId(hStream: int, streamId: Any) -> int:
 @_entry
 def cuStreamGetCtx(hStream: int, pctx: Any) -> int:
     if not pctx:
-        return INVALID_VALUE
+        return _null("cuStreamGetCtx", "pctx")
     err, v0 = driver.cuStreamGetCtx(hStream)
     if not err:
         pctx[0] = _number(v0)
@@ -1895,7 +1895,7 @@ def cuStreamGetCtx(hStream: int, pctx: Any) -> int:
 @_entry
 def cuStreamGetDevice(hStream: int, device: Any) -> int:
     if not device:
-        return INVALID_VALUE
+        return _null("cuStreamGetDevice", "device")
     err, v0 = driver.cuStreamGetDevice(hStream)
     if not err:
         device[0] = _number(v0)
@@ -1915,7 +1915,7 @@ def cuEventRecordWithFlags(hEvent: int, hStream: int, flags: int) -> int:
 @_entry
 def cuFuncGetModule(hmod: Any, hfunc: int) -> int:
     if not hmod:
-        return INVALID_VALUE
+        return _null("cuFuncGetModule", "hmod")
     err, v0 = driver.cuFuncGetModule(_func(hfunc))
     if not err:
         hmod[0] = _number(v0)
@@ -1925,7 +1925,7 @@ def cuFuncGetModule(hmod: Any, hfunc: int) -> int:
 @_entry
 def cuModuleGetFunctionCount(count: Any, mod: int) -> int:
     if not count:
-        return INVALID_VALUE
+        return _null("cuModuleGetFunctionCount", "count")
     err, v0 = driver.cuModuleGetFunctionCount(mod)
     if not err:
         count[0] = _number(v0)
@@ -1935,9 +1935,9 @@ def cuModuleGetFunctionCount(count: Any, mod: int) -> int:
 @_entry
 def cuModuleLoad(module: Any, fname: Any) -> int:
     if not module:
-        return INVALID_VALUE
+        return _null("cuModuleLoad", "module")
     if not fname:
-        return INVALID_VALUE
+        return _null("cuModuleLoad", "fname")
     err, v0 = driver.cuModuleLoad(ffi.string(fname))
     if not err:
         module[0] = _number(v0)
@@ -1947,7 +1947,7 @@ def cuModuleLoad(module: Any, fname: Any) -> int:
 @_entry
 def cuKernelGetLibrary(pLib: Any, kernel: int) -> int:
     if not pLib:
-        return INVALID_VALUE
+        return _null("cuKernelGetLibrary", "pLib")
     err, v0 = driver.cuKernelGetLibrary(kernel)
     if not err:
         pLib[0] = _number(v0)
@@ -1957,7 +1957,7 @@ def cuKernelGetLibrary(pLib: Any, kernel: int) -> int:
 @_entry
 def cuLibraryGetKernelCount(count: Any, lib: int) -> int:
     if not count:
-        return INVALID_VALUE
+        return _null("cuLibraryGetKernelCount", "count")
     err, v0 = driver.cuLibraryGetKernelCount(lib)
     if not err:
         count[0] = _number(v0)
@@ -1966,25 +1966,23 @@ def cuLibraryGetKernelCount(count: Any, lib: int) -> int:
 
 @_entry
 def cuLibraryGetGlobal(dptr: Any, bytes_: Any, library: int, name: Any) -> int:
-    if not dptr:
-        return INVALID_VALUE
-    if not bytes_:
-        return INVALID_VALUE
     if not name:
-        return INVALID_VALUE
+        return _null("cuLibraryGetGlobal", "name")
     err, v0, v1 = driver.cuLibraryGetGlobal(library, ffi.string(name))
     if not err:
-        dptr[0] = _number(v0)
-        bytes_[0] = v1
+        if dptr:
+            dptr[0] = _number(v0)
+        if bytes_:
+            bytes_[0] = v1
     return int(err)
 
 
 @_entry
 def cuDeviceGetByPCIBusId(dev: Any, pciBusId: Any) -> int:
     if not dev:
-        return INVALID_VALUE
+        return _null("cuDeviceGetByPCIBusId", "dev")
     if not pciBusId:
-        return INVALID_VALUE
+        return _null("cuDeviceGetByPCIBusId", "pciBusId")
     err, v0 = driver.cuDeviceGetByPCIBusId(ffi.string(pciBusId))
     if not err:
         dev[0] = _number(v0)
@@ -1994,7 +1992,7 @@ def cuDeviceGetByPCIBusId(dev: Any, pciBusId: Any) -> int:
 @_entry
 def cuDeviceGetTexture1DLinearMaxWidth(maxWidthInElements: Any, format_: int, numChannels: int, dev: int) -> int:
     if not maxWidthInElements:
-        return INVALID_VALUE
+        return _null("cuDeviceGetTexture1DLinearMaxWidth", "maxWidthInElements")
     err, v0 = driver.cuDeviceGetTexture1DLinearMaxWidth(format_, numChannels, dev)
     if not err:
         maxWidthInElements[0] = v0
@@ -2044,9 +2042,9 @@ def cuMemcpyAtoHAsync_v2(dstHost: int, srcArray: int, srcOffset: int, ByteCount:
 @_entry
 def cuMipmappedArrayCreate(pHandle: Any, pMipmappedArrayDesc: Any, numMipmapLevels: int) -> int:
     if not pHandle:
-        return INVALID_VALUE
+        return _null("cuMipmappedArrayCreate", "pHandle")
     if not pMipmappedArrayDesc:
-        return INVALID_VALUE
+        return _null("cuMipmappedArrayCreate", "pMipmappedArrayDesc")
     err, v0 = driver.cuMipmappedArrayCreate(StructView(pMipmappedArrayDesc), numMipmapLevels)
     if not err:
         pHandle[0] = _number(v0)
@@ -2061,7 +2059,7 @@ def cuMipmappedArrayDestroy(hMipmappedArray: int) -> int:
 @_entry
 def cuMipmappedArrayGetLevel(pLevelArray: Any, hMipmappedArray: int, level: int) -> int:
     if not pLevelArray:
-        return INVALID_VALUE
+        return _null("cuMipmappedArrayGetLevel", "pLevelArray")
     err, v0 = driver.cuMipmappedArrayGetLevel(hMipmappedArray, level)
     if not err:
         pLevelArray[0] = _number(v0)
@@ -2091,7 +2089,7 @@ def cuStreamWriteValue64_v2(stream: int, addr: int, value: int, flags: int) -> i
 @_entry
 def cuDeviceGetExecAffinitySupport(pi: Any, type_: int, dev: int) -> int:
     if not pi:
-        return INVALID_VALUE
+        return _null("cuDeviceGetExecAffinitySupport", "pi")
     err, v0 = driver.cuDeviceGetExecAffinitySupport(type_, dev)
     if not err:
         pi[0] = v0
@@ -2101,7 +2099,7 @@ def cuDeviceGetExecAffinitySupport(pi: Any, type_: int, dev: int) -> int:
 @_entry
 def cuGreenCtxGetId(greenCtx: int, greenCtxId: Any) -> int:
     if not greenCtxId:
-        return INVALID_VALUE
+        return _null("cuGreenCtxGetId", "greenCtxId")
     err, v0 = driver.cuGreenCtxGetId(greenCtx)
     if not err:
         greenCtxId[0] = v0
@@ -2111,7 +2109,7 @@ def cuGreenCtxGetId(greenCtx: int, greenCtxId: Any) -> int:
 @_entry
 def cuLibraryGetModule(pMod: Any, library: int) -> int:
     if not pMod:
-        return INVALID_VALUE
+        return _null("cuLibraryGetModule", "pMod")
     err, v0 = driver.cuLibraryGetModule(library)
     if not err:
         pMod[0] = _number(v0)

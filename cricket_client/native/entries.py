@@ -12,6 +12,7 @@ its message is what the session's last error message gives.
 from __future__ import annotations
 
 import atexit
+import functools
 import logging
 import os
 import threading
@@ -88,6 +89,8 @@ def _onerror(name: str) -> Callable[[Any, BaseException, Any], int]:
             code = UNKNOWN
             log.error("%s failed in the client", name, exc_info=(kind, exc, tb))
         _local_error(f"{name}: {exc}")
+        if _TRACE:
+            log.warning("%s -> %d (%s: %s)", name, code, type(exc).__name__, exc)
         return code
 
     return onerror
@@ -96,12 +99,41 @@ def _onerror(name: str) -> Callable[[Any, BaseException, Any], int]:
 IMPLEMENTED: set[str] = set()  # the exported functions given their implementation
 
 
+def _why_failed() -> str:
+    try:
+        return _conn().last_error_message()
+    except Exception as exc:  # no session, or it failed: the trace says so
+        return f"no message: {exc}"
+
+
+def _traced(name: str, fn: Callable[..., int]) -> Callable[..., int]:
+    """`fn`, logging each call's result (`CRICKET_NATIVE_TRACE=1`)."""
+
+    @functools.wraps(fn)
+    def traced(*args: Any) -> int:
+        code = fn(*args)
+        if code:
+            log.warning("%s -> %d (%s)", name, code, _why_failed())
+        else:
+            log.warning("%s -> 0", name)
+        return code
+
+    return traced
+
+
 def _entry(fn: Callable[..., int]) -> Callable[..., int]:
     """Make `fn` the implementation of the exported function of the same name."""
     name = fn.__name__
-    ffi.def_extern(name=f"py_{name}", error=UNKNOWN, onerror=_onerror(name))(fn)
+    impl = _traced(name, fn) if _TRACE else fn
+    ffi.def_extern(name=f"py_{name}", error=UNKNOWN, onerror=_onerror(name))(impl)
     IMPLEMENTED.add(name)
     return fn
+
+
+def _null(call: str, name: str) -> int:
+    """A NULL pointer where `call` needs one: CUDA_ERROR_INVALID_VALUE, the reason kept."""
+    _local_error(f"{call}: {name} is NULL")
+    return INVALID_VALUE
 
 
 def _err(result: tuple[Any, ...]) -> int:

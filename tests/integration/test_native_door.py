@@ -77,6 +77,7 @@ def test_per_thread_default_stream_programs_get_the_per_thread_forms(server: Ser
     done = cricket_run(server, "--", sys.executable, str(PROGRAM), str(CUBIN), env=env)
     assert done.returncode == 0, done.stderr
     assert "cuGetProcAddress(cuLaunchKernel, 7000, 2) -> cuLaunchKernel_ptsz" in done.stderr
+    assert "cuMemAlloc_v2 -> 0" in done.stderr.splitlines()  # the trace names each call's result
     assert "vector_add ok True 10.5" in done.stdout.splitlines()
     assert "done" in done.stdout.splitlines()
 

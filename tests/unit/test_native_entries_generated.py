@@ -35,9 +35,10 @@ def test_generated_native_entries_are_plain_code_that_says_do_not_edit() -> None
 def test_a_generated_entry_converts_its_arguments_and_writes_its_outputs() -> None:
     text = (ROOT / gen_mirrors.NATIVE_OUTPUT).read_text()
     # cuMemAlloc: the client's function (capture modes apply), its output pointer checked
+    # (a NULL one is CUDA_ERROR_INVALID_VALUE with a message naming it)
     assert (
         "@_entry\ndef cuMemAlloc_v2(dptr: Any, bytesize: int) -> int:\n"
-        "    if not dptr:\n        return INVALID_VALUE\n"
+        '    if not dptr:\n        return _null("cuMemAlloc_v2", "dptr")\n'
         "    err, v0 = driver.cuMemAlloc(bytesize)\n"
         "    if not err:\n        dptr[0] = _number(v0)\n    return int(err)\n"
     ) in text
