@@ -115,7 +115,8 @@ def cuMemHostAlloc(bytesize: int, Flags: int) -> tuple[Any, int | None]:
 
 
 def cuMemFreeHost(p: Any) -> tuple[Any]:
-    return (_SUCCESS,) if PINNED.free(as_int(p)) else (_INVALID_VALUE,)
+    address = as_int(p)  # free(NULL) semantics: CUDA answers success for a NULL pointer
+    return (_SUCCESS,) if address == 0 or PINNED.free(address) else (_INVALID_VALUE,)
 
 
 def cuMemHostGetDevicePointer(p: Any, Flags: int) -> tuple[Any, Any]:

@@ -55,6 +55,8 @@ class SessionMemoryCalls(SessionCore):
     def mem_free(self, ptr: int) -> None:
         call = "cuMemFree"
         self.require_init(call)
+        if ptr == 0:  # free(NULL): CUDA answers success (the runtime's cudaFree(0) idiom)
+            return
         alloc = self.memory.allocation(ptr)
         if alloc is not None:
             with self._on_device(alloc.dev):

@@ -188,7 +188,7 @@ ENTRIES: list[tuple[str, str]] = [
 # them; any other NULL output pointer is CUDA_ERROR_INVALID_VALUE.
 OPTIONAL_OUTPUTS = frozenset([
     "cuCtxPopCurrent_v2", "cuCtxGetStreamPriorityRange", "cuMemGetInfo_v2",
-    "cuMemGetAddressRange_v2", "cuModuleGetGlobal_v2", "cuFuncGetParamInfo",
+    "cuMemGetAddressRange_v2", "cuModuleGetGlobal_v2", "cuLibraryGetGlobal", "cuFuncGetParamInfo",
 ])
 
 # Entries implemented by the C code alone (never reach Python).

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import abc
 import enum
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -555,8 +556,9 @@ class BackendSession(abc.ABC):
         """cuFuncLoad. Default: nothing (functions are loaded with their module)."""
 
     def module_loading_mode(self) -> int:
-        """cuModuleGetLoadingMode (CUmoduleLoadingMode). Default: eager (1)."""
-        return 1
+        """cuModuleGetLoadingMode (CUmoduleLoadingMode). Default: as the driver since CUDA
+        12.2, lazy (2) unless the server runs with CUDA_MODULE_LOADING=EAGER (1)."""
+        return 1 if os.environ.get("CUDA_MODULE_LOADING", "").upper() == "EAGER" else 2
 
     def ctx_record_event(self, event: object) -> None:
         """cuCtxRecordEvent in the current device's context: the event completes after all

@@ -92,6 +92,19 @@ def test_memory_queries(session: cricket_client.Connection) -> None:
     assert check(cuda.cuPointerGetAttribute(attr.CU_POINTER_ATTRIBUTE_CONTEXT, ptr)) == ctx
 
 
+def test_freeing_null_succeeds_and_a_stray_pointer_does_not(
+    session: cricket_client.Connection,
+) -> None:
+    """free(NULL) semantics, as the local driver (cuBLAS initializes through cudaFree(0))."""
+    assert cuda.cuMemFree(cuda.CUdeviceptr(0))[0] == SUCCESS
+    assert cuda.cuMemFreeHost(0)[0] == SUCCESS
+    ptr = check(cuda.cuMemAlloc(256))
+    stray = cuda.CUdeviceptr(int(ptr) + 64)
+    assert cuda.cuMemFree(stray)[0] == cuda.CUresult.CUDA_ERROR_INVALID_VALUE
+    check(cuda.cuMemFree(ptr))
+    assert cuda.cuMemFree(ptr)[0] == cuda.CUresult.CUDA_ERROR_INVALID_VALUE
+
+
 def test_pitched_allocation(session: cricket_client.Connection) -> None:
     ptr, pitch = check(cuda.cuMemAllocPitch(100, 10, 4))
     assert pitch >= 100

@@ -11,6 +11,6 @@ src=test_kernels.cu
 "$NVCC" -fatbin -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
     -o test_kernels.fatbin "$src"
 "$NVCC" -ptx -arch=compute_90 -o test_kernels.ptx "$src"
-# A fatbin whose only entry is compressed (sim answers NOT_SUPPORTED for it).
+# A fatbin whose only entry is compressed (zstd: CUDA 13's form, which the sim decompresses).
 "$NVCC" -fatbin -gencode arch=compute_90,code=sm_90 -Xfatbin -compress-all \
     -o test_kernels.compressed.fatbin "$src"

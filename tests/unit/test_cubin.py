@@ -77,11 +77,28 @@ def test_fatbin_entries() -> None:
     assert kinds == [(FATBIN_KIND_PTX, 90), (FATBIN_KIND_ELF, 90)]
 
 
-def test_compressed_only_entry_is_not_supported_and_named() -> None:
+def test_a_zstd_entry_reads_as_the_uncompressed_one() -> None:
+    compressed = parse_image(image("test_kernels.compressed.fatbin"))
+    plain = parse_image(image("test_kernels.sm_90.cubin"))
+    assert {name: k.params for name, k in compressed.kernels.items()} == {
+        name: k.params for name, k in plain.kernels.items()
+    }
+
+
+def test_an_entry_compressed_the_older_way_is_not_supported_and_named() -> None:
+    cubin = image("test_kernels.sm_90.cubin")
     with pytest.raises(CudaError) as err:
-        parse_image(image("test_kernels.compressed.fatbin"))
+        parse_image(make_fatbin([(FATBIN_KIND_ELF, 90, 0x2011, cubin)]))
     assert err.value.code == CUDA_ERROR_NOT_SUPPORTED
     assert "sm_90 ELF" in err.value.message and "compressed" in err.value.message
+
+
+def test_a_zstd_flag_on_bytes_that_are_no_zstd_frame_is_an_invalid_image() -> None:
+    cubin = image("test_kernels.sm_90.cubin")
+    with pytest.raises(CudaError) as err:
+        parse_image(make_fatbin([(FATBIN_KIND_ELF, 90, 0x8011, cubin)]))
+    assert err.value.code == CUDA_ERROR_INVALID_IMAGE
+    assert "zstd" in err.value.message
 
 
 def test_garbage_is_an_invalid_image() -> None:
@@ -196,7 +213,7 @@ def make_fatbin(entries: list[tuple[int, int, int, bytes]]) -> bytes:
 def test_fatbin_falls_back_to_uncompressed_ptx() -> None:
     ptx = image("test_kernels.ptx") + b"\0"
     cubin = image("test_kernels.sm_90.cubin")
-    fat = make_fatbin([(FATBIN_KIND_ELF, 90, 0x8011, cubin[:64]), (FATBIN_KIND_PTX, 90, 0x11, ptx)])
+    fat = make_fatbin([(FATBIN_KIND_ELF, 90, 0x2011, cubin[:64]), (FATBIN_KIND_PTX, 90, 0x11, ptx)])
     module = parse_image(fat)
     assert module.kind == "ptx" and set(module.kernels) == set(EXPECTED_PARAMS)
 

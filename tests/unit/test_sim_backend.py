@@ -302,9 +302,23 @@ def test_library_api(rig: Rig) -> None:
     s.library_unload(lib)
 
 
-def test_compressed_fatbin_is_not_supported(rig: Rig) -> None:
+def test_a_zstd_compressed_fatbin_runs(rig: Rig) -> None:
+    """CUDA 13 compresses fatbin entries with zstd (nvcc's default, cuBLAS's kernels)."""
+    s = rig.session
+    module = s.module_load((KERNELS / "test_kernels.compressed.fatbin").read_bytes(), {})
+    func = s.module_get_function(module, "fill_u32")
+    ptr = rig.alloc(16)
+    s.launch(func, (1, 1, 1), (4, 1, 1), 0, None, memoryview(rig.pack(func, "QIQ", ptr, 7, 4)))
+    assert (rig.get(ptr, np.uint32, 4) == 7).all()
+
+
+def test_an_entry_compressed_the_older_way_is_not_supported(rig: Rig) -> None:
+    data = bytearray((KERNELS / "test_kernels.compressed.fatbin").read_bytes())
+    flags_at = 16 + 40  # the first entry's flags (after the 16-byte fatbin header)
+    flags = int.from_bytes(data[flags_at : flags_at + 8], "little")
+    data[flags_at : flags_at + 8] = ((flags & ~0x8000) | 0x2000).to_bytes(8, "little")
     with pytest.raises(CudaError) as err:
-        rig.session.module_load((KERNELS / "test_kernels.compressed.fatbin").read_bytes(), {})
+        rig.session.module_load(bytes(data), {})
     assert err.value.code == CUDA_ERROR_NOT_SUPPORTED
     assert "compressed" in err.value.message
 

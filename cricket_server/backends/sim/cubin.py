@@ -17,8 +17,9 @@ value (HVAL), or a u16 length and that many bytes (SVAL). A KPARAM_INFO payload 
 
 A fatbin is a header `magic:u32=0xBA55ED50 version:u16 header_size:u16 payload_size:u64`
 followed by entries `kind:u16 (1 PTX, 2 ELF) version:u16 header_size:u32 size:u64 ...
-arch:u32@28 ... flags:u64@40`; compressed entries (flags & 0x2000 or 0x8000) cannot be read
-here. PTX is read with regular expressions: `.entry` parameter lists and `.global` lines.
+arch:u32@28 ... flags:u64@40`; an entry compressed with zstd (flags & 0x8000, CUDA 13's
+libraries) is a zstd frame and is decompressed; one compressed the older way (flags & 0x2000)
+cannot be read here. PTX is read with regular expressions: `.entry` parameter lists and `.global` lines.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import re
 import struct
 from dataclasses import dataclass, field
 
+import zstandard
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
@@ -45,7 +47,9 @@ CUDA_ERROR_INVALID_PTX = 218
 FATBIN_MAGIC = 0xBA55ED50
 FATBIN_KIND_PTX = 1
 FATBIN_KIND_ELF = 2
-FATBIN_COMPRESSED = 0x2000 | 0x8000  # LZ4 (older toolkits) or zstd (CUDA 13)
+FATBIN_COMPRESSED_OLD = 0x2000  # older toolkits' own compression: not read here
+FATBIN_ZSTD = 0x8000  # a zstd frame (CUDA 13: cuBLAS, the toolkit's default)
+MAX_ENTRY_BYTES = 1 << 30  # a decompressed entry larger than this is refused
 
 EIFMT_NVAL, EIFMT_BVAL, EIFMT_HVAL, EIFMT_SVAL = 1, 2, 3, 4
 EIATTR_MAX_THREADS = 0x05
@@ -223,7 +227,28 @@ class FatbinEntry:
 
     @property
     def compressed(self) -> bool:
-        return bool(self.flags & FATBIN_COMPRESSED)
+        """Compressed in a way this module cannot read."""
+        return bool(self.flags & FATBIN_COMPRESSED_OLD) and not self.flags & FATBIN_ZSTD
+
+    def contents(self) -> bytes:
+        """The entry's bytes, decompressed where it is a zstd frame."""
+        if not self.flags & FATBIN_ZSTD:
+            return self.payload
+        try:
+            reader = zstandard.ZstdDecompressor().stream_reader(self.payload)
+            out = reader.read(MAX_ENTRY_BYTES + 1)
+        except zstandard.ZstdError as exc:
+            raise CudaError(
+                CUDA_ERROR_INVALID_IMAGE,
+                f"cuModuleLoadData: fatbin entry {self.describe()} is not a valid zstd frame: {exc}",
+            ) from exc
+        if len(out) > MAX_ENTRY_BYTES:
+            raise CudaError(
+                CUDA_ERROR_INVALID_IMAGE,
+                f"cuModuleLoadData: fatbin entry {self.describe()} decompresses to more than "
+                f"{MAX_ENTRY_BYTES} bytes",
+            )
+        return out
 
     def describe(self) -> str:
         what = "sm" if self.kind == FATBIN_KIND_ELF else "compute"
@@ -272,14 +297,14 @@ def parse_fatbin(data: bytes, device_arch: int = 90) -> ModuleImage:
         if entry.compressed:
             continue
         if entry.kind == FATBIN_KIND_ELF:
-            return parse_cubin(entry.payload, device_arch)
-        return parse_ptx(entry.payload.split(b"\0", 1)[0].decode("utf-8", "replace"), device_arch)
+            return parse_cubin(entry.contents(), device_arch)
+        return parse_ptx(entry.contents().split(b"\0", 1)[0].decode("utf-8", "replace"), device_arch)
     if candidates:
         names = ", ".join(e.describe() for e in candidates)
         raise CudaError(
             CUDA_ERROR_NOT_SUPPORTED,
             f"cuModuleLoadData: fatbin entry {names} is compressed; the sim backend reads "
-            "only uncompressed entries (build without -Xfatbin -compress-all, or with "
+            "uncompressed and zstd entries (build with -Xfatbin -compress-mode=size, or "
             "-Xfatbin -compress=false)",
         )
     have = ", ".join(e.describe() for e in entries) or "no entries"
