@@ -202,6 +202,23 @@ def callback_area_2(ptr: int, size: int) -> int:
     return _callback_area(6, ptr, size)
 
 
+# Tools state of a thread (TOOLS_TLS slot 2): the driver hands each thread one block, the same
+# at every call. Zeroed: no tool (CUPTI) is subscribed through this driver; 4 KiB, more than
+# the fields a runtime reads there.
+_THREAD_TOOLS_STATE_BYTES = 4096
+_thread_state = threading.local()
+
+
+def thread_tools_state(state: int, _id: int) -> int:
+    if not state:
+        return INVALID_VALUE
+    block = getattr(_thread_state, "block", None)
+    if block is None:
+        block = _thread_state.block = ffi.new("uint64_t[]", _THREAD_TOOLS_STATE_BYTES // 8)
+    _write_pointer(state, int(ffi.cast("uintptr_t", block)))
+    return SUCCESS
+
+
 def _table_address(name: str) -> int:
     index = next(i for i, table in enumerate(TABLES) if table.name == name)
     return int(lib.cricket_export_table(index))
@@ -273,6 +290,7 @@ IMPLEMENTATIONS: dict[str, Callable[..., int]] = {
     "integrity_check": integrity_check,
     "callback_area_1": callback_area_1,
     "callback_area_2": callback_area_2,
+    "thread_tools_state": thread_tools_state,
     "module_from_wrapper": module_from_wrapper,
     "module_from_wrapper_ext1": module_from_wrapper_ext1,
     "module_from_fatbin_ext2": module_from_fatbin_ext2,

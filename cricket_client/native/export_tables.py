@@ -124,7 +124,21 @@ TABLES: tuple[Table, ...] = (
         ),
         f"{_Z} (10 pointers; later notes 13, slot 12 'load compilers')",
     ),
-    Table("42d85a8123f6cb478298f6e78a3aecdc", "TOOLS_TLS", 3, True, (), f"{_Z}: no slot known; [D] 3 pointers on driver 580"),
+    Table(
+        "42d85a8123f6cb478298f6e78a3aecdc",
+        "TOOLS_TLS",
+        3,
+        True,
+        (
+            Slot(2, "thread_tools_state", "CUresult", "void **state, unsigned int id",
+                 "thread_tools_state",
+                 "[D] the real driver (580) writes a pointer to *arg0 and answers 0, the same "
+                 "pointer for every call of a thread whatever the other arguments (a tools "
+                 "(CUPTI) state block of the thread); [T] cuBLASLt 13 asks before a GEMM and "
+                 "answers CUBLAS_STATUS_NOT_SUPPORTED without it"),
+        ),
+        f"{_Z}: no slot known; [D] 3 pointers on driver 580",
+    ),
     Table(
         "a094798c2e742e7493f20800200c0a66",
         "TOOLS_RUNTIME_CALLBACK_HOOKS",

@@ -1,7 +1,7 @@
 """Calls the driver's private tables as the CUDA runtime does (run under `cricket-run --`, so
 "libcuda.so.1" is the native library): a module from a fat binary wrapper around a fatbin
 (CUDART_INTERFACE slots 1, 6 and 8), the primary context (slot 2), a launch of its kernel,
-context-local storage, the tool callback areas, an unknown slot and an unknown table. Prints one
+context-local storage, the tool callback areas, a thread's tools state, an unknown slot and an unknown table. Prints one
 line per check. Argument: the fatbin (tests/kernels/test_kernels.fatbin)."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import struct
 import sys
+import threading
 from ctypes import POINTER, byref, c_int, c_size_t, c_uint, c_uint64, c_void_p
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,17 @@ def main() -> None:
     area, size = c_void_p(), c_size_t()
     slot(hooks, 2, None, POINTER(c_void_p), POINTER(c_size_t))(byref(area), byref(size))
     print("callback area", bool(area.value), size.value, ctypes.string_at(area.value, 64) == bytes(64))
+
+    _, tools = table("42d85a8123f6cb478298f6e78a3aecdc")
+    assert tools is not None
+    state = slot(tools, 2, CUresult, POINTER(c_void_p), c_uint)
+    first, again, other = c_void_p(), c_void_p(), c_void_p()
+    err = state(byref(first), 0) | state(byref(again), 55)
+    worker = threading.Thread(target=lambda: state(byref(other), 0))
+    worker.start()
+    worker.join()
+    print("tools state", err, first.value == again.value, bool(other.value) and other.value != first.value,
+          ctypes.string_at(first.value, 256) == bytes(256))
 
     print("unknown slot", slot(cudart, 3, CUresult)())
     print("unknown table", table("00112233445566778899aabbccddeeff")[0])
