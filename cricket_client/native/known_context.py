@@ -1,7 +1,8 @@
 """The current context and its device answered in C by the native library.
 
 CUDA programs ask for them all the time: the CUDA runtime before nearly every call, numba-cuda
-three times each per kernel launch. The client already answers them without a round trip
+three times each per kernel launch; CuPy sets the context already current twice a step, which is
+answered here too. The client already answers them without a round trip
 (cricket_client.known_answers), but through the native door each question still enters Python.
 Here the library keeps, per thread (threads may use different connections:
 `Connection.active()`), the two answers the client gave last, each tagged with an epoch, and
@@ -63,6 +64,11 @@ FAST_PATHS = {
     "cuCtxGetDevice": (
         f"    uintptr_t known; if (device && {_GUARD} && cricket_known({DEVICE}, &known)) "
         "{ *device = (CUdevice)known; return 0; }"
+    ),
+    # setting the context already current changes nothing (CuPy does it twice a step)
+    "cuCtxSetCurrent": (
+        f"    uintptr_t known; if (ctx && {_GUARD} && cricket_known({CONTEXT}, &known) "
+        "&& known == (uintptr_t)ctx) return 0;"
     ),
     "cuCtxGetDevice_v2": (
         f"    uintptr_t known; if (device && !ctx && {_GUARD} && cricket_known({DEVICE}, &known)) "

@@ -38,6 +38,8 @@ def main() -> None:
     names[int(primary)] = "primary"
     check(cuda.cuCtxSetCurrent(primary))
     show("primary set", names)
+    check(cuda.cuCtxSetCurrent(primary))  # already current (answered in C by the library)
+    show("primary set again", names)
     other = check(cuda.cuCtxCreate(None, 0, dev))
     names[int(other)] = "created"
     show("after create", names)
@@ -59,6 +61,8 @@ def main() -> None:
     show("back on primary", names)
     check(cuda.cuDevicePrimaryCtxRelease(dev))
     show("primary released", names)
+    print("released primary set again", cuda.cuCtxSetCurrent(primary)[0].name)
+    show("after", names)
     print("done")
 
 

@@ -62,7 +62,9 @@ def test_context_answers_given_in_c_are_the_clients_around_every_change(server: 
     assert native.stdout == python.stdout
     lines = native.stdout.splitlines()
     for expected in ("at start: current none, device CUDA_ERROR_INVALID_CONTEXT",
-                     "primary set: current primary, device 0", "after create: current created, device 0",
+                     "primary set: current primary, device 0",
+                     "primary set again: current primary, device 0",
+                     "after create: current created, device 0",
                      "primary pushed: current primary, device 0", "popped: current created, device 0",
                      "created destroyed: current primary, device 0",
                      "primary released: current primary, device CUDA_ERROR_INVALID_CONTEXT",
