@@ -494,6 +494,8 @@ def cuLibraryLoadData(
     jit = _JitOptions("cuLibraryLoadData", list(jitOptions or [])[:nj], list(jitOptionsValues or [])[:nj])
     lib_opts = list(libraryOptions or [])[:nl]
     lib_vals = list(libraryOptionValues or [])[:nl]
+    # a NULL values array (the CUDA 13 runtime's: CU_LIBRARY_BINARY_IS_PRESERVED takes none)
+    lib_vals += [0] * (len(lib_opts) - len(lib_vals))
     lib_pairs = []
     for opt, val in zip(lib_opts, lib_vals, strict=True):
         if int(opt) == CUlibraryOption.CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE:

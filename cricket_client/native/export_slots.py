@@ -30,6 +30,7 @@ log = logging.getLogger("cricket_client.native")
 
 SUCCESS = 0
 INVALID_VALUE = 1
+INVALID_CONTEXT = 201
 INVALID_HANDLE = 400
 NOT_SUPPORTED = 801
 UNKNOWN = 999
@@ -202,20 +203,23 @@ def callback_area_2(ptr: int, size: int) -> int:
     return _callback_area(6, ptr, size)
 
 
-# Tools state of a thread (TOOLS_TLS slot 2): the driver hands each thread one block, the same
-# at every call. Zeroed: no tool (CUPTI) is subscribed through this driver; 4 KiB, more than
-# the fields a runtime reads there.
-_THREAD_TOOLS_STATE_BYTES = 4096
-_thread_state = threading.local()
-
-
-def thread_tools_state(state: int, _id: int) -> int:
-    if not state:
+def thread_context(ctx_out: int, _id: int) -> int:
+    """TOOLS_TLS slot 2: the calling thread's current context (0: none)."""
+    if not ctx_out:
         return INVALID_VALUE
-    block = getattr(_thread_state, "block", None)
-    if block is None:
-        block = _thread_state.block = ffi.new("uint64_t[]", _THREAD_TOOLS_STATE_BYTES // 8)
-    _write_pointer(state, int(ffi.cast("uintptr_t", block)))
+    _write_pointer(ctx_out, _context(0) or 0)
+    return SUCCESS
+
+
+def context_number(ctx: int, number: int) -> int:
+    """RUNTIME_13_4 slot 4: the context's unique id (cuCtxGetId)."""
+    target = _context(ctx)
+    if target is None or not number:
+        return INVALID_VALUE if not number else INVALID_CONTEXT
+    err, value = driver.cuCtxGetId(target)
+    if int(err):
+        return int(err)
+    ffi.cast("unsigned long long *", number)[0] = int(value or 0)
     return SUCCESS
 
 
@@ -290,7 +294,8 @@ IMPLEMENTATIONS: dict[str, Callable[..., int]] = {
     "integrity_check": integrity_check,
     "callback_area_1": callback_area_1,
     "callback_area_2": callback_area_2,
-    "thread_tools_state": thread_tools_state,
+    "thread_context": thread_context,
+    "context_number": context_number,
     "module_from_wrapper": module_from_wrapper,
     "module_from_wrapper_ext1": module_from_wrapper_ext1,
     "module_from_fatbin_ext2": module_from_fatbin_ext2,

@@ -130,12 +130,13 @@ TABLES: tuple[Table, ...] = (
         3,
         True,
         (
-            Slot(2, "thread_tools_state", "CUresult", "void **state, unsigned int id",
-                 "thread_tools_state",
-                 "[D] the real driver (580) writes a pointer to *arg0 and answers 0, the same "
-                 "pointer for every call of a thread whatever the other arguments (a tools "
-                 "(CUPTI) state block of the thread); [T] cuBLASLt 13 asks before a GEMM and "
-                 "answers CUBLAS_STATUS_NOT_SUPPORTED without it"),
+            Slot(2, "thread_context", "CUresult", "CUcontext *ctx, unsigned int id",
+                 "thread_context",
+                 "[N] public notes of other re-implementations: 'get thread context'; [D] the "
+                 "real driver (580) writes the calling thread's current context to *ctx and "
+                 "answers 0, whatever the other arguments; [T] cuBLASLt 13 asks before a GEMM, "
+                 "then passes the context to RUNTIME_13_4 slot 4, and answers "
+                 "CUBLAS_STATUS_NOT_SUPPORTED without it"),
         ),
         f"{_Z}: no slot known; [D] 3 pointers on driver 580",
     ),
@@ -205,7 +206,14 @@ TABLES: tuple[Table, ...] = (
         "RUNTIME_13_4",
         93,
         True,
-        (),
+        (
+            Slot(4, "context_number", "CUresult", "CUcontext ctx, unsigned long long *number",
+                 "context_number",
+                 "[N] public notes of other re-implementations: the tools' context table, slot 4 "
+                 "'get context number'; [D] the real driver (580) writes the context's id "
+                 "(cuCtxGetId's answer, 1 for CuPy's first context) and answers 0; [T] cuBLASLt "
+                 "13 asks with TOOLS_TLS slot 2's context before a GEMM"),
+        ),
         "[N] a public note of another driver re-implementation: asked for by CUDA 13.4 "
         "runtimes, 95 pointers (94 slots) on driver 595, none called through device, memory, "
         "copy, stream and event calls; [D] 93 pointers on driver 580; [T] cuda-bindings 13.5's static runtime asks for it "

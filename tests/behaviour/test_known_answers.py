@@ -39,6 +39,7 @@ def device_answers(dev: Any) -> list[Any]:
         int(check(cuda.cuCtxGetDevice())),
         int(check(cuda.cuCtxGetCurrent())),
         check(cuda.cuCtxGetStreamPriorityRange()),
+        check(cuda.cuCtxGetId(check(cuda.cuCtxGetCurrent()))),  # fixed for the context's life
     ]
 
 

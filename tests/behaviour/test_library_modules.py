@@ -56,6 +56,18 @@ def test_it_is_the_librarys_to_unload(session: cricket_client.Connection) -> Non
     assert cuda.cuLibraryGetModule(lib)[0] == ERR.CUDA_ERROR_INVALID_HANDLE
 
 
+def test_a_library_option_without_a_values_array_loads(
+    session: cricket_client.Connection,
+) -> None:
+    """The CUDA 13 runtime passes CU_LIBRARY_BINARY_IS_PRESERVED with no values array."""
+    preserved = cuda.CUlibraryOption.CU_LIBRARY_BINARY_IS_PRESERVED
+    image = CUBIN.read_bytes()
+    lib = check(cuda.cuLibraryLoadData(image, None, None, 0, [preserved], None, 1))
+    kernel = check(cuda.cuLibraryGetKernel(lib, b"empty"))
+    check(cuda.cuKernelGetFunction(kernel))
+    check(cuda.cuLibraryUnload(lib))
+
+
 def test_another_context_has_its_own_module(session: cricket_client.Connection) -> None:
     lib = load_library()
     try:

@@ -1,7 +1,7 @@
 """Calls the driver's private tables as the CUDA runtime does (run under `cricket-run --`, so
 "libcuda.so.1" is the native library): a module from a fat binary wrapper around a fatbin
 (CUDART_INTERFACE slots 1, 6 and 8), the primary context (slot 2), a launch of its kernel,
-context-local storage, the tool callback areas, a thread's tools state, an unknown slot and an unknown table. Prints one
+context-local storage, the tool callback areas, a thread's current context and its number, an unknown slot and an unknown table. Prints one
 line per check. Argument: the fatbin (tests/kernels/test_kernels.fatbin)."""
 
 from __future__ import annotations
@@ -93,15 +93,26 @@ def main() -> None:
     print("callback area", bool(area.value), size.value, ctypes.string_at(area.value, 64) == bytes(64))
 
     _, tools = table("42d85a8123f6cb478298f6e78a3aecdc")
-    assert tools is not None
-    state = slot(tools, 2, CUresult, POINTER(c_void_p), c_uint)
-    first, again, other = c_void_p(), c_void_p(), c_void_p()
-    err = state(byref(first), 0) | state(byref(again), 55)
-    worker = threading.Thread(target=lambda: state(byref(other), 0))
+    _, contexts = table("21318c60971432488ca641ff7324c8f2")
+    assert tools is not None and contexts is not None
+    thread_context = slot(tools, 2, CUresult, POINTER(c_void_p), c_uint)
+    mine = c_void_p()
+    err = thread_context(byref(mine), 0)
+    agree = []
+
+    def in_another_thread() -> None:  # the slot answers as cuCtxGetCurrent does in that thread
+        theirs, current = c_void_p(1), c_void_p(2)
+        agree.append(thread_context(byref(theirs), 0) == cuda.cuCtxGetCurrent(byref(current)) == 0
+                     and theirs.value == current.value)
+
+    worker = threading.Thread(target=in_another_thread)
     worker.start()
     worker.join()
-    print("tools state", err, first.value == again.value, bool(other.value) and other.value != first.value,
-          ctypes.string_at(first.value, 256) == bytes(256))
+    print("thread context", err, mine.value == ctx.value, agree == [True])
+    number, ctx_id = c_uint64(), c_uint64()
+    err = slot(contexts, 4, CUresult, c_void_p, POINTER(c_uint64))(mine, byref(number))
+    assert cuda.cuCtxGetId(ctx, byref(ctx_id)) == 0
+    print("context number", err, number.value == ctx_id.value)
 
     print("unknown slot", slot(cudart, 3, CUresult)())
     print("unknown table", table("00112233445566778899aabbccddeeff")[0])

@@ -56,7 +56,8 @@ def test_the_table_slots_serve_modules_contexts_storage_and_refuse_the_unknown(s
         "cls get current 0 0xbeef",
         "cls delete 0 then get 400",
         "callback area True 1024 True",
-        "tools state 0 True True True",  # one zeroed block a thread, the same at every call
+        "thread context 0 True True",  # the calling thread's current context
+        "context number 0 True",  # its cuCtxGetId
         "unknown slot 801",
         "unknown table 801",
         "done",
