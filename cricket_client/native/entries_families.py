@@ -190,8 +190,12 @@ def _capture_info(stream: int, status: Any, ident: Any, graph: Any, deps: Any, e
     if err:
         return int(err)
     handles = [as_int(h) for h in nodes]
-    kept = (ffi.new("uintptr_t[]", handles or [0]), ffi.new("CUgraphEdgeData[]", max(len(handles), 1)))
-    _capture_arrays[stream] = kept
+    if handles:
+        kept = _capture_arrays[stream] = (
+            ffi.new("uintptr_t[]", handles), ffi.new("CUgraphEdgeData[]", len(handles))
+        )
+    else:  # nothing handed out (the common case: no capture): nothing to allocate
+        _capture_arrays.pop(stream, None)
     if status != ffi.NULL:
         status[0] = int(st)
     if ident != ffi.NULL:
