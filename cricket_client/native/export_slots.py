@@ -213,9 +213,11 @@ def thread_context(ctx_out: int, _id: int) -> int:
 
 def context_number(ctx: int, number: int) -> int:
     """RUNTIME_13_4 slot 4: the context's unique id (cuCtxGetId)."""
+    if not number:
+        return INVALID_VALUE
     target = _context(ctx)
-    if target is None or not number:
-        return INVALID_VALUE if not number else INVALID_CONTEXT
+    if target is None:
+        return INVALID_CONTEXT
     err, value = driver.cuCtxGetId(target)
     if int(err):
         return int(err)
