@@ -14,7 +14,8 @@ The loops, each a small kernel and a small read per step (as a decoding step):
 numba-cuda `axpy[256, 256](y, x, a)` on 64 Ki floats then `y[:1].copy_to_host(out)`, the
 same kernel through cuda.core on 1 Ki floats (`launch`, `copy_to` a 4 KiB host buffer,
 `stream.sync()`), and CuPy's and PyTorch's `y += a * x` on 64 Ki floats then one float read
-back (their own CUDA runtime under them). A loop whose framework is missing or fails is
+back (their own CUDA runtime under them), and their 128x128 matrix product (cuBLAS) then one
+float read back. A loop whose framework is missing or fails is
 reported and skipped.
 """
 
@@ -95,6 +96,17 @@ LOOPS = {
         "import torch\nx = torch.ones(1 << 16, device='cuda')\n"
         "y = torch.zeros(1 << 16, device='cuda')\nout = torch.zeros(1)",
         "y.add_(x, alpha=1.0001); out.copy_(y[:1])",
+    ),
+    "cupy-gemm": (
+        "import cupy as cp\nimport numpy as np\n"
+        "a = cp.ones((128, 128), dtype=cp.float32)\nc = cp.empty((128, 128), dtype=cp.float32)\n"
+        "out = np.zeros(1, dtype=np.float32)",
+        "cp.matmul(a, a, out=c); c[0, :1].get(out=out)",
+    ),
+    "torch-gemm": (
+        "import torch\na = torch.ones(128, 128, device='cuda')\n"
+        "c = torch.empty(128, 128, device='cuda')\nout = torch.zeros(1)",
+        "torch.matmul(a, a, out=c); out.copy_(c[0, :1])",
     ),
 }
 

@@ -225,6 +225,63 @@ def context_number(ctx: int, number: int) -> int:
     return SUCCESS
 
 
+# Stream objects (RUNTIME_13_4 slot 51): one per (context, stream handle), kept for the
+# program's life like the driver's (a stream handle reused after cuStreamDestroy gets its old
+# object back, which names the same handle: slot 39 asks the server for the id each time).
+# Laid out as the real driver's begin (words 0, 2, 10: 1, the stream's context, the handle).
+_STREAM_OBJECT_WORDS = 12
+_DEFAULT_STREAMS = (0, 1, 2)  # NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD
+_stream_objects: dict[tuple[int, int], Any] = {}
+_object_streams: dict[int, tuple[int, int]] = {}
+
+
+def stream_object(ctx: int, stream: int, out: int) -> int:
+    """RUNTIME_13_4 slot 51: the driver's object of `stream` (a default stream: `ctx`'s)."""
+    if not out:
+        return INVALID_VALUE
+    if stream in _DEFAULT_STREAMS:
+        if not ctx:
+            return INVALID_HANDLE
+        owner = ctx
+    else:
+        err, found = driver.cuStreamGetCtx(stream)
+        if int(err):
+            return int(err)
+        owner = as_int(found)
+    with _lock:
+        obj = _stream_objects.get((owner, stream))
+        if obj is None:
+            obj = ffi.new("uint64_t[]", _STREAM_OBJECT_WORDS)
+            obj[0], obj[2], obj[10] = 1, owner, stream
+            _stream_objects[(owner, stream)] = obj
+            _object_streams[int(ffi.cast("uintptr_t", obj))] = (owner, stream)
+    _write_pointer(out, int(ffi.cast("uintptr_t", obj)))
+    return SUCCESS
+
+
+def stream_object_id(ctx: int, obj: int, out: int) -> int:
+    """RUNTIME_13_4 slot 39: the id of a slot-51 object's stream (cuStreamGetId)."""
+    if not out:
+        return INVALID_VALUE
+    with _lock:
+        found = _object_streams.get(obj)
+    if found is None:
+        return INVALID_HANDLE
+    owner, stream = found
+    switch = stream in _DEFAULT_STREAMS and _context(0) != owner
+    if switch and int(driver.cuCtxPushCurrent(owner)[0]):
+        return INVALID_CONTEXT
+    try:
+        err, value = driver.cuStreamGetId(stream)
+    finally:
+        if switch:
+            driver.cuCtxPopCurrent()
+    if int(err):
+        return int(err)
+    ffi.cast("unsigned long long *", out)[0] = int(value or 0)
+    return SUCCESS
+
+
 def _table_address(name: str) -> int:
     index = next(i for i, table in enumerate(TABLES) if table.name == name)
     return int(lib.cricket_export_table(index))
@@ -298,6 +355,8 @@ IMPLEMENTATIONS: dict[str, Callable[..., int]] = {
     "callback_area_2": callback_area_2,
     "thread_context": thread_context,
     "context_number": context_number,
+    "stream_object": stream_object,
+    "stream_object_id": stream_object_id,
     "module_from_wrapper": module_from_wrapper,
     "module_from_wrapper_ext1": module_from_wrapper_ext1,
     "module_from_fatbin_ext2": module_from_fatbin_ext2,

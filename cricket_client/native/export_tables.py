@@ -213,6 +213,18 @@ TABLES: tuple[Table, ...] = (
                  "'get context number'; [D] the real driver (580) writes the context's id "
                  "(cuCtxGetId's answer, 1 for CuPy's first context) and answers 0; [T] cuBLASLt "
                  "13 asks with TOOLS_TLS slot 2's context before a GEMM"),
+            Slot(39, "stream_object_id", "CUresult",
+                 "CUcontext ctx, void *object, unsigned long long *id", "stream_object_id",
+                 "[D] the real driver (580) writes the id of slot 51's object's stream "
+                 "(cuStreamGetId's answer: 7 for the legacy stream of the first context, 14.. "
+                 "for created streams) and answers 0; [T] cuBLASLt 13 asks it right after slot 51"),
+            Slot(51, "stream_object", "CUresult", "CUcontext ctx, CUstream stream, void **object",
+                 "stream_object",
+                 "[D] the real driver (580) writes its object of the stream (the same pointer "
+                 "for the same stream; the context given for a default stream, 0/1/2; a "
+                 "created stream's own context otherwise; CUDA_ERROR_INVALID_HANDLE for a "
+                 "default stream of a NULL context); its words 0, 2, 10: 1, the context, the "
+                 "handle; [T] cuBLASLt 13 asks it for CuPy's stream 0 before a GEMM"),
         ),
         "[N] a public note of another driver re-implementation: asked for by CUDA 13.4 "
         "runtimes, 95 pointers (94 slots) on driver 595, none called through device, memory, "

@@ -236,13 +236,7 @@ MATMUL_PROGRAMS = {
 }
 
 
-@pytest.mark.parametrize("framework", [
-    pytest.param("cupy", marks=pytest.mark.xfail(
-        strict=True, reason="CuPy's GEMM asks RUNTIME_13_4 slot 51 (a stream's object, then slot "
-        "39 of it), whose meaning is not established yet: CUBLAS_STATUS_INTERNAL_ERROR (H200, "
-        "2026-12-02)")),
-    "torch",
-])  # fmt: skip
+@pytest.mark.parametrize("framework", sorted(MATMUL_PROGRAMS))
 def test_a_matmul_through_cublas(server: Server, framework: str) -> None:
     """Both frameworks multiply matrices with NVIDIA's cuBLAS, which carries a CUDA runtime
     of its own (it initializes through cudaFree(0) and loads its kernels lazily)."""

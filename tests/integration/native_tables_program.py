@@ -1,7 +1,7 @@
 """Calls the driver's private tables as the CUDA runtime does (run under `cricket-run --`, so
 "libcuda.so.1" is the native library): a module from a fat binary wrapper around a fatbin
 (CUDART_INTERFACE slots 1, 6 and 8), the primary context (slot 2), a launch of its kernel,
-context-local storage, the tool callback areas, a thread's current context and its number, an unknown slot and an unknown table. Prints one
+context-local storage, the tool callback areas, a thread's current context and its number, a stream's object and its id, an unknown slot and an unknown table. Prints one
 line per check. Argument: the fatbin (tests/kernels/test_kernels.fatbin)."""
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ cuda = ctypes.CDLL("libcuda.so.1")
 CUresult = c_int
 
 
-def table(uuid: str) -> tuple[int, ctypes.Array[c_void_p] | None]:
+def table(uuid: str, length: int = 16) -> tuple[int, ctypes.Array[c_void_p] | None]:
     out = c_void_p()
     err = cuda.cuGetExportTable(byref(out), (ctypes.c_char * 16).from_buffer_copy(bytes.fromhex(uuid)))
     if err:
         return err, None
-    return 0, (c_void_p * 16).from_address(out.value)
+    return 0, (c_void_p * length).from_address(out.value)
 
 
 def slot(t: ctypes.Array[c_void_p], index: int, restype: object, *argtypes: object) -> Any:
@@ -93,7 +93,7 @@ def main() -> None:
     print("callback area", bool(area.value), size.value, ctypes.string_at(area.value, 64) == bytes(64))
 
     _, tools = table("42d85a8123f6cb478298f6e78a3aecdc")
-    _, contexts = table("21318c60971432488ca641ff7324c8f2")
+    _, contexts = table("21318c60971432488ca641ff7324c8f2", 93)
     assert tools is not None and contexts is not None
     thread_context = slot(tools, 2, CUresult, POINTER(c_void_p), c_uint)
     mine = c_void_p()
@@ -113,6 +113,22 @@ def main() -> None:
     err = slot(contexts, 4, CUresult, c_void_p, POINTER(c_uint64))(mine, byref(number))
     assert cuda.cuCtxGetId(ctx, byref(ctx_id)) == 0
     print("context number", err, number.value == ctx_id.value)
+
+    stream_object = slot(contexts, 51, CUresult, c_void_p, c_void_p, POINTER(c_void_p))
+    stream_object_id = slot(contexts, 39, CUresult, c_void_p, c_void_p, POINTER(c_uint64))
+    created = c_void_p()
+    assert cuda.cuStreamCreate(byref(created), 0) == 0
+    for name, handle in (("null", None), ("legacy", 1), ("created", created.value)):
+        first, again, ident, want = c_void_p(), c_void_p(), c_uint64(), c_uint64()
+        err = stream_object(mine, handle, byref(first))
+        err2 = stream_object(mine, handle, byref(again))
+        err3 = stream_object_id(mine, first, byref(ident))
+        assert cuda.cuStreamGetId(c_void_p(handle), byref(want)) == 0
+        words = (c_uint64 * 11).from_address(first.value)
+        print("stream object", name, err, err2, err3, first.value == again.value,
+              ident.value == want.value, words[2] == ctx.value, words[10] == (handle or 0))
+    print("stream object of no context", stream_object(None, None, byref(c_void_p())))
+    print("stream object id of no object", stream_object_id(mine, c_void_p(8), byref(c_uint64())))
 
     print("unknown slot", slot(cudart, 3, CUresult)())
     print("unknown table", table("00112233445566778899aabbccddeeff")[0])

@@ -58,6 +58,11 @@ def test_the_table_slots_serve_modules_contexts_storage_and_refuse_the_unknown(s
         "callback area True 1024 True",
         "thread context 0 True True",  # the calling thread's current context
         "context number 0 True",  # its cuCtxGetId
+        "stream object null 0 0 0 True True True True",  # same object, cuStreamGetId's id
+        "stream object legacy 0 0 0 True True True True",
+        "stream object created 0 0 0 True True True True",
+        "stream object of no context 400",
+        "stream object id of no object 400",
         "unknown slot 801",
         "unknown table 801",
         "done",

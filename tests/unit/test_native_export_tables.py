@@ -72,7 +72,7 @@ HARNESS = r"""
 #include <stdint.h>
 #include <stdio.h>
 typedef int CUresult; typedef int CUdevice;
-typedef struct CUctx_st *CUcontext; typedef struct CUmod_st *CUmodule;
+typedef struct CUctx_st *CUcontext; typedef struct CUmod_st *CUmodule; typedef struct CUstream_st *CUstream;
 #define CRICKET_ENTER
 #define CRICKET_LEAVE(r) return r;
 %s
