@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from .at_exit import AFTER_EXIT_C, RELEASED_AT_EXIT, released_at_exit_line
 from .families import FAMILY_ENTRIES, FAMILY_HANDLES, FAMILY_SINCE, FAMILY_TYPES
 from .known_context import FAST_PATHS, KNOWN_C, KNOWN_CDEF
 from .launch_pack import PACK_C, PACK_CDEF
@@ -373,6 +374,7 @@ def c_source(
         PACK_C,
         KNOWN_C,
         "static volatile int cricket_ready = 0, cricket_finalized = 0, cricket_forked = 0;",
+        AFTER_EXIT_C,
         "CUresult cuGetProcAddress(const char *, void **, int, cuuint64_t);",
         "CUresult cuGetErrorName(CUresult, const char **);",
         "CUresult cuGetErrorString(CUresult, const char **);",
@@ -409,7 +411,7 @@ def c_source(
         # A call from Python code holding the GIL with an exception set (cuda.core in an error
         # path) must not see or lose that exception: it is put aside around the call.
         "#define CRICKET_ENTER \\",
-        "    if (cricket_finalized) return CUDA_ERROR_DEINITIALIZED; \\",
+        "    if (cricket_finalized) return cricket_after_exit(__func__, CUDA_ERROR_DEINITIALIZED); \\",
         "    if (cricket_other_python) return CUDA_ERROR_NOT_INITIALIZED; \\",
         "    pthread_once(&cricket_atfork_once, cricket_register_atfork); \\",
         "    if (cricket_forked) { cricket_forked = 0; py_after_fork(); } \\",
@@ -477,6 +479,8 @@ def c_source(
         out.append(f"EXPORT CUresult {symbol}({params or 'void'}) {{")
         if symbol in FAST_PATHS:  # answered in C while known (known_context)
             out.append(FAST_PATHS[symbol])
+        if symbol in RELEASED_AT_EXIT:  # after the interpreter's exit (at_exit)
+            out.append(released_at_exit_line())
         out.append(f"    CRICKET_ENTER CUresult r = py_{symbol}({args}); CRICKET_LEAVE_CU(r)")
         out.append("}")
     # unremoted functions: a pool of stubs, each knowing its index (its name, in Python)

@@ -172,6 +172,44 @@ def test_errors_in_the_client_are_cuda_errors_and_calls_after_shutdown_are_refus
     assert done.stdout.splitlines() == ["CUDA_ERROR_INVALID_VALUE", "at exit CUDA_ERROR_DEINITIALIZED"]
 
 
+def test_objects_released_after_the_interpreters_exit_free_what_they_hold(server: Server) -> None:
+    """Objects torn down after the exit handlers (PyTorch's tensors) ask for the current context
+    and device and free their memory and streams: answered as before the exit and released
+    (the session's end frees them), while any other call answers CUDA_ERROR_DEINITIALIZED."""
+    script = textwrap.dedent(
+        """
+        import ctypes, os
+        from ctypes import byref, c_int, c_uint64, c_void_p
+        cuda = ctypes.CDLL("libcuda.so.1")
+        dev, ctx, ptr, stream = c_int(), c_void_p(), c_uint64(), c_void_p()
+        assert cuda.cuInit(0) == 0 and cuda.cuDeviceGet(byref(dev), 0) == 0
+        assert cuda.cuDevicePrimaryCtxRetain(byref(ctx), dev) == 0 and cuda.cuCtxSetCurrent(ctx) == 0
+        assert cuda.cuCtxGetCurrent(byref(c_void_p())) == 0 and cuda.cuCtxGetDevice(byref(c_int())) == 0
+        assert cuda.cuMemAlloc_v2(byref(ptr), 64) == 0 and cuda.cuStreamCreate(byref(stream), 0) == 0
+
+        class ReleasedAtExit:
+            def __del__(self, write=os.write, cuda=cuda, byref=byref, c_void_p=c_void_p, c_int=c_int,
+                        c_uint64=c_uint64, ctx=ctx.value, ptr=ptr.value, stream=stream.value):
+                current, device, fresh = c_void_p(), c_int(-1), c_uint64()
+                answers = [
+                    cuda.cuCtxGetCurrent(byref(current)), current.value == ctx,
+                    cuda.cuCtxGetDevice(byref(device)), device.value,
+                    cuda.cuMemFree_v2(c_uint64(ptr)), cuda.cuStreamDestroy_v2(c_void_p(stream)),
+                    cuda.cuMemAlloc_v2(byref(fresh), 64),
+                ]
+                write(1, f"after exit {answers}\\n".encode())
+
+        kept = ReleasedAtExit()
+        print("made", flush=True)
+        """
+    )
+    done = cricket_run(server, "--", sys.executable, "-c", script, env={"CRICKET_NATIVE_TRACE": "1"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["made", "after exit [0, True, 0, 0, 0, 0, 4]"], done.stderr
+    assert "cuMemAlloc_v2 after the interpreter's exit -> 4" in done.stderr.splitlines()
+    assert "cuMemFree_v2 after the interpreter's exit -> 0" in done.stderr.splitlines()
+
+
 def test_cricket_run_names_a_command_it_cannot_start(server: Server) -> None:
     done = cricket_run(server, "--", "/nonexistent/program")
     assert done.returncode != 0
