@@ -1,18 +1,21 @@
 """What the native library answers in C once the program's interpreter has exited.
 
 Python runs its exit handlers, then tears down modules and objects, and C++ destructors run
-after that: objects released then still call the driver (PyTorch's tensors ask which device is
-current and free their memory; cuda.core releases its primary contexts). The library's Python
-side cannot serve them any more, so the C side answers: the current context and device as
-last known (known_context: nothing can change them now), success for the calls that release
-a resource (the session's end releases everything it holds, on the server, as the driver's
-teardown does), and CUDA_ERROR_DEINITIALIZED for every other call. With
-CRICKET_NATIVE_TRACE set, each such answer is written to stderr.
+after that: objects released then still call the driver (PyTorch's tensors ask, through the
+CUDA runtime, which context and device are current, its context-local storage and the
+primary context's state, then free their memory; cuda.core releases its primary contexts).
+The library's Python side cannot serve them any more. So its exit handler (entries.py)
+notes, while the client still answers, the exiting thread's current context and device, each
+device's primary context state and the context-local storage; after it the C side answers
+those questions from that note, answers success for the calls that only release a resource
+(the session's end releases everything it holds on the server, as the driver's own teardown
+does), and CUDA_ERROR_DEINITIALIZED for every other call. With CRICKET_NATIVE_TRACE set, each
+answer after the exit is written to stderr.
 """
 
 from __future__ import annotations
 
-__all__ = ["AFTER_EXIT_C", "RELEASED_AT_EXIT", "released_at_exit_line"]
+__all__ = ["AFTER_EXIT_C", "AFTER_EXIT_CDEF", "after_exit_lines", "storage_after_exit_line"]
 
 # Calls whose only effect is to release what the session holds.
 RELEASED_AT_EXIT = frozenset({
@@ -24,16 +27,78 @@ RELEASED_AT_EXIT = frozenset({
     "cuSurfObjectDestroy", "cuTexObjectDestroy",
 })  # fmt: skip
 
-AFTER_EXIT_C = r"""
-static CUresult cricket_after_exit(const char *call, CUresult answer) {
+EXIT_DEVICES = 64  # primary context states noted (devices 0..63)
+EXIT_STORAGE = 256  # context-local storage entries noted
+
+AFTER_EXIT_C = rf"""
+static CUresult cricket_after_exit(const char *call, CUresult answer) {{
     static int trace = -1;
-    if (trace < 0) { const char *t = getenv("CRICKET_NATIVE_TRACE"); trace = t && *t; }
+    if (trace < 0) {{ const char *t = getenv("CRICKET_NATIVE_TRACE"); trace = t && *t; }}
     if (trace) fprintf(stderr, "%s after the interpreter's exit -> %d\n", call, answer);
     return answer;
-}
+}}
+static int cricket_exit_noted = 0, cricket_exit_device = 0, cricket_exit_devices = 0;
+static uintptr_t cricket_exit_context = 0;
+static struct {{ unsigned int flags; int active; }} cricket_exit_primary[{EXIT_DEVICES}];
+static struct {{ uintptr_t ctx, key, value; }} cricket_exit_storage[{EXIT_STORAGE}];
+static int cricket_exit_stored = 0;
+static void cricket_exit_note_context(uintptr_t ctx, int device) {{
+    cricket_exit_context = ctx; cricket_exit_device = device; cricket_exit_noted = 1;
+}}
+static void cricket_exit_note_primary(int device, unsigned int flags, int active) {{
+    if (device < 0 || device >= {EXIT_DEVICES}) return;
+    cricket_exit_primary[device].flags = flags; cricket_exit_primary[device].active = active;
+    if (device >= cricket_exit_devices) cricket_exit_devices = device + 1;
+}}
+static void cricket_exit_note_storage(uintptr_t ctx, uintptr_t key, uintptr_t value) {{
+    if (cricket_exit_stored >= {EXIT_STORAGE}) return;
+    cricket_exit_storage[cricket_exit_stored].ctx = ctx;
+    cricket_exit_storage[cricket_exit_stored].key = key;
+    cricket_exit_storage[cricket_exit_stored++].value = value;
+}}
+static CUresult cricket_exit_storage_get(uintptr_t *value, uintptr_t ctx, uintptr_t key) {{
+    if (!ctx) ctx = cricket_exit_context;
+    for (int i = 0; value && ctx && i < cricket_exit_stored; i++)
+        if (cricket_exit_storage[i].ctx == ctx && cricket_exit_storage[i].key == key) {{
+            *value = cricket_exit_storage[i].value;
+            return cricket_after_exit("context-local storage get", 0);
+        }}
+    return cricket_after_exit("context-local storage get", 400);  /* CUDA_ERROR_INVALID_HANDLE */
+}}
+"""
+AFTER_EXIT_CDEF = """
+void cricket_exit_note_context(uintptr_t ctx, int device);
+void cricket_exit_note_primary(int device, unsigned int flags, int active);
+void cricket_exit_note_storage(uintptr_t ctx, uintptr_t key, uintptr_t value);
 """
 
+_DONE = "return cricket_after_exit(__func__, 0);"
+_ANSWERS = {
+    "cuCtxGetCurrent": f"if (pctx && cricket_exit_noted) {{ *pctx = (CUcontext)cricket_exit_context; {_DONE} }}",
+    "cuCtxGetDevice": f"if (device && cricket_exit_noted && cricket_exit_context) {{ *device = cricket_exit_device; {_DONE} }}",
+    "cuCtxGetDevice_v2": (
+        "if (device && cricket_exit_noted && cricket_exit_context && (!ctx || (uintptr_t)ctx == "
+        f"cricket_exit_context)) {{ *device = cricket_exit_device; {_DONE} }}"
+    ),
+    "cuCtxSetCurrent": f"if (cricket_exit_noted && (uintptr_t)ctx == cricket_exit_context) {_DONE}",
+    "cuDevicePrimaryCtxGetState": (
+        "if (flags && active && dev >= 0 && dev < cricket_exit_devices) { "
+        f"*flags = cricket_exit_primary[dev].flags; *active = cricket_exit_primary[dev].active; {_DONE} }}"
+    ),
+    **{name: _DONE for name in RELEASED_AT_EXIT},
+}
 
-def released_at_exit_line() -> str:
-    """The first line of a releasing entry's C body."""
-    return "    if (cricket_finalized) return cricket_after_exit(__func__, 0);"
+
+def after_exit_lines(symbol: str) -> list[str]:
+    """The first lines of entry `symbol`'s C body: its answer after the exit, if it has one."""
+    answer = _ANSWERS.get(symbol)
+    return [f"    if (cricket_finalized) {{ {answer} }}"] if answer else []
+
+
+def storage_after_exit_line(table: int, slot: int) -> str:
+    """cricket_export_call's first line: the context-local storage's get (table `table`,
+    slot `slot`) answered after the exit."""
+    return (
+        f"    if (cricket_finalized && t == {table} && s == {slot} && n == 3) "
+        "return cricket_exit_storage_get((uintptr_t *)a[0], a[1], a[2]);"
+    )

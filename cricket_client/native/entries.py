@@ -148,9 +148,39 @@ def _ptr(value: Any) -> int:
 
 
 def _finalizing() -> None:
-    """From here on every call answers CUDA_ERROR_DEINITIALIZED in C (cuda.core and others
-    release their contexts while the interpreter shuts down)."""
+    """From here on calls are answered in C (cricket_client.native.at_exit): cuda.core, the
+    CUDA runtime under PyTorch and others release what they hold while the interpreter shuts
+    down, and the library's Python cannot serve them then."""
+    try:
+        _note_for_after_exit()
+    except Exception:  # a session that is failing: every call after the exit is refused
+        log.debug("nothing noted for calls after the exit", exc_info=True)
     lib.cricket_set_state(0, 1)
+
+
+def _note_for_after_exit() -> None:
+    """What objects released after the exit still ask, noted while the client answers (its
+    known answers: no round trip where it holds them); nothing without a live session."""
+    conn = _connection._thread.connection or _connection._default
+    if conn is None or conn.closed or not conn._rpc.looks_alive():
+        return
+    err, ctx = driver.cuCtxGetCurrent()
+    if int(err):
+        return
+    device = 0
+    if _ptr(ctx):
+        err, dev = driver.cuCtxGetDevice()
+        if int(err):
+            return
+        device = as_int(dev)
+    lib.cricket_exit_note_context(_ptr(ctx), device)
+    err, count = driver.cuDeviceGetCount()
+    for ordinal in range(0 if int(err) else int(count or 0)):
+        err, flags, active = driver.cuDevicePrimaryCtxGetState(ordinal)
+        if not int(err):
+            lib.cricket_exit_note_primary(ordinal, int(flags or 0), int(active or 0))
+    for (owner, key), value in export_slots.stored_values():
+        lib.cricket_exit_note_storage(owner, key, value)
 
 
 _forsaken: list[Any] = []  # a forked child's copies of its parent's connections, kept inert

@@ -152,6 +152,12 @@ def _context(ctx: int) -> int | None:
     return as_int(current)
 
 
+def stored_values() -> list[tuple[tuple[int, int], int]]:
+    """((context, key), value) of every context-local storage entry."""
+    with _lock:
+        return [(found, value) for found, (value, _destructor) in _storage.items()]
+
+
 def cls_put(ctx: int, key: int, value: int, destructor: int) -> int:
     target = _context(ctx)
     if target is None:

@@ -27,6 +27,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .at_exit import storage_after_exit_line
+
 __all__ = [
     "CDEF",
     "TABLES",
@@ -306,12 +308,22 @@ def _trampoline(t: int, slot: Slot) -> list[str]:
     return lines
 
 
+def _storage_get() -> tuple[int, int]:
+    """(table index, slot) of the context-local storage's get."""
+    for t, table in enumerate(TABLES):
+        for slot in table.slots:
+            if slot.implementation == "cls_get":
+                return t, slot.index
+    raise LookupError("no context-local storage get declared")
+
+
 def c_source() -> str:
     """The trampolines and tables (C, after the library's own definitions: CUresult and the
     handle types, CRICKET_ENTER/CRICKET_LEAVE)."""
     out = [
         "static uintptr_t py_export_slot(int, int, uintptr_t *, int);",
         "static uintptr_t cricket_export_call(int t, int s, uintptr_t *a, int n) {",
+        storage_after_exit_line(*_storage_get()),
         "    CRICKET_ENTER uintptr_t r = py_export_slot(t, s, a, n); CRICKET_LEAVE(r)",
         "}",
     ]

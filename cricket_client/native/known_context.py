@@ -54,9 +54,8 @@ unsigned long long cricket_known_now(void);
 void cricket_known_forget(void);
 void cricket_known_note(int what, uintptr_t value, unsigned long long epoch);
 """
-# The first lines of an entry's C body, before it enters Python: answered here when known,
-# also after the interpreter's exit (cricket_client.native.at_exit: nothing changes them then).
-_GUARD = "!cricket_forked && !cricket_other_python"
+# The first lines of an entry's C body, before it enters Python: answered here when known.
+_GUARD = "!cricket_finalized && !cricket_forked && !cricket_other_python"
 FAST_PATHS = {
     "cuCtxGetCurrent": (
         f"    uintptr_t known; if (pctx && {_GUARD} && cricket_known({CONTEXT}, &known)) "

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .at_exit import AFTER_EXIT_C, RELEASED_AT_EXIT, released_at_exit_line
+from .at_exit import AFTER_EXIT_C, AFTER_EXIT_CDEF, after_exit_lines
 from .families import FAMILY_ENTRIES, FAMILY_HANDLES, FAMILY_SINCE, FAMILY_TYPES
 from .known_context import FAST_PATHS, KNOWN_C, KNOWN_CDEF
 from .launch_pack import PACK_C, PACK_CDEF
@@ -337,6 +337,7 @@ def python_declarations() -> str:
     lines.append("uintptr_t cricket_symbol(const char *name);")
     lines.append(PACK_CDEF)
     lines.append(KNOWN_CDEF)
+    lines.append(AFTER_EXIT_CDEF)
     return "\n".join(lines)
 
 
@@ -479,8 +480,7 @@ def c_source(
         out.append(f"EXPORT CUresult {symbol}({params or 'void'}) {{")
         if symbol in FAST_PATHS:  # answered in C while known (known_context)
             out.append(FAST_PATHS[symbol])
-        if symbol in RELEASED_AT_EXIT:  # after the interpreter's exit (at_exit)
-            out.append(released_at_exit_line())
+        out += after_exit_lines(symbol)  # answered after the interpreter's exit (at_exit)
         out.append(f"    CRICKET_ENTER CUresult r = py_{symbol}({args}); CRICKET_LEAVE_CU(r)")
         out.append("}")
     # unremoted functions: a pool of stubs, each knowing its index (its name, in Python)

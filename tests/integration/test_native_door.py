@@ -173,27 +173,39 @@ def test_errors_in_the_client_are_cuda_errors_and_calls_after_shutdown_are_refus
 
 
 def test_objects_released_after_the_interpreters_exit_free_what_they_hold(server: Server) -> None:
-    """Objects torn down after the exit handlers (PyTorch's tensors) ask for the current context
-    and device and free their memory and streams: answered as before the exit and released
-    (the session's end frees them), while any other call answers CUDA_ERROR_DEINITIALIZED."""
+    """Objects torn down after the exit handlers (PyTorch's tensors, through the CUDA runtime)
+    ask for the current context and device, the primary context's state and the runtime's
+    context-local storage, then free their memory and streams: answered as just before the
+    exit, the releases succeed (the session's end frees them), and any other call answers
+    CUDA_ERROR_DEINITIALIZED."""
     script = textwrap.dedent(
         """
         import ctypes, os
-        from ctypes import byref, c_int, c_uint64, c_void_p
+        from ctypes import CFUNCTYPE, POINTER, byref, c_int, c_uint, c_uint64, c_void_p
         cuda = ctypes.CDLL("libcuda.so.1")
-        dev, ctx, ptr, stream = c_int(), c_void_p(), c_uint64(), c_void_p()
+        dev, ctx, ptr, stream, table = c_int(), c_void_p(), c_uint64(), c_void_p(), c_void_p()
         assert cuda.cuInit(0) == 0 and cuda.cuDeviceGet(byref(dev), 0) == 0
-        assert cuda.cuDevicePrimaryCtxRetain(byref(ctx), dev) == 0 and cuda.cuCtxSetCurrent(ctx) == 0
-        assert cuda.cuCtxGetCurrent(byref(c_void_p())) == 0 and cuda.cuCtxGetDevice(byref(c_int())) == 0
+        assert cuda.cuDevicePrimaryCtxRetain(byref(ctx), dev) == 0
+        assert cuda.cuCtxSetCurrent(ctx) == 0  # the last context call: nothing asked since
         assert cuda.cuMemAlloc_v2(byref(ptr), 64) == 0 and cuda.cuStreamCreate(byref(stream), 0) == 0
+        uuid = bytes.fromhex("c693336e1121df11a8c368f355d89593")  # context-local storage
+        assert cuda.cuGetExportTable(byref(table), (ctypes.c_char * 16).from_buffer_copy(uuid)) == 0
+        slots = (c_void_p * 3).from_address(table.value)
+        put = CFUNCTYPE(c_int, c_void_p, c_void_p, c_void_p, c_void_p)(slots[0])
+        get = CFUNCTYPE(c_int, POINTER(c_void_p), c_void_p, c_void_p)(slots[2])
+        assert put(None, 0x1234, 0xBEEF, None) == 0
 
         class ReleasedAtExit:
             def __del__(self, write=os.write, cuda=cuda, byref=byref, c_void_p=c_void_p, c_int=c_int,
-                        c_uint64=c_uint64, ctx=ctx.value, ptr=ptr.value, stream=stream.value):
-                current, device, fresh = c_void_p(), c_int(-1), c_uint64()
+                        c_uint=c_uint, c_uint64=c_uint64, get=get, ctx=ctx.value, ptr=ptr.value,
+                        stream=stream.value):
+                current, device, flags, active, fresh, value = (
+                    c_void_p(), c_int(-1), c_uint(9), c_int(9), c_uint64(), c_void_p())
                 answers = [
                     cuda.cuCtxGetCurrent(byref(current)), current.value == ctx,
                     cuda.cuCtxGetDevice(byref(device)), device.value,
+                    cuda.cuDevicePrimaryCtxGetState(0, byref(flags), byref(active)), active.value,
+                    get(byref(value), None, 0x1234), value.value == 0xBEEF,
                     cuda.cuMemFree_v2(c_uint64(ptr)), cuda.cuStreamDestroy_v2(c_void_p(stream)),
                     cuda.cuMemAlloc_v2(byref(fresh), 64),
                 ]
@@ -205,9 +217,10 @@ def test_objects_released_after_the_interpreters_exit_free_what_they_hold(server
     )
     done = cricket_run(server, "--", sys.executable, "-c", script, env={"CRICKET_NATIVE_TRACE": "1"})
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["made", "after exit [0, True, 0, 0, 0, 0, 4]"], done.stderr
-    assert "cuMemAlloc_v2 after the interpreter's exit -> 4" in done.stderr.splitlines()
-    assert "cuMemFree_v2 after the interpreter's exit -> 0" in done.stderr.splitlines()
+    assert done.stdout.splitlines() == ["made", "after exit [0, True, 0, 0, 0, 1, 0, True, 0, 0, 4]"], done.stderr
+    after = [line for line in done.stderr.splitlines() if "after the interpreter's exit" in line]
+    assert "cuMemAlloc_v2 after the interpreter's exit -> 4" in after, done.stderr
+    assert "cuMemFree_v2 after the interpreter's exit -> 0" in after, done.stderr
 
 
 def test_cricket_run_names_a_command_it_cannot_start(server: Server) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from cricket_client.native.at_exit import AFTER_EXIT_C
 from cricket_client.native.export_tables import TABLES, TRACED, c_source, table_by_id
 
 SLOTS_PY = Path(__file__).resolve().parents[2] / "cricket_client" / "native" / "export_slots.py"
@@ -73,8 +74,11 @@ HARNESS = r"""
 #include <stdio.h>
 typedef int CUresult; typedef int CUdevice;
 typedef struct CUctx_st *CUcontext; typedef struct CUmod_st *CUmodule; typedef struct CUstream_st *CUstream;
+#include <stdlib.h>
 #define CRICKET_ENTER
 #define CRICKET_LEAVE(r) return r;
+static volatile int cricket_finalized = 0;
+%s
 %s
 static int seen_t = -1, seen_s = -1, seen_n = -1; static uintptr_t seen[8];
 static uintptr_t py_export_slot(int t, int s, uintptr_t *a, int n) {
@@ -109,7 +113,7 @@ def test_every_slot_answers_through_the_dispatch_with_its_arguments(tmp_path: Pa
         checks.append(f"    if (cricket_export_table({t}) != (uintptr_t)cricket_xt_{t}) return 2;")
     checks.append(f"    if (cricket_export_table({len(TABLES)}) != 0) return 3;")
     source = tmp_path / "tables.c"
-    source.write_text(HARNESS % (c_source(), "\n".join(checks)))
+    source.write_text(HARNESS % (AFTER_EXIT_C, c_source(), "\n".join(checks)))
     binary = tmp_path / "tables"
     subprocess.run(["gcc", "-Wall", "-Werror", "-Wno-unused-function", "-o", str(binary), str(source)],
                    check=True, capture_output=True, text=True)  # fmt: skip
