@@ -3,14 +3,20 @@
 Python runs its exit handlers, then tears down modules and objects, and C++ destructors run
 after that: objects released then still call the driver (PyTorch's tensors ask, through the
 CUDA runtime, which context and device are current, its context-local storage and the
-primary context's state, then free their memory; cuda.core releases its primary contexts).
-The library's Python side cannot serve them any more. So its exit handler (entries.py)
-notes, while the client still answers, the exiting thread's current context and device, each
-device's primary context state and the context-local storage; after it the C side answers
-those questions from that note, answers success for the calls that only release a resource
-(the session's end releases everything it holds on the server, as the driver's own teardown
-does), and CUDA_ERROR_DEINITIALIZED for every other call. With CRICKET_NATIVE_TRACE set, each
-answer after the exit is written to stderr.
+primary context's state, then free their memory; its pinned-memory cache records an event on
+each stream a freed buffer was used on; cuda.core releases its primary contexts). The
+library's Python side cannot serve them any more. So its exit handler (entries.py), while the
+client still answers, waits for the current context's work to finish (cuCtxSynchronize, after
+the calls still gathered) and notes the exiting thread's current context and device, each
+device's primary context state and the context-local storage. After it the C side answers:
+- those questions, from the note;
+- success for the calls that only release a resource (the session's end releases everything
+  it holds on the server, as the driver's own teardown does);
+- once that work was waited for: synchronizations and queries of streams, events and the
+  context succeed (what was sent to it is done, and nothing can be sent any more), and an
+  event made after the exit is a local one, complete whenever it is recorded;
+- CUDA_ERROR_DEINITIALIZED for every other call.
+With CRICKET_NATIVE_TRACE set, each answer after the exit is written to stderr.
 """
 
 from __future__ import annotations
@@ -38,6 +44,8 @@ static CUresult cricket_after_exit(const char *call, CUresult answer) {{
     return answer;
 }}
 static int cricket_exit_noted = 0, cricket_exit_device = 0, cricket_exit_devices = 0;
+static int cricket_exit_drained = 0;  /* every piece of work sent was done at the exit */
+static void cricket_exit_note_drained(void) {{ cricket_exit_drained = 1; }}
 static uintptr_t cricket_exit_context = 0;
 static struct {{ unsigned int flags; int active; }} cricket_exit_primary[{EXIT_DEVICES}];
 static struct {{ uintptr_t ctx, key, value; }} cricket_exit_storage[{EXIT_STORAGE}];
@@ -67,12 +75,17 @@ static CUresult cricket_exit_storage_get(uintptr_t *value, uintptr_t ctx, uintpt
 }}
 """
 AFTER_EXIT_CDEF = """
+void cricket_exit_note_drained(void);
 void cricket_exit_note_context(uintptr_t ctx, int device);
 void cricket_exit_note_primary(int device, unsigned int flags, int active);
 void cricket_exit_note_storage(uintptr_t ctx, uintptr_t key, uintptr_t value);
 """
 
 _DONE = "return cricket_after_exit(__func__, 0);"
+_SETTLED_AFTER_DRAIN = (
+    "cuCtxSynchronize", "cuStreamSynchronize", "cuStreamQuery", "cuStreamWaitEvent",
+    "cuEventRecord", "cuEventRecordWithFlags", "cuEventSynchronize", "cuEventQuery",
+)
 _ANSWERS = {
     "cuCtxGetCurrent": f"if (pctx && cricket_exit_noted) {{ *pctx = (CUcontext)cricket_exit_context; {_DONE} }}",
     "cuCtxGetDevice": f"if (device && cricket_exit_noted && cricket_exit_context) {{ *device = cricket_exit_device; {_DONE} }}",
@@ -86,6 +99,11 @@ _ANSWERS = {
         f"*flags = cricket_exit_primary[dev].flags; *active = cricket_exit_primary[dev].active; {_DONE} }}"
     ),
     **{name: _DONE for name in RELEASED_AT_EXIT},
+    # all work was done at the exit and none can be sent since: nothing is left to wait for
+    **{name: f"if (cricket_exit_drained) {_DONE}" for name in _SETTLED_AFTER_DRAIN},
+    "cuEventCreate": (
+        "if (cricket_exit_drained && phEvent && (*phEvent = (CUevent)calloc(1, 16))) " + _DONE
+    ),
 }
 
 

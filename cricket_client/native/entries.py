@@ -160,7 +160,8 @@ def _finalizing() -> None:
 
 def _note_for_after_exit() -> None:
     """What objects released after the exit still ask, noted while the client answers (its
-    known answers: no round trip where it holds them); nothing without a live session."""
+    known answers: no round trip where it holds them), and whether the context's work is
+    done; nothing without a live session."""
     conn = _connection._thread.connection or _connection._default
     if conn is None or conn.closed or not conn._rpc.looks_alive():
         return
@@ -174,6 +175,8 @@ def _note_for_after_exit() -> None:
             return
         device = as_int(dev)
     lib.cricket_exit_note_context(_ptr(ctx), device)
+    if _ptr(ctx) and not int(driver.cuCtxSynchronize()[0]):
+        lib.cricket_exit_note_drained()
     err, count = driver.cuDeviceGetCount()
     for ordinal in range(0 if int(err) else int(count or 0)):
         err, flags, active = driver.cuDevicePrimaryCtxGetState(ordinal)
