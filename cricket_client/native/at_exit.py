@@ -13,8 +13,9 @@ device's primary context state and the context-local storage. After it the C sid
 - success for the calls that only release a resource (the session's end releases everything
   it holds on the server, as the driver's own teardown does);
 - once that work was waited for: synchronizations and queries of streams, events and the
-  context succeed (what was sent to it is done, and nothing can be sent any more), and an
-  event made after the exit is a local one, complete whenever it is recorded;
+  context succeed (what was sent to it is done, and nothing can be sent any more), an event
+  made after the exit is a local one, complete whenever it is recorded, and where no stream
+  capture was under way, no stream is capturing;
 - CUDA_ERROR_DEINITIALIZED for every other call.
 With CRICKET_NATIVE_TRACE set, each answer after the exit is written to stderr.
 """
@@ -45,7 +46,10 @@ static CUresult cricket_after_exit(const char *call, CUresult answer) {{
 }}
 static int cricket_exit_noted = 0, cricket_exit_device = 0, cricket_exit_devices = 0;
 static int cricket_exit_drained = 0;  /* every piece of work sent was done at the exit */
-static void cricket_exit_note_drained(void) {{ cricket_exit_drained = 1; }}
+static int cricket_exit_no_capture = 0;  /* and no stream capture was under way */
+static void cricket_exit_note_drained(int no_capture) {{
+    cricket_exit_drained = 1; cricket_exit_no_capture = no_capture;
+}}
 static uintptr_t cricket_exit_context = 0;
 static struct {{ unsigned int flags; int active; }} cricket_exit_primary[{EXIT_DEVICES}];
 static struct {{ uintptr_t ctx, key, value; }} cricket_exit_storage[{EXIT_STORAGE}];
@@ -75,13 +79,18 @@ static CUresult cricket_exit_storage_get(uintptr_t *value, uintptr_t ctx, uintpt
 }}
 """
 AFTER_EXIT_CDEF = """
-void cricket_exit_note_drained(void);
+void cricket_exit_note_drained(int no_capture);
 void cricket_exit_note_context(uintptr_t ctx, int device);
 void cricket_exit_note_primary(int device, unsigned int flags, int active);
 void cricket_exit_note_storage(uintptr_t ctx, uintptr_t key, uintptr_t value);
 """
 
 _DONE = "return cricket_after_exit(__func__, 0);"
+_NO_CAPTURE_INFO = (  # no capture: status NONE, nothing else to hand out
+    "if (cricket_exit_no_capture && captureStatus_out) { *captureStatus_out = 0; "
+    "if (id_out) *id_out = 0; if (graph_out) *graph_out = 0; if (dependencies_out) "
+    "*dependencies_out = 0; if (numDependencies_out) *numDependencies_out = 0; "
+)
 _SETTLED_AFTER_DRAIN = (
     "cuCtxSynchronize", "cuStreamSynchronize", "cuStreamQuery", "cuStreamWaitEvent",
     "cuEventRecord", "cuEventRecordWithFlags", "cuEventSynchronize", "cuEventQuery",
@@ -101,6 +110,9 @@ _ANSWERS = {
     **{name: _DONE for name in RELEASED_AT_EXIT},
     # all work was done at the exit and none can be sent since: nothing is left to wait for
     **{name: f"if (cricket_exit_drained) {_DONE}" for name in _SETTLED_AFTER_DRAIN},
+    "cuStreamIsCapturing": f"if (cricket_exit_no_capture && captureStatus) {{ *captureStatus = 0; {_DONE} }}",
+    "cuStreamGetCaptureInfo_v2": _NO_CAPTURE_INFO + _DONE + " }",
+    "cuStreamGetCaptureInfo_v3": _NO_CAPTURE_INFO + "if (edgeData_out) *edgeData_out = 0; " + _DONE + " }",
     "cuEventCreate": (
         "if (cricket_exit_drained && phEvent && (*phEvent = (CUevent)calloc(1, 16))) " + _DONE
     ),

@@ -25,7 +25,7 @@ from _cricket_libcuda import ffi, lib  # type: ignore[import-not-found]
 from cricket_xdr.rpc.errors import RpcError
 from rpc_spec.handles import KIND_SHIFT, HandleKind
 
-from .. import call_stats, driver, known_answers
+from .. import call_stats, driver, driver_graphs, known_answers
 from .. import connection as _connection
 from .._driver_base import _WIRE_PER_THREAD
 from .._enums import CU_STREAM_LEGACY, CU_STREAM_PER_THREAD, DRIVER_NAMES
@@ -176,7 +176,7 @@ def _note_for_after_exit() -> None:
         device = as_int(dev)
     lib.cricket_exit_note_context(_ptr(ctx), device)
     if _ptr(ctx) and not int(driver.cuCtxSynchronize()[0]):
-        lib.cricket_exit_note_drained()
+        lib.cricket_exit_note_drained(int(not driver_graphs.capturing_any(conn)))
     err, count = driver.cuDeviceGetCount()
     for ordinal in range(0 if int(err) else int(count or 0)):
         err, flags, active = driver.cuDevicePrimaryCtxGetState(ordinal)

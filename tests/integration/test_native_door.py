@@ -200,8 +200,8 @@ def test_objects_released_after_the_interpreters_exit_free_what_they_hold(server
             def __del__(self, write=os.write, cuda=cuda, byref=byref, c_void_p=c_void_p, c_int=c_int,
                         c_uint=c_uint, c_uint64=c_uint64, get=get, ctx=ctx.value, ptr=ptr.value,
                         stream=stream.value):
-                current, device, flags, active, fresh, value, event = (
-                    c_void_p(), c_int(-1), c_uint(9), c_int(9), c_uint64(), c_void_p(), c_void_p())
+                current, device, flags, active, fresh, value, event, status = (
+                    c_void_p(), c_int(-1), c_uint(9), c_int(9), c_uint64(), c_void_p(), c_void_p(), c_int(9))
                 answers = [
                     cuda.cuCtxGetCurrent(byref(current)), current.value == ctx,
                     cuda.cuCtxGetDevice(byref(device)), device.value,
@@ -210,6 +210,7 @@ def test_objects_released_after_the_interpreters_exit_free_what_they_hold(server
                     cuda.cuMemFree_v2(c_uint64(ptr)),
                     cuda.cuEventCreate(byref(event), 0), cuda.cuEventRecord(event, c_void_p(stream)),
                     cuda.cuEventQuery(event), cuda.cuStreamSynchronize(c_void_p(stream)),
+                    cuda.cuStreamIsCapturing(c_void_p(stream), byref(status)), status.value,
                     cuda.cuStreamDestroy_v2(c_void_p(stream)), cuda.cuMemAlloc_v2(byref(fresh), 64),
                 ]
                 write(1, f"after exit {answers}\\n".encode())
@@ -220,7 +221,7 @@ def test_objects_released_after_the_interpreters_exit_free_what_they_hold(server
     )
     done = cricket_run(server, "--", sys.executable, "-c", script, env={"CRICKET_NATIVE_TRACE": "1"})
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["made", "after exit [0, True, 0, 0, 0, 1, 0, True, 0, 0, 0, 0, 0, 0, 4]"], done.stderr
+    assert done.stdout.splitlines() == ["made", "after exit [0, True, 0, 0, 0, 1, 0, True, 0, 0, 0, 0, 0, 0, 0, 0, 4]"], done.stderr
     after = [line for line in done.stderr.splitlines() if "after the interpreter's exit" in line]
     assert "cuMemAlloc_v2 after the interpreter's exit -> 4" in after, done.stderr
     assert "cuMemFree_v2 after the interpreter's exit -> 0" in after, done.stderr
