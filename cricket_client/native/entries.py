@@ -16,6 +16,7 @@ import functools
 import logging
 import os
 import threading
+import traceback
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -422,7 +423,18 @@ def _in_context(ctx: int, call: Callable[[], int]) -> int:
 # -- the current context and its device: answered in C while known (known_context) -----------
 
 _known = KnownContext(lib)
-known_answers.on_context_change.append(_known.forget)  # the client's own answers may change
+
+
+def _forget_known_context() -> None:
+    """The client's own answers may change: the C copies go (traced with the caller, which
+    says why a program's context questions keep reaching Python)."""
+    _known.forget()
+    if _TRACE:
+        callers = traceback.extract_stack(limit=10)[:-1]
+        log.warning("context answers forgotten (%s)", " <- ".join(f.name for f in reversed(callers)))
+
+
+known_answers.on_context_change.append(_forget_known_context)
 
 
 @_entry
