@@ -7,9 +7,10 @@ primary context's state, then free their memory; its pinned-memory cache records
 each stream a freed buffer was used on; cuda.core releases its primary contexts). The
 library's Python side cannot serve them any more. So its exit handler (entries.py), while the
 client still answers, waits for the current context's work to finish (cuCtxSynchronize, after
-the calls still gathered) and notes the exiting thread's current context and device, each
-device's primary context state and the context-local storage. After it the C side answers:
-- those questions, from the note;
+the calls still gathered) and notes the exiting thread's current context and device and each
+device's primary context state. After it the C side answers:
+- those questions, from the note (the context-local storage is kept in C all along:
+  context_storage);
 - success for the calls that only release a resource (the session's end releases everything
   it holds on the server, as the driver's own teardown does);
 - once that work was waited for: synchronizations and queries of streams, events and the
@@ -22,7 +23,7 @@ With CRICKET_NATIVE_TRACE set, each answer after the exit is written to stderr.
 
 from __future__ import annotations
 
-__all__ = ["AFTER_EXIT_C", "AFTER_EXIT_CDEF", "after_exit_lines", "storage_after_exit_line"]
+__all__ = ["AFTER_EXIT_C", "AFTER_EXIT_CDEF", "after_exit_lines"]
 
 # Calls whose only effect is to release what the session holds.
 RELEASED_AT_EXIT = frozenset({
@@ -35,7 +36,6 @@ RELEASED_AT_EXIT = frozenset({
 })  # fmt: skip
 
 EXIT_DEVICES = 64  # primary context states noted (devices 0..63)
-EXIT_STORAGE = 256  # context-local storage entries noted
 
 AFTER_EXIT_C = rf"""
 static CUresult cricket_after_exit(const char *call, CUresult answer) {{
@@ -52,8 +52,6 @@ static void cricket_exit_note_drained(int no_capture) {{
 }}
 static uintptr_t cricket_exit_context = 0;
 static struct {{ unsigned int flags; int active; }} cricket_exit_primary[{EXIT_DEVICES}];
-static struct {{ uintptr_t ctx, key, value; }} cricket_exit_storage[{EXIT_STORAGE}];
-static int cricket_exit_stored = 0;
 static void cricket_exit_note_context(uintptr_t ctx, int device) {{
     cricket_exit_context = ctx; cricket_exit_device = device; cricket_exit_noted = 1;
 }}
@@ -62,27 +60,11 @@ static void cricket_exit_note_primary(int device, unsigned int flags, int active
     cricket_exit_primary[device].flags = flags; cricket_exit_primary[device].active = active;
     if (device >= cricket_exit_devices) cricket_exit_devices = device + 1;
 }}
-static void cricket_exit_note_storage(uintptr_t ctx, uintptr_t key, uintptr_t value) {{
-    if (cricket_exit_stored >= {EXIT_STORAGE}) return;
-    cricket_exit_storage[cricket_exit_stored].ctx = ctx;
-    cricket_exit_storage[cricket_exit_stored].key = key;
-    cricket_exit_storage[cricket_exit_stored++].value = value;
-}}
-static CUresult cricket_exit_storage_get(uintptr_t *value, uintptr_t ctx, uintptr_t key) {{
-    if (!ctx) ctx = cricket_exit_context;
-    for (int i = 0; value && ctx && i < cricket_exit_stored; i++)
-        if (cricket_exit_storage[i].ctx == ctx && cricket_exit_storage[i].key == key) {{
-            *value = cricket_exit_storage[i].value;
-            return cricket_after_exit("context-local storage get", 0);
-        }}
-    return cricket_after_exit("context-local storage get", 400);  /* CUDA_ERROR_INVALID_HANDLE */
-}}
 """
 AFTER_EXIT_CDEF = """
 void cricket_exit_note_drained(int no_capture);
 void cricket_exit_note_context(uintptr_t ctx, int device);
 void cricket_exit_note_primary(int device, unsigned int flags, int active);
-void cricket_exit_note_storage(uintptr_t ctx, uintptr_t key, uintptr_t value);
 """
 
 _DONE = "return cricket_after_exit(__func__, 0);"
@@ -123,12 +105,3 @@ def after_exit_lines(symbol: str) -> list[str]:
     """The first lines of entry `symbol`'s C body: its answer after the exit, if it has one."""
     answer = _ANSWERS.get(symbol)
     return [f"    if (cricket_finalized) {{ {answer} }}"] if answer else []
-
-
-def storage_after_exit_line(table: int, slot: int) -> str:
-    """cricket_export_call's first line: the context-local storage's get (table `table`,
-    slot `slot`) answered after the exit."""
-    return (
-        f"    if (cricket_finalized && t == {table} && s == {slot} && n == 3) "
-        "return cricket_exit_storage_get((uintptr_t *)a[0], a[1], a[2]);"
-    )

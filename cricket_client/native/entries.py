@@ -183,8 +183,6 @@ def _note_for_after_exit() -> None:
         err, flags, active = driver.cuDevicePrimaryCtxGetState(ordinal)
         if not int(err):
             lib.cricket_exit_note_primary(ordinal, int(flags or 0), int(active or 0))
-    for (owner, key), value in export_slots.stored_values():
-        lib.cricket_exit_note_storage(owner, key, value)
 
 
 _forsaken: list[Any] = []  # a forked child's copies of its parent's connections, kept inert

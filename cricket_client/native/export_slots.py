@@ -23,6 +23,7 @@ from ..errors import NotSupportedRemotely
 from ..modules import ImageError, wrapped_fatbin
 from .export_tables import TABLES, Slot, Table, table_by_id
 from .integrity import DeviceFacts, HashFacts, integrity_answer
+from .known_context import CONTEXT, KnownContext
 
 __all__ = ["IMPLEMENTATIONS", "get_export_table"]
 
@@ -36,6 +37,7 @@ NOT_SUPPORTED = 801
 UNKNOWN = 999
 
 _TRACE = bool(os.environ.get("CRICKET_NATIVE_TRACE"))
+_known = KnownContext(lib)
 _lock = threading.Lock()
 _warned: set[tuple[int, int]] = set()
 
@@ -144,18 +146,16 @@ _storage: dict[tuple[int, int], tuple[int, int]] = {}
 
 
 def _context(ctx: int) -> int | None:
+    """`ctx`, or the current context (None: none); the answer is kept in C as the library's
+    cuCtxGetCurrent keeps it (the storage's get with a NULL context is then answered there)."""
     if ctx:
         return ctx
+    epoch = _known.epoch()
     err, current = driver.cuCtxGetCurrent()
     if int(err) or current is None or not as_int(current):
         return None
+    _known.note(CONTEXT, as_int(current), epoch)
     return as_int(current)
-
-
-def stored_values() -> list[tuple[tuple[int, int], int]]:
-    """((context, key), value) of every context-local storage entry."""
-    with _lock:
-        return [(found, value) for found, (value, _destructor) in _storage.items()]
 
 
 def cls_put(ctx: int, key: int, value: int, destructor: int) -> int:
@@ -164,6 +164,7 @@ def cls_put(ctx: int, key: int, value: int, destructor: int) -> int:
         return INVALID_HANDLE
     with _lock:
         _storage[(target, key)] = (value, destructor)
+        lib.cricket_storage_put(target, key, value)  # gets are answered in C (context_storage)
     return SUCCESS
 
 
@@ -171,6 +172,8 @@ def cls_delete(ctx: int, key: int) -> int:
     target = _context(ctx)
     with _lock:
         found = _storage.pop((target, key), None) if target is not None else None
+        if found is not None:
+            lib.cricket_storage_delete(target, key)
     return SUCCESS if found is not None else INVALID_HANDLE
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .at_exit import storage_after_exit_line
+from .context_storage import storage_get_line
 
 __all__ = [
     "CDEF",
@@ -323,7 +323,7 @@ def c_source() -> str:
     out = [
         "static uintptr_t py_export_slot(int, int, uintptr_t *, int);",
         "static uintptr_t cricket_export_call(int t, int s, uintptr_t *a, int n) {",
-        storage_after_exit_line(*_storage_get()),
+        storage_get_line(*_storage_get()),
         "    CRICKET_ENTER uintptr_t r = py_export_slot(t, s, a, n); CRICKET_LEAVE(r)",
         "}",
     ]

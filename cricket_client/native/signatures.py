@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from .at_exit import AFTER_EXIT_C, AFTER_EXIT_CDEF, after_exit_lines
+from .context_storage import STORAGE_C, STORAGE_CDEF
 from .families import FAMILY_ENTRIES, FAMILY_HANDLES, FAMILY_SINCE, FAMILY_TYPES
 from .known_context import FAST_PATHS, KNOWN_C, KNOWN_CDEF
 from .launch_pack import PACK_C, PACK_CDEF
@@ -338,6 +339,7 @@ def python_declarations() -> str:
     lines.append(PACK_CDEF)
     lines.append(KNOWN_CDEF)
     lines.append(AFTER_EXIT_CDEF)
+    lines.append(STORAGE_CDEF)
     return "\n".join(lines)
 
 
@@ -376,6 +378,7 @@ def c_source(
         KNOWN_C,
         "static volatile int cricket_ready = 0, cricket_finalized = 0, cricket_forked = 0;",
         AFTER_EXIT_C,
+        STORAGE_C,
         "CUresult cuGetProcAddress(const char *, void **, int, cuuint64_t);",
         "CUresult cuGetErrorName(CUresult, const char **);",
         "CUresult cuGetErrorString(CUresult, const char **);",
@@ -396,7 +399,7 @@ def c_source(
         "static void cricket_child(void) {",
         "    if (cricket_fork_held) {",
         "        cricket_fork_held = 0; PyOS_AfterFork_Child(); PyGILState_Release(cricket_fork_gil); }",
-        "    cricket_known_after_fork(); cricket_forked = 1; }",
+        "    cricket_known_after_fork(); cricket_storage_after_fork(); cricket_forked = 1; }",
         "static void cricket_register_atfork(void) {",
         "    pthread_atfork(cricket_prepare, cricket_parent, cricket_child); }",
         "static void cricket_set_state(int ready, int finalized) {",

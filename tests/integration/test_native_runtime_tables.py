@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -70,6 +71,40 @@ def test_the_table_slots_serve_modules_contexts_storage_and_refuse_the_unknown(s
         assert expected in lines, (expected, done.stdout, done.stderr)
     assert "table CUDART_INTERFACE {6BD5FB6C-5BF4-E74A-8987-D93912FD9DF9} slot 3 (unknown) called" in done.stderr
     assert "cuGetExportTable {00112233445566778899aabbccddeeff}" in done.stderr
+
+
+def test_the_runtimes_storage_lookups_are_answered_in_the_library(server: Server) -> None:
+    """The CUDA runtime looks its context state up (context-local storage, NULL context: the
+    current one) before nearly every call: answered by the library in C, never reaching its
+    Python side, and still exactly what was stored, deleted or never stored."""
+    script = textwrap.dedent(
+        """
+        import ctypes
+        from ctypes import CFUNCTYPE, POINTER, byref, c_int, c_void_p
+        cuda = ctypes.CDLL("libcuda.so.1")
+        dev, ctx, table = c_int(), c_void_p(), c_void_p()
+        assert cuda.cuInit(0) == 0 and cuda.cuDeviceGet(byref(dev), 0) == 0
+        assert cuda.cuDevicePrimaryCtxRetain(byref(ctx), dev) == 0 and cuda.cuCtxSetCurrent(ctx) == 0
+        uuid = bytes.fromhex("c693336e1121df11a8c368f355d89593")
+        assert cuda.cuGetExportTable(byref(table), (ctypes.c_char * 16).from_buffer_copy(uuid)) == 0
+        slots = (c_void_p * 3).from_address(table.value)
+        put = CFUNCTYPE(c_int, c_void_p, c_void_p, c_void_p, c_void_p)(slots[0])
+        delete = CFUNCTYPE(c_int, c_void_p, c_void_p)(slots[1])
+        get = CFUNCTYPE(c_int, POINTER(c_void_p), c_void_p, c_void_p)(slots[2])
+        assert put(None, 0x77, 0x99, None) == 0 and put(ctx, 0x78, 0x98, None) == 0
+        value = c_void_p()
+        found = [(get(byref(value), None, 0x77), value.value) for _ in range(50)]
+        print("current", set(found) == {(0, 0x99)})
+        print("given", get(byref(value), ctx, 0x78), value.value == 0x98)
+        print("not stored", get(byref(value), None, 0x79))
+        assert delete(None, 0x77) == 0
+        print("deleted", get(byref(value), None, 0x77))
+        """
+    )
+    done = cricket_run(server, "--", sys.executable, "-c", script, env={"CRICKET_NATIVE_TRACE": "1"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["current True", "given 0 True", "not stored 400", "deleted 400"]
+    assert "slot 2 (get) called" not in done.stderr, done.stderr[-3000:]  # the trace: none dispatched
 
 
 @pytest.fixture(scope="module")
