@@ -56,7 +56,6 @@ __all__ = [
     "cuDeviceGetUuid",
     "cuDeviceGetUuid_v2",
     "cuDeviceGraphMemTrim",
-    "cuDevicePrimaryCtxGetState",
     "cuDevicePrimaryCtxRelease",
     "cuDevicePrimaryCtxRelease_v2",
     "cuDevicePrimaryCtxReset",
@@ -340,19 +339,6 @@ def cuDevicePrimaryCtxRelease_v2(dev: int) -> int:
 @_entry
 def cuDevicePrimaryCtxReset_v2(dev: int) -> int:
     return int(driver.cuDevicePrimaryCtxReset(dev)[0])
-
-
-@_entry
-def cuDevicePrimaryCtxGetState(dev: int, flags: Any, active: Any) -> int:
-    if not flags:
-        return _null("cuDevicePrimaryCtxGetState", "flags")
-    if not active:
-        return _null("cuDevicePrimaryCtxGetState", "active")
-    err, v0, v1 = driver.cuDevicePrimaryCtxGetState(dev)
-    if not err:
-        flags[0] = v0
-        active[0] = v1
-    return int(err)
 
 
 @_entry

@@ -447,6 +447,20 @@ def cuCtxGetCurrent(pctx: Any) -> int:
     return int(err)
 
 
+@_entry
+def cuDevicePrimaryCtxGetState(dev: int, flags: Any, active: Any) -> int:
+    if not flags:
+        return _null("cuDevicePrimaryCtxGetState", "flags")
+    if not active:
+        return _null("cuDevicePrimaryCtxGetState", "active")
+    epoch = _known.epoch()
+    err, value_flags, value_active = driver.cuDevicePrimaryCtxGetState(dev)
+    if not err:
+        flags[0], active[0] = int(value_flags or 0), int(value_active or 0)
+        _known.note_primary(dev, flags[0], active[0], epoch)
+    return int(err)
+
+
 def _context_device(device: Any) -> int:
     epoch = _known.epoch()
     err, dev = driver.cuCtxGetDevice()

@@ -6,7 +6,8 @@ answered here too. The client already answers them without a round trip
 (cricket_client.known_answers), but through the native door each question still enters Python.
 Here the library keeps, per thread (threads may use different connections:
 `Connection.active()`), the two answers the client gave last, each tagged with an epoch, and
-gives them again in C while the epoch is unchanged. The Python side moves the epoch on
+gives them again in C while the epoch is unchanged; so too each device's primary context state
+(cuDevicePrimaryCtxGetState, which PyTorch asks around nearly every call). The Python side moves the epoch on
 whenever the client's own answers could differ: its kept context answers are forgotten (a call
 that creates, destroys, sets, pushes or pops a context, or retains, releases, resets or sets
 the flags of a primary context; a resume), an asynchronous failure waits to be reported (the
@@ -48,11 +49,32 @@ static void cricket_known_note(int what, uintptr_t value, unsigned long long epo
 static void cricket_known_after_fork(void) {  /* the child: its own session, asked anew */
     cricket_known_forget();
 }
+/* each device's primary context state, per thread as well (a thread's connection), tagged the same way */
+#define CRICKET_KNOWN_DEVICES 64
+static __thread unsigned long long cricket_primary_at[CRICKET_KNOWN_DEVICES];
+static __thread unsigned int cricket_primary_flags[CRICKET_KNOWN_DEVICES];
+static __thread int cricket_primary_active[CRICKET_KNOWN_DEVICES];
+static int cricket_known_primary(int dev, unsigned int *flags, int *active) {
+    if (dev < 0 || dev >= CRICKET_KNOWN_DEVICES) return 0;
+    unsigned long long epoch = __atomic_load_n(&cricket_known_epoch, __ATOMIC_ACQUIRE);
+    if (cricket_primary_at[dev] != epoch) return 0;
+    *flags = cricket_primary_flags[dev];
+    *active = cricket_primary_active[dev];
+    return 1;
+}
+static void cricket_known_note_primary(int dev, unsigned int flags, int active, unsigned long long epoch) {
+    if (dev < 0 || dev >= CRICKET_KNOWN_DEVICES) return;
+    if (epoch != __atomic_load_n(&cricket_known_epoch, __ATOMIC_ACQUIRE)) return;
+    cricket_primary_flags[dev] = flags;
+    cricket_primary_active[dev] = active;
+    cricket_primary_at[dev] = epoch;  /* a forget from now on leaves it behind the epoch */
+}
 """
 KNOWN_CDEF = """
 unsigned long long cricket_known_now(void);
 void cricket_known_forget(void);
 void cricket_known_note(int what, uintptr_t value, unsigned long long epoch);
+void cricket_known_note_primary(int dev, unsigned int flags, int active, unsigned long long epoch);
 """
 # The first lines of an entry's C body, before it enters Python: answered here when known.
 _GUARD = "!cricket_finalized && !cricket_forked && !cricket_other_python"
@@ -69,6 +91,10 @@ FAST_PATHS = {
     "cuCtxSetCurrent": (
         f"    uintptr_t known; if (ctx && {_GUARD} && cricket_known({CONTEXT}, &known) "
         "&& known == (uintptr_t)ctx) return 0;"
+    ),
+    # PyTorch asks it around nearly every call
+    "cuDevicePrimaryCtxGetState": (
+        f"    if (flags && active && {_GUARD} && cricket_known_primary(dev, flags, active)) return 0;"
     ),
     "cuCtxGetDevice_v2": (
         f"    uintptr_t known; if (device && !ctx && {_GUARD} && cricket_known({DEVICE}, &known)) "
@@ -89,6 +115,9 @@ class KnownContext:
 
     def note(self, what: int, value: int, epoch: int) -> None:
         self._lib.cricket_known_note(what, value, epoch)
+
+    def note_primary(self, dev: int, flags: int, active: int, epoch: int) -> None:
+        self._lib.cricket_known_note_primary(dev, flags, active, epoch)
 
     def forget(self) -> None:
         self._lib.cricket_known_forget()

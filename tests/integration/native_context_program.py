@@ -1,5 +1,5 @@
-"""A `cuda.bindings.driver` program, unmodified, that asks for the current context and its
-device around every call that changes them (create, set, push, pop, destroy, none current) and
+"""A `cuda.bindings.driver` program, unmodified, that asks for the current context, its device
+and the primary context's state around every call that changes them (create, set, push, pop, destroy, none current) and
 from two threads; one line per answer, so that runs through the native libcuda.so.1 (which
 answers these in C while they cannot have changed) and through the Python-level module swap
 compare equal.
@@ -24,9 +24,13 @@ def show(what, names):
     current = names.get(int(ctx), "none" if not int(ctx) else "unknown") if not err else "-"
     err_dev, dev = cuda.cuCtxGetDevice()
     device = int(dev) if not err_dev else err_dev.name
+    state = cuda.cuDevicePrimaryCtxGetState(0)
     for _ in range(3):  # asked again: the same answers
         assert cuda.cuCtxGetCurrent() == (err, ctx) and cuda.cuCtxGetDevice()[0] == err_dev
-    print(f"{what}: current {current}, device {device}")
+        assert cuda.cuDevicePrimaryCtxGetState(0) == state
+    err_state, flags, active = state
+    primary = f"flags {int(flags)} active {int(active)}" if not err_state else err_state.name
+    print(f"{what}: current {current}, device {device}, primary {primary}")
 
 
 def main() -> None:
@@ -52,6 +56,8 @@ def main() -> None:
     show("created destroyed", names)
     check(cuda.cuCtxSetCurrent(None))
     show("none set", names)
+    check(cuda.cuDevicePrimaryCtxSetFlags(dev, cuda.CUctx_flags.CU_CTX_SCHED_BLOCKING_SYNC))
+    show("primary flags set", names)
     check(cuda.cuCtxSetCurrent(primary))
     seen = []
     worker = threading.Thread(target=lambda: seen.append(cuda.cuCtxGetCurrent()))

@@ -52,8 +52,9 @@ def test_a_driver_program_runs_the_same_through_the_native_library_and_the_pytho
 
 
 def test_context_answers_given_in_c_are_the_clients_around_every_change(server: Server) -> None:
-    """The native library answers cuCtxGetCurrent and cuCtxGetDevice in C while the client's
-    answers cannot have changed (known_context): the same answers as the Python client's."""
+    """The native library answers cuCtxGetCurrent, cuCtxGetDevice and cuDevicePrimaryCtxGetState
+    in C while the client's answers cannot have changed (known_context): the same answers as
+    the Python client's."""
     program = str(HERE / "native_context_program.py")
     native = cricket_run(server, "--", sys.executable, program)
     assert native.returncode == 0, native.stderr
@@ -61,13 +62,15 @@ def test_context_answers_given_in_c_are_the_clients_around_every_change(server: 
     assert python.returncode == 0, python.stderr
     assert native.stdout == python.stdout
     lines = native.stdout.splitlines()
-    for expected in ("at start: current none, device CUDA_ERROR_INVALID_CONTEXT",
-                     "primary set: current primary, device 0",
-                     "primary set again: current primary, device 0",
-                     "after create: current created, device 0",
-                     "primary pushed: current primary, device 0", "popped: current created, device 0",
-                     "created destroyed: current primary, device 0",
-                     "primary released: current primary, device CUDA_ERROR_INVALID_CONTEXT",
+    for expected in ("at start: current none, device CUDA_ERROR_INVALID_CONTEXT, primary flags 0 active 0",
+                     "primary set: current primary, device 0, primary flags 0 active 1",
+                     "primary set again: current primary, device 0, primary flags 0 active 1",
+                     "after create: current created, device 0, primary flags 0 active 1",
+                     "primary pushed: current primary, device 0, primary flags 0 active 1",
+                     "popped: current created, device 0, primary flags 0 active 1",
+                     "created destroyed: current primary, device 0, primary flags 0 active 1",
+                     "primary flags set: current primary, device 0, primary flags 4 active 1",
+                     "primary released: current primary, device CUDA_ERROR_INVALID_CONTEXT, primary flags 4 active 0",
                      "another thread sees primary True", "done"):  # fmt: skip
         assert expected in lines, native.stdout
 
