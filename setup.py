@@ -28,7 +28,8 @@ def _load(name: str, path: Path) -> ModuleType:
 
 def _native(module: str) -> ModuleType:
     """A module of cricket_client/native loaded by its file, in a package of its own: its
-    relative imports of the other pure-data modules (families, launch_pack) resolve there."""
+    relative imports of the other pure-data modules (families, launch_pack, at_exit,
+    context_storage, known_context) resolve there."""
     package = "_cricket_build_native"
     if package not in sys.modules:
         folder = ModuleType(package)
@@ -45,7 +46,7 @@ class BuildWithNative(build_py):
         builder = _native("build")
         tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
         folder = Path(self.build_lib) / "cricket_client" / "native" / "_lib" / tag
-        tables = _load("_cricket_build_tables", HERE / "cricket_client" / "native" / "export_tables.py")
+        tables = _native("export_tables")
         source = signatures.c_source(*builder.source_facts(enums)) + "\n" + tables.c_source()
         try:
             builder.compile_library(folder, signatures.python_declarations() + tables.CDEF, source)
