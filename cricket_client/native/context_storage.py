@@ -5,8 +5,8 @@ The runtime looks its per-context state up with the table's get before nearly ev
 context (a NULL context). The entries live in a C table the library's Python side fills
 (export_slots.cls_put and cls_delete, which keep their own copy), so a get is answered in C
 when its context is known there: given, or the calling thread's current one while the C
-copy of the context answers holds (known_context), or after the interpreter's exit the
-exiting thread's (at_exit). Otherwise, and when more entries were stored than the table
+copy of the context answers holds (known_context; after the interpreter's exit as noted at
+the exit: at_exit). Otherwise, and when more entries were stored than the table
 holds, the get goes to Python as every slot does.
 """
 
@@ -70,8 +70,7 @@ def storage_get_line(table: int, slot: int) -> str:
     return (
         f"    if (t == {table} && s == {slot} && n == 3 && a[0] && !cricket_forked && !cricket_other_python) {{\n"
         "        uintptr_t ctx = a[1], value = 0;\n"
-        "        if (!ctx && cricket_finalized) ctx = cricket_exit_noted ? cricket_exit_context : 0;\n"
-        f"        else if (!ctx && !cricket_known({CONTEXT}, &ctx)) ctx = 0;\n"
+        f"        if (!ctx && !cricket_known({CONTEXT}, &ctx)) ctx = 0;\n"
         "        int found = ctx ? cricket_storage_find(ctx, a[2], &value) : -1;\n"
         "        if (found >= 0) {\n"
         "            if (found) *(uintptr_t *)a[0] = value;\n"

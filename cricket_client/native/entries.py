@@ -160,29 +160,19 @@ def _finalizing() -> None:
 
 
 def _note_for_after_exit() -> None:
-    """What objects released after the exit still ask, noted while the client answers (its
-    known answers: no round trip where it holds them), and whether the context's work is
-    done; nothing without a live session."""
+    """What objects released after the exit still ask, noted in the C copies of the client's
+    answers (known_context) while it answers (its known answers: no round trip where it holds
+    them), and whether the context's work is done; nothing without a live session."""
     conn = _connection._thread.connection or _connection._default
     if conn is None or conn.closed or not conn._rpc.looks_alive():
         return
-    err, ctx = driver.cuCtxGetCurrent()
-    if int(err):
-        return
-    device = 0
-    if _ptr(ctx):
-        err, dev = driver.cuCtxGetDevice()
-        if int(err):
-            return
-        device = as_int(dev)
-    lib.cricket_exit_note_context(_ptr(ctx), device)
-    if _ptr(ctx) and not int(driver.cuCtxSynchronize()[0]):
-        lib.cricket_exit_note_drained(int(not driver_graphs.capturing_any(conn)))
+    cuCtxGetCurrent(ffi.new("uintptr_t *"))
+    _context_device(ffi.new("CUdevice *"))  # fails, noting nothing, without a current context
     err, count = driver.cuDeviceGetCount()
     for ordinal in range(0 if int(err) else int(count or 0)):
-        err, flags, active = driver.cuDevicePrimaryCtxGetState(ordinal)
-        if not int(err):
-            lib.cricket_exit_note_primary(ordinal, int(flags or 0), int(active or 0))
+        cuDevicePrimaryCtxGetState(ordinal, ffi.new("unsigned int *"), ffi.new("int *"))
+    if not int(driver.cuCtxSynchronize()[0]):
+        lib.cricket_exit_note_drained(int(not driver_graphs.capturing_any(conn)))
 
 
 _forsaken: list[Any] = []  # a forked child's copies of its parent's connections, kept inert

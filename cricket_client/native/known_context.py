@@ -76,8 +76,9 @@ void cricket_known_forget(void);
 void cricket_known_note(int what, uintptr_t value, unsigned long long epoch);
 void cricket_known_note_primary(int dev, unsigned int flags, int active, unsigned long long epoch);
 """
-# The first lines of an entry's C body, before it enters Python: answered here when known.
-_GUARD = "!cricket_finalized && !cricket_forked && !cricket_other_python"
+# The first lines of an entry's C body, before it enters Python: answered here when known,
+# also after the interpreter's exit (at_exit: noted at the exit, nothing moves the epoch on then).
+_GUARD = "!cricket_forked && !cricket_other_python"
 FAST_PATHS = {
     "cuCtxGetCurrent": (
         f"    uintptr_t known; if (pctx && {_GUARD} && cricket_known({CONTEXT}, &known)) "
