@@ -48,6 +48,7 @@ from .errors import HelloRefused, NotConnectedError, error_name
 from .known_answers import POINTER, KnownAnswers, answer, rule
 from .launch_batch import KERNELS as KERNEL_BATCH
 from .launch_templates import LaunchTemplates
+from .mapped_host import SYNCHRONIZING, MappedHost, synchronize
 from .pipeline import Pipeline, err_of
 from .reconnect import enable_reconnect, resume_after_loss
 from .replay import RECENT, ReplayLog
@@ -170,6 +171,7 @@ class Connection:
         self.launch_templates = LaunchTemplates()  # cricket_client.launch_templates
         self.known = KnownAnswers()  # answers that do not travel (cricket_client.known_answers)
         self.datapaths: DataPaths | None = None  # copy routing (cricket_client.datapath)
+        self.mapped: MappedHost | None = None  # mapped host memory (cricket_client.mapped_host)
         self.closed = False
         # Reconnecting (cricket_client.reconnect): seconds to keep trying after a loss (None:
         # CRICKET_RECONNECT_DEADLINE at that time, else the default; 0: off), and where to
@@ -224,8 +226,17 @@ class Connection:
         The synchronous path: while nothing is logged for replay, no launch is gathered and
         no pipelined reply is pending, the call is numbered, sent and answered here without
         the wrapper (`cricket_client.resuming`), which it follows on a lost connection."""
+        if self.mapped is not None and proc in SYNCHRONIZING:  # mapped host memory comes back
+            return synchronize(self, proc, args)
         how = _HOW_TO_CALL.get(proc) or self._how_to_call(proc)
         if how[6] is not None:  # an answer that may be known, or a call that changes them
+            return answer(self, proc, how[6], args, self._call_plain)  # type: ignore[no-any-return]
+        return self._call_plain(proc, *args)
+
+    def _call_unmapped(self, proc: str, *args: Any) -> tuple[Any, ...]:
+        """`call` without the mapped host memory's reads (cricket_client.mapped_host)."""
+        how = _HOW_TO_CALL.get(proc) or self._how_to_call(proc)
+        if how[6] is not None:
             return answer(self, proc, how[6], args, self._call_plain)  # type: ignore[no-any-return]
         return self._call_plain(proc, *args)
 
@@ -381,6 +392,8 @@ class Connection:
         cuGraphLaunch): sent at once when nothing is outstanding, else gathered with the
         launches after it into one `batch` call (cricket_client.launch_batch). Counted as one
         `call` for replay, as the server counts it; only while the replay log does not log."""
+        if self.mapped is not None:  # the program's writes to mapped host memory go first
+            self.mapped.push(self)
         self._local_message = None
         self.replay_log.count(call)
         if self.stats is not None:

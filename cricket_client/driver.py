@@ -17,6 +17,7 @@ declared one line each in cricket_client/driver.mirrors and generated
 
 from __future__ import annotations
 
+import copy
 import struct
 from collections.abc import Sequence
 from typing import Any
@@ -33,6 +34,7 @@ from ._enums import (
     DRIVER_NAMES,
     CUjit_option,
     CUlibraryOption,
+    CUmemorytype,
     CUpointer_attribute,
     CUresult,
 )
@@ -55,7 +57,7 @@ from .datapath.select import Mode, Path
 from .driver_arrays import *  # noqa: F403  (arrays, 2D/3D copies, texture and surface objects)
 from .early_copies import copy_early, returns_early
 from .errors import NotSupportedRemotely, error_string
-from .host_buffers import HostBufferError, read_host, writable_view, write_host
+from .host_buffers import HostBufferError, host_address, read_host, writable_view, write_host
 from .host_functions import CUhostFn, CUstreamCallback
 from .kernel_args import LaunchArgumentError, LaunchName, pack_kernel_params
 from .known_answers import stream_settled
@@ -193,16 +195,30 @@ def _dtoh(call: str, dst: Any, src: int, n: int, stream: int | None) -> tuple[An
         view = writable_view(dst, n, f"{call}: dstHost")
     except HostBufferError as exc:
         raise TypeError(str(exc)) from None
+    mapped = conn.mapped if conn.mapped is not None and conn.mapped.ranges else None
+    if mapped is not None:  # mapped host memory comes back with the read (mapped_host)
+        address = host_address(dst)
+        if address is not None and mapped.overlaps(address, n, device=False):
+            err = mapped.pull(conn, stream)  # a read into mapped memory lands after
+            mapped = None
+        else:
+            err = mapped.push(conn)
+        if err:
+            return _out(err)
     routed = _bulk(conn).dtoh(view, src, stream) if n and not _inline(conn, n, dtoh=True) else None
     if routed is not None:
-        err = routed
+        err = routed or (mapped.pull(conn, stream) if mapped is not None else 0)
     else:
         proc, on = ("CU_MEMCPY_DTOH", ()) if stream is None else ("CU_MEMCPY_DTOH_ASYNC", (stream,))
         if n <= COPY_CHUNK:  # one call (a small read: a loop's hot path)
             calls = [((src, n, *on), view)]
         else:
             calls = [((src + off, m, *on), view[off : off + m]) for off, m in _chunks(n)]
+        if mapped is not None:
+            calls = mapped.read_calls(stream) + calls
         err = conn.sync_into(proc, calls)
+        if mapped is not None and not err:
+            mapped.settle()
     if stream is not None and err == 0:
         stream_settled(conn, stream)  # the server waited for the stream to copy its bytes
     return _out(err)
@@ -236,9 +252,20 @@ def _memcpy(call: str, dst: Any, src: Any, n: int, stream: int | None) -> tuple[
     dst_dev = not _is_buffer(dst) and conn.is_device_address(_handle(dst, "dst"))
     src_dev = not _is_buffer(src) and conn.is_device_address(_handle(src, "src"))
     if dst_dev and src_dev:
-        if stream is None:
-            return cuMemcpyDtoD(dst, src, n)
-        return cuMemcpyDtoDAsync(dst, src, n, stream)
+        mapped = conn.mapped if conn.mapped is not None and conn.mapped.ranges else None
+        if mapped is None:
+            return cuMemcpyDtoD(dst, src, n) if stream is None else cuMemcpyDtoDAsync(dst, src, n, stream)
+        # mapped host memory at device addresses (mapped_host): the program's writes go
+        # first; a synchronous copy into it shows its bytes on return
+        err = mapped.push(conn)
+        if err:
+            return _out(err)
+        if stream is not None:
+            return cuMemcpyDtoDAsync(dst, src, n, stream)
+        err = cuMemcpyDtoD(dst, src, n)[0]
+        if not err and mapped.overlaps(_handle(dst, "dst"), n, device=True):
+            err = mapped.pull(conn, None)
+        return _out(err)
     if dst_dev:
         return _htod(call, _handle(dst, "dst"), _host(src), n, stream)
     if src_dev:
@@ -347,10 +374,10 @@ def cuPointerGetAttribute(attribute: Any, ptr: Any) -> tuple[Any, Any]:
     conn = _conn()
     attribute, address = int(attribute), _handle(ptr, "ptr")
     attrs = [attribute] if attribute == _PA_MEMORY_TYPE else [attribute, _PA_MEMORY_TYPE]
-    err, r = conn.sync("CU_POINTER_GET_ATTRIBUTES", attrs, address)
+    err, items = _pointer_attributes(conn, attrs, address)
     if err:
         return _out(err, None)
-    item, kind = r.value[0], r.value[-1]
+    item, kind = items[0], items[-1]
     if item.err:
         return _out(item.err, None)
     if not kind.err and kind.value == 0:
@@ -366,11 +393,35 @@ def cuPointerGetAttributes(
     attrs = [int(a) for a in (attributes or [])][: int(numAttributes)]
     if len(attrs) != int(numAttributes):
         raise RuntimeError(f"List is too small: {len(attrs)} < {int(numAttributes)}")
-    err, r = _conn().sync("CU_POINTER_GET_ATTRIBUTES", attrs, _handle(ptr, "ptr"))
+    err, items = _pointer_attributes(_conn(), attrs, _handle(ptr, "ptr"))
     if err:
         return _out(err, None)
     # Attributes the pointer does not have read as 0/None, as the driver leaves them.
-    return (_SUCCESS, [_pointer_value(v.attribute, v.value) if not v.err else None for v in r.value])
+    return (_SUCCESS, [_pointer_value(v.attribute, v.value) if not v.err else None for v in items])
+
+
+def _pointer_attributes(conn: Connection, attrs: list[int], address: int) -> tuple[int, list[Any]]:
+    """The server's answers for `address`; mapped host memory (mapped_host) answers as the
+    host memory it is, its device copy asked for the rest."""
+    mapped = conn.mapped.find(address) if conn.mapped is not None else None
+    if mapped is None:
+        err, r = conn.sync("CU_POINTER_GET_ATTRIBUTES", attrs, address)
+        return err, (r.value if not err else [])
+    offset = address - mapped.host
+    err, r = conn.sync("CU_POINTER_GET_ATTRIBUTES", attrs, mapped.device + offset)
+    if err:
+        return err, []
+    host_answers = {
+        _PA_MEMORY_TYPE: int(CUmemorytype.CU_MEMORYTYPE_HOST),
+        int(CUpointer_attribute.CU_POINTER_ATTRIBUTE_HOST_POINTER): address,
+        int(CUpointer_attribute.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR): mapped.host,
+        int(CUpointer_attribute.CU_POINTER_ATTRIBUTE_RANGE_SIZE): mapped.size,
+    }
+    items = [copy.copy(item) for item in r.value]  # the kept answer of the device copy stays
+    for item in items:
+        if item.attribute in host_answers:  # a device allocation has no host pointer
+            item.err, item.value = 0, host_answers[item.attribute]
+    return 0, items
 
 
 # -- modules, libraries, functions ----------------------------------------------------------
@@ -581,6 +632,8 @@ def _launch(
     extra: Any,
 ) -> tuple[Any]:
     conn = _conn()
+    if conn.mapped is not None:  # the program's writes to mapped host memory go first
+        conn.mapped.push(conn)
     err, func = _function_id(conn, f)
     if err:
         return _out(err)

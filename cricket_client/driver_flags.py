@@ -180,6 +180,8 @@ def cuLaunchKernelEx(config: Any, f: Any, kernelParams: Any, extra: Any) -> tupl
     """One pipelined call (CU_LAUNCH_KERNEL_EX) carrying the launch and its attributes."""
     call = "cuLaunchKernelEx"
     conn = _conn()
+    if conn.mapped is not None:  # the program's writes to mapped host memory go first
+        conn.mapped.push(conn)
     if not hasattr(config, "gridDimX"):
         return _fail(conn, _INVALID_VALUE, f"{call}: config is not a CUlaunchConfig", 0)
     try:

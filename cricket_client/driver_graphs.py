@@ -785,6 +785,8 @@ def cuGraphLaunch(hGraphExec: Any, hStream: Any) -> tuple[Any]:
     when the exec copies into client host memory (those bytes are then written)."""
     call = "cuGraphLaunch"
     conn = get_connection()
+    if conn.mapped is not None:  # the program's writes to mapped host memory go first
+        conn.mapped.push(conn)
     handle = _u64(hGraphExec, "hGraphExec")
     stream = _stream(hStream)
     plan = _state(conn).execs.get(handle, _NO_PLAN)

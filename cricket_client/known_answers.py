@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KnownAnswers", "RULES", "answer", "answered_here", "context_answers_changed",
-    "known_current_context", "on_context_change", "stream_settled",
+    "known_current_context", "on_context_change", "settles_here", "stream_settled",
 ]
 
 DEVICE, CONTEXT, FUNCTION, POINTER = 0, 1, 2, 3
@@ -296,22 +296,28 @@ def _settle(
 ) -> Any:
     """A synchronize (or stream query) with nothing sent since one that covers it: success
     here; else sent, and remembered when it succeeds with nothing left pending."""
-    settled = known.settled
-    if settled is not None and _quiet(conn):
-        rpc, number, covered = settled
-        stream = args[0] if args else None
-        if (rpc, number) == _next_call_number(conn) and (
-            covered == ("CU_CTX_SYNCHRONIZE", None)
-            and (proc == "CU_CTX_SYNCHRONIZE" or stream == 0)
-            or covered == ("CU_STREAM_SYNCHRONIZE", stream) and proc != "CU_CTX_SYNCHRONIZE"
-        ):
-            answered_here(conn, proc)
-            return _success(send)
+    if settles_here(conn, proc, args[0] if args else None):
+        answered_here(conn, proc)
+        return _success(send)
     known.settled = None
     reply = send(proc, *args)
     if reply[0] == 0 and proc != "CU_STREAM_QUERY":
         _mark_settled(conn, (proc, args[0] if args else None))
     return reply
+
+
+def settles_here(conn: Connection, proc: str, stream: int | None) -> bool:
+    """Whether a synchronize (or stream query) `proc` of `stream` would be answered here:
+    nothing was sent since a successful one that covers it."""
+    settled = conn.known.settled
+    if settled is None or not _quiet(conn):
+        return False
+    rpc, number, covered = settled
+    return (rpc, number) == _next_call_number(conn) and (
+        covered == ("CU_CTX_SYNCHRONIZE", None)
+        and (proc == "CU_CTX_SYNCHRONIZE" or stream == 0)
+        or covered == ("CU_STREAM_SYNCHRONIZE", stream) and proc != "CU_CTX_SYNCHRONIZE"
+    )
 
 
 def stream_settled(conn: Connection, stream: int) -> None:

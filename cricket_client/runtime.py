@@ -16,7 +16,8 @@ thread's device, retained on first use and made current as the CUDA runtime does
 - Memory: device pointers are ints, as in cuda-python. cudaMallocHost, cudaHostAlloc and
   cudaFreeHost allocate on this machine; what "pinned" means remotely is said in
   `cricket_client.runtime_host`: page-locked here with mlock where allowed, never mapped into
-  the remote GPU, so cudaHostAllocMapped is refused. cudaMemcpy2D moves the rows in one call
+  the remote GPU; cudaHostAllocMapped gives a small range kept coherent with a device copy
+  (`cricket_client.mapped_host`). cudaMemcpy2D moves the rows in one call
   each way (RT_MEMCPY_2D_*), the pitch gaps never travel.
 - cudaLaunchKernel(func, gridDim, blockDim, args, sharedMem, stream), which cuda-python does not
   offer, launches a cudaKernel_t (or a CUfunction/CUkernel) with `args` in any form
@@ -213,15 +214,9 @@ def cudaMallocHost(size: int) -> tuple[Any, int | None]:
 
 def cudaHostAlloc(size: int, flags: int) -> tuple[Any, int | None]:
     size = size_t(size, "cudaHostAlloc: size")
-    if uint(flags, "cudaHostAlloc: flags") & cudaHostAllocMapped:  # noqa: F405
-        conn = get_connection()
-        return _fail(
-            conn,
-            cudaError_t.cudaErrorNotSupported,
-            "cudaHostAlloc: cudaHostAllocMapped is not supported remotely (the GPU cannot map "
-            "this machine's memory); allocate device memory and copy",
-            1,
-        )
+    flags = uint(flags, "cudaHostAlloc: flags")
+    if flags & cudaHostAllocMapped:  # noqa: F405  (small ranges: cricket_client.mapped_host)
+        return _with_context(lambda: driver.cuMemHostAlloc(size, flags), 1) if size else (_SUCCESS, 0)
     if size == 0:
         return (_SUCCESS, 0)
     try:
@@ -234,6 +229,8 @@ def cudaHostAlloc(size: int, flags: int) -> tuple[Any, int | None]:
 def cudaFreeHost(ptr: Any) -> tuple[Any]:
     address = as_int(ptr)
     if address == 0 or PINNED.free(address):
+        return (_SUCCESS,)
+    if driver.cuMemFreeHost(address)[0] == 0:  # mapped host memory
         return (_SUCCESS,)
     conn = get_connection()
     return _fail(

@@ -17,7 +17,7 @@ from . import driver
 from ._args import c_int, size_t, uint
 from ._runtime_enums import cudaError_t, cudaFuncCache
 from ._types import CUcontext, CUdevice, CUfunction, as_int
-from .driver_unshared import MANAGED_WHY, MAPPED_WHY, register_host, unregister_host
+from .driver_unshared import MANAGED_WHY, register_host, unregister_host
 from .launch_types import cudaStreamAttrValue
 from .runtime import (
     _SUCCESS,
@@ -265,8 +265,8 @@ def cudaMallocManaged(size: int, flags: int) -> tuple[Any, int | None]:
 
 
 def cudaHostGetDevicePointer(pHost: Any, flags: int) -> tuple[Any, int | None]:
-    uint(flags, "cudaHostGetDevicePointer: flags")
-    return _refuse("cudaHostGetDevicePointer", MAPPED_WHY, 1)
+    flags = uint(flags, "cudaHostGetDevicePointer: flags")
+    return _ret(*driver.cuMemHostGetDevicePointer(pHost, flags))
 
 
 def cudaHostRegister(ptr: Any, size: int, flags: int) -> tuple[Any]:

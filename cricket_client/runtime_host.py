@@ -6,7 +6,7 @@ RAM with mlock(2) where the process may lock that much (RLIMIT_MEMLOCK; else the
 ordinary pages and `locked` says so), so they are never swapped out. Copies from and to them
 travel over the network like any other host memory; an asynchronous copy takes the bytes when
 it is called (host to device) or writes them when the stream's reply arrives (device to host).
-cudaHostAllocMapped (a device pointer to host memory) cannot be offered and is refused.
+cudaHostAllocMapped (a device pointer to host memory) is `cricket_client.mapped_host`'s.
 """
 
 from __future__ import annotations

@@ -158,6 +158,7 @@ __all__ = [
     "cuMemGetInfo_v2",
     "cuMemGetMemPool",
     "cuMemHostGetDevicePointer_v2",
+    "cuMemHostGetFlags",
     "cuMemMap",
     "cuMemPoolCreate",
     "cuMemPoolDestroy",
@@ -1441,6 +1442,16 @@ def cuMemHostGetDevicePointer_v2(pdptr: Any, p: int, Flags: int) -> int:
     err, v0 = driver.cuMemHostGetDevicePointer(p, Flags)
     if not err:
         pdptr[0] = _number(v0)
+    return int(err)
+
+
+@_entry
+def cuMemHostGetFlags(pFlags: Any, p: int) -> int:
+    if not pFlags:
+        return _null("cuMemHostGetFlags", "pFlags")
+    err, v0 = driver.cuMemHostGetFlags(p)
+    if not err:
+        pFlags[0] = _number(v0)
     return int(err)
 
 

@@ -34,7 +34,6 @@ from .._types import as_int
 from ..connection import get_connection as _conn
 from ..errors import CricketClientError, NotSupportedRemotely
 from ..host_buffers import HostBufferError
-from ..runtime_host import PINNED
 from . import export_slots
 from .known_context import CONTEXT, DEVICE, KnownContext
 from .launch_pack import ParamPacker
@@ -502,56 +501,41 @@ def cuPointerGetAttributes(count: int, attributes: Any, data: int, ptr: int) -> 
     return SUCCESS
 
 
-# -- page-locked host memory: the client's own (what pinned means remotely: runtime_host) ------
-
-HOST_ALLOC_DEVICEMAP = 0x02  # CU_MEMHOSTALLOC_DEVICEMAP, CU_MEMHOSTREGISTER_DEVICEMAP
-HOST_REGISTER_IOMEMORY = 0x04
-HOST_MEMORY_ALREADY_REGISTERED = 712
-HOST_MEMORY_NOT_REGISTERED = 713
-_registered: dict[int, int] = {}  # host address -> bytes, registered with cuMemHostRegister
+# -- page-locked and mapped host memory: cricket_client.driver's (runtime_host, mapped_host) --
 
 
-def _host_alloc(pp: int, size: int, flags: int, call: str) -> int:
-    if not pp or size == 0:
+def _host_alloc(pp: int, size: int, flags: int) -> int:
+    if not pp:
         return INVALID_VALUE
-    if flags & HOST_ALLOC_DEVICEMAP:
-        raise NotSupportedRemotely(f"{call}: mapped host memory (DEVICEMAP) cannot reach a remote GPU")
-    ffi.cast("uintptr_t *", pp)[0] = PINNED.alloc(size).address
-    return SUCCESS
+    err, address = driver.cuMemHostAlloc(size, flags)
+    if not err:
+        ffi.cast("uintptr_t *", pp)[0] = address
+    return int(err)
 
 
 @_entry
 def cuMemAllocHost_v2(pp: int, size: int) -> int:
-    return _host_alloc(pp, size, 0, "cuMemAllocHost")
+    return _host_alloc(pp, size, 0)
 
 
 @_entry
 def cuMemHostAlloc(pp: int, size: int, flags: int) -> int:
-    return _host_alloc(pp, size, flags, "cuMemHostAlloc")
+    return _host_alloc(pp, size, flags)
 
 
 @_entry
 def cuMemFreeHost(p: int) -> int:
-    return SUCCESS if PINNED.free(p) else INVALID_VALUE
+    return _err(driver.cuMemFreeHost(p))
 
 
 @_entry
 def cuMemHostRegister_v2(p: int, size: int, flags: int) -> int:
-    if not p or size == 0:
-        return INVALID_VALUE
-    if flags & (HOST_ALLOC_DEVICEMAP | HOST_REGISTER_IOMEMORY):
-        raise NotSupportedRemotely("cuMemHostRegister: DEVICEMAP/IOMEMORY cannot reach a remote GPU")
-    with _lock:
-        if p in _registered:
-            return HOST_MEMORY_ALREADY_REGISTERED
-        _registered[p] = size  # copies from and to it travel as from any host memory
-    return SUCCESS
+    return _err(driver.cuMemHostRegister(p, size, flags))
 
 
 @_entry
 def cuMemHostUnregister(p: int) -> int:
-    with _lock:
-        return SUCCESS if _registered.pop(p, None) is not None else HOST_MEMORY_NOT_REGISTERED
+    return _err(driver.cuMemHostUnregister(p))
 
 
 # attribute -> (C type written at *data, how the value is read)

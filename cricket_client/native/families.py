@@ -315,7 +315,8 @@ FAMILY_ENTRIES: list[tuple[str, str]] = [
     ("cuLinkComplete", "CUlinkState state, void **cubinOut, size_t *sizeOut"),
     ("cuLinkDestroy", "CUlinkState state"),
     # remoted by the Python client, exported with generated entries: graph and node ids,
-    # node removal; managed and mapped memory (answer NOT_SUPPORTED with the client's reason)
+    # node removal; managed memory (answers NOT_SUPPORTED with the client's reason), mapped
+    # host memory (cricket_client.mapped_host)
     ("cuGraphDestroyNode", "CUgraphNode hNode"),
     ("cuGraphMemsetNodeGetParams", "CUgraphNode hNode, CUDA_MEMSET_NODE_PARAMS *nodeParams"),
     ("cuGraphGetId", "CUgraph hGraph, unsigned int *graphId"),
@@ -325,6 +326,7 @@ FAMILY_ENTRIES: list[tuple[str, str]] = [
     ("cuGraphNodeGetToolsId", "CUgraphNode hNode, unsigned long long *toolsNodeId"),
     ("cuMemAllocManaged", "CUdeviceptr *dptr, size_t bytesize, unsigned int flags"),
     ("cuMemHostGetDevicePointer_v2", "CUdeviceptr *pdptr, void *p, unsigned int Flags"),
+    ("cuMemHostGetFlags", "unsigned int *pFlags, void *p"),
     # polymorphic graph nodes, graph memory, conditional nodes
     ("cuGraphAddNode", "CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUgraphNodeParams *nodeParams"),
     ("cuGraphAddNode_v2", "CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUgraphNodeParams *nodeParams"),

@@ -4,9 +4,10 @@ libcuda.so.1 against the `cuda` backend with the client's GPU hidden: a PyTorch 
 softmax, random numbers, a side stream with events and pinned non-blocking copies, and a CUDA
 graph captured and replayed, ending cleanly (tensors freed after the interpreter's exit);
 CuPy's random numbers (cuRAND), sort and scan (CUB), a linear solve (cuSOLVER) and a
-non-blocking stream with events. Two libraries do not run yet, each an expected failure that
-says why: cuFFT asks the driver for a private table whose meaning is not known, cuDNN for
-mapped host memory, which a remote GPU cannot reach."""
+non-blocking stream with events; PyTorch's convolutions through cuDNN (whose handle keeps a
+flag in mapped host memory: cricket_client.mapped_host), forward and backward against the
+CPU. cuFFT does not run yet, an expected failure that says why: it asks the driver for a
+private table whose meaning is not known."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ gpu, cpu = losses[0::2], losses[1::2]
 assert all(abs(a - b) < 1e-3 for a, b in zip(gpu, cpu)), (gpu, cpu)
 assert gpu[-1] < gpu[0], gpu
 for p, q in zip(model.parameters(), ref.parameters()):
-    assert torch.allclose(p.detach().cpu(), q.detach(), atol=1e-4), float((p.detach().cpu() - q.detach()).abs().max())
+    assert torch.allclose(p.detach().cpu(), q.detach(), atol=1e-3), float((p.detach().cpu() - q.detach()).abs().max())
 print("torch_train ok", [round(v, 4) for v in gpu])
 """
 
@@ -129,20 +130,29 @@ print("cupy_libs", "ok" if not failed else f"failed {failed}")
 """
 
 TORCH_CONVOLUTION = """
+import copy
 import torch
 torch.backends.cudnn.allow_tf32 = False
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.manual_seed(0)
 net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
                           torch.nn.MaxPool2d(2), torch.nn.Conv2d(8, 4, 3), torch.nn.AdaptiveAvgPool2d(1))
+ref = copy.deepcopy(net)
 g = torch.Generator().manual_seed(2)
 x = torch.randn(4, 3, 16, 16, generator=g, requires_grad=True)
-y_cpu = net(x); y_cpu.sum().backward(); grad_cpu = x.grad.clone(); x.grad = None
+y_cpu = ref(x); y_cpu.sum().backward(); grad_cpu = x.grad.clone()
 netc = net.cuda(); xc = x.detach().cuda().requires_grad_()
 y = netc(xc); y.sum().backward()
 assert torch.allclose(y.detach().cpu(), y_cpu.detach(), atol=1e-4), float((y.detach().cpu() - y_cpu.detach()).abs().max())
 assert torch.allclose(xc.grad.cpu(), grad_cpu, atol=1e-4)
-print("torch_conv ok", torch.backends.cudnn.version())
+# a few training steps (convolution weight gradients, SGD) against the same steps on the CPU
+opt, opt_ref = torch.optim.SGD(netc.parameters(), lr=0.1), torch.optim.SGD(ref.parameters(), lr=0.1)
+for step in range(3):
+    for model, o, inp in ((netc, opt, xc.detach()), (ref, opt_ref, x.detach())):
+        o.zero_grad(); model(inp).square().mean().backward(); o.step()
+for p, q in zip(netc.parameters(), ref.parameters()):
+    assert torch.allclose(p.detach().cpu(), q.detach(), atol=1e-3), float((p.detach().cpu() - q.detach()).abs().max())
+print("torch_conv ok", torch._C._cudnn.getVersionInt())  # not cudnn.version(): it counts devices by CUDA_VISIBLE_DEVICES, emptied for the client
 """
 
 
@@ -180,11 +190,5 @@ def test_cupy_fft(server: object) -> None:
     assert "fft ok" in lines, lines
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cuDNN's handle asks for mapped host memory "
-    "(cuMemHostAlloc with DEVICEMAP), which a remote GPU cannot reach: "
-    "CUDA_ERROR_NOT_SUPPORTED naming it, then CUDNN_STATUS_INTERNAL_ERROR",
-)
 def test_a_pytorch_convolution_through_cudnn(server: object) -> None:
     assert _run(server, "torch", TORCH_CONVOLUTION).startswith("torch_conv ok")

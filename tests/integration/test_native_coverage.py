@@ -45,7 +45,7 @@ def test_names_graph_ids_nodes_and_unshared_memory_through_both_doors(server: Se
         "nodes 5",
         "exec id is a number True",
         "managed CUDA_ERROR_NOT_SUPPORTED",
-        "mapped CUDA_ERROR_NOT_SUPPORTED",
+        "mapped CUDA_ERROR_INVALID_VALUE",
         "done",
     ]
     assert "(native libcuda)" not in native.stderr  # no stub answered
