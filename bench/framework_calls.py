@@ -108,6 +108,12 @@ LOOPS = {
         "c = torch.empty(128, 128, device='cuda')\nout = torch.zeros(1)",
         "torch.matmul(a, a, out=c); out.copy_(c[0, :1])",
     ),
+    "torch-conv": (  # cuDNN, whose handle keeps a flag in mapped host memory (mapped_host)
+        "import torch\nconv = torch.nn.Conv2d(16, 16, 3, padding=1).cuda()\n"
+        "x = torch.ones(8, 16, 32, 32, device='cuda')\nout = torch.zeros(1)\n"
+        "torch.set_grad_enabled(False)",
+        "out.copy_(conv(x)[0, 0, 0, :1])",
+    ),
 }
 
 

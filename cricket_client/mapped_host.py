@@ -17,7 +17,8 @@ can tell the difference:
   stream, in the same flight (no round trip of its own); the others read them after.
 
 What cannot be: a host thread spinning on a flag that a running kernel sets (or the reverse)
-sees it change only at the next synchronization. CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY still
+sees it change only at the next synchronization; a synchronous cuMemsetD* or cuMemcpyDtoD into
+a range (rather than cuMemcpy) shows in host memory at the next synchronization too. CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY still
 reads 0, so programs that choose zero-copy for bulk data take their copy path; libraries that
 keep small mapped buffers unasked (cuDNN's handle keeps a 4-byte flag) work. The ranges of a
 connection hold at most CRICKET_MAPPED_HOST_LIMIT bytes together (default 64 KiB): every launch
