@@ -124,6 +124,7 @@ class Connection:
     """
 
     stats: call_stats.CallStats | None = None  # CRICKET_CALL_STATS (set by __init__)
+    mapped: MappedHost | None = None  # mapped host memory (cricket_client.mapped_host)
 
     def __init__(
         self,
@@ -171,7 +172,6 @@ class Connection:
         self.launch_templates = LaunchTemplates()  # cricket_client.launch_templates
         self.known = KnownAnswers()  # answers that do not travel (cricket_client.known_answers)
         self.datapaths: DataPaths | None = None  # copy routing (cricket_client.datapath)
-        self.mapped: MappedHost | None = None  # mapped host memory (cricket_client.mapped_host)
         self.closed = False
         # Reconnecting (cricket_client.reconnect): seconds to keep trying after a loss (None:
         # CRICKET_RECONNECT_DEADLINE at that time, else the default; 0: off), and where to

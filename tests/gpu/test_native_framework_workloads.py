@@ -4,12 +4,16 @@ libcuda.so.1 against the `cuda` backend with the client's GPU hidden: a PyTorch 
 softmax, random numbers, a side stream with events and pinned non-blocking copies, and a CUDA
 graph captured and replayed, ending cleanly (tensors freed after the interpreter's exit);
 CuPy's random numbers (cuRAND), sort and scan (CUB), a linear solve (cuSOLVER) and a
-non-blocking stream with events; PyTorch's convolutions through cuDNN (whose handle keeps a
-flag in mapped host memory: cricket_client.mapped_host), forward and backward against the
-CPU. cuFFT does not run yet, an expected failure that says why: it asks the driver for a
-private table whose meaning is not known."""
+non-blocking stream with events; a Triton kernel on PyTorch tensors; PyTorch's convolutions
+through cuDNN (whose handle keeps a flag in mapped host memory: cricket_client.mapped_host),
+forward, backward and SGD steps against the CPU. cuFFT does not run yet, an expected failure
+that says why: it asks the driver for a private table whose meaning is not known."""
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
 
 import pytest
 from test_native_frameworks import _importable, run_hidden, server
@@ -192,3 +196,41 @@ def test_cupy_fft(server: object) -> None:
 
 def test_a_pytorch_convolution_through_cudnn(server: object) -> None:
     assert _run(server, "torch", TORCH_CONVOLUTION).startswith("torch_conv ok")
+
+
+TRITON_ADD = """
+import torch
+import triton
+import triton.language as tl
+
+@triton.jit
+def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = i < n
+    tl.store(out_ptr + i, tl.load(x_ptr + i, mask=mask) + tl.load(y_ptr + i, mask=mask), mask=mask)
+
+n = 98432
+x = torch.rand(n, device="cuda"); y = torch.rand(n, device="cuda")
+out = torch.empty_like(x)
+add[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+assert torch.equal(out.cpu(), (x + y).cpu())
+print("triton ok", torch.cuda.device_count())
+"""
+# PyTorch counts devices itself from CUDA_VISIBLE_DEVICES: an empty value is "no devices" to
+# it (torch.cuda.device_count() 0, which Triton asks), whatever the driver says. A MIG UUID
+# that names no device hides the local GPU from the local driver just as well, and PyTorch
+# then asks the driver (the library) for the count.
+NO_DEVICE = "MIG-GPU-00000000-0000-0000-0000-000000000000/0/0"
+
+
+def test_a_triton_kernel_through_pytorch(server: object) -> None:
+    if not _importable("triton"):
+        pytest.skip("triton is not installed")
+    local = subprocess.run(
+        [sys.executable, "-c", "from cuda.bindings import driver as d; print(d.cuInit(0)[0].name)"],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "CUDA_VISIBLE_DEVICES": NO_DEVICE},
+    )  # fmt: skip
+    assert local.stdout.strip() == "CUDA_ERROR_NO_DEVICE", local.stdout + local.stderr  # hidden
+    done = run_hidden(server, TRITON_ADD, hide=NO_DEVICE)  # type: ignore[arg-type]
+    assert done.returncode == 0, done.stdout + done.stderr[-6000:]
+    assert done.stdout.splitlines()[-1] == "triton ok 1"

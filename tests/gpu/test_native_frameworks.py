@@ -144,9 +144,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         yield srv
 
 
-def run_hidden(server: Server, code: str) -> subprocess.CompletedProcess[str]:
-    """`cricket-run -- python -c CODE` with no GPU visible to the client process."""
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+def run_hidden(server: Server, code: str, hide: str = "") -> subprocess.CompletedProcess[str]:
+    """`cricket-run -- python -c CODE` with no GPU visible to the client process
+    (CUDA_VISIBLE_DEVICES `hide`, naming no device)."""
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": hide}
     command = [sys.executable, "-m", "cricket_client.run", "--server", server.address, "--",
                sys.executable, "-c", code]
     return subprocess.run(command, capture_output=True, text=True, timeout=RUN_LIMIT, env=env, cwd=ROOT)
