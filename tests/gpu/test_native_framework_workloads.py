@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from test_native_frameworks import _importable, run_hidden, server
@@ -223,7 +224,7 @@ print("triton ok", torch.cuda.device_count())
 NO_DEVICE = "MIG-GPU-00000000-0000-0000-0000-000000000000/0/0"
 
 
-def test_a_triton_kernel_through_pytorch(server: object) -> None:
+def test_a_triton_kernel_through_pytorch(server: object, tmp_path: Path) -> None:
     if not _importable("triton"):
         pytest.skip("triton is not installed")
     local = subprocess.run(
@@ -231,6 +232,8 @@ def test_a_triton_kernel_through_pytorch(server: object) -> None:
         capture_output=True, text=True, timeout=120, env={**os.environ, "CUDA_VISIBLE_DEVICES": NO_DEVICE},
     )  # fmt: skip
     assert local.stdout.strip() == "CUDA_ERROR_NO_DEVICE", local.stdout + local.stderr  # hidden
-    done = run_hidden(server, TRITON_ADD, hide=NO_DEVICE)  # type: ignore[arg-type]
+    script = tmp_path / "triton_add.py"  # Triton reads its kernels' source from their file
+    script.write_text(TRITON_ADD)
+    done = run_hidden(server, "", hide=NO_DEVICE, script=script)  # type: ignore[arg-type]
     assert done.returncode == 0, done.stdout + done.stderr[-6000:]
     assert done.stdout.splitlines()[-1] == "triton ok 1"

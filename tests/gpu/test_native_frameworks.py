@@ -144,12 +144,16 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         yield srv
 
 
-def run_hidden(server: Server, code: str, hide: str = "") -> subprocess.CompletedProcess[str]:
+def run_hidden(
+    server: Server, code: str, hide: str = "", script: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     """`cricket-run -- python -c CODE` with no GPU visible to the client process
-    (CUDA_VISIBLE_DEVICES `hide`, naming no device)."""
+    (CUDA_VISIBLE_DEVICES `hide`, naming no device); CODE from the file `script` when given
+    (for frameworks that read a function's source)."""
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": hide}
+    program = [str(script)] if script is not None else ["-c", code]
     command = [sys.executable, "-m", "cricket_client.run", "--server", server.address, "--",
-               sys.executable, "-c", code]
+               sys.executable, *program]
     return subprocess.run(command, capture_output=True, text=True, timeout=RUN_LIMIT, env=env, cwd=ROOT)
 
 
