@@ -215,22 +215,16 @@ def cudaMallocHost(size: int) -> tuple[Any, int | None]:
 def cudaHostAlloc(size: int, flags: int) -> tuple[Any, int | None]:
     size = size_t(size, "cudaHostAlloc: size")
     flags = uint(flags, "cudaHostAlloc: flags")
-    if flags & cudaHostAllocMapped:  # noqa: F405  (small ranges: cricket_client.mapped_host)
-        return _with_context(lambda: driver.cuMemHostAlloc(size, flags), 1) if size else (_SUCCESS, 0)
     if size == 0:
         return (_SUCCESS, 0)
-    try:
-        block = PINNED.alloc(size)
-    except (MemoryError, OSError, ValueError):
-        return _ret(cudaError_t.cudaErrorMemoryAllocation, None)
-    return (_SUCCESS, block.address)
+    if flags & cudaHostAllocMapped:  # noqa: F405  (small ranges: cricket_client.mapped_host)
+        return _with_context(lambda: driver.cuMemHostAlloc(size, flags), 1)
+    return _ret(*driver.cuMemHostAlloc(size, flags))  # page-locked here (runtime_host.PINNED)
 
 
 def cudaFreeHost(ptr: Any) -> tuple[Any]:
     address = as_int(ptr)
-    if address == 0 or PINNED.free(address):
-        return (_SUCCESS,)
-    if driver.cuMemFreeHost(address)[0] == 0:  # mapped host memory
+    if address == 0 or driver.cuMemFreeHost(address)[0] == 0:
         return (_SUCCESS,)
     conn = get_connection()
     return _fail(

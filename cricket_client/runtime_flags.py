@@ -43,6 +43,7 @@ __all__ = [
     "cudaFuncSetCacheConfig",
     "cudaGetDeviceFlags",
     "cudaHostGetDevicePointer",
+    "cudaHostGetFlags",
     "cudaHostRegister",
     "cudaHostUnregister",
     "cudaLaunchCooperativeKernel",
@@ -267,6 +268,11 @@ def cudaMallocManaged(size: int, flags: int) -> tuple[Any, int | None]:
 def cudaHostGetDevicePointer(pHost: Any, flags: int) -> tuple[Any, int | None]:
     flags = uint(flags, "cudaHostGetDevicePointer: flags")
     return _ret(*driver.cuMemHostGetDevicePointer(pHost, flags))
+
+
+def cudaHostGetFlags(pHost: Any) -> tuple[Any, int | None]:
+    """The flags cudaHostAlloc was given for the allocation holding `pHost`."""
+    return _ret(*driver.cuMemHostGetFlags(pHost))
 
 
 def cudaHostRegister(ptr: Any, size: int, flags: int) -> tuple[Any]:

@@ -161,12 +161,25 @@ def test_registered_memory_can_be_mapped(session: cricket_client.Connection, ker
 
 
 def test_the_runtime_maps_host_memory_too(rt: cricket_client.Connection, kernels: Any) -> None:
-    host = check(cudart.cudaHostAlloc(4, cudart.cudaHostAllocMapped))
+    mapped_flags = cudart.cudaHostAllocMapped | cudart.cudaHostAllocPortable
+    host = check(cudart.cudaHostAlloc(4, mapped_flags))
+    assert check(cudart.cudaHostGetFlags(host)) == mapped_flags
     dptr = check(cudart.cudaHostGetDevicePointer(host, 0))
     _poke(kernels, dptr, 9)
     check(cudart.cudaDeviceSynchronize())
     assert ctypes.c_int.from_address(host).value == 9
     check(cudart.cudaFreeHost(host))
+    pinned = check(cudart.cudaMallocHost(64))  # page-locked, not mapped
+    assert check(cudart.cudaHostGetFlags(pinned + 8)) == cudart.cudaHostAllocDefault
+    assert cudart.cudaHostGetDevicePointer(pinned, 0)[0] == cudart.cudaError_t.cudaErrorInvalidValue
+    check(cudart.cudaFreeHost(pinned))
+    assert cudart.cudaHostGetFlags(pinned)[0] == cudart.cudaError_t.cudaErrorInvalidValue
+    y = np.zeros(4, dtype=np.int32)  # registered and mapped
+    check(cudart.cudaHostRegister(y.ctypes.data, y.nbytes, cudart.cudaHostRegisterMapped))
+    _poke(kernels, check(cudart.cudaHostGetDevicePointer(y.ctypes.data, 0)) + 4, 11)
+    check(cudart.cudaDeviceSynchronize())
+    assert list(y) == [0, 11, 0, 0]
+    check(cudart.cudaHostUnregister(y.ctypes.data))
 
 
 def test_more_than_the_limit_is_refused_naming_it(session: cricket_client.Connection) -> None:
