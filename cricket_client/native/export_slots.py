@@ -291,6 +291,25 @@ def stream_object_id(ctx: int, obj: int, out: int) -> int:
     return SUCCESS
 
 
+def module_functions(ctx: int, module: int, callback: int, user: int, arg4: int, arg5: int) -> int:
+    """TOOLS_MODULE slot 7: `callback(user, function, module)` for each function of `module`;
+    their number (0, the callback not called, when the module is not the session's)."""
+    if not module or not callback:
+        return 0
+    err, count = driver.cuModuleGetFunctionCount(module)
+    functions: list[Any] | None = []
+    if not int(err) and count:
+        err, functions = driver.cuModuleEnumerateFunctions(count, module)
+    if int(err):
+        _local_error(f"TOOLS_MODULE slot 7: the functions of module {module:#x}: CUresult {int(err)}")
+        return 0
+    call = ffi.cast("void (*)(void *, uintptr_t, uintptr_t)", callback)
+    found = [as_int(f) for f in functions or []]
+    for function in found:
+        call(ffi.cast("void *", user), function, module)
+    return len(found)
+
+
 def _table_address(name: str) -> int:
     index = next(i for i, table in enumerate(TABLES) if table.name == name)
     return int(lib.cricket_export_table(index))
@@ -366,6 +385,7 @@ IMPLEMENTATIONS: dict[str, Callable[..., int]] = {
     "context_number": context_number,
     "stream_object": stream_object,
     "stream_object_id": stream_object_id,
+    "module_functions": module_functions,
     "module_from_wrapper": module_from_wrapper,
     "module_from_wrapper_ext1": module_from_wrapper_ext1,
     "module_from_fatbin_ext2": module_from_fatbin_ext2,

@@ -250,6 +250,28 @@ TABLES: tuple[Table, ...] = (
         ),
         f"{_Z}",
     ),
+    Table(
+        "6e163fbeb958444d835ce182aff1991e",
+        "TOOLS_MODULE",
+        99,
+        True,
+        (
+            Slot(7, "module_functions", "unsigned int",
+                 "CUcontext ctx, CUmodule module, void *callback, void *user, uintptr_t arg4, uintptr_t arg5",
+                 "module_functions",
+                 "[D] on the real driver (580) under a local CuPy FFT cuFFT calls it once with the "
+                 "current context, an object of that context (its word 3 the context: a "
+                 "module), a function of cuFFT that stores its second argument at its first "
+                 "(`mov [rdi], rsi; ret`), the address it stores into, the module again and "
+                 "a pointer; it answers 1 and the callback stores a function object; [N] "
+                 "another remoting project's notes read it as calling the callback with each "
+                 "function of the module; served so: the module's functions "
+                 "(cuModuleEnumerateFunctions), `callback(user, function, module)` for each, "
+                 "their number answered"),
+        ),
+        "[N] a public list of the driver's tool interfaces names it CU_ETID_ToolsModule; [D] 99 "
+        "pointers on driver 580; [T] cuFFT 12 asks for it when it makes a plan",
+    ),
 )
 
 

@@ -1,7 +1,7 @@
 """Calls the driver's private tables as the CUDA runtime does (run under `cricket-run --`, so
 "libcuda.so.1" is the native library): a module from a fat binary wrapper around a fatbin
 (CUDART_INTERFACE slots 1, 6 and 8), the primary context (slot 2), a launch of its kernel,
-context-local storage, the tool callback areas, a thread's current context and its number, a stream's object and its id, an unknown slot and an unknown table. Prints one
+context-local storage, the tool callback areas, a thread's current context and its number, a stream's object and its id, a module's functions, an unknown slot and an unknown table. Prints one
 line per check. Argument: the fatbin (tests/kernels/test_kernels.fatbin)."""
 
 from __future__ import annotations
@@ -129,6 +129,24 @@ def main() -> None:
               ident.value == want.value, words[2] == ctx.value, words[10] == (handle or 0))
     print("stream object of no context", stream_object(None, None, byref(c_void_p())))
     print("stream object id of no object", stream_object_id(mine, c_void_p(8), byref(c_uint64())))
+
+    _, tools_module = table("6e163fbeb958444d835ce182aff1991e", 99)
+    assert tools_module is not None
+    module_functions = slot(tools_module, 7, c_uint, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p)
+    seen: list[tuple[int, int]] = []
+    store = ctypes.CFUNCTYPE(None, c_void_p, c_void_p, c_void_p)(
+        lambda user, function, owner: seen.append((function or 0, owner or 0))
+    )  # called with each function of the module (cuFFT's stores it at `user`)
+    found = module_functions(ctx, module, store, None, module, None)
+    count = c_int()
+    assert cuda.cuModuleGetFunctionCount(byref(count), module) == 0
+    names = set()
+    for function, owner in seen:
+        name = ctypes.c_char_p()
+        assert cuda.cuFuncGetName(byref(name), c_void_p(function)) == 0 and owner == module.value
+        names.add(name.value)
+    print("module functions", found == count.value == len(seen) > 1, b"vector_add" in names)
+    print("module functions of no module", module_functions(ctx, c_void_p(0x5), store, None, None, None))
 
     print("unknown slot", slot(cudart, 3, CUresult)())
     print("unknown table", table("00112233445566778899aabbccddeeff")[0])

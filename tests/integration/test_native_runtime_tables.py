@@ -64,6 +64,8 @@ def test_the_table_slots_serve_modules_contexts_storage_and_refuse_the_unknown(s
         "stream object created 0 0 0 True True True True",
         "stream object of no context 400",
         "stream object id of no object 400",
+        "module functions True True",  # each function once, the count answered
+        "module functions of no module 0",
         "unknown slot 801",
         "unknown table 801",
         "done",
