@@ -6,8 +6,9 @@ graph captured and replayed, ending cleanly (tensors freed after the interpreter
 CuPy's random numbers (cuRAND), sort and scan (CUB), a linear solve (cuSOLVER) and a
 non-blocking stream with events; a Triton kernel on PyTorch tensors; PyTorch's convolutions
 through cuDNN (whose handle keeps a flag in mapped host memory: cricket_client.mapped_host),
-forward, backward and SGD steps against the CPU. cuFFT does not run yet, an expected failure
-that says why: it asks the driver for a private table whose meaning is not known."""
+forward, backward and SGD steps against the CPU. cuFFT is an expected failure that says why:
+the private table it asks for (TOOLS_MODULE) is served as read from the real driver, but has
+not run on a GPU yet."""
 
 from __future__ import annotations
 
@@ -185,10 +186,10 @@ def test_cupy_libraries(server: object, part: str) -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="cuFFT asks the driver for the private table "
-    "{6e163fbe-b958-444d-835c-e182aff1991e} (99 pointers on driver 580; cuFFT "
-    "calls slot 7 with a function of its own and gets an object back): not "
-    "known, answered CUDA_ERROR_NOT_SUPPORTED naming it (H200, 2026-12-02)",
+    reason="cuFFT asks the driver for the private table TOOLS_MODULE "
+    "{6e163fbe-b958-444d-835c-e182aff1991e}; it was refused on the H200 (2026-12-02). "
+    "Its slot 7 (a module's functions, each handed to cuFFT's callback) is served "
+    "since, not yet run on a GPU: an XPASS here says cuFFT runs (drop this mark)",
 )
 def test_cupy_fft(server: object) -> None:
     lines = _run(server, "cupy", CUPY_LIBRARIES).splitlines()
