@@ -312,7 +312,13 @@ def _memset(dst: Any, value: int, width: int, n: int, stream: Any = None, *, asy
     if asynchronous:
         _conn().post("CU_MEMSET_ASYNC", _handle(dst, "dst"), value, width, n, _stream(stream))
         return (_SUCCESS,)
-    return _out(_conn().sync("CU_MEMSET", _handle(dst, "dst"), value, width, n)[0])
+    conn = _conn()
+    address = _handle(dst, "dst")
+    err = conn.sync("CU_MEMSET", address, value, width, n)[0]
+    mapped = conn.mapped
+    if not err and mapped is not None and mapped.overlaps(address, n * width, device=True):
+        err = mapped.pull(conn, None)  # mapped host memory shows the bytes on return
+    return _out(err)
 
 
 def cuMemsetD8(dstDevice: Any, uc: int, N: int) -> tuple[Any]:

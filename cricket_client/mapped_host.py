@@ -12,13 +12,13 @@ can tell the difference:
   synchronization: a range's bytes are compared with what the device was last known to hold
   and sent when they differ;
 - the device's writes reach the program at each synchronization that succeeds
-  (cuCtxSynchronize, cuStreamSynchronize, cuStreamQuery, cuEventSynchronize, cuEventQuery) and
-  with each copy into host memory: a stream synchronize or read carries the ranges back on its
-  stream, in the same flight (no round trip of its own); the others read them after.
+  (cuCtxSynchronize, cuStreamSynchronize, cuStreamQuery, cuEventSynchronize, cuEventQuery),
+  with each copy into host memory and after each synchronous copy or memset into a range: a
+  stream synchronize or read carries the ranges back on its stream, in the same flight (no
+  round trip of its own); the others read them after.
 
 What cannot be: a host thread spinning on a flag that a running kernel sets (or the reverse)
-sees it change only at the next synchronization; a synchronous cuMemsetD* or cuMemcpyDtoD into
-a range (rather than cuMemcpy) shows in host memory at the next synchronization too. CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY still
+sees it change only at the next synchronization. CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY still
 reads 0, so programs that choose zero-copy for bulk data take their copy path; libraries that
 keep small mapped buffers unasked (cuDNN's handle keeps a 4-byte flag) work. The ranges of a
 connection hold at most CRICKET_MAPPED_HOST_LIMIT bytes together (default 64 KiB): every launch
@@ -49,10 +49,11 @@ __all__ = ["LIMIT_ENV", "MappedHost", "MappedRange", "SYNCHRONIZING", "synchroni
 
 LIMIT_ENV = "CRICKET_MAPPED_HOST_LIMIT"
 DEFAULT_LIMIT = 64 << 10
-# the calls after which the device's writes are visible to the host
+# the calls after which the device's writes are visible to the host (with a synchronous copy
+# between device addresses: it may read a range, and write one)
 SYNCHRONIZING = frozenset({
     "CU_CTX_SYNCHRONIZE", "CU_CTX_SYNCHRONIZE_V2", "CU_STREAM_SYNCHRONIZE", "CU_STREAM_QUERY",
-    "CU_EVENT_SYNCHRONIZE", "CU_EVENT_QUERY",
+    "CU_EVENT_SYNCHRONIZE", "CU_EVENT_QUERY", "CU_MEMCPY_DTOD",
 })  # fmt: skip
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _PROT_RW, _MAP_PRIVATE_ANON, _MAP_FIXED_NOREPLACE = 0x3, 0x22, 0x100000
@@ -176,6 +177,8 @@ def synchronize(conn: Connection, proc: str, args: tuple[Any, ...]) -> tuple[Any
     if err:
         return (err,)
     reply = conn._call_unmapped(proc, *args)
+    if proc == "CU_MEMCPY_DTOD" and not mapped.overlaps(args[0], args[2], device=True):
+        return reply  # no range written
     if reply[0] == 0:
         err = mapped.pull(conn, stream)
         if err:

@@ -117,6 +117,15 @@ def test_a_kernels_write_shows_after_each_kind_of_synchronization(
     check(cuda.cuMemsetD32(other, 8, 1))
     check(cuda.cuMemcpy(dptr, other, 4))  # a synchronous copy into it shows on return
     assert flag.value == 8
+    check(cuda.cuMemsetD32(dptr, 9, 1))  # so does a synchronous memset
+    assert flag.value == 9
+    check(cuda.cuMemsetD32(other, 10, 1))
+    check(cuda.cuMemcpyDtoD(dptr, other, 4))  # and cuMemcpyDtoD
+    assert flag.value == 10
+    flag.value = 11
+    check(cuda.cuMemcpyDtoD(other, dptr, 4))  # which sees the program's write
+    check(cuda.cuMemcpyDtoH(out, other, 4))
+    assert struct.unpack("<i", out)[0] == 11
 
     check(cuda.cuStreamDestroy(stream))
     check(cuda.cuEventDestroy(event))
