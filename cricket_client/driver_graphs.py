@@ -40,7 +40,7 @@ from .array_types import CUDA_MEMCPY3D
 from .connection import Connection, get_connection
 from .host_buffers import HostBufferError, host_address, read_host, write_host
 from .kernel_args import LaunchArgumentError, LaunchName, pack_kernel_params
-from .known_answers import answered_here, known_current_context, rule
+from .known_answers import answered_here, context_answers_changed, known_current_context, rule
 from .launch_batch import GRAPHS as GRAPH_LAUNCH_BATCH
 
 __all__ = [
@@ -288,8 +288,7 @@ def cuStreamBeginCapture(hStream: Any, mode: Any) -> tuple[Any]:
     stream = _stream(hStream)
     err, _ = conn.sync("CU_STREAM_BEGIN_CAPTURE", stream, int(mode))
     if not err:
-        _state(conn).capturing.add(stream)
-        capture_modes.began(conn, stream, int(mode))
+        _began(conn, stream, int(mode))
     return _out(err)
 
 
@@ -312,9 +311,16 @@ def cuStreamBeginCaptureToGraph(
         return _fail(conn, _NOT_SUPPORTED, f"{call}: {_EDGES_WHY}", 0)
     err, _ = conn.sync("CU_STREAM_BEGIN_CAPTURE_TO_GRAPH", stream, _u64(hGraph, "hGraph"), deps, int(mode))
     if not err:
-        _state(conn).capturing.add(stream)
-        capture_modes.began(conn, stream, int(mode))
+        _began(conn, stream, int(mode))
     return _out(err)
+
+
+def _began(conn: Connection, stream: int, mode: int) -> None:
+    """A capture of this client began: "not capturing" answers kept elsewhere (the native
+    library's, in C) are dropped."""
+    _state(conn).capturing.add(stream)
+    capture_modes.began(conn, stream, mode)
+    context_answers_changed()
 
 
 def cuStreamUpdateCaptureDependencies(
@@ -345,7 +351,7 @@ def cuStreamEndCapture(hStream: Any) -> tuple[Any, CUgraph | None]:
 _NOT_CAPTURING = CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
 
 
-def _not_capturing_here(conn: Connection, stream: int) -> bool:
+def not_capturing_here(conn: Connection, stream: int) -> bool:
     """Whether the client knows that wire stream `stream` is not capturing: a default stream,
     a context known current (so the stream is valid) and no capture of this client under way
     (a stream joins a capture only through one begun: known_answers)."""
@@ -357,7 +363,7 @@ def _not_capturing_here(conn: Connection, stream: int) -> bool:
 def cuStreamIsCapturing(hStream: Any) -> tuple[Any, Any]:
     conn = get_connection()
     stream = _stream(hStream)
-    if _not_capturing_here(conn, stream):
+    if not_capturing_here(conn, stream):
         answered_here(conn, "CU_STREAM_GET_CAPTURE_INFO")
         return (_SUCCESS, _NOT_CAPTURING)
     err, r = conn.sync("CU_STREAM_GET_CAPTURE_INFO", stream)
@@ -368,7 +374,7 @@ def cuStreamGetCaptureInfo(hStream: Any) -> tuple[Any, ...]:
     """(err, captureStatus, id, graph, dependencies, edgeData, numDependencies)."""
     conn = get_connection()
     stream = _stream(hStream)
-    if _not_capturing_here(conn, stream):
+    if not_capturing_here(conn, stream):
         answered_here(conn, "CU_STREAM_GET_CAPTURE_INFO")
         return (_SUCCESS, _NOT_CAPTURING, 0, CUgraph(0), [], [], 0)
     err, r = conn.sync("CU_STREAM_GET_CAPTURE_INFO", stream)

@@ -238,7 +238,6 @@ __all__ = [
     "cuStreamGetGreenCtx",
     "cuStreamGetId",
     "cuStreamGetPriority",
-    "cuStreamIsCapturing",
     "cuStreamQuery",
     "cuStreamSynchronize",
     "cuStreamWaitEvent",
@@ -1010,16 +1009,6 @@ def cuStreamEndCapture(hStream: int, phGraph: Any) -> int:
     err, v0 = driver.cuStreamEndCapture(hStream)
     if not err:
         phGraph[0] = _number(v0)
-    return int(err)
-
-
-@_entry
-def cuStreamIsCapturing(hStream: int, captureStatus: Any) -> int:
-    if not captureStatus:
-        return _null("cuStreamIsCapturing", "captureStatus")
-    err, v0 = driver.cuStreamIsCapturing(hStream)
-    if not err:
-        captureStatus[0] = _number(v0)
     return int(err)
 
 

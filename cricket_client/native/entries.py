@@ -450,6 +450,21 @@ def cuDevicePrimaryCtxGetState(dev: int, flags: Any, active: Any) -> int:
     return int(err)
 
 
+@_entry
+def cuStreamIsCapturing(hStream: int, captureStatus: Any) -> int:
+    if not captureStatus:
+        return _null("cuStreamIsCapturing", "captureStatus")
+    epoch = _known.epoch()
+    wire = _WIRE_STREAMS.get(hStream)  # a default stream (the only ones answered in C)
+    known = wire is not None and driver_graphs.not_capturing_here(_conn(), wire)
+    err, status = driver.cuStreamIsCapturing(hStream)
+    if not err:
+        captureStatus[0] = int(status)
+        if known:  # the client's own answer: kept for the library to give in C (known_context)
+            _known.note_no_capture(epoch)
+    return int(err)
+
+
 def _context_device(device: Any) -> int:
     epoch = _known.epoch()
     err, dev = driver.cuCtxGetDevice()

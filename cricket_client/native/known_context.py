@@ -7,7 +7,9 @@ answered here too. The client already answers them without a round trip
 Here the library keeps, per thread (threads may use different connections:
 `Connection.active()`), the two answers the client gave last, each tagged with an epoch, and
 gives them again in C while the epoch is unchanged; so too each device's primary context state
-(cuDevicePrimaryCtxGetState, which PyTorch asks around nearly every call). The Python side moves the epoch on
+(cuDevicePrimaryCtxGetState, which PyTorch asks around nearly every call) and that the default
+streams are not capturing (cuStreamIsCapturing, which PyTorch asks before each copy; a
+capture's beginning moves the epoch on). The Python side moves the epoch on
 whenever the client's own answers could differ: its kept context answers are forgotten (a call
 that creates, destroys, sets, pushes or pops a context, or retains, releases, resets or sets
 the flags of a primary context; a resume), an asynchronous failure waits to be reported (the
@@ -69,12 +71,23 @@ static void cricket_known_note_primary(int dev, unsigned int flags, int active, 
     cricket_primary_active[dev] = active;
     cricket_primary_at[dev] = epoch;  /* a forget from now on leaves it behind the epoch */
 }
+/* the default streams are not capturing: no capture of the client under way, a context known
+   current (a capture's beginning moves the epoch on) */
+static __thread unsigned long long cricket_no_capture_at;
+static int cricket_known_no_capture(void) {
+    return cricket_no_capture_at == __atomic_load_n(&cricket_known_epoch, __ATOMIC_ACQUIRE);
+}
+static void cricket_known_note_no_capture(unsigned long long epoch) {
+    if (epoch != __atomic_load_n(&cricket_known_epoch, __ATOMIC_ACQUIRE)) return;
+    cricket_no_capture_at = epoch;
+}
 """
 KNOWN_CDEF = """
 unsigned long long cricket_known_now(void);
 void cricket_known_forget(void);
 void cricket_known_note(int what, uintptr_t value, unsigned long long epoch);
 void cricket_known_note_primary(int dev, unsigned int flags, int active, unsigned long long epoch);
+void cricket_known_note_no_capture(unsigned long long epoch);
 """
 # The first lines of an entry's C body, before it enters Python: answered here when known,
 # also after the interpreter's exit (at_exit: noted at the exit, nothing moves the epoch on then).
@@ -96,6 +109,11 @@ FAST_PATHS = {
     # PyTorch asks it around nearly every call
     "cuDevicePrimaryCtxGetState": (
         f"    if (flags && active && {_GUARD} && cricket_known_primary(dev, flags, active)) return 0;"
+    ),
+    # PyTorch asks it of its stream (the default one) before each copy
+    "cuStreamIsCapturing": (
+        f"    if (captureStatus && (uintptr_t)hStream <= 2 && {_GUARD} && cricket_known_no_capture()) "
+        "{ *captureStatus = 0; return 0; }"
     ),
     "cuCtxGetDevice_v2": (
         f"    uintptr_t known; if (device && !ctx && {_GUARD} && cricket_known({DEVICE}, &known)) "
@@ -119,6 +137,9 @@ class KnownContext:
 
     def note_primary(self, dev: int, flags: int, active: int, epoch: int) -> None:
         self._lib.cricket_known_note_primary(dev, flags, active, epoch)
+
+    def note_no_capture(self, epoch: int) -> None:
+        self._lib.cricket_known_note_no_capture(epoch)
 
     def forget(self) -> None:
         self._lib.cricket_known_forget()

@@ -75,6 +75,44 @@ def test_context_answers_given_in_c_are_the_clients_around_every_change(server: 
         assert expected in lines, native.stdout
 
 
+def test_default_streams_not_capturing_are_answered_in_c_until_a_capture_begins(server: Server) -> None:
+    """cuStreamIsCapturing of a default stream (PyTorch asks before each copy) is answered by
+    the library in C once the client knows no capture of its own is under way; a capture's
+    beginning sends the question again, and the answers are the driver's throughout."""
+    script = textwrap.dedent(
+        """
+        import ctypes
+        from ctypes import byref, c_int, c_void_p
+        cuda = ctypes.CDLL("libcuda.so.1")
+        dev, ctx, stream, graph, status = c_int(), c_void_p(), c_void_p(), c_void_p(), c_int(-1)
+        assert cuda.cuInit(0) == 0 and cuda.cuDeviceGet(byref(dev), 0) == 0
+        assert cuda.cuDevicePrimaryCtxRetain(byref(ctx), dev) == 0 and cuda.cuCtxSetCurrent(ctx) == 0
+        assert cuda.cuCtxGetCurrent(byref(c_void_p())) == 0  # the client knows the context
+        answers = set()
+        for handle in [None, 1, 2] * 20:
+            answers.add((cuda.cuStreamIsCapturing(c_void_p(handle), byref(status)), status.value))
+        print("default streams", sorted(answers))
+        assert cuda.cuStreamCreate(byref(stream), 1) == 0  # non-blocking
+        assert cuda.cuStreamBeginCapture_v2(stream, 2) == 0  # relaxed
+        print("capturing", cuda.cuStreamIsCapturing(stream, byref(status)), status.value)
+        print("legacy during", cuda.cuStreamIsCapturing(c_void_p(1), byref(status)), status.value)
+        assert cuda.cuStreamEndCapture(stream, byref(graph)) == 0
+        print("legacy after", cuda.cuStreamIsCapturing(c_void_p(1), byref(status)), status.value)
+        """
+    )
+    done = cricket_run(server, "--", sys.executable, "-c", script, env={"CRICKET_NATIVE_TRACE": "1"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "default streams [(0, 0)]",
+        "capturing 0 1",
+        "legacy during 0 0",
+        "legacy after 0 0",
+    ]
+    asked = [line for line in done.stderr.splitlines() if line.startswith("cuStreamIsCapturing ->")]
+    # the first default-stream question of each kind, the capture's three: not the other 57
+    assert 1 <= len(asked) <= 6, done.stderr[-3000:]
+
+
 def test_per_thread_default_stream_programs_get_the_per_thread_forms(server: Server) -> None:
     """cuda.bindings asks cuGetProcAddress for the per-thread default stream forms (`_ptsz`,
     `_ptds`) when told to; the program's results are the same."""
