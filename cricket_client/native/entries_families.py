@@ -15,7 +15,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
-from .. import driver
+from .. import driver, driver_graphs
 from .._enums import CUdevResourceType
 from .._types import as_int
 from ..connection import get_connection as _conn
@@ -24,7 +24,18 @@ from ..driver_graphs import CUDA_KERNEL_NODE_PARAMS
 from ..driver_tail import CUtensorMap
 from ..launch_types import CLUSTER_DIMENSION, PREFERRED_CLUSTER_DIMENSION, SCALAR_FIELDS
 from ..resource_types import CUdevResource
-from .entries import INVALID_VALUE, SUCCESS, _entry, _err, _func, _ints, _words, ffi
+from .entries import (
+    _WIRE_STREAMS,
+    INVALID_VALUE,
+    SUCCESS,
+    _entry,
+    _err,
+    _func,
+    _ints,
+    _known,
+    _words,
+    ffi,
+)
 
 __all__ = ["StructView", "_write_struct"]
 
@@ -186,9 +197,14 @@ _capture_arrays: dict[int, tuple[Any, Any]] = {}
 
 
 def _capture_info(stream: int, status: Any, ident: Any, graph: Any, deps: Any, edges: Any, count: Any) -> int:
+    epoch = _known.epoch()
+    wire = _WIRE_STREAMS.get(stream)  # a default stream (the only ones answered in C)
+    known = wire is not None and driver_graphs.not_capturing_here(_conn(), wire)
     err, st, number, g, nodes, _edge_data, n = driver.cuStreamGetCaptureInfo(stream)
     if err:
         return int(err)
+    if known and status != ffi.NULL:  # the client's own answer: for the library to give in C
+        _known.note_no_capture(epoch)
     handles = [as_int(h) for h in nodes]
     if handles:
         kept = _capture_arrays[stream] = (

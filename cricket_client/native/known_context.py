@@ -8,8 +8,8 @@ Here the library keeps, per thread (threads may use different connections:
 `Connection.active()`), the two answers the client gave last, each tagged with an epoch, and
 gives them again in C while the epoch is unchanged; so too each device's primary context state
 (cuDevicePrimaryCtxGetState, which PyTorch asks around nearly every call) and that the default
-streams are not capturing (cuStreamIsCapturing, which PyTorch asks before each copy; a
-capture's beginning moves the epoch on). The Python side moves the epoch on
+streams are not capturing (cuStreamIsCapturing and cuStreamGetCaptureInfo, which PyTorch and
+CuPy ask before each copy; a capture's beginning moves the epoch on). The Python side moves the epoch on
 whenever the client's own answers could differ: its kept context answers are forgotten (a call
 that creates, destroys, sets, pushes or pops a context, or retains, releases, resets or sets
 the flags of a primary context; a resume), an asynchronous failure waits to be reported (the
@@ -114,6 +114,19 @@ FAST_PATHS = {
     "cuStreamIsCapturing": (
         f"    if (captureStatus && (uintptr_t)hStream <= 2 && {_GUARD} && cricket_known_no_capture()) "
         "{ *captureStatus = 0; return 0; }"
+    ),
+    # CuPy asks it of its stream before its copies: "none", no id, graph or dependencies
+    "cuStreamGetCaptureInfo_v2": (
+        f"    if (captureStatus_out && (uintptr_t)hStream <= 2 && {_GUARD} && cricket_known_no_capture()) {{ "
+        "*captureStatus_out = 0; if (id_out) *id_out = 0; if (graph_out) *graph_out = 0; "
+        "if (dependencies_out) *dependencies_out = 0; if (numDependencies_out) *numDependencies_out = 0; "
+        "return 0; }"
+    ),
+    "cuStreamGetCaptureInfo_v3": (
+        f"    if (captureStatus_out && (uintptr_t)hStream <= 2 && {_GUARD} && cricket_known_no_capture()) {{ "
+        "*captureStatus_out = 0; if (id_out) *id_out = 0; if (graph_out) *graph_out = 0; "
+        "if (dependencies_out) *dependencies_out = 0; if (edgeData_out) *edgeData_out = 0; "
+        "if (numDependencies_out) *numDependencies_out = 0; return 0; }"
     ),
     "cuCtxGetDevice_v2": (
         f"    uintptr_t known; if (device && !ctx && {_GUARD} && cricket_known({DEVICE}, &known)) "

@@ -76,9 +76,10 @@ def test_context_answers_given_in_c_are_the_clients_around_every_change(server: 
 
 
 def test_default_streams_not_capturing_are_answered_in_c_until_a_capture_begins(server: Server) -> None:
-    """cuStreamIsCapturing of a default stream (PyTorch asks before each copy) is answered by
-    the library in C once the client knows no capture of its own is under way; a capture's
-    beginning sends the question again, and the answers are the driver's throughout."""
+    """cuStreamIsCapturing and cuStreamGetCaptureInfo of a default stream (PyTorch and CuPy ask
+    before each copy) are answered by the library in C once the client knows no capture of its
+    own is under way; a capture's beginning sends the question again, and the answers are the
+    driver's throughout."""
     script = textwrap.dedent(
         """
         import ctypes
@@ -88,10 +89,15 @@ def test_default_streams_not_capturing_are_answered_in_c_until_a_capture_begins(
         assert cuda.cuInit(0) == 0 and cuda.cuDeviceGet(byref(dev), 0) == 0
         assert cuda.cuDevicePrimaryCtxRetain(byref(ctx), dev) == 0 and cuda.cuCtxSetCurrent(ctx) == 0
         assert cuda.cuCtxGetCurrent(byref(c_void_p())) == 0  # the client knows the context
-        answers = set()
+        answers, infos = set(), set()
         for handle in [None, 1, 2] * 20:
             answers.add((cuda.cuStreamIsCapturing(c_void_p(handle), byref(status)), status.value))
-        print("default streams", sorted(answers))
+            ident, g, deps, edges, n = ctypes.c_uint64(7), c_void_p(7), c_void_p(7), c_void_p(7), ctypes.c_size_t(7)
+            err2 = cuda.cuStreamGetCaptureInfo_v2(c_void_p(handle), byref(status), byref(ident), byref(g), byref(deps), byref(n))
+            infos.add((err2, status.value, ident.value, g.value, deps.value, n.value))
+            err3 = cuda.cuStreamGetCaptureInfo_v3(c_void_p(handle), byref(status), byref(ident), byref(g), byref(deps), byref(edges), byref(n))
+            infos.add((err3, status.value, ident.value, g.value, deps.value, edges.value, n.value))
+        print("default streams", sorted(answers), sorted(infos, key=len))
         assert cuda.cuStreamCreate(byref(stream), 1) == 0  # non-blocking
         assert cuda.cuStreamBeginCapture_v2(stream, 2) == 0  # relaxed
         print("capturing", cuda.cuStreamIsCapturing(stream, byref(status)), status.value)
@@ -103,14 +109,15 @@ def test_default_streams_not_capturing_are_answered_in_c_until_a_capture_begins(
     done = cricket_run(server, "--", sys.executable, "-c", script, env={"CRICKET_NATIVE_TRACE": "1"})
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
-        "default streams [(0, 0)]",
+        "default streams [(0, 0)] [(0, 0, 0, None, None, 0), (0, 0, 0, None, None, None, 0)]",
         "capturing 0 1",
         "legacy during 0 0",
         "legacy after 0 0",
     ]
-    asked = [line for line in done.stderr.splitlines() if line.startswith("cuStreamIsCapturing ->")]
-    # the first default-stream question of each kind, the capture's three: not the other 57
-    assert 1 <= len(asked) <= 6, done.stderr[-3000:]
+    asked = [line for line in done.stderr.splitlines() if line.startswith("cuStreamIsCapturing ->")
+             or line.startswith("cuStreamGetCaptureInfo")]
+    # the first default-stream questions, the capture's three: not the other 177
+    assert 1 <= len(asked) <= 8, done.stderr[-3000:]
 
 
 def test_per_thread_default_stream_programs_get_the_per_thread_forms(server: Server) -> None:
