@@ -413,7 +413,7 @@ def _unsupported(table: Table, slot: Slot, args: list[int]) -> int:
         first = (id(table), slot.index) not in _warned
         _warned.add((id(table), slot.index))
     if first:
-        log.warning("cricket: %s", message)
+        log.log(logging.DEBUG if slot.quiet else logging.WARNING, "cricket: %s", message)
     _local_error(message)
     return NOT_SUPPORTED
 

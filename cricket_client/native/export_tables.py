@@ -55,6 +55,7 @@ class Slot:
     params: str | None = None
     implementation: str | None = None
     source: str = ""
+    quiet: bool = False  # refused without a warning: callers known to go on whatever it answers
 
 
 @dataclass(frozen=True)
@@ -246,7 +247,9 @@ TABLES: tuple[Table, ...] = (
                  "at its first allocation (cudaMalloc) and stops without it"),
             Slot(3, "check_fn3", "unsigned int", "", None,
                  f"{_Z}: returns an integer, seen 0; [T] called by 12.4 and 13.0 before the "
-                 "integrity check, which they ask for whatever it answers (801 here)"),
+                 "integrity check, which they ask for whatever it answers (801 here); every "
+                 "runtime program calls it once, so its refusal is logged at debug level",
+                 quiet=True),
         ),
         f"{_Z}",
     ),

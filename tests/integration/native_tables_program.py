@@ -148,6 +148,10 @@ def main() -> None:
     print("module functions", found == count.value == len(seen) > 1, b"vector_add" in names)
     print("module functions of no module", module_functions(ctx, c_void_p(0x5), store, None, None, None))
 
+    _, checks = table("263e88607cd2614392f6bbd5006dfa7e", 15)
+    assert checks is not None
+    print("quiet refusal", slot(checks, 3, c_uint)())  # every runtime program calls it once
+
     print("unknown slot", slot(cudart, 3, CUresult)())
     print("unknown table", table("00112233445566778899aabbccddeeff")[0])
     print("done")

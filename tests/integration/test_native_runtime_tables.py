@@ -66,12 +66,14 @@ def test_the_table_slots_serve_modules_contexts_storage_and_refuse_the_unknown(s
         "stream object id of no object 400",
         "module functions True True",  # each function once, the count answered
         "module functions of no module 0",
+        "quiet refusal 801",
         "unknown slot 801",
         "unknown table 801",
         "done",
     ):
         assert expected in lines, (expected, done.stdout, done.stderr)
     assert "table CUDART_INTERFACE {6BD5FB6C-5BF4-E74A-8987-D93912FD9DF9} slot 3 (unknown) called" in done.stderr
+    assert "check_fn3" not in done.stderr  # refused, but not a warning: callers go on regardless
     assert "cuGetExportTable {00112233445566778899aabbccddeeff}" in done.stderr
 
 
