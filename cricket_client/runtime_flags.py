@@ -278,8 +278,10 @@ def cudaHostGetFlags(pHost: Any) -> tuple[Any, int | None]:
 def cudaHostRegister(ptr: Any, size: int, flags: int) -> tuple[Any]:
     call = "cudaHostRegister"
     size = size_t(size, f"{call}: size")
-    err = register_host(call, ptr, size, uint(flags, f"{call}: flags"), _HOST_REGISTER_MAPPED)
-    return _ret(err)
+    flags = uint(flags, f"{call}: flags")
+    if flags & _HOST_REGISTER_MAPPED:  # its device copy needs the device's context
+        return _with_context(lambda: (register_host(call, ptr, size, flags, _HOST_REGISTER_MAPPED),), 0)
+    return _ret(register_host(call, ptr, size, flags, _HOST_REGISTER_MAPPED))
 
 
 def cudaHostUnregister(ptr: Any) -> tuple[Any]:

@@ -222,3 +222,17 @@ def test_pointer_attributes_say_host_memory_with_a_device_pointer(
     assert values[0] == cuda.CUmemorytype.CU_MEMORYTYPE_HOST
     assert [int(v) for v in values[1:]] == [host + 16, dptr + 16, host, 256]
     check(cuda.cuMemFreeHost(host))
+
+
+def test_a_runtime_program_maps_memory_before_any_other_call(rt: cricket_client.Connection) -> None:
+    y = np.arange(4, dtype=np.int32)  # the runtime makes the device's context current for it
+    check(cudart.cudaHostRegister(y.ctypes.data, y.nbytes, cudart.cudaHostRegisterMapped))
+    dptr = check(cudart.cudaHostGetDevicePointer(y.ctypes.data, 0))
+    dev = check(cudart.cudaMalloc(y.nbytes))
+    kinds = cudart.cudaMemcpyKind
+    check(cudart.cudaMemcpy(dev, dptr, y.nbytes, kinds.cudaMemcpyDeviceToDevice))
+    out = np.zeros(4, dtype=np.int32)
+    check(cudart.cudaMemcpy(out.ctypes.data, dev, out.nbytes, kinds.cudaMemcpyDeviceToHost))
+    assert list(out) == [0, 1, 2, 3]
+    check(cudart.cudaHostUnregister(y.ctypes.data))
+    check(cudart.cudaFree(dev))
