@@ -228,15 +228,12 @@ class Connection:
         the wrapper (`cricket_client.resuming`), which it follows on a lost connection."""
         if self.mapped is not None and proc in SYNCHRONIZING:  # mapped host memory comes back
             return synchronize(self, proc, args)
-        how = _HOW_TO_CALL.get(proc) or self._how_to_call(proc)
-        if how[6] is not None:  # an answer that may be known, or a call that changes them
-            return answer(self, proc, how[6], args, self._call_plain)  # type: ignore[no-any-return]
-        return self._call_plain(proc, *args)
+        return self._call_unmapped(proc, *args)
 
     def _call_unmapped(self, proc: str, *args: Any) -> tuple[Any, ...]:
         """`call` without the mapped host memory's reads (cricket_client.mapped_host)."""
         how = _HOW_TO_CALL.get(proc) or self._how_to_call(proc)
-        if how[6] is not None:
+        if how[6] is not None:  # an answer that may be known, or a call that changes them
             return answer(self, proc, how[6], args, self._call_plain)  # type: ignore[no-any-return]
         return self._call_plain(proc, *args)
 
