@@ -252,20 +252,13 @@ def _memcpy(call: str, dst: Any, src: Any, n: int, stream: int | None) -> tuple[
     dst_dev = not _is_buffer(dst) and conn.is_device_address(_handle(dst, "dst"))
     src_dev = not _is_buffer(src) and conn.is_device_address(_handle(src, "src"))
     if dst_dev and src_dev:
-        mapped = conn.mapped if conn.mapped is not None and conn.mapped.ranges else None
-        if mapped is None:
-            return cuMemcpyDtoD(dst, src, n) if stream is None else cuMemcpyDtoDAsync(dst, src, n, stream)
-        # mapped host memory at device addresses (mapped_host): the program's writes go
-        # first; a synchronous copy into it shows its bytes on return
-        err = mapped.push(conn)
-        if err:
-            return _out(err)
-        if stream is not None:
-            return cuMemcpyDtoDAsync(dst, src, n, stream)
-        err = cuMemcpyDtoD(dst, src, n)[0]
-        if not err and mapped.overlaps(_handle(dst, "dst"), n, device=True):
-            err = mapped.pull(conn, None)
-        return _out(err)
+        if stream is None:  # mapped host memory goes and comes back in Connection.call
+            return cuMemcpyDtoD(dst, src, n)
+        if conn.mapped is not None:  # the program's writes to mapped host memory go first
+            err = conn.mapped.push(conn)
+            if err:
+                return _out(err)
+        return cuMemcpyDtoDAsync(dst, src, n, stream)
     if dst_dev:
         return _htod(call, _handle(dst, "dst"), _host(src), n, stream)
     if src_dev:
