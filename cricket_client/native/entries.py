@@ -454,15 +454,24 @@ def cuDevicePrimaryCtxGetState(dev: int, flags: Any, active: Any) -> int:
 def cuStreamIsCapturing(hStream: int, captureStatus: Any) -> int:
     if not captureStatus:
         return _null("cuStreamIsCapturing", "captureStatus")
-    epoch = _known.epoch()
-    wire = _WIRE_STREAMS.get(hStream)  # a default stream (the only ones answered in C)
-    known = wire is not None and driver_graphs.not_capturing_here(_conn(), wire)
+    epoch = _no_capture_epoch(hStream)
     err, status = driver.cuStreamIsCapturing(hStream)
     if not err:
         captureStatus[0] = int(status)
-        if known:  # the client's own answer: kept for the library to give in C (known_context)
+        if epoch is not None:
             _known.note_no_capture(epoch)
     return int(err)
+
+
+def _no_capture_epoch(stream: int) -> int | None:
+    """The known answers' epoch when the client knows default stream `stream` is not
+    capturing (its answer, once given, is kept for the library to give in C: known_context),
+    else None."""
+    wire = _WIRE_STREAMS.get(stream)  # a default stream (the only ones answered in C)
+    if wire is None:
+        return None
+    epoch = _known.epoch()
+    return epoch if driver_graphs.not_capturing_here(_conn(), wire) else None
 
 
 def _context_device(device: Any) -> int:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
-from .. import driver, driver_graphs
+from .. import driver
 from .._enums import CUdevResourceType
 from .._types import as_int
 from ..connection import get_connection as _conn
@@ -25,7 +25,6 @@ from ..driver_tail import CUtensorMap
 from ..launch_types import CLUSTER_DIMENSION, PREFERRED_CLUSTER_DIMENSION, SCALAR_FIELDS
 from ..resource_types import CUdevResource
 from .entries import (
-    _WIRE_STREAMS,
     INVALID_VALUE,
     SUCCESS,
     _entry,
@@ -33,6 +32,7 @@ from .entries import (
     _func,
     _ints,
     _known,
+    _no_capture_epoch,
     _words,
     ffi,
 )
@@ -197,13 +197,11 @@ _capture_arrays: dict[int, tuple[Any, Any]] = {}
 
 
 def _capture_info(stream: int, status: Any, ident: Any, graph: Any, deps: Any, edges: Any, count: Any) -> int:
-    epoch = _known.epoch()
-    wire = _WIRE_STREAMS.get(stream)  # a default stream (the only ones answered in C)
-    known = wire is not None and driver_graphs.not_capturing_here(_conn(), wire)
+    epoch = _no_capture_epoch(stream)
     err, st, number, g, nodes, _edge_data, n = driver.cuStreamGetCaptureInfo(stream)
     if err:
         return int(err)
-    if known and status != ffi.NULL:  # the client's own answer: for the library to give in C
+    if epoch is not None and status != ffi.NULL:
         _known.note_no_capture(epoch)
     handles = [as_int(h) for h in nodes]
     if handles:
