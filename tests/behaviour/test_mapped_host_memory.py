@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import struct
+import time
 from typing import Any
 
 import numpy as np
@@ -65,6 +66,13 @@ def test_a_kernel_reads_and_writes_mapped_host_memory(
     assert cuda.cuMemHostGetDevicePointer(x_host, 0)[0] == E.CUDA_ERROR_INVALID_VALUE
 
 
+def _until_done(query: Any, limit: float = 60.0) -> None:
+    """Query until it no longer answers NOT_READY (a generous bound for a busy machine)."""
+    deadline = time.monotonic() + limit
+    while query() == E.CUDA_ERROR_NOT_READY:
+        assert time.monotonic() < deadline, "the work never finished"
+
+
 def _flag(session: cricket_client.Connection) -> tuple[int, int, Any]:
     host = check(cuda.cuMemHostAlloc(4, DEVICEMAP))
     return host, check(cuda.cuMemHostGetDevicePointer(host, 0)), (ctypes.c_int).from_address(host)
@@ -89,13 +97,11 @@ def test_a_kernels_write_shows_after_each_kind_of_synchronization(
 
     _poke(kernels, dptr, 3, stream)
     check(cuda.cuEventRecord(event, stream))
-    while cuda.cuEventQuery(event)[0] == E.CUDA_ERROR_NOT_READY:
-        pass
+    _until_done(lambda: cuda.cuEventQuery(event)[0])
     assert flag.value == 3
 
     _poke(kernels, dptr, 4, stream)
-    while cuda.cuStreamQuery(stream)[0] == E.CUDA_ERROR_NOT_READY:
-        pass
+    _until_done(lambda: cuda.cuStreamQuery(stream)[0])
     assert flag.value == 4
 
     _poke(kernels, dptr, 5, stream)  # a read on the stream brings the range with it
