@@ -184,14 +184,9 @@ def test_cupy_libraries(server: object, part: str) -> None:
     assert f"{part} ok" in lines, lines
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cuFFT asks the driver for the private table TOOLS_MODULE "
-    "{6e163fbe-b958-444d-835c-e182aff1991e}; it was refused on the H200 (2026-12-02). "
-    "Its slot 7 (a module's functions, each handed to cuFFT's callback) is served "
-    "since, not yet run on a GPU: an XPASS here says cuFFT runs (drop this mark)",
-)
 def test_cupy_fft(server: object) -> None:
+    """cuFFT asks for the private table TOOLS_MODULE and calls its slot 7 (each function of
+    a module handed to its callback): a complex FFT of 4096 points matches NumPy's."""
     lines = _run(server, "cupy", CUPY_LIBRARIES).splitlines()
     assert "fft ok" in lines, lines
 
