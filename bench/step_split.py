@@ -21,7 +21,9 @@ cannot beat. The two ends' CPU overlaps in time (the server works on the step's 
 while the client makes the rest, and its driver spins in the synchronous copy while the
 GPU runs the kernels), so the parts need not add up to the wall time: the plot shows each
 part as its own bar against the step's wall time, with one raw round trip (the network's
-floor: the step's synchronous read waits for one) and the local step as reference.
+floor: the step's synchronous read waits for one), the GPU's time for the step's work (the
+step captured once as a local graph and launched back to back: the GPU, not a CPU, sets
+that pace) and the local step as reference.
 
     python -m bench.step_split --replot REPORT.json OUT.png
 
@@ -44,6 +46,7 @@ from bench.server_proc import cricket_server_process
 STEPS = 2000
 QUICK_STEPS = 300
 WARMUP_STEPS = 50
+GPU_ROW = "step split: GPU per step"
 
 
 @dataclass(frozen=True)
@@ -134,6 +137,18 @@ def measure(loop: Callable[[int], float], steps: int, server_pid: int | None) ->
     return StepSplit(wall * 1e6 / steps, client / 1e3 / steps, server / 1e3 / steps)
 
 
+def gpu_step_us(cu: ModuleType, steps: int) -> float:
+    """The GPU's time for one step's work: the step captured once as a graph on local
+    cuda-python and launched `steps` times back to back, one wait at the end (`bench.graphs`),
+    so that the GPU, not the launching CPU, sets the pace."""
+    from cuda.bindings import runtime
+
+    from bench.graphs import graph_loop_s
+
+    graph_loop_s(cu, runtime, WARMUP_STEPS, token=False)
+    return graph_loop_s(cu, runtime, steps, token=False) * 1e6 / steps
+
+
 def _loop(cu: ModuleType) -> tuple[Callable[[int], float], Callable[[], None]]:
     from bench.driver_remote import Workload
 
@@ -141,9 +156,16 @@ def _loop(cu: ModuleType) -> tuple[Callable[[int], float], Callable[[], None]]:
     return work.decoding_loop_s, work.close
 
 
-def plot(splits: dict[str, StepSplit], out: Path, title: str, round_trip_us: float) -> Path:
+def plot(
+    splits: dict[str, StepSplit],
+    out: Path,
+    title: str,
+    round_trip_us: float,
+    gpu_us: float | None = None,
+) -> Path:
     """Per run, one bar each: wall time, client CPU, server CPU (remote), and one raw round
-    trip (remote); the local step's wall time as a line (see the module docstring)."""
+    trip (remote); the GPU's time for the step's work (`gpu_us`, where measured); the local
+    step's wall time as a line (see the module docstring)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -158,6 +180,8 @@ def plot(splits: dict[str, StepSplit], out: Path, title: str, round_trip_us: flo
             bars.append((f"{run}: server CPU (incl. driver, its GPU wait)", s.server_cpu_us,
                          "tab:orange"))  # fmt: skip
             bars.append((f"{run}: network, one raw round trip", round_trip_us, "tab:green"))
+    if gpu_us is not None:
+        bars.append(("GPU: the step's work queued back to back (local graph)", gpu_us, "tab:red"))
     fig, ax = plt.subplots(figsize=(10, 1.4 + 0.42 * len(bars)))
     labels = [b[0] for b in bars]
     ax.barh(labels, [b[1] for b in bars], color=[b[2] for b in bars])
@@ -182,26 +206,30 @@ def replot(report: Path, out: Path) -> Path:
     import json
 
     data = json.loads(report.read_text())
-    splits, round_trip_us, steps = splits_of(data["rows"])
+    splits, round_trip_us, steps, gpu_us = splits_of(data["rows"])
     if not splits:
         raise SystemExit(f"{report}: no step split rows")
-    return plot(splits, out, _title(steps, data.get("cpus")), round_trip_us)
+    return plot(splits, out, _title(steps, data.get("cpus")), round_trip_us, gpu_us)
 
 
-def splits_of(rows: list[dict]) -> tuple[dict[str, StepSplit], float, int]:
-    """(each run's StepSplit, the raw round trip in us, steps) from a report's rows."""
+def splits_of(rows: list[dict]) -> tuple[dict[str, StepSplit], float, int, float | None]:
+    """(each run's StepSplit, the raw round trip in us, steps, the GPU's us per step or None)
+    from a report's rows."""
     splits: dict[str, StepSplit] = {}
     round_trip_us, steps = 0.0, 0
+    gpu_us: float | None = None
     for row in rows:
         name = row["name"]
-        if name.startswith("step split: ") and name.endswith(", wall per step"):
+        if name.startswith(GPU_ROW):
+            gpu_us = row["value"]
+        elif name.startswith("step split: ") and name.endswith(", wall per step"):
             extra = row["extra"]
             run = name[len("step split: ") : -len(", wall per step")]
             splits[run] = StepSplit(row["value"], extra["client_cpu_us"], extra["server_cpu_us"])
             steps = extra.get("steps", steps)
         elif name.startswith("step split: ") and name.endswith("in round trips"):
             round_trip_us = row["baseline"]
-    return splits, round_trip_us, steps
+    return splits, round_trip_us, steps, gpu_us
 
 
 def _title(steps: int, cpus: int | None = None) -> str:
@@ -216,10 +244,12 @@ def run(quick: bool = False, plot_path: Path | None = None) -> list[Row]:
     local_cu = _local_driver()
     backend = "cuda" if local_cu else "sim"
     splits: dict[str, StepSplit] = {}
+    gpu_us: float | None = None
     if local_cu is not None:
         loop, close = _loop(local_cu)
         splits["local cuda-python"] = measure(loop, steps, None)
         close()
+        gpu_us = gpu_step_us(local_cu, steps)
     import cricket_client
     from cricket_client import driver as remote_cu
 
@@ -235,22 +265,43 @@ def run(quick: bool = False, plot_path: Path | None = None) -> list[Row]:
     rows = []
     for label, s in splits.items():
         base = local.wall_us if local and s is not local else None
-        rows.append(Row(f"step split: {label}, wall per step", s.wall_us, "us",
-                        "local cuda-python step" if base else "", base,
-                        s.wall_us / base if base else None, "P4 <= 1.5" if base else "",
-                        extra={"client_cpu_us": s.client_cpu_us,
-                               "server_cpu_us": s.server_cpu_us, "rest_us": s.rest_us,
-                               "steps": steps}))
+        rows.append(
+            Row(
+                f"step split: {label}, wall per step",
+                s.wall_us,
+                "us",
+                "local cuda-python step" if base else "",
+                base,
+                s.wall_us / base if base else None,
+                "P4 <= 1.5" if base else "",
+                extra={
+                    "client_cpu_us": s.client_cpu_us,
+                    "server_cpu_us": s.server_cpu_us,
+                    "rest_us": s.rest_us,
+                    "steps": steps,
+                },
+            )
+        )
         rows.append(Row(f"step split: {label}, client CPU per step", s.client_cpu_us, "us"))
         if s is not local:
             rows.append(Row(f"step split: {label}, server CPU per step", s.server_cpu_us, "us"))
         rows.append(Row(f"step split: {label}, rest per step", s.rest_us, "us"))
         if s is not local:
-            rows.append(Row(f"step split: {label}, wall per step in round trips", s.wall_us, "us",
-                            "raw Python socket 100-byte round trip, TCP", raw_rtt,
-                            s.wall_us / raw_rtt))
+            rows.append(
+                Row(
+                    f"step split: {label}, wall per step in round trips",
+                    s.wall_us,
+                    "us",
+                    "raw Python socket 100-byte round trip, TCP",
+                    raw_rtt,
+                    s.wall_us / raw_rtt,
+                )
+            )
+    if gpu_us is not None:
+        rows.append(Row(f"{GPU_ROW} (the step captured once, {steps} launches queued, local)",
+                        gpu_us, "us"))  # fmt: skip
     if plot_path is not None:
-        plot(splits, plot_path, _title(steps), raw_rtt)
+        plot(splits, plot_path, _title(steps), raw_rtt, gpu_us)
         print(f"wrote {plot_path}")
     return rows
 

@@ -45,13 +45,15 @@ def test_a_report_gives_back_the_splits_it_was_written_from(tmp_path: Path) -> N
             "local cuda-python step", 104.0, 3.2, "P4 <= 1.5", extra=extra),
         Row("step split: remote [cuda], spin off, wall per step in round trips", 334.0, "us",
             "raw Python socket 100-byte round trip, TCP", 23.0, 14.5),
+        Row("step split: GPU per step (the step captured once, 300 launches queued, local)",
+            21.5, "us"),
     ]  # fmt: skip
-    splits, round_trip_us, steps = splits_of([asdict(r) for r in rows])
+    splits, round_trip_us, steps, gpu_us = splits_of([asdict(r) for r in rows])
     assert splits == {
         "local cuda-python": StepSplit(104.0, 107.0, 0.0),
         "remote [cuda], spin off": StepSplit(334.0, 235.0, 210.0),
     }
-    assert (round_trip_us, steps) == (23.0, 300)
+    assert (round_trip_us, steps, gpu_us) == (23.0, 300, 21.5)
     report = tmp_path / "bench.json"
     report.write_text(json.dumps({"cpus": 16, "rows": [asdict(r) for r in rows]}))
     assert replot(report, tmp_path / "step.png").stat().st_size > 0
