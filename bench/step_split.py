@@ -33,6 +33,7 @@ draws the plot again from a `make bench` report.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -47,6 +48,11 @@ STEPS = 2000
 QUICK_STEPS = 300
 WARMUP_STEPS = 50
 GPU_ROW = "step split: GPU per step"
+# bench.graphs' row of the same step captured once and launched queued: its local baseline is
+# the GPU's time per step too (a report without the GPU row, written before it existed)
+_QUEUED_GRAPH = re.compile(
+    r"graphs \[cuda\]: decoding step captured once, (\d+) launches \(.*queued"
+)
 
 
 @dataclass(frozen=True)
@@ -214,7 +220,8 @@ def replot(report: Path, out: Path) -> Path:
 
 def splits_of(rows: list[dict]) -> tuple[dict[str, StepSplit], float, int, float | None]:
     """(each run's StepSplit, the raw round trip in us, steps, the GPU's us per step or None)
-    from a report's rows."""
+    from a report's rows (the GPU's time from the step split's row, else from bench.graphs'
+    queued row of the same step)."""
     splits: dict[str, StepSplit] = {}
     round_trip_us, steps = 0.0, 0
     gpu_us: float | None = None
@@ -222,6 +229,8 @@ def splits_of(rows: list[dict]) -> tuple[dict[str, StepSplit], float, int, float
         name = row["name"]
         if name.startswith(GPU_ROW):
             gpu_us = row["value"]
+        elif gpu_us is None and row.get("baseline") and (queued := _QUEUED_GRAPH.match(name)):
+            gpu_us = row["baseline"] * 1e6 / int(queued.group(1))  # bench.graphs' local run
         elif name.startswith("step split: ") and name.endswith(", wall per step"):
             extra = row["extra"]
             run = name[len("step split: ") : -len(", wall per step")]

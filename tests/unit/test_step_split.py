@@ -57,3 +57,14 @@ def test_a_report_gives_back_the_splits_it_was_written_from(tmp_path: Path) -> N
     report = tmp_path / "bench.json"
     report.write_text(json.dumps({"cpus": 16, "rows": [asdict(r) for r in rows]}))
     assert replot(report, tmp_path / "step.png").stat().st_size > 0
+
+
+def test_an_older_report_takes_the_gpus_time_from_the_queued_graph_row() -> None:
+    rows = [
+        Row("step split: remote [cuda], spin off, wall per step", 273.0, "us",
+            extra={"client_cpu_us": 196.0, "server_cpu_us": 130.0, "rest_us": 0.0, "steps": 2000}),
+        Row("graphs [cuda]: decoding step captured once, 2000 launches (HtoD 4 KiB, 10 kernels, "
+            "launches queued, one wait)", 0.044, "s", "local cuda-python, same graph", 0.041),
+    ]  # fmt: skip
+    gpu_us = splits_of([asdict(r) for r in rows])[3]
+    assert gpu_us is not None and abs(gpu_us - 20.5) < 1e-9
