@@ -1,0 +1,101 @@
+"""The client's CPU for one early 4 KiB cuMemcpyHtoD (the decoding step's first call), split.
+
+    CRICKET_SPIN_US=0 python -m bench.copy_call_cpu [--backend sim|cuda] [--calls N]
+
+Against a fresh cricket-server, the client thread's CPU (time.thread_time: system calls
+included, waiting not) per copy in four conditions: back to back (the server busy with the
+last one), with an idle pause after each (the server's thread asleep when the copy's write
+arrives, as in a decoding step, where the client also just woke from its read), and both
+again with the socket write left out (the call's Python alone). What a copy costs beyond
+its Python is the write; what an idle pause adds is the price of waking both ends, which a
+local CUDA loop (its driver spins) never pays.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from bench.server_proc import cricket_server_process
+
+PAUSE_S = 0.0003  # longer than any spin: the server's thread sleeps in its read
+SIZE = 4096
+MAX_UNSENT = 2000  # calls of a run without writes (below the pipeline's MAX_PENDING)
+
+
+@contextmanager
+def _no_writes(conn: Any) -> Iterator[None]:
+    """The RPC client's socket writes left out (the call's Python alone); the calls never
+    sent are forgotten afterwards, so that nobody waits for their replies."""
+    from cricket_xdr.rpc import client
+
+    original = client.RpcClient._send_now
+    client.RpcClient._send_now = lambda self, pieces: []  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        client.RpcClient._send_now = original  # type: ignore[method-assign]
+        conn.pipeline.pending.clear()
+        conn._rpc._pending.clear()
+
+
+def copy_cpu_us(
+    cu: Any, dst: Any, host: np.ndarray, calls: int, pause_s: float, writes: bool
+) -> float:
+    """Client CPU per cuMemcpyHtoD; with writes, a DtoH every 20 copies collects the replies."""
+    token = bytearray(4)
+    spent = 0.0
+    for i in range(calls):
+        start = time.thread_time()
+        cu.cuMemcpyHtoD(dst, host, SIZE)
+        spent += time.thread_time() - start
+        if writes and i % 20 == 19:
+            cu.cuMemcpyDtoH(token, dst, 4)
+        if pause_s:
+            time.sleep(pause_s)
+    return spent * 1e6 / calls
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.copy_call_cpu")
+    parser.add_argument("--backend", default="sim", choices=("sim", "cuda"))
+    parser.add_argument("--calls", type=int, default=3000)
+    args = parser.parse_args(argv)
+    os.environ.setdefault("CRICKET_SPIN_US", "0")
+    import cricket_client
+    from cricket_client import driver as cu
+
+    with cricket_server_process(args.backend, spin_us=0) as (address, _pid):
+        conn = cricket_client.connect(address)
+        cu.cuInit(0)
+        _err, dev = cu.cuDeviceGet(0)
+        _err, ctx = cu.cuDevicePrimaryCtxRetain(dev)
+        cu.cuCtxSetCurrent(ctx)
+        _err, dst = cu.cuMemAlloc(SIZE)
+        host = np.ones(SIZE // 4, dtype=np.float32)
+        copy_cpu_us(cu, dst, host, 200, 0.0, True)  # warm-up
+        for label, pause, writes in (
+            ("back to back", 0.0, True),
+            ("after an idle pause", PAUSE_S, True),
+            ("back to back, no write", 0.0, False),
+            ("after an idle pause, no write", PAUSE_S, False),
+        ):
+            if writes:
+                us = copy_cpu_us(cu, dst, host, args.calls, pause, True)
+            else:
+                with _no_writes(conn):  # fewer calls than the pipeline keeps replies for
+                    us = copy_cpu_us(cu, dst, host, min(args.calls, MAX_UNSENT), pause, False)
+            print(f"4 KiB cuMemcpyHtoD [{args.backend}], {label}: {us:.1f} us client CPU")
+        cu.cuMemFree(dst)
+        conn.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
