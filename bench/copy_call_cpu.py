@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.driver_remote import _ok
 from bench.server_proc import cricket_server_process
 
 PAUSE_S = 0.0003  # longer than any spin: the server's thread sleeps in its read
@@ -73,11 +74,10 @@ def main(argv: list[str] | None = None) -> int:
 
     with cricket_server_process(args.backend, spin_us=0) as (address, _pid):
         conn = cricket_client.connect(address)
-        cu.cuInit(0)
-        _err, dev = cu.cuDeviceGet(0)
-        _err, ctx = cu.cuDevicePrimaryCtxRetain(dev)
-        cu.cuCtxSetCurrent(ctx)
-        _err, dst = cu.cuMemAlloc(SIZE)
+        _ok(cu.cuInit(0))
+        ctx = _ok(cu.cuDevicePrimaryCtxRetain(_ok(cu.cuDeviceGet(0))))
+        _ok(cu.cuCtxSetCurrent(ctx))
+        dst = _ok(cu.cuMemAlloc(SIZE))
         host = np.ones(SIZE // 4, dtype=np.float32)
         copy_cpu_us(cu, dst, host, 200, 0.0, True)  # warm-up
         for label, pause, writes in (

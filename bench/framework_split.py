@@ -7,7 +7,8 @@ and a small read per step) runs unmodified locally and under `cricket-run` again
 cricket-server (thread isolation, spinning off, the GPU hidden from the program), and
 measures itself: after a warm-up, the step's wall time, the program's CPU (every thread of
 its process: the framework, the native library, the Python client) and the server's CPU
-(every thread of the server process, read from /proc while the connection lives; it
+(every thread of the server and its workers, `bench.step_split.process_tree_cpu_ns`, read
+while the connection lives; it
 includes the driver's spinning while the GPU runs). A server thread's CPU leaves /proc with
 its connection, and a whole program's CPU is dominated by its imports: hence the reading
 inside the timed loop. Needs a GPU and the frameworks (a missing one is reported).
@@ -30,15 +31,10 @@ WARMUP = 50
 
 _PROGRAM = """
 import os, sys, time
+sys.path.insert(0, {root!r})
+from bench.step_split import process_tree_cpu_ns
 def server_ns(pid):
-    total = 0
-    for tid in os.listdir(f"/proc/{{pid}}/task") if pid else ():
-        try:
-            with open(f"/proc/{{pid}}/task/{{tid}}/schedstat") as f:
-                total += int(f.read().split()[0])
-        except (OSError, ValueError, IndexError):
-            pass
-    return total
+    return process_tree_cpu_ns(pid) if pid else 0
 server = int(os.environ.get("CRICKET_BENCH_SERVER_PID", "0"))
 {setup}
 steps = int(sys.argv[1])
@@ -55,7 +51,7 @@ print("split", (t1 - t0) / steps * 1e6, (c1 - c0) / steps * 1e6, (s1 - s0) / ste
 def program_text(name: str) -> str:
     """The program of loop `name` that times itself (see the module docstring)."""
     setup, step = LOOPS[name]
-    return textwrap.dedent(_PROGRAM).format(setup=setup, step=step, warmup=WARMUP)
+    return textwrap.dedent(_PROGRAM).format(root=str(ROOT), setup=setup, step=step, warmup=WARMUP)
 
 
 def split_of(args: list[str], env: dict[str, str]) -> tuple[float, float, float]:
