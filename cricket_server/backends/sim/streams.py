@@ -1,10 +1,13 @@
 """Streams and events of the sim device, with CUDA's ordering rules.
 
 Each stream is a FIFO worked off by a thread of its own that runs only while the stream has
-queued work: an idle stream holds no thread, so a session's thousands of streams cost
-threads only for those busy at once (at most `--max-streams`); a synchronous copy on an idle
-stream runs on the calling thread (`SimStream.run`). A work item may also wait for items of
-other streams (its dependencies, fixed when it is issued):
+queued work, and lingers for `LINGER_S` after its queue empties so that a loop's next launch
+wakes it instead of starting a thread (a start waits for the new thread to run: about 0.1 ms
+on a 2-core machine, once per launch on an idle stream); a stream idle longer holds no
+thread, so a session's thousands of streams cost threads only for those busy at once (at
+most `--max-streams`). A synchronous copy on an idle stream runs on the calling thread
+(`SimStream.run`). A work item may also wait for items of other streams (its dependencies,
+fixed when it is issued):
 
 - an item on the legacy default stream waits for everything issued before it on every
   blocking stream, and every item on a blocking stream waits for everything issued before
@@ -30,6 +33,7 @@ CU_EVENT_BLOCKING_SYNC = 0x1
 CU_EVENT_DISABLE_TIMING = 0x2
 CU_EVENT_INTERPROCESS = 0x4
 CUDA_ERROR_LAUNCH_FAILED = 719
+LINGER_S = 0.05  # how long a stream's worker waits for more work once its queue is empty
 
 
 class Work:
@@ -70,7 +74,8 @@ class Context:
 
 class SimStream:
     """A FIFO of work items executed in order by a worker thread, started when work is
-    queued on an idle stream and ended when the queue is empty."""
+    queued on an idle stream; once the queue is empty the worker parks for `LINGER_S` and
+    takes the next work handed to it, or ends."""
 
     def __init__(self, context: Context, flags: int, priority: int, legacy: bool = False) -> None:
         self.context = context
@@ -79,8 +84,10 @@ class SimStream:
         self.legacy = legacy
         self.tail: Work | None = None
         self._queue: deque[Work] = deque()
-        self._lock = threading.Lock()  # guards _queue, _thread, _closed
-        self._thread: threading.Thread | None = None  # the worker, while there is work
+        self._lock = threading.Lock()  # guards _queue, _thread, _parked, _closed
+        self._wake = threading.Condition(self._lock)  # a parked worker waits here
+        self._thread: threading.Thread | None = None  # who works off the queue now
+        self._parked: threading.Thread | None = None  # a worker waiting for work, not working
         self._last: threading.Thread | None = None  # the latest worker (for join)
         self._closed = False
         with context.lock:
@@ -128,27 +135,35 @@ class SimStream:
         finally:
             work.done.set()
             with self._lock:
+                self._thread = None
                 if self._queue:
                     self._start_worker()
                 else:
-                    self._thread = None
                     closed = self._closed
         if closed:
             self._retire()
 
     def _start_worker(self) -> None:
-        """Start the worker thread for the queue (under `_lock`)."""
+        """Hand the queue to the parked worker, or start one (under `_lock`)."""
+        parked = self._parked
+        if parked is not None:
+            self._parked = None
+            self._thread = parked
+            self._wake.notify()
+            return
         thread = threading.Thread(
             target=self._run, name=f"sim-stream-{self.context.name}", daemon=True
         )
+        self._thread = thread
         try:
             thread.start()
         except RuntimeError as exc:  # out of threads: the work is not queued
+            self._thread = None
             self._queue.pop()
             raise CudaError(
                 CUDA_ERROR_OUT_OF_MEMORY, f"sim: no thread to run the stream's work ({exc})"
             ) from None
-        self._thread = self._last = thread
+        self._last = thread
 
     def idle(self) -> bool:
         return self.tail is None or self.tail.done.is_set()
@@ -165,15 +180,24 @@ class SimStream:
         with self._lock:
             self._closed = True
             idle = self._thread is None
+            self._dismiss()
         if idle:
             self._retire()
 
     def join(self) -> None:
-        """Wait until the queued work is done and the worker thread has ended."""
+        """Wait until the queued work is done and the worker thread has ended (a parked
+        worker ends at once)."""
         with self._lock:
+            self._dismiss()
             thread = self._last
-        if thread is not None:
+        if thread is not None and thread is not threading.current_thread():
             thread.join()
+
+    def _dismiss(self) -> None:
+        """Let a parked worker end now (under `_lock`)."""
+        if self._parked is not None:
+            self._parked = None
+            self._wake.notify()
 
     def _retire(self) -> None:
         with self.context.lock:
@@ -196,10 +220,10 @@ class SimStream:
                 )
 
     def _run(self) -> None:
+        me = threading.current_thread()
         while True:
             with self._lock:
-                if not self._queue:
-                    self._thread = None
+                if not self._queue and not self._park(me):
                     closed = self._closed
                     break
                 work = self._queue.popleft()
@@ -209,6 +233,20 @@ class SimStream:
             work.done.set()
         if closed:
             self._retire()
+
+    def _park(self, me: threading.Thread) -> bool:
+        """The queue is empty (under `_lock`): give the queue up, wait up to `LINGER_S` to
+        be handed it again; False when the worker is to end."""
+        self._thread = None
+        if self._closed:
+            return False
+        self._parked = me
+        self._wake.wait(LINGER_S)
+        if self._thread is me:  # handed new work
+            return True
+        if self._parked is me:  # nobody came
+            self._parked = None
+        return False
 
 
 class SimEvent:
