@@ -164,6 +164,7 @@ class HandleTable:
         self._session_id = session_id
         self._records: dict[int, Record] = {}
         self._counts: dict[HandleKind, int] = dict.fromkeys(HandleKind, 0)
+        self.removals = 0  # handles removed so far: a cache of handle lookups is valid while same
         # lookup(handle): the record or None, unchecked (a hot path that checks it itself)
         self.lookup: Callable[[int], Record | None] = self._records.get
 
@@ -192,6 +193,7 @@ class HandleTable:
 
     def remove(self, handle: int) -> None:
         if self._records.pop(handle, None) is not None:
+            self.removals += 1
             self._registry.retire(handle)
             self._counted(handle, -1)
 

@@ -215,7 +215,7 @@ class SessionModules(SessionCore):
         body = getattr(launches, "body", None)
         if body is not None and self.bsession.replay_batch(body):
             return  # a repeat of a batch made before: every launch checked then, and made now
-        fast = self.bsession.fast_launcher() if body is not None else None
+        fast = self.bsession.fast_launcher(self.handles.removals) if body is not None else None
         if fast is not None and body is not None:
             first = self._launch_batch_fast(fast, launches, body)
             if first is None:
@@ -260,8 +260,8 @@ class SessionModules(SessionCore):
         once (as the Python path checks every launch) and put in the loop's tables; a launch
         the loop hands back is checked, or made, here. The first failure, with its index."""
         call = "cuLaunchKernel"
-        functions: set[int] = set()
-        streams: set[int] = set()
+        functions: set[int] = fast.function_handles
+        streams: set[int] = fast.stream_handles
 
         def take(index: int) -> bool:
             handle, gx, gy, gz, bx, by, bz, shared, stream, params = launches[index]
@@ -274,10 +274,8 @@ class SessionModules(SessionCore):
                 return False
             if handle not in functions:
                 fast.add_function(handle, fn_obj)
-                functions.add(handle)
             if stream not in streams:
                 fast.add_stream(stream, obj)
-                streams.add(stream)
             return True
 
         return run_c_loop(fast, body, len(launches), take)

@@ -278,10 +278,12 @@ class BackendSession(abc.ABC):
         """Launch with the packed argument buffer (D5): parameter i is
         params[info[i].offset : info[i].offset + info[i].size]."""
 
-    def fast_launcher(self) -> Any:
+    def fast_launcher(self, keep: object = None) -> Any:
         """A C loop that makes a launch batch's launches from its record (the cuda backend's
-        `fast_launch.FastLauncher`, tables empty, the context current), or None: launches
-        go one by one through `launcher`."""
+        `fast_launch.FastLauncher`, the context current), or None: launches go one by one
+        through `launcher`. Its tables stay as the last batch left them when `keep` is not
+        None and equals the last call's (the caller's word that every handle in them still
+        names the same object), else they are emptied."""
         return None
 
     def fast_graph_launcher(self) -> Any:

@@ -119,7 +119,7 @@ class FastFake(FakeSession):
 
     loop: tuple[Any, Any]
 
-    def fast_launcher(self) -> Any:
+    def fast_launcher(self, keep: object = None) -> Any:
         ffi, lib = self.loop
         if not hasattr(self, "_fast"):
             self._functions: dict[int, FakeFunction] = {}
@@ -130,7 +130,7 @@ class FastFake(FakeSession):
             self._fast = fast_launch.FastLauncher(
                 ffi, lib, self._rec.fn, function=self._function, stream=self._stream_key
             )
-        self._fast.reset()
+        self._fast.keep_for(keep)
         return self._fast
 
     def _function(self, func: Any) -> tuple[int, int, int, int]:
@@ -207,3 +207,45 @@ def test_the_session_over_the_loop_makes_what_launch_by_launch_makes(
     assert [name for name, _ in made] == ["add", "noargs", "add", "noargs"]
     assert made[0][1] == bytes(range(20)) and made[2][1] == bytes(range(1, 21))
     assert error is not None and error.startswith("launch 4 of 7 in a batch: ")
+
+
+def test_the_loop_keeps_its_tables_until_a_handle_goes(loop: tuple[Any, Any]) -> None:
+    """A framework's loop sends one launch a batch: the second batch of the same function
+    and stream is made by the loop alone; once the stream is destroyed, a batch naming it is
+    refused (not launched on what the handle meant), as launch by launch."""
+    s = next(_session(True, loop))
+    module = s.module_load(b"MOD fake cubin", {})
+    add = s.module_get_function(module, "add")
+    stream = s.stream_create(0, 0)
+    looked_up: list[int] = []
+    target = s._launch_target
+
+    def counted(call: str, handle: int) -> tuple[object, int, str]:
+        looked_up.append(handle)
+        return target(call, handle)
+
+    s._launch_target = counted  # type: ignore[method-assign]
+    for value in range(3):
+        s.launch_batch(decode_launch_batch(_batch(_args(add, stream, bytes([value]) * 20))))
+    assert looked_up == [add]  # the first batch filled the tables; the others used them
+    fake = s.bsession
+    assert isinstance(fake, FakeSession)
+    assert [bytes(p[:20]) for _f, p in fake.launches] == [bytes([v]) * 20 for v in range(3)]
+    s.stream_destroy(stream)
+    try:
+        s.launch_batch(decode_launch_batch(_batch(_args(add, stream, bytes(20)))))
+    except CudaError as e:
+        assert e.code == CUDA_ERROR_INVALID_HANDLE
+    else:
+        raise AssertionError("a batch on a destroyed stream was launched")
+    assert len(fake.launches) == 3
+    s.launch_batch(decode_launch_batch(_batch(_args(add, 0, bytes([7]) * 20))))
+    assert bytes(fake.launches[-1][1][:20]) == bytes([7]) * 20
+    s.module_unload(module)
+    try:
+        s.launch_batch(decode_launch_batch(_batch(_args(add, 0, bytes(20)))))
+    except CudaError as e:
+        assert e.code == CUDA_ERROR_INVALID_HANDLE
+    else:
+        raise AssertionError("a batch of an unloaded module's function was launched")
+    assert len(fake.launches) == 4

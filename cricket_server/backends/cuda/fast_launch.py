@@ -4,7 +4,9 @@ loop for CU_GRAPH_LAUNCH_BATCH is driven by `fast_graph_launch`).
 Per launch the Python path costs more than the driver's own cuLaunchKernel (a tuple to
 unpack, two lookups, the parameter copy and cuda-python's conversion of eleven arguments).
 Here the batch's record goes to `cricket_launch_batch` whole: the session resolves each
-function and stream handle once per batch (its checks, its errors) into small tables, and
+function and stream handle once (its checks, its errors) into small tables, kept from batch
+to batch until the session removes a handle or unloads a module (a framework's loop sends
+one launch a batch: resolving it again each time cost more than the launch), and
 the loop copies each launch's parameters and calls the driver's cuLaunchKernel directly (the
 same libcuda.so.1 as cuda-python's, so the same current context). A launch the tables do not
 cover, or a failed one, comes back to the caller at its index.
@@ -36,6 +38,9 @@ __all__ = ["ENV", "FastLauncher", "StreamTable", "load"]
 log = logging.getLogger(__name__)
 
 ENV = "CRICKET_FAST_LAUNCH"
+# Tables kept from batch to batch are searched linearly per launch: past this many entries
+# they are emptied and filled again with what the next batch uses.
+TABLE_KEEP_MAX = 32
 SOURCES = (
     Path(__file__).with_name("fast_launch.c"),
     Path(__file__).with_name("launch_replay.c"),  # launch_replay.py's graphs of repeated batches
@@ -188,6 +193,7 @@ class StreamTable:
         """An empty table (a new batch: handles may mean other objects than in the last)."""
         self._streams: list[tuple[int, int]] = []
         self._stream_array: Any = self._ffi.NULL
+        self.stream_handles: set[int] = set()
 
     def add_stream(self, handle: int, obj: Any) -> None:
         """A stream handle and its backend stream."""
@@ -197,6 +203,7 @@ class StreamTable:
     def add_stream_raw(self, handle: int, stream: int) -> None:
         """A stream handle and its CUstream."""
         self._streams.append((handle, stream))
+        self.stream_handles.add(handle)
         array = self._ffi.new("cricket_stream[]", len(self._streams))
         for slot, (h, s) in zip(array, self._streams, strict=True):
             slot.handle, slot.stream = h, self._ffi.cast("void *", s)
@@ -233,6 +240,17 @@ class FastLauncher(StreamTable):
         super().reset()
         self._fns: list[tuple[int, int, int, int, int]] = []
         self._fn_array: Any = self._ffi.NULL
+        self.function_handles: set[int] = set()
+        self.kept: object = None  # the token under which the tables were filled
+
+    def keep_for(self, token: object) -> None:
+        """Keep the tables when `token` is the one they were filled under (the caller's word
+        that their handles still name the same objects) and they are small enough to search
+        per launch; else empty them. Either way they are filled under `token` from now on."""
+        full = len(self._fns) + len(self._streams) > TABLE_KEEP_MAX
+        if token is None or token != self.kept or full:
+            self.reset()
+        self.kept = token
 
     def add_function(self, handle: int, obj: Any) -> None:
         """A function handle and its backend function (`function` says what the loop needs)."""
@@ -242,6 +260,7 @@ class FastLauncher(StreamTable):
     def add_function_raw(self, handle: int, func: int, params: int, data: int, size: int) -> None:
         """A function handle: its CUfunction, kernelParams, parameter memory and size."""
         self._fns.append((handle, func, params, data, size))
+        self.function_handles.add(handle)
         array = self._ffi.new("cricket_fn[]", len(self._fns))
         for slot, (h, f, p, d, n) in zip(array, self._fns, strict=True):
             slot.handle, slot.size = h, n

@@ -321,7 +321,7 @@ class CudaSession(
         self.forget_repeated_batches()
         call(driver.cuModuleUnload, module)
         self._owner("modules", module).pop(_handle_key(module), None)
-        self._layouts.clear()
+        self._forget_parameter_buffers()
 
     def module_get_function(self, module: object, name: str) -> object:
         self._state()
@@ -344,7 +344,7 @@ class CudaSession(
         self.forget_repeated_batches()
         call(driver.cuLibraryUnload, library)
         self._libraries.pop(_handle_key(library), None)
-        self._layouts.clear()
+        self._forget_parameter_buffers()
 
     def library_get_kernel(self, library: object, name: str) -> object:
         self._state()
@@ -393,9 +393,11 @@ class CudaSession(
         hstream = self._stream(stream)
         call(driver.cuLaunchCooperativeKernel, func, *grid, *block, shared_mem, hstream, address)
 
-    def fast_launcher(self) -> FastLauncher | None:
-        """The C loop (`fast_launch`), its tables empty, the context current; None where it
-        cannot be built or CRICKET_FAST_LAUNCH=0."""
+    def fast_launcher(self, keep: object = None) -> FastLauncher | None:
+        """The C loop (`fast_launch`), the context current, its tables kept under `keep`
+        (`FastLauncher.keep_for`; a module or library unloaded empties them: the parameter
+        buffers they point into are freed); None where it cannot be built or
+        CRICKET_FAST_LAUNCH=0."""
         if not self.__dict__.get("_fast_tried"):
             self._fast_tried = True
             self._fast: FastLauncher | None = None
@@ -409,7 +411,7 @@ class CudaSession(
         fast = self._fast
         if fast is not None:
             self._state()
-            fast.reset()
+            fast.keep_for(keep)
         return fast
 
     def _batch_replays(self) -> BatchReplays | None:
@@ -437,6 +439,14 @@ class CudaSession(
         replays = self._batch_replays()
         if replays is not None:
             replays.made(body, fast)
+
+    def _forget_parameter_buffers(self) -> None:
+        """Free the functions' parameter buffers, and empty the C loop's tables that point
+        into them."""
+        self._layouts.clear()
+        fast = self.__dict__.get("_fast")
+        if fast is not None:
+            fast.reset()
 
     def forget_repeated_batches(self) -> None:
         replays = self.__dict__.get("_replays")
