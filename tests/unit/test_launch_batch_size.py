@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cricket_client.launch_batch import BATCH_ENV, MAX_LAUNCHES, LaunchBatcher
+from cricket_client.launch_batch import AT_ONCE_ENV, BATCH_ENV, MAX_LAUNCHES, LaunchBatcher
 from rpc_spec import cricket_rpc as proto
 
 
@@ -38,4 +38,32 @@ def test_small_batches_leave_as_they_fill(monkeypatch: pytest.MonkeyPatch) -> No
 def test_a_wrong_value_is_named(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
     monkeypatch.setenv(BATCH_ENV, value)
     with pytest.raises(ValueError, match=f"CRICKET_LAUNCH_BATCH={value!r}"):
+        LaunchBatcher(lambda proc, count, body: None)
+
+
+@pytest.mark.parametrize(("value", "expected"), [(None, [1, 2]), ("1", [1, 2]), ("0", [3])])
+def test_launch_at_once_decides_whether_a_lone_launch_leaves_alone(
+    monkeypatch: pytest.MonkeyPatch, value: str | None, expected: list[int]
+) -> None:
+    """CRICKET_LAUNCH_AT_ONCE: a launch made while nothing is outstanding leaves by itself
+    (the default) or waits for the next call with the launches after it (0)."""
+    if value is None:
+        monkeypatch.delenv(AT_ONCE_ENV, raising=False)
+    else:
+        monkeypatch.setenv(AT_ONCE_ENV, value)
+    sent: list[int] = []
+    batcher = LaunchBatcher(lambda proc, count, body: sent.append(count), delay=60.0)
+    try:
+        batcher.add(b"x" * 48, at_once=True)
+        batcher.add(b"x" * 48, at_once=False)
+        batcher.add(b"x" * 48, at_once=False)
+        batcher.flush()  # the synchronizing call
+    finally:
+        batcher.close()
+    assert sent == expected
+
+
+def test_a_wrong_at_once_value_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(AT_ONCE_ENV, "yes")
+    with pytest.raises(ValueError, match="CRICKET_LAUNCH_AT_ONCE='yes'"):
         LaunchBatcher(lambda proc, count, body: None)
