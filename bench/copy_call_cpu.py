@@ -8,7 +8,11 @@ last one), with an idle pause after each (the server's thread asleep when the co
 arrives, as in a decoding step, where the client also just woke from its read), and both
 again with the socket write left out (the call's Python alone). What a copy costs beyond
 its Python is the write; what an idle pause adds is the price of waking both ends, which a
-local CUDA loop (its driver spins) never pays.
+local CUDA loop (its driver spins) never pays. A control runs a compact loop of plain Python
+(a few cache lines of code and data, about as long as the copy's Python) the same two ways:
+if it slows down after the pause as much as the copy does, the processor itself is slow to
+come back (its clock, its idle state); if it does not, the copy's own footprint (the many
+functions and objects its path touches, evicted while the thread slept) is what costs.
 """
 
 from __future__ import annotations
@@ -63,6 +67,25 @@ def copy_cpu_us(
     return spent * 1e6 / calls
 
 
+def _compact(n: int) -> int:
+    total = 0
+    for i in range(n):
+        total += i * i & 7
+    return total
+
+
+def compact_cpu_us(calls: int, pause_s: float, n: int = 300) -> float:
+    """CPU per run of `_compact(n)`, back to back or after an idle pause of `pause_s`."""
+    spent = 0.0
+    for _ in range(calls):
+        start = time.thread_time()
+        _compact(n)
+        spent += time.thread_time() - start
+        if pause_s:
+            time.sleep(pause_s)
+    return spent * 1e6 / calls
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.copy_call_cpu")
     parser.add_argument("--backend", default="sim", choices=("sim", "cuda"))
@@ -94,6 +117,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"4 KiB cuMemcpyHtoD [{args.backend}], {label}: {us:.1f} us client CPU")
         cu.cuMemFree(dst)
         conn.close()
+    for label, pause in (("back to back", 0.0), ("after an idle pause", PAUSE_S)):
+        us = compact_cpu_us(args.calls, pause)
+        print(f"control: a compact Python loop, {label}: {us:.1f} us CPU")
     return 0
 
 

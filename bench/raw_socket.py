@@ -4,7 +4,8 @@ The echo peer runs in another process (`python -m bench.raw_socket serve ADDRESS
 an RPC server would, so the baseline pays the same process switches as the RPC it is set
 against. With `spin` (`serve ... --spin` and `round_trip_fn(sock, spin=True)`) both ends
 receive the echo by polling with MSG_DONTWAIT instead of blocking: no thread wake-up, the
-floor a spinning RPC runtime can approach.
+floor a spinning RPC runtime can approach. A message starting with b'W' carries a payload
+that the peer takes without answering (a one-way write: `step_fn`'s host-to-device copy).
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ def _recv_exact(sock: socket.socket, view: memoryview, spin: bool = False) -> No
 
 
 def serve(address_file: str, unix_path: str | None = None, spin: bool = False) -> None:
-    """Echo every 100-byte message; for a message starting with b'B', sink a bulk payload."""
+    """Echo every 100-byte message; for a message starting with b'B', sink a bulk payload
+    (then echo); for one starting with b'W', sink a payload and answer nothing."""
     if unix_path:
         lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         lsock.bind(unix_path)
@@ -61,6 +63,10 @@ def serve(address_file: str, unix_path: str | None = None, spin: bool = False) -
         try:
             while True:
                 _recv_exact(conn, view, spin)
+                if buf[0:1] == b"W":
+                    payload = int.from_bytes(buf[1:9], "big")
+                    _recv_exact(conn, memoryview(sink)[:payload], spin)
+                    continue
                 if buf[0:1] == b"B":
                     remaining = int.from_bytes(buf[1:9], "big")
                     sview = memoryview(sink)
@@ -118,6 +124,30 @@ def round_trip_fn(sock: socket.socket, spin: bool = False):
     def once() -> None:
         sock.sendall(out)
         _recv_exact(sock, view, spin)
+
+    return once
+
+
+def step_fn(sock: socket.socket, payload: int = 4096, gap_us: float = 0.0):
+    """The decoding step's messages on a raw socket, nothing else: a one-way write of
+    `payload` bytes (the early HtoD), `gap_us` of the client's own work (busy, as the
+    launches are), then one 100-byte round trip (the launches and the read that waits)."""
+    write = bytearray(MESSAGE + payload)
+    write[0:1] = b"W"
+    write[1:9] = payload.to_bytes(8, "big")
+    one_way = bytes(write)
+    out = bytes(MESSAGE)
+    view = memoryview(bytearray(MESSAGE))
+    gap_ns = int(gap_us * 1000)
+
+    def once() -> None:
+        sock.sendall(one_way)
+        if gap_ns:
+            until = time.perf_counter_ns() + gap_ns
+            while time.perf_counter_ns() < until:
+                pass
+        sock.sendall(out)
+        _recv_exact(sock, view)
 
     return once
 

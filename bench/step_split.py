@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+from bench import raw_step
 from bench.common import Row, median_latency_us
 from bench.raw_socket import echo_peer, round_trip_fn
 from bench.server_proc import cricket_server_process
@@ -270,6 +271,7 @@ def run(quick: bool = False, plot_path: Path | None = None) -> list[Row]:
         conn.close()
     with echo_peer() as sock:
         raw_rtt = median_latency_us(round_trip_fn(sock), 2000)["median_us"]
+    raw_step_us, raw_step_cpu_us = raw_step.measure(steps, 0.0)
     local = splits.get("local cuda-python")
     rows = []
     for label, s in splits.items():
@@ -306,6 +308,18 @@ def run(quick: bool = False, plot_path: Path | None = None) -> list[Row]:
                     s.wall_us / raw_rtt,
                 )
             )
+    rows.append(
+        Row(
+            "step split: the step's messages alone on raw sockets (4 KiB one-way, 100 B round "
+            "trip)",
+            raw_step_us,
+            "us",
+            "raw Python socket 100-byte round trip, TCP",
+            raw_rtt,
+            raw_step_us / raw_rtt,
+            extra={"client_cpu_us": raw_step_cpu_us},
+        )
+    )
     if gpu_us is not None:
         rows.append(Row(f"{GPU_ROW} (the step captured once, {steps} launches queued, local)",
                         gpu_us, "us"))  # fmt: skip
