@@ -1,5 +1,6 @@
-"""CRICKET_LAUNCH_BATCH: how many gathered launches make a batch leave (a knob to measure
-with; the default stays 128)."""
+"""CRICKET_LAUNCH_BATCH: how many gathered launches make a batch leave; CRICKET_LAUNCH_AT_ONCE:
+whether a launch made while nothing is outstanding leaves alone (knobs to measure with; the
+defaults stay 128 and 1)."""
 
 from __future__ import annotations
 
@@ -9,29 +10,33 @@ from cricket_client.launch_batch import AT_ONCE_ENV, BATCH_ENV, MAX_LAUNCHES, La
 from rpc_spec import cricket_rpc as proto
 
 
-def _batches(monkeypatch: pytest.MonkeyPatch, value: str | None, launches: int) -> list[int]:
+def _batches(
+    monkeypatch: pytest.MonkeyPatch, env: str, value: str | None, at_once: list[bool]
+) -> list[int]:
+    """The batch sizes sent for launches made with these `at_once` flags (each: nothing
+    outstanding), then a synchronizing call, with `env` set to `value` (None: unset)."""
     if value is None:
-        monkeypatch.delenv(BATCH_ENV, raising=False)
+        monkeypatch.delenv(env, raising=False)
     else:
-        monkeypatch.setenv(BATCH_ENV, value)
+        monkeypatch.setenv(env, value)
     sent: list[int] = []
     batcher = LaunchBatcher(lambda proc, count, body: sent.append(count), delay=60.0)
     try:
-        for _ in range(launches):
-            batcher.add(b"x" * 48, at_once=False)
-        batcher.flush()
+        for flag in at_once:
+            batcher.add(b"x" * 48, at_once=flag)
+        batcher.flush()  # the synchronizing call
     finally:
         batcher.close()
     return sent
 
 
 def test_the_default_gathers_up_to_128(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert _batches(monkeypatch, None, 10) == [10]
+    assert _batches(monkeypatch, BATCH_ENV, None, [False] * 10) == [10]
     assert MAX_LAUNCHES == 128
 
 
 def test_small_batches_leave_as_they_fill(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert _batches(monkeypatch, "3", 10) == [3, 3, 3, 1]
+    assert _batches(monkeypatch, BATCH_ENV, "3", [False] * 10) == [3, 3, 3, 1]
 
 
 @pytest.mark.parametrize("value", ["0", str(proto.MAX_LAUNCH_BATCH + 1), "many"])
@@ -47,20 +52,7 @@ def test_launch_at_once_decides_whether_a_lone_launch_leaves_alone(
 ) -> None:
     """CRICKET_LAUNCH_AT_ONCE: a launch made while nothing is outstanding leaves by itself
     (the default) or waits for the next call with the launches after it (0)."""
-    if value is None:
-        monkeypatch.delenv(AT_ONCE_ENV, raising=False)
-    else:
-        monkeypatch.setenv(AT_ONCE_ENV, value)
-    sent: list[int] = []
-    batcher = LaunchBatcher(lambda proc, count, body: sent.append(count), delay=60.0)
-    try:
-        batcher.add(b"x" * 48, at_once=True)
-        batcher.add(b"x" * 48, at_once=False)
-        batcher.add(b"x" * 48, at_once=False)
-        batcher.flush()  # the synchronizing call
-    finally:
-        batcher.close()
-    assert sent == expected
+    assert _batches(monkeypatch, AT_ONCE_ENV, value, [True, False, False]) == expected
 
 
 def test_a_wrong_at_once_value_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
