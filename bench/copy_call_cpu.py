@@ -53,33 +53,40 @@ def _no_writes(conn: Any) -> Iterator[None]:
         conn._rpc._pending.clear()
 
 
+def cpu_us(
+    fn: Callable[[], object],
+    calls: int,
+    pause_s: float,
+    between: Callable[[int], object] | None = None,
+) -> float:
+    """CPU per `fn()`, back to back or after an idle pause of `pause_s`; `between(i)` runs
+    untimed after call i."""
+    spent = 0.0
+    for i in range(calls):
+        start = time.thread_time()
+        fn()
+        spent += time.thread_time() - start
+        if between is not None:
+            between(i)
+        if pause_s:
+            time.sleep(pause_s)
+    return spent * 1e6 / calls
+
+
 def copy_cpu_us(
     cu: Any, dst: Any, host: np.ndarray, calls: int, pause_s: float, writes: bool
 ) -> float:
     """Client CPU per cuMemcpyHtoD; with writes, a DtoH every 20 copies collects the replies."""
     token = bytearray(4)
-    spent = 0.0
-    for i in range(calls):
-        start = time.thread_time()
-        cu.cuMemcpyHtoD(dst, host, SIZE)
-        spent += time.thread_time() - start
-        if writes and i % 20 == 19:
+
+    def collect(i: int) -> None:
+        if i % 20 == 19:
             cu.cuMemcpyDtoH(token, dst, 4)
-        if pause_s:
-            time.sleep(pause_s)
-    return spent * 1e6 / calls
 
+    def copy() -> None:
+        cu.cuMemcpyHtoD(dst, host, SIZE)
 
-def cpu_us(fn: Callable[[], object], calls: int, pause_s: float) -> float:
-    """CPU per `fn()`, back to back or after an idle pause of `pause_s`."""
-    spent = 0.0
-    for _ in range(calls):
-        start = time.thread_time()
-        fn()
-        spent += time.thread_time() - start
-        if pause_s:
-            time.sleep(pause_s)
-    return spent * 1e6 / calls
+    return cpu_us(copy, calls, pause_s, collect if writes else None)
 
 
 def fused_early_htod(conn: Any, dst: int, host: np.ndarray) -> Callable[[], None]:
