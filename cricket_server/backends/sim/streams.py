@@ -190,7 +190,7 @@ class SimStream:
         with self._lock:
             self._dismiss()
             thread = self._last
-        if thread is not None and thread is not threading.current_thread():
+        if thread is not None:
             thread.join()
 
     def _dismiss(self) -> None:
