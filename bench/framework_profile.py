@@ -24,7 +24,7 @@ import textwrap
 from pathlib import Path
 
 from bench.framework_calls import LOOPS, ROOT
-from bench.profile_calls import _report, profiled_server, wait_for_profile
+from bench.profile_calls import _report, profiled_server
 
 WARMUP = 50
 
@@ -66,9 +66,8 @@ def profile(name: str, steps: int, out: Path, backend: str = "cuda") -> float:
                  sys.executable, str(program), str(steps), str(client_dump)],
                 capture_output=True, text=True, env=env, cwd=ROOT, timeout=600,
             )  # fmt: skip
-            if done.returncode != 0 or "profiled" not in done.stdout:
-                raise RuntimeError(f"{name}: exit {done.returncode}: {done.stderr[-1500:]}")
-            wait_for_profile(work)
+        if done.returncode != 0 or "profiled" not in done.stdout:
+            raise RuntimeError(f"{name}: exit {done.returncode}: {done.stderr[-1500:]}")
         step_us = float(done.stdout.split("profiled")[-1].split()[0])
         head = f"{name}: {step_us:.1f} us a step, profiled\n"
         (out / "client.txt").write_text(

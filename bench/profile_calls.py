@@ -18,6 +18,7 @@ import io
 import os
 import pstats
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -41,12 +42,16 @@ def _report(stats: pstats.Stats, title: str, calls: int) -> str:
 
 
 def _serve_profiled(out: str) -> None:
-    """The server's main, with every connection thread profiled into `out`.<id>."""
+    """The server's main, with every connection thread profiled into `out`.<id>; it returns
+    once every such profile is written whole (a connection's thread writes its profile after
+    the server has forgotten the connection, so its shutdown does not wait for that)."""
     from cricket_xdr.rpc import server
 
     original = server._Connection.serve
+    profiling: list[threading.Thread] = []
 
     def serve(self: server._Connection) -> None:
+        profiling.append(threading.current_thread())
         prof = cProfile.Profile()
         prof.enable()
         try:
@@ -58,26 +63,21 @@ def _serve_profiled(out: str) -> None:
     server._Connection.serve = serve  # type: ignore[method-assign]
     from cricket_server.cli import main
 
-    main(prog_name="cricket-server")
+    try:
+        main(prog_name="cricket-server")
+    finally:
+        for thread in profiling:
+            thread.join()
 
 
 @contextmanager
 def profiled_server(backend: str, dump: str) -> Iterator[str]:
     """`cricket_server_process` (thread isolation) whose connection threads run under
-    cProfile, each writing `dump`.<id> when it ends; yields the address."""
+    cProfile, each writing `dump`.<id>; yields the address. Every profile is written whole
+    once the context has exited (the server stopped)."""
     runner = ("-m", "bench.profile_calls", "--serve", dump)
     with cricket_server_process(backend, isolation="thread", runner=runner) as (address, _pid):
         yield address
-
-
-def wait_for_profile(out: Path) -> None:
-    """Until the server wrote a connection's profile into `out` (the client closed it)."""
-    deadline = time.monotonic() + 30
-    while not any(p.name.startswith("server.prof.") for p in out.iterdir()):
-        if time.monotonic() > deadline:
-            raise RuntimeError("the server wrote no profile")
-        time.sleep(0.1)
-    time.sleep(0.5)  # written whole: dump_stats ends before the next connection's
 
 
 def write_reports(out: Path, client: cProfile.Profile, n: int, head: str) -> None:
@@ -106,7 +106,6 @@ def main(argv: list[str] | None = None) -> int:
     with profiled_server("sim", dump) as address:
         measure = _client_steps if args.step else _client_calls
         n, wall, prof = measure(address, args.calls, cricket_client, cu)
-        wait_for_profile(args.out)
     write_reports(args.out, prof, n, f"wall {wall / n * 1e6:.1f} us per call")
     print(f"wrote {args.out}/client.txt and server.txt")
     return 0

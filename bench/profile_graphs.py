@@ -18,7 +18,7 @@ import cProfile
 import sys
 from pathlib import Path
 
-from bench.profile_calls import profiled_server, wait_for_profile, write_reports
+from bench.profile_calls import profiled_server, write_reports
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,7 +45,6 @@ def main(argv: list[str] | None = None) -> int:
             prof.disable()
         finally:
             conn.close()
-        wait_for_profile(args.out)
     n = args.launches
     write_reports(args.out, prof, n, f"wall {seconds / n * 1e6:.1f} us per launch")
     print(f"wrote {args.out}/client.txt and server.txt")
