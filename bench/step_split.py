@@ -271,7 +271,7 @@ def run(quick: bool = False, plot_path: Path | None = None) -> list[Row]:
         conn.close()
     with echo_peer() as sock:
         raw_rtt = median_latency_us(round_trip_fn(sock), 2000)["median_us"]
-    raw_step_us, raw_step_cpu_us = raw_step.measure(steps, 0.0)
+        raw_step_us, raw_step_cpu_us = raw_step.measure_on(sock, steps, 0.0)
     local = splits.get("local cuda-python")
     rows = []
     for label, s in splits.items():
